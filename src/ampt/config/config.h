@@ -1,0 +1,63 @@
+// The one immutable, typed configuration every other part of ampt reads.
+// Default values live here (the member initialisers) and nowhere else: the option table in
+// options.cpp points at these members and prints their defaults from a default-built Config.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ampt::config {
+
+enum class MixedPrecision { no, fp16, bf16 };
+enum class OptLevel { O0, O1 };
+enum class DeviceKind { auto_select, cpu, cuda };
+enum class OptimizerKind { adamw, sgd };
+
+struct Config {
+  // run
+  std::string config_file;  // --config: the YAML file that was read, empty when none
+  std::string model = "mlp";
+  std::string dataset = "synthetic";
+  DeviceKind device = DeviceKind::auto_select;
+  std::string output_dir = "ampt_out";
+  int64_t seed = 1337;
+  int64_t log_every = 100;
+  bool debug = false;
+
+  // amp
+  MixedPrecision mixed_precision = MixedPrecision::bf16;
+  OptLevel amp_opt_level = OptLevel::O1;
+
+  // scaler (torch.amp.GradScaler's defaults)
+  double grad_scaler_init = 65536.0;
+  double grad_scaler_growth_factor = 2.0;
+  double grad_scaler_backoff = 0.5;
+  int64_t grad_scaler_growth_interval = 2000;
+
+  // training
+  int64_t batch_size = 128;
+  int64_t grad_accum_steps = 1;
+  int64_t max_steps = 0;  // 0: train for `epochs` full passes
+  int64_t epochs = 3;
+  OptimizerKind optimizer = OptimizerKind::adamw;
+  double lr = 3e-3;
+  double min_lr_ratio = 0.1;  // cosine decay ends at lr * min_lr_ratio
+  double weight_decay = 0.01;
+  int64_t warmup_steps = 20;
+  double max_grad_norm = 1.0;  // 0 disables clipping
+  double momentum = 0.9;       // SGD only
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_eps = 1e-8;
+
+  // model
+  int64_t mlp_hidden = 256;
+  int64_t mlp_layers = 3;
+
+  // data
+  int64_t synthetic_samples = 65536;
+  int64_t synthetic_features = 32;
+  int64_t synthetic_classes = 10;
+};
+
+}  // namespace ampt::config

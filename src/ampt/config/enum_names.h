@@ -1,0 +1,73 @@
+// The spellings of Config's enums, shared by every parser and printer of configuration values.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "ampt/config/config.h"
+
+namespace ampt::config {
+
+// A table of (spelling, value) pairs; several spellings may map to one value (aliases).
+template <class E, std::size_t N>
+using Spellings = std::array<std::pair<std::string_view, E>, N>;
+
+template <class E>
+struct EnumNames;  // specialised for each Config enum: `values` lists its one spelling per value
+
+template <>
+struct EnumNames<MixedPrecision> {
+  static constexpr Spellings<MixedPrecision, 3> values{
+      {{"no", MixedPrecision::no}, {"fp16", MixedPrecision::fp16}, {"bf16", MixedPrecision::bf16}}};
+};
+
+template <>
+struct EnumNames<OptLevel> {
+  static constexpr Spellings<OptLevel, 2> values{{{"O0", OptLevel::O0}, {"O1", OptLevel::O1}}};
+};
+
+template <>
+struct EnumNames<DeviceKind> {
+  static constexpr Spellings<DeviceKind, 3> values{
+      {{"auto", DeviceKind::auto_select}, {"cpu", DeviceKind::cpu}, {"cuda", DeviceKind::cuda}}};
+};
+
+template <>
+struct EnumNames<OptimizerKind> {
+  static constexpr Spellings<OptimizerKind, 2> values{
+      {{"adamw", OptimizerKind::adamw}, {"sgd", OptimizerKind::sgd}}};
+};
+
+// Exact, case-sensitive lookup: "BF16" is rejected so that files stay greppable.
+template <class E, std::size_t N>
+std::optional<E> find_spelling(const Spellings<E, N>& table, std::string_view text) {
+  for (const auto& [spelling, value] : table) {
+    if (spelling == text) return value;
+  }
+  return std::nullopt;
+}
+
+// "no, fp16, bf16": the allowed list quoted by error messages and --help.
+template <class E, std::size_t N>
+std::string join_spellings(const Spellings<E, N>& table, std::string_view separator = ", ") {
+  std::string joined;
+  for (const auto& [spelling, value] : table) {
+    if (!joined.empty()) joined += separator;
+    joined += spelling;
+  }
+  return joined;
+}
+
+template <class E>
+requires requires { EnumNames<E>::values; }
+std::string_view to_string(E value) {
+  for (const auto& [spelling, candidate] : EnumNames<E>::values) {
+    if (candidate == value) return spelling;
+  }
+  return "?";  // unreachable for values created through the enum's named constants
+}
+
+}  // namespace ampt::config

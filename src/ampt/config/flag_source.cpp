@@ -1,0 +1,103 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cxxopts.hpp>
+
+#include "ampt/config/options.h"
+#include "ampt/config/readers.h"
+#include "ampt/config/resolve.h"
+#include "ampt/config/suggest.h"
+
+namespace ampt::config {
+
+namespace {
+
+// Every option as a string-valued long flag; values are parsed by the option table, not cxxopts,
+// so flags, env and YAML share one parser and one error format.
+cxxopts::Options make_cli() {
+  cxxopts::Options cli("ampt");
+  for (const Option& option : options()) {
+    auto value = cxxopts::value<std::string>();
+    if (option.is_switch) value->implicit_value("true");
+    cli.add_options()(option.name, option.help, value);
+  }
+  cli.add_options()("h,help", "Show this help and exit");
+  cli.allow_unrecognised_options();
+  return cli;
+}
+
+cxxopts::ParseResult parse(const std::vector<std::string>& args) {
+  std::vector<const char*> argv{"ampt"};
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  try {
+    return make_cli().parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const cxxopts::exceptions::missing_argument&) {
+    // cxxopts only reports this for a value-taking flag that is the last argument.
+    throw UsageError(fmt::format("flag {} needs a value", args.back()));
+  } catch (const cxxopts::exceptions::exception& error) {
+    throw UsageError(fmt::format("cannot parse the command line: {}", error.what()));
+  }
+}
+
+UsageError unknown_flag(const std::string& arg) {
+  std::string flag = arg.substr(0, arg.find('='));
+  std::vector<std::string> known{"--help"};
+  for (const Option& option : options()) known.push_back("--" + option.name);
+  auto suggestion = closest(flag, known);
+  return UsageError(
+      fmt::format("unknown flag '{}'{}", flag,
+                  suggestion ? fmt::format(" (did you mean '{}'?)", *suggestion) : ""));
+}
+
+// argparse habits write `--debug false`; cxxopts reads that as `--debug` plus a stray "false".
+UsageError unexpected_argument(const std::string& arg, const std::vector<std::string>& args) {
+  auto at = std::ranges::find(args, arg);
+  if (at != args.begin() && at != args.end() && (at - 1)->starts_with("--")) {
+    const Option* previous = find_option(std::string_view(*(at - 1)).substr(2));
+    if (previous && previous->is_switch) {
+      return UsageError(
+          fmt::format("unexpected argument '{}' (write --{}={} to give a boolean flag a value)",
+                      arg, previous->name, arg));
+    }
+  }
+  return UsageError(fmt::format("unexpected argument '{}'", arg));
+}
+
+}  // namespace
+
+bool wants_help(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--") return false;
+    if (arg == "-h" || arg == "--help") return true;
+  }
+  return false;
+}
+
+std::vector<Assignment> read_flags(const std::vector<std::string>& all_args) {
+  // Everything after "--" is positional, and ampt takes no positional arguments.
+  auto separator = std::ranges::find(all_args, "--");
+  const std::vector<std::string> args(all_args.begin(), separator);
+  cxxopts::ParseResult parsed = parse(args);
+
+  std::vector<Assignment> assignments;
+  for (const Option& option : options()) {
+    if (parsed.count(option.name) == 0) continue;
+    auto text = parsed[option.name].as<std::string>();
+    // `--batch_size --lr 0.1`: cxxopts takes "--lr" as the value; no option's value starts so.
+    if (!option.is_switch && text.starts_with("--")) {
+      throw UsageError(fmt::format("flag --{} needs a value", option.name));
+    }
+    assignments.push_back({&option, std::move(text), {Source::Kind::flag, "--" + option.name}});
+  }
+
+  for (const std::string& arg : parsed.unmatched()) {
+    if (arg.starts_with("-") && arg != "-") throw unknown_flag(arg);
+    throw unexpected_argument(arg, args);
+  }
+  if (separator != all_args.end() && separator + 1 != all_args.end()) {
+    throw unexpected_argument(*(separator + 1), args);
+  }
+  return assignments;
+}
+
+}  // namespace ampt::config

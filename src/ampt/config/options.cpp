@@ -1,0 +1,130 @@
+#include "ampt/config/options.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ampt::config {
+
+namespace {
+
+std::vector<Option> build_table() {
+  const auto at_least_0 = Range::at_least(0);
+  const auto at_least_1 = Range::at_least(1);
+  const auto positive = Range::above(0);
+  const auto unit_open = Range::interval(0, false, 1, false);
+  const auto unit_half_open = Range::interval(0, true, 1, false);
+
+  using C = Config;
+  return {
+      string_option("config", "", &C::config_file, false, "PATH",
+                    "YAML file to read settings from (flag or AMPT_CONFIG only)"),
+
+      // run
+      enum_option("device", "run.device", &C::device,
+                  "Where to train; auto picks cuda when a GPU is visible, else cpu"),
+      string_option("output_dir", "run.output_dir", &C::output_dir, true, "DIR",
+                    "Directory for metrics.jsonl and summary.json (an earlier run's metrics are kept)"),
+      integer_option("seed", "run.seed", &C::seed, at_least_0,
+                     "Seed for weight init, data generation and shuffling"),
+      integer_option("log_every", "run.log_every", &C::log_every, at_least_1,
+                     "Log loss, grad norm and loss scale every N optimizer steps"),
+      bool_option("debug", "run.debug", &C::debug,
+                  "Print the resolved configuration at startup and full torch error context on failure"),
+
+      // amp
+      enum_option("mixed_precision", "amp.mixed_precision", &C::mixed_precision,
+                  "Autocast dtype for the forward pass; no trains in fp32"),
+      enum_option("amp_opt_level", "amp.opt_level", &C::amp_opt_level,
+                  "O0: cast nothing (fp32 reference); O1: autocast allow-listed ops"),
+
+      // scaler
+      float_option("grad_scaler_init", "scaler.init_scale", &C::grad_scaler_init, positive,
+                   "Initial loss scale of the fp16 grad scaler"),
+      float_option("grad_scaler_growth_factor", "scaler.growth_factor",
+                   &C::grad_scaler_growth_factor, Range::above(1),
+                   "Multiply the loss scale by this after growth_interval clean steps"),
+      float_option("grad_scaler_backoff", "scaler.backoff_factor", &C::grad_scaler_backoff,
+                   unit_open, "Multiply the loss scale by this when grads overflow"),
+      integer_option("grad_scaler_growth_interval", "scaler.growth_interval",
+                     &C::grad_scaler_growth_interval, at_least_1,
+                     "Overflow-free steps before the loss scale grows"),
+
+      // training
+      integer_option("batch_size", "training.batch_size", &C::batch_size, at_least_1,
+                     "Samples per micro-batch (per forward/backward pass)"),
+      integer_option("grad_accum_steps", "training.grad_accum_steps", &C::grad_accum_steps,
+                     at_least_1, "Micro-batches accumulated per optimizer step"),
+      integer_option("max_steps", "training.max_steps", &C::max_steps, at_least_0,
+                     "Optimizer steps to train for; 0 trains for `epochs` instead"),
+      integer_option("epochs", "training.epochs", &C::epochs, at_least_1,
+                     "Full passes over the dataset when max_steps is 0"),
+      enum_option("optimizer", "training.optimizer", &C::optimizer,
+                  "Optimizer; adamw uses decoupled weight decay"),
+      float_option("lr", "training.lr", &C::lr, positive,
+                   "Peak learning rate, reached after warmup"),
+      float_option("min_lr_ratio", "training.min_lr_ratio", &C::min_lr_ratio,
+                   Range::interval(0, true, 1, true), "Cosine decay ends at lr * min_lr_ratio"),
+      float_option("weight_decay", "training.weight_decay", &C::weight_decay, at_least_0,
+                   "Weight decay coefficient (decoupled for adamw)"),
+      integer_option("warmup_steps", "training.warmup_steps", &C::warmup_steps, at_least_0,
+                     "Linear learning-rate warmup steps"),
+      float_option("max_grad_norm", "training.max_grad_norm", &C::max_grad_norm, at_least_0,
+                   "Clip the global grad norm (after unscaling) to this; 0 disables"),
+      float_option("momentum", "training.momentum", &C::momentum, unit_half_open, "SGD momentum"),
+      float_option("adam_beta1", "training.adam_beta1", &C::adam_beta1, unit_half_open,
+                   "AdamW first-moment decay (beta1)"),
+      float_option("adam_beta2", "training.adam_beta2", &C::adam_beta2, unit_half_open,
+                   "AdamW second-moment decay (beta2)"),
+      float_option("adam_eps", "training.adam_eps", &C::adam_eps, positive,
+                   "AdamW denominator epsilon"),
+
+      // model
+      choice_option("model", "model.name", &C::model, {"mlp"}, "Model architecture"),
+      integer_option("mlp_hidden", "model.mlp_hidden", &C::mlp_hidden, at_least_1,
+                     "Width of each hidden layer of the MLP"),
+      integer_option("mlp_layers", "model.mlp_layers", &C::mlp_layers, at_least_1,
+                     "Number of linear layers in the MLP"),
+
+      // data
+      choice_option("dataset", "data.dataset", &C::dataset, {"synthetic"}, "Training dataset"),
+      integer_option("synthetic_samples", "data.synthetic_samples", &C::synthetic_samples,
+                     at_least_1, "Samples in the synthetic classification dataset"),
+      integer_option("synthetic_features", "data.synthetic_features", &C::synthetic_features,
+                     at_least_1, "Input features per synthetic sample"),
+      integer_option("synthetic_classes", "data.synthetic_classes", &C::synthetic_classes,
+                     Range::at_least(2), "Number of classes in the synthetic dataset"),
+  };
+}
+
+}  // namespace
+
+const std::vector<Option>& options() {
+  static const std::vector<Option> table = build_table();
+  return table;
+}
+
+const std::vector<std::string>& sections() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> found;
+    for (const Option& option : options()) {
+      if (!option.section.empty() && std::ranges::find(found, option.section) == found.end()) {
+        found.push_back(option.section);
+      }
+    }
+    return found;
+  }();
+  return names;
+}
+
+const Option* find_option(std::string_view name) {
+  auto found = std::ranges::find(options(), name, &Option::name);
+  return found == options().end() ? nullptr : &*found;
+}
+
+std::string format_value(const Config& config, std::string_view name) {
+  const Option* option = find_option(name);
+  if (!option) throw std::invalid_argument("no configuration option named " + std::string(name));
+  return option->format(config);
+}
+
+}  // namespace ampt::config

@@ -1,0 +1,59 @@
+#include "ampt/config/resolve.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "ampt/config/options.h"
+#include "ampt/config/readers.h"
+
+namespace ampt::config {
+
+namespace {
+
+std::size_t index_of(const Option& option) {
+  return static_cast<std::size_t>(&option - options().data());
+}
+
+// The YAML file is itself a setting, so it follows the same flag-over-env precedence.
+std::string config_path(const std::vector<Assignment>& flags, const std::vector<Assignment>& env) {
+  for (const auto* layer : {&flags, &env}) {
+    auto found = std::ranges::find(*layer, std::string_view("config"), [](const Assignment& a) {
+      return std::string_view(a.option->name);
+    });
+    if (found != layer->end()) return found->text;
+  }
+  return {};
+}
+
+}  // namespace
+
+Resolved::Resolved(Config config, std::vector<Source> sources)
+    : config_(std::move(config)), sources_(std::move(sources)) {}
+
+const Source& Resolved::source_of(std::string_view name) const {
+  const Option* option = find_option(name);
+  if (!option) throw std::invalid_argument("no configuration option named " + std::string(name));
+  return sources_[index_of(*option)];
+}
+
+Resolved resolve(const std::vector<std::string>& args,
+                 const std::map<std::string, std::string>& env) {
+  std::vector<Assignment> flags = read_flags(args);
+  std::vector<Assignment> environment = read_env(env);
+  std::vector<Assignment> file;
+  if (std::string path = config_path(flags, environment); !path.empty())
+    file = read_yaml_file(path);
+
+  Config config;
+  std::vector<Source> sources(options().size());
+  // Later layers overwrite earlier ones: this order is the precedence.
+  for (const auto* layer : {&file, &environment, &flags}) {
+    for (const Assignment& assignment : *layer) {
+      assignment.option->set(config, assignment.text, assignment.source);
+      sources[index_of(*assignment.option)] = assignment.source;
+    }
+  }
+  return Resolved(std::move(config), std::move(sources));
+}
+
+}  // namespace ampt::config

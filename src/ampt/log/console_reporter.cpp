@@ -1,0 +1,82 @@
+#include "ampt/log/console_reporter.h"
+
+#include "ampt/log/logger.h"
+#include "ampt/log/progress.h"
+
+namespace ampt::log {
+
+std::string format_bytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+ConsoleReporter::ConsoleReporter(bool progress_bar, std::string metrics_path)
+    : progress_bar_(progress_bar), metrics_path_(std::move(metrics_path)) {}
+
+void ConsoleReporter::on_start(const train::RunInfo& info) {
+  log::info("[AMP] Device: {} ({})", info.device, info.device_reason);
+  log::info("[AMP] Model: {}, {} parameters; data: {}, {} samples", info.model, info.parameters,
+            info.dataset, info.samples);
+  log::info("[AMP] Using {} {} (mixed_precision from {})",
+            info.precision, info.precision == "FP32" ? "precision" : "mixed precision",
+            info.precision_source);
+  log::info("[AMP] Opt level {}: {}", info.opt_level, info.precision_explanation);
+  if (info.loss_scaling) {
+    log::info("[AMP] GradScaler: on (init_scale={}, growth_factor={}, backoff_factor={}, "
+              "growth_interval={})",
+              info.init_scale, info.growth_factor, info.backoff_factor, info.growth_interval);
+  } else {
+    log::info("[AMP] GradScaler: off; non-finite gradients still skip the optimizer step");
+  }
+  log::info("[AMP] Optimizer: {}; lr {:.3g} → {:.3g} (warmup {} steps, cosine), clip {}",
+            info.optimizer, info.peak_lr, info.min_lr, info.warmup_steps,
+            info.max_grad_norm > 0.0 ? fmt::format("grad norm {}", info.max_grad_norm) : "off");
+  log::info("[AMP] Batch {} x {} accumulation = {} samples/step; {} steps ({} per epoch)",
+            info.batch_size, info.grad_accum_steps, info.batch_size * info.grad_accum_steps,
+            info.total_steps, info.steps_per_epoch);
+}
+
+void ConsoleReporter::on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) {
+  if (!progress_bar_) return;
+  // Redrawing at most ten times a second keeps the terminal cheap on fast steps.
+  if (step != total_steps && elapsed_seconds - last_draw_ < 0.1) return;
+  last_draw_ = elapsed_seconds;
+  set_status_line(step == total_steps ? "" : format_progress(step, total_steps, elapsed_seconds));
+}
+
+void ConsoleReporter::on_step(const train::StepReport& r) {
+  log::info("step {:>{}}/{} | epoch {} | loss {:.4f} | lr {:.3e} | grad norm {:.4f} | {:.0f} "
+            "samples/s",
+            r.step, fmt::formatted_size("{}", r.total_steps), r.total_steps, r.epoch, r.loss,
+            r.lr, r.grad_norm, r.samples_per_sec);
+  if (r.loss_scaling) {
+    log::info("[AMP Stats] Scale: {:.1f}, Growth tracker: {}, Overflows: {}, Skipped steps: {}",
+              r.scale, r.growth_tracker, r.overflows, r.skipped_steps);
+  } else {
+    log::info("[AMP Stats] Loss scaling: off, Non-finite steps: {}, Skipped steps: {}",
+              r.overflows, r.skipped_steps);
+  }
+}
+
+void ConsoleReporter::on_end(const train::RunSummary& s) {
+  set_status_line("");
+  log::info("==================== ampt summary ====================");
+  log::info("Precision:        {}", s.precision);
+  log::info("Using GradScaler: {}", s.loss_scaling ? "yes" : "no");
+  log::info("Initial Loss:     {:.4f}", s.initial_loss);
+  log::info("Final Loss:       {:.4f}", s.final_loss);
+  log::info("Skipped Steps:    {} of {}", s.skipped_steps, s.steps);
+  if (s.loss_scaling) log::info("Loss Scale:       {:.1f} → {:.1f}", s.initial_scale, s.final_scale);
+  log::info("Throughput:       {:.0f} samples/s ({} steps in {})", s.samples_per_sec, s.steps,
+            format_duration(s.seconds));
+  log::info("Peak Memory:      {} ({})", format_bytes(s.peak_memory_bytes), s.peak_memory_kind);
+  if (!metrics_path_.empty()) log::info("Metrics:          {}", metrics_path_);
+}
+
+}  // namespace ampt::log

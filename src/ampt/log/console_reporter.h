@@ -1,0 +1,30 @@
+// Prints a run to the console: the startup block, one line per logged step, the summary.
+#pragma once
+
+#include "ampt/train/events.h"
+
+#include <string>
+
+namespace ampt::log {
+
+class ConsoleReporter final : public train::Observer {
+ public:
+  // `progress_bar`: draw a progress bar with ETA (for a terminal; Slurm logs get plain lines).
+  // `metrics_path` is named in the summary.
+  ConsoleReporter(bool progress_bar, std::string metrics_path);
+
+  void on_start(const train::RunInfo& info) override;
+  void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) override;
+  void on_step(const train::StepReport& report) override;
+  void on_end(const train::RunSummary& summary) override;
+
+ private:
+  bool progress_bar_;
+  std::string metrics_path_;
+  double last_draw_ = -1.0;
+};
+
+// "312.4 MiB"
+std::string format_bytes(int64_t bytes);
+
+}  // namespace ampt::log

@@ -1,0 +1,23 @@
+#include "ampt/models/mlp.h"
+
+#include <torch/nn/functional/activation.h>
+
+namespace ampt::models {
+
+MlpImpl::MlpImpl(int64_t in_features, int64_t hidden, int64_t layers, int64_t classes) {
+  int64_t width = in_features;
+  for (int64_t i = 0; i < layers; ++i) {
+    blocks_->push_back(torch::nn::Linear(width, hidden));
+    width = hidden;
+  }
+  register_module("blocks", blocks_);
+  head_ = register_module("head", torch::nn::Linear(width, classes));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  auto h = x;
+  for (const auto& block : *blocks_) h = torch::gelu(block->as<torch::nn::Linear>()->forward(h));
+  return head_->forward(h);
+}
+
+}  // namespace ampt::models

@@ -1,0 +1,42 @@
+#include "ampt/precision/policy.h"
+
+namespace ampt::precision {
+
+using config::MixedPrecision;
+using config::OptLevel;
+
+PrecisionPolicy make_policy(MixedPrecision requested, OptLevel opt_level) {
+  PrecisionPolicy policy;
+  policy.requested = requested;
+  policy.opt_level = opt_level;
+  // O0 is the fp32 baseline whatever precision was asked for: the AMP machinery (inf checks,
+  // statistics, logs) still runs so the two can be compared line by line.
+  if (opt_level == OptLevel::O0 || requested == MixedPrecision::no) return policy;
+  policy.autocast = true;
+  policy.compute_dtype = requested == MixedPrecision::bf16 ? c10::kBFloat16 : c10::kHalf;
+  policy.loss_scaling = requested == MixedPrecision::fp16;
+  return policy;
+}
+
+std::string PrecisionPolicy::name() const {
+  if (!autocast) return "FP32";
+  return compute_dtype == c10::kBFloat16 ? "BF16" : "FP16";
+}
+
+std::string PrecisionPolicy::explanation() const {
+  if (opt_level == OptLevel::O0) {
+    return requested == MixedPrecision::no
+               ? "opt level O0: fp32 everywhere, AMP statistics active"
+               : "opt level O0: fp32 everywhere (the fp32 baseline for the requested precision), "
+                 "AMP statistics active";
+  }
+  if (!autocast) return "mixed precision off: fp32 weights, activations and gradients";
+  if (loss_scaling) {
+    return "opt level O1: fp32 weights; matmuls and convolutions autocast to fp16, softmax, norms "
+           "and losses in fp32; dynamic loss scaling because fp16's range ends at 65504";
+  }
+  return "opt level O1: fp32 weights; matmuls and convolutions autocast to bf16, softmax, norms "
+         "and losses in fp32; no loss scaling because bf16 has fp32's exponent range";
+}
+
+}  // namespace ampt::precision

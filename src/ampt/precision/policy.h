@@ -1,0 +1,27 @@
+// Turns the configured precision and opt level into what the training step actually does.
+#pragma once
+
+#include "ampt/config/config.h"
+
+#include <c10/core/ScalarType.h>
+
+#include <string>
+
+namespace ampt::precision {
+
+struct PrecisionPolicy {
+  config::MixedPrecision requested = config::MixedPrecision::no;
+  config::OptLevel opt_level = config::OptLevel::O1;
+  bool autocast = false;                         // forward runs under autocast
+  c10::ScalarType compute_dtype = c10::kFloat;   // autocast's low-precision dtype
+  bool loss_scaling = false;                     // dynamic loss scaler active (fp16 only)
+
+  // "FP32", "BF16" or "FP16": the precision the matmuls run in.
+  std::string name() const;
+  // One sentence on what this policy keeps in which dtype and why the scaler is on or off.
+  std::string explanation() const;
+};
+
+PrecisionPolicy make_policy(config::MixedPrecision requested, config::OptLevel opt_level);
+
+}  // namespace ampt::precision

@@ -1,0 +1,105 @@
+// What the training loop reports while it runs: plain data, formatted by src/ampt/log.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ampt::train {
+
+// Fixed facts about a run, reported once before the first step.
+struct RunInfo {
+  std::string device;              // "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)"
+  std::string device_reason;       // why this device was chosen
+  std::string model;
+  int64_t parameters = 0;
+  std::string dataset;
+  int64_t samples = 0;
+  std::string precision;           // "BF16", "FP16", "FP32"
+  std::string precision_source;    // where mixed_precision was set: "default", "flag ..."
+  std::string precision_explanation;
+  std::string opt_level;           // "O0", "O1"
+  bool loss_scaling = false;
+  double init_scale = 0.0;
+  double growth_factor = 0.0;
+  double backoff_factor = 0.0;
+  int64_t growth_interval = 0;
+  std::string optimizer;
+  int64_t batch_size = 0;
+  int64_t grad_accum_steps = 0;
+  int64_t total_steps = 0;
+  int64_t steps_per_epoch = 0;
+  double peak_lr = 0.0;
+  double min_lr = 0.0;
+  int64_t warmup_steps = 0;
+  double max_grad_norm = 0.0;
+};
+
+// The state at a logged optimizer step (values read from the device only on such steps).
+struct StepReport {
+  int64_t step = 0;          // 1-based optimizer step
+  int64_t total_steps = 0;
+  int64_t epoch = 0;         // 0-based
+  double loss = 0.0;         // mean over this step's micro-batches
+  double lr = 0.0;
+  double grad_norm = 0.0;    // before clipping, after unscaling
+  double samples_per_sec = 0.0;  // since the previous logged step
+  bool loss_scaling = false;
+  double scale = 1.0;
+  int64_t growth_tracker = 0;
+  int64_t overflows = 0;     // steps whose gradients held inf/NaN, so far
+  int64_t skipped_steps = 0; // optimizer steps not applied, so far
+};
+
+struct RunSummary {
+  std::string precision;
+  bool loss_scaling = false;
+  int64_t steps = 0;
+  double initial_loss = 0.0;
+  double final_loss = 0.0;
+  int64_t skipped_steps = 0;
+  double initial_scale = 0.0;
+  double final_scale = 0.0;
+  double samples_per_sec = 0.0;   // whole-run average
+  double seconds = 0.0;
+  int64_t peak_memory_bytes = 0;
+  std::string peak_memory_kind;   // "CUDA allocator peak" or "process peak RSS"
+};
+
+// Receives the run's events; implemented by the console, progress and metrics writers.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void on_start(const RunInfo& info) {}
+  // Every optimizer step, without values: cheap enough for a progress bar.
+  virtual void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) {}
+  virtual void on_step(const StepReport& report) {}
+  virtual void on_end(const RunSummary& summary) {}
+};
+
+}  // namespace ampt::train
+
+namespace ampt::train {
+
+// Forwards every event to each observer in order.
+class ObserverList final : public Observer {
+ public:
+  void add(Observer& observer) { observers_.push_back(&observer); }
+  void on_start(const RunInfo& info) override {
+    for (auto* o : observers_) o->on_start(info);
+  }
+  void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) override {
+    for (auto* o : observers_) o->on_progress(step, total_steps, elapsed_seconds);
+  }
+  void on_step(const StepReport& report) override {
+    for (auto* o : observers_) o->on_step(report);
+  }
+  void on_end(const RunSummary& summary) override {
+    for (auto* o : observers_) o->on_end(summary);
+  }
+
+ private:
+  std::vector<Observer*> observers_;
+};
+
+}  // namespace ampt::train

@@ -1,0 +1,18 @@
+// Gradient norm and clipping without a host synchronisation.
+#pragma once
+
+#include <torch/types.h>
+
+#include <vector>
+
+namespace ampt::train {
+
+// Global L2 norm of all gradients, as a 0-dim float32 device tensor.
+torch::Tensor total_grad_norm(const std::vector<torch::Tensor>& grads);
+
+// Scales the gradients so their global norm is at most max_norm (torch.nn.utils.clip_grad_norm_'s
+// rule: coefficient max_norm / (norm + 1e-6), capped at 1) and returns the norm before clipping.
+// The coefficient stays on the device, so clipping costs no synchronisation.
+torch::Tensor clip_grad_norm_(const std::vector<torch::Tensor>& grads, double max_norm);
+
+}  // namespace ampt::train

@@ -1,0 +1,64 @@
+// The acceptance runs, as a user types them: the loss falls and fp16 recovers from an
+// absurd initial scale. Results are read from the run's own summary.json and metrics.jsonl.
+#include "support/process.h"
+
+#include <catch2/catch.hpp>
+
+#include <regex>
+
+using ampt::test::make_temp_dir;
+using ampt::test::read_file;
+using ampt::test::run_ampt;
+
+namespace {
+
+double json_field(const std::string& json, const std::string& key) {
+  std::smatch match;
+  const std::regex pattern("\"" + key + "\": ([-0-9.e+]+)");
+  if (!std::regex_search(json, match, pattern)) FAIL("no numeric field " << key << " in " << json);
+  return std::stod(match[1]);
+}
+
+}  // namespace
+
+TEST_CASE("cli train: bf16 for 300 steps ends well below the initial loss", "[cli][train]") {
+  const auto dir = make_temp_dir();
+  const auto r = run_ampt({"train", "--mixed_precision", "bf16", "--max_steps", "300",
+                           "--device", "cpu", "--output_dir", dir});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("[AMP] Using BF16 mixed precision (mixed_precision from flag --mixed_precision)"));
+  CHECK_THAT(r.out, Catch::Contains("Using GradScaler: no"));
+  const auto summary = read_file(dir + "/summary.json");
+  CHECK(json_field(summary, "steps") == 300);
+  CHECK(json_field(summary, "final_loss") < 0.5 * json_field(summary, "initial_loss"));
+  // Step 1, every log_every (100) steps: 4 lines.
+  const auto metrics = read_file(dir + "/metrics.jsonl");
+  CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 4);
+}
+
+TEST_CASE("cli train: fp16 with init scale 2^40 skips steps, backs off, and learns", "[cli][train]") {
+  const auto dir = make_temp_dir();
+  const auto r = run_ampt({"train", "--mixed_precision", "fp16", "--grad_scaler_init",
+                           "1099511627776", "--max_steps", "300", "--device", "cpu",
+                           "--output_dir", dir});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("[AMP] GradScaler: on (init_scale=1099511627776"));
+  CHECK_THAT(r.out, Catch::Contains("[AMP Stats] Scale: "));
+  const auto summary = read_file(dir + "/summary.json");
+  CHECK(json_field(summary, "skipped_steps") > 0);
+  CHECK(json_field(summary, "final_scale") < json_field(summary, "initial_scale"));
+  CHECK(json_field(summary, "final_loss") < 0.5 * json_field(summary, "initial_loss"));
+}
+
+TEST_CASE("cli train: O0 runs fp32 with the AMP statistics on", "[cli][train]") {
+  const auto dir = make_temp_dir();
+  const auto r = run_ampt({"train", "--amp_opt_level", "O0", "--mixed_precision", "fp16",
+                           "--max_steps", "20", "--log_every", "10", "--output_dir", dir},
+                          {{"AMPT_DEVICE", "cpu"}});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("[AMP] Using FP32 precision"));
+  CHECK_THAT(r.out, Catch::Contains("[AMP Stats] Loss scaling: off, Non-finite steps: 0"));
+}

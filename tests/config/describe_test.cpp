@@ -1,0 +1,60 @@
+#include "ampt/config/describe.h"
+
+#include <catch2/catch.hpp>
+
+#include "ampt/config/options.h"
+#include "config_test_support.h"
+
+using namespace ampt::config;
+using namespace ampt::config::testing;
+
+TEST_CASE("help lists every flag with its default, constraint and help", "[config][describe]") {
+  const std::string help = help_text("ampt train");
+  CHECK_THAT(help, Catch::StartsWith("Usage: ampt train "));
+  CHECK_THAT(help, Catch::Contains("AMPT_<NAME>"));
+  CHECK_THAT(help, Catch::Contains("-h, --help"));
+  for (const Option& option : options()) {
+    INFO(option.name);
+    CHECK_THAT(help, Catch::Contains("--" + option.name));
+    CHECK_THAT(help, Catch::Contains(option.help));
+  }
+  CHECK_THAT(help, Catch::Contains("--mixed_precision no|fp16|bf16"));
+  CHECK_THAT(help, Catch::Contains("[>= 1, default: " + std::to_string(Config{}.batch_size) + "]"));
+  CHECK_THAT(help, Catch::Contains("default: 65536, YAML scaler.init_scale"));
+  CHECK_THAT(help, Catch::Contains("--debug[=BOOL]"));
+  CHECK_THAT(help, Catch::Contains("\nscaler:\n"));
+}
+
+TEST_CASE("describe prints one aligned line per option with its source", "[config][describe]") {
+  TempYaml yaml("training: {lr: 0.01}\n");
+  Resolved resolved = resolve_yaml(yaml, {"--batch_size", "8"}, {{"AMPT_SEED", "5"}});
+  const std::string text = describe(resolved);
+
+  std::vector<std::string> lines;
+  for (std::size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;
+       start = end + 1) {
+    lines.push_back(text.substr(start, end - start));
+  }
+  CHECK(lines.size() == options().size() + sections().size());
+
+  auto line_of = [&](std::string_view name) {
+    for (const std::string& line : lines) {
+      if (line.starts_with(std::string(name) + " ")) return line;
+    }
+    return std::string("<missing>");
+  };
+  CHECK_THAT(line_of("batch_size"), Catch::Matches(R"(batch_size +\= 8 +\(flag --batch_size\))"));
+  CHECK_THAT(line_of("seed"), Catch::Matches(R"(seed +\= 5 +\(env AMPT_SEED\))"));
+  CHECK_THAT(line_of("lr"), Catch::EndsWith("(" + yaml.at(1) + ")"));
+  CHECK_THAT(line_of("epochs"),
+             Catch::Matches("epochs +\\= " + std::to_string(Config{}.epochs) + " +\\(default\\)"));
+  // Aligned: the '=' and the '(' are in the same column on every option line.
+  const auto equals_column = line_of("batch_size").find(" = ");
+  const auto source_column = line_of("batch_size").find(" (");
+  for (const Option& option : options()) {
+    INFO(option.name);
+    CHECK(line_of(option.name).find(" = ") == equals_column);
+    CHECK(line_of(option.name).find(" (") == source_column);
+  }
+  CHECK(std::ranges::find(lines, "[training]") != lines.end());
+}

@@ -1,0 +1,46 @@
+#include "ampt/core/errors.h"
+#include "ampt/data/batch_iterator.h"
+#include "ampt/data/synthetic.h"
+
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+using ampt::data::BatchIterator;
+using ampt::data::SyntheticClassification;
+
+TEST_CASE("synthetic data: seeded, shaped, every class present", "[data][synthetic]") {
+  const SyntheticClassification a(4096, 12, 7, 5);
+  const SyntheticClassification b(4096, 12, 7, 5);
+  const SyntheticClassification c(4096, 12, 7, 6);
+  CHECK(a.inputs.sizes() == torch::IntArrayRef({4096, 12}));
+  CHECK(a.targets.sizes() == torch::IntArrayRef({4096}));
+  CHECK(torch::equal(a.inputs, b.inputs));
+  CHECK(torch::equal(a.targets, b.targets));
+  CHECK_FALSE(torch::equal(a.inputs, c.inputs));
+  CHECK(std::get<0>(torch::_unique(a.targets)).numel() == 7);
+}
+
+TEST_CASE("batch iterator: an epoch visits every sample once, then reshuffles", "[data][loader]") {
+  const auto inputs = torch::arange(10, torch::kFloat32).unsqueeze(1);
+  const auto targets = torch::arange(10, torch::kInt64);
+  BatchIterator batches(inputs, targets, 3, 1, torch::Device(torch::kCPU));
+  CHECK(batches.batches_per_epoch() == 3);  // the 10th sample is dropped (drop_last)
+  std::vector<torch::Tensor> first;
+  for (int i = 0; i < 3; ++i) {
+    const auto batch = batches.next();
+    CHECK(torch::equal(batch.inputs.squeeze(1).to(torch::kInt64), batch.targets));
+    first.push_back(batch.targets);
+  }
+  CHECK(batches.epoch() == 0);
+  const auto seen = torch::cat(first);
+  CHECK(std::get<0>(torch::_unique(seen)).numel() == 9);
+  batches.next();
+  CHECK(batches.epoch() == 1);
+}
+
+TEST_CASE("batch iterator: a dataset smaller than one batch is an error", "[data][loader]") {
+  const auto inputs = torch::zeros({5, 2});
+  const auto targets = torch::zeros({5}, torch::kInt64);
+  CHECK_THROWS_WITH(BatchIterator(inputs, targets, 8, 1, torch::Device(torch::kCPU)),
+                    Catch::Contains("5 samples, fewer than one batch of batch_size 8"));
+}

@@ -1,0 +1,51 @@
+#include "ampt/log/metrics_writer.h"
+
+#include "support/process.h"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+using ampt::test::make_temp_dir;
+using ampt::test::read_file;
+
+TEST_CASE("metrics writer: one JSON object per logged step, non-finite as null", "[log][metrics]") {
+  const auto dir = make_temp_dir() + "/nested/out";
+  {
+    ampt::log::MetricsWriter writer(dir);
+    ampt::train::StepReport r;
+    r.step = 10;
+    r.loss = 1.5;
+    r.lr = 0.001;
+    r.grad_norm = std::numeric_limits<double>::infinity();
+    r.loss_scaling = true;
+    r.scale = 32768.0;
+    r.overflows = 2;
+    r.skipped_steps = 2;
+    writer.on_step(r);
+    r.step = 20;
+    writer.on_step(r);
+  }
+  const auto text = read_file(dir + "/metrics.jsonl");
+  CHECK(text.find(R"({"step": 10, "epoch": 0, "loss": 1.5, "lr": 0.001, "grad_norm": null,)") == 0);
+  CHECK(text.find(R"("loss_scaling": true, "scale": 32768, "growth_tracker": 0, "overflows": 2, "skipped_steps": 2})") != std::string::npos);
+  CHECK(std::count(text.begin(), text.end(), '\n') == 2);
+}
+
+TEST_CASE("metrics writer: an earlier run's metrics are kept, not overwritten", "[log][metrics]") {
+  const auto dir = make_temp_dir();
+  ampt::test::write_file(dir + "/metrics.jsonl", "{\"step\": 1}\n");
+  ampt::test::write_file(dir + "/metrics.1.jsonl", "{\"step\": 0}\n");
+  { ampt::log::MetricsWriter writer(dir); }
+  CHECK(read_file(dir + "/metrics.2.jsonl") == "{\"step\": 1}\n");
+  CHECK(read_file(dir + "/metrics.1.jsonl") == "{\"step\": 0}\n");
+  CHECK(read_file(dir + "/metrics.jsonl").empty());
+}
+
+TEST_CASE("metrics writer: an output_dir that cannot be created is a clear error", "[log][metrics]") {
+  const auto dir = make_temp_dir();
+  ampt::test::write_file(dir + "/file", "x");
+  CHECK_THROWS_WITH(ampt::log::MetricsWriter(dir + "/file/sub"),
+                    Catch::StartsWith("cannot create output_dir '" + dir + "/file/sub'"));
+}

@@ -1,0 +1,80 @@
+// Short real training runs on CPU: every precision learns, fp16 survives an absurd initial scale.
+#include "ampt/train/trainer.h"
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+namespace {
+
+using ampt::config::Config;
+using ampt::config::MixedPrecision;
+
+struct Recorder final : ampt::train::Observer {
+  std::vector<ampt::train::StepReport> steps;
+  void on_step(const ampt::train::StepReport& r) override { steps.push_back(r); }
+};
+
+Config small_run(MixedPrecision precision) {
+  Config config;
+  config.device = ampt::config::DeviceKind::cpu;
+  config.mixed_precision = precision;
+  config.synthetic_samples = 2048;
+  config.batch_size = 32;
+  config.max_steps = 150;
+  config.log_every = 10;
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("training on CPU: the loss falls in fp32, bf16 and fp16", "[train][trainer]") {
+  for (auto precision : {MixedPrecision::no, MixedPrecision::bf16, MixedPrecision::fp16}) {
+    Recorder recorder;
+    const auto summary = ampt::train::run_training(small_run(precision), "test", recorder);
+    INFO("precision " << summary.precision);
+    CHECK(summary.steps == 150);
+    CHECK(summary.initial_loss > 2.0);  // ln(10) = 2.30 at the start
+    CHECK(summary.final_loss < 0.5 * summary.initial_loss);
+    CHECK(summary.skipped_steps == 0);
+    CHECK(recorder.steps.front().step == 1);
+    CHECK(recorder.steps.back().step == 150);
+  }
+}
+
+TEST_CASE("training with gradient accumulation reports the micro-batch mean loss", "[train][trainer]") {
+  auto config = small_run(MixedPrecision::bf16);
+  config.grad_accum_steps = 4;
+  config.batch_size = 8;
+  Recorder recorder;
+  const auto summary = ampt::train::run_training(config, "test", recorder);
+  CHECK(summary.initial_loss == Approx(2.3).margin(0.3));
+  CHECK(summary.final_loss < 0.6 * summary.initial_loss);
+}
+
+TEST_CASE("fp16 with a 2^40 initial scale skips, backs off, then learns", "[train][trainer][scaler]") {
+  auto config = small_run(MixedPrecision::fp16);
+  config.grad_scaler_init = 1099511627776.0;
+  config.log_every = 1;
+  Recorder recorder;
+  const auto summary = ampt::train::run_training(config, "test", recorder);
+  CHECK(summary.loss_scaling);
+  CHECK(summary.skipped_steps > 0);
+  CHECK(summary.final_scale < summary.initial_scale);
+  CHECK(summary.final_loss < 0.5 * summary.initial_loss);
+  // 2^40 cannot fit fp16's range, so the first ten steps are all skipped.
+  CHECK(recorder.steps[9].skipped_steps == 10);
+  // Each skip halved the scale: 2^40 * 0.5^skips (no growth within 2000 steps).
+  CHECK(summary.final_scale == Approx(1099511627776.0 / std::pow(2.0, summary.skipped_steps)));
+}
+
+TEST_CASE("training is reproducible: the same seed gives the same losses", "[train][trainer]") {
+  auto config = small_run(MixedPrecision::bf16);
+  config.max_steps = 30;
+  Recorder a;
+  Recorder b;
+  ampt::train::run_training(config, "test", a);
+  ampt::train::run_training(config, "test", b);
+  REQUIRE(a.steps.size() == b.steps.size());
+  for (size_t i = 0; i < a.steps.size(); ++i) CHECK(a.steps[i].loss == b.steps[i].loss);
+}
