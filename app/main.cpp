@@ -1,4 +1,5 @@
 // ampt's entry point: parse the command line, run a subcommand, turn errors into exit codes.
+#include "ampt/checkpoint/export_command.h"
 #include "ampt/config/describe.h"
 #include "ampt/config/resolve.h"
 #include "ampt/core/errors.h"
@@ -7,6 +8,7 @@
 #include "ampt/log/console_reporter.h"
 #include "ampt/log/logger.h"
 #include "ampt/log/metrics_writer.h"
+#include "ampt/train/preemption.h"
 #include "ampt/train/trainer.h"
 
 #include <c10/util/Exception.h>
@@ -14,6 +16,7 @@
 #include <torch/version.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -25,6 +28,10 @@ namespace {
 
 constexpr int kUsageError = 2;
 constexpr int kRuntimeError = 1;
+// Stopped by a preemption signal after saving: the sbatch script requeues the job on this status
+// (EX_TEMPFAIL: "try again later").
+constexpr int kRequeue = 75;
+constexpr int kInterrupted = 130;
 
 const char* kUsage =
     "usage: ampt <command> [flags]\n"
@@ -32,6 +39,7 @@ const char* kUsage =
     "commands:\n"
     "  train     train a model with automatic mixed precision\n"
     "  config    print the resolved configuration and where each value came from\n"
+    "  export    write a checkpoint's weights as safetensors\n"
     "\n"
     "  ampt <command> --help   flags of a command\n"
     "  ampt --version          version and build\n";
@@ -52,15 +60,26 @@ int run_train(const std::vector<std::string>& args) {
   ampt::log::set_debug(config.debug);
   ampt::log::info("ampt {} (git {}, LibTorch {})", ampt::kVersion, ampt::kGitRevision,
                   TORCH_VERSION);
-  if (config.debug) ampt::log::write_line(ampt::config::describe(resolved));
+  const auto config_text = ampt::config::describe(resolved);
+  if (config.debug) ampt::log::write_line(config_text);
   ampt::log::MetricsWriter metrics(config.output_dir);
   ampt::log::ConsoleReporter console(isatty(STDOUT_FILENO) != 0, metrics.path());
   ampt::train::ObserverList observers;
   observers.add(console);
   observers.add(metrics);
-  ampt::train::run_training(
-      config, ampt::config::describe(resolved.source_of("mixed_precision")), observers);
-  return 0;
+
+  const ampt::train::PreemptionWatch watch(ampt::train::signal_number(config.preempt_signal));
+  ampt::train::RunContext context;
+  context.precision_source = ampt::config::describe(resolved.source_of("mixed_precision"));
+  context.config_text = config_text;
+  context.stop_requested = &ampt::train::PreemptionWatch::requested;
+  const auto summary = ampt::train::run_training(config, context, observers);
+  if (summary.stop_signal == 0) return 0;
+  const bool interrupted = summary.stop_signal == SIGINT;
+  ampt::log::info("[CKPT] Stopped by {} after step {}; resume with --resume auto{}",
+                  ampt::train::signal_name(summary.stop_signal), summary.steps,
+                  interrupted ? "" : fmt::format(" (exit status {}: requeue)", kRequeue));
+  return interrupted ? kInterrupted : kRequeue;
 }
 
 int dispatch(const std::vector<std::string>& argv) {
@@ -79,6 +98,14 @@ int dispatch(const std::vector<std::string>& argv) {
                TORCH_VERSION);
     return 0;
   }
+  if (command == "export") {
+    if (ampt::config::wants_help(args)) {
+      std::fputs(ampt::checkpoint::export_help().c_str(), stdout);
+      return 0;
+    }
+    std::fputs(ampt::checkpoint::run_export(args).c_str(), stdout);
+    return 0;
+  }
   if (command == "train" || command == "config") {
     if (ampt::config::wants_help(args)) {
       std::fputs(ampt::config::help_text("ampt " + command).c_str(), stdout);
@@ -91,7 +118,7 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     return run_train(args);
   }
-  const auto near = ampt::config::closest(command, {"train", "config"});
+  const auto near = ampt::config::closest(command, {"train", "config", "export"});
   throw ampt::UsageError("unknown command '" + command + "'" +
                          (near ? " (did you mean '" + *near + "'?)" : "") + "; see ampt --help");
 }

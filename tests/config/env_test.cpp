@@ -5,7 +5,7 @@
 using namespace ampt::config;
 using namespace ampt::config::testing;
 
-TEST_CASE("AMPT_ variables set their option; others are ignored", "[config][env]") {
+TEST_CASE("AMPT_ variables set their option, others are ignored", "[config][env]") {
   Resolved resolved = resolve({}, {{"AMPT_MIXED_PRECISION", "no"},
                                    {"AMPT_GRAD_SCALER_INIT", "1024"},
                                    {"AMPT_DEBUG", "on"},

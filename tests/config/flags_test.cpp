@@ -16,7 +16,7 @@ TEST_CASE("flags take `--name value` and `--name=value`", "[config][flags]") {
   CHECK(describe(resolved.source_of("device")) == "flag --device");
 }
 
-TEST_CASE("a bare boolean flag means true; =value sets it explicitly", "[config][flags]") {
+TEST_CASE("a bare boolean flag means true, =value sets it explicitly", "[config][flags]") {
   CHECK(resolve({"--debug"}, {}).config().debug);
   CHECK(resolve({"--debug", "--batch_size", "4"}, {}).config().debug);
   CHECK_FALSE(resolve({"--debug=false"}, {}).config().debug);

@@ -31,11 +31,13 @@ TEST_CASE("batch iterator: an epoch visits every sample once, then reshuffles", 
     CHECK(torch::equal(batch.inputs.squeeze(1).to(torch::kInt64), batch.targets));
     first.push_back(batch.targets);
   }
-  CHECK(batches.epoch() == 0);
+  CHECK(batches.state().epoch == 0);
+  CHECK(batches.state().position == 3);
   const auto seen = torch::cat(first);
   CHECK(std::get<0>(torch::_unique(seen)).numel() == 9);
   batches.next();
-  CHECK(batches.epoch() == 1);
+  CHECK(batches.state().epoch == 1);
+  CHECK(batches.state().position == 1);
 }
 
 TEST_CASE("batch iterator: a dataset smaller than one batch is an error", "[data][loader]") {
@@ -43,4 +45,14 @@ TEST_CASE("batch iterator: a dataset smaller than one batch is an error", "[data
   const auto targets = torch::zeros({5}, torch::kInt64);
   CHECK_THROWS_WITH(BatchIterator(inputs, targets, 8, 1, torch::Device(torch::kCPU)),
                     Catch::Contains("5 samples, fewer than one batch of batch_size 8"));
+}
+
+TEST_CASE("batch iterator: resuming from a saved state continues the same sequence", "[data][loader]") {
+  const auto inputs = torch::arange(20, torch::kFloat32).unsqueeze(1);
+  const auto targets = torch::arange(20, torch::kInt64);
+  const torch::Device cpu(torch::kCPU);
+  BatchIterator straight(inputs, targets, 4, 9, cpu);
+  for (int i = 0; i < 7; ++i) straight.next();
+  BatchIterator resumed(inputs, targets, 4, 9, cpu, straight.state());
+  for (int i = 0; i < 6; ++i) CHECK(torch::equal(straight.next().targets, resumed.next().targets));
 }

@@ -14,6 +14,7 @@ TEST_CASE("metrics writer: one JSON object per logged step, non-finite as null",
   const auto dir = make_temp_dir() + "/nested/out";
   {
     ampt::log::MetricsWriter writer(dir);
+    writer.on_start({});
     ampt::train::StepReport r;
     r.step = 10;
     r.loss = 1.5;
@@ -37,7 +38,7 @@ TEST_CASE("metrics writer: an earlier run's metrics are kept, not overwritten", 
   const auto dir = make_temp_dir();
   ampt::test::write_file(dir + "/metrics.jsonl", "{\"step\": 1}\n");
   ampt::test::write_file(dir + "/metrics.1.jsonl", "{\"step\": 0}\n");
-  { ampt::log::MetricsWriter writer(dir); }
+  ampt::log::MetricsWriter(dir).on_start({});
   CHECK(read_file(dir + "/metrics.2.jsonl") == "{\"step\": 1}\n");
   CHECK(read_file(dir + "/metrics.1.jsonl") == "{\"step\": 0}\n");
   CHECK(read_file(dir + "/metrics.jsonl").empty());
@@ -46,6 +47,26 @@ TEST_CASE("metrics writer: an earlier run's metrics are kept, not overwritten", 
 TEST_CASE("metrics writer: an output_dir that cannot be created is a clear error", "[log][metrics]") {
   const auto dir = make_temp_dir();
   ampt::test::write_file(dir + "/file", "x");
-  CHECK_THROWS_WITH(ampt::log::MetricsWriter(dir + "/file/sub"),
+  ampt::log::MetricsWriter writer(dir + "/file/sub");
+  CHECK(!std::filesystem::exists(dir + "/file/sub"));  // nothing is touched before the run starts
+  CHECK_THROWS_WITH(writer.on_start({}),
                     Catch::StartsWith("cannot create output_dir '" + dir + "/file/sub'"));
+}
+
+TEST_CASE("metrics writer: a resumed run continues the file from its checkpoint step", "[log][metrics]") {
+  const auto dir = make_temp_dir();
+  ampt::test::write_file(dir + "/metrics.jsonl",
+                         "{\"step\": 10, \"loss\": 1}\n{\"step\": 20, \"loss\": 2}\n"
+                         "{\"step\": 30, \"loss\": 3}\n{\"step\": 40, \"lo");
+  ampt::log::MetricsWriter writer(dir);
+  ampt::train::RunInfo info;
+  info.start_step = 20;
+  writer.on_start(info);
+  ampt::train::StepReport r;
+  r.step = 30;
+  writer.on_step(r);
+  const auto text = read_file(dir + "/metrics.jsonl");
+  CHECK(text.find("{\"step\": 10, \"loss\": 1}\n{\"step\": 20, \"loss\": 2}\n{\"step\": 30, \"epoch\"") == 0);
+  CHECK(std::count(text.begin(), text.end(), '\n') == 3);
+  CHECK(!std::filesystem::exists(dir + "/metrics.1.jsonl"));
 }

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <csignal>
+#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -64,6 +67,28 @@ void drain(int out_fd, int err_fd, std::string& out, std::string& err) {
 
 }  // namespace
 
+// Spawns argv with stdout/stderr redirected as `actions` says and the environment of
+// child_environment(env).
+pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+            posix_spawn_file_actions_t* actions) {
+  std::vector<std::string> args = argv;
+  std::vector<std::string> envs = child_environment(env);
+  auto c_args = c_strings(args);
+  auto c_envs = c_strings(envs);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, c_args[0], actions, nullptr, c_args.data(), c_envs.data());
+  if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  return pid;
+}
+
+int exit_status(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env,
                           const std::string& working_dir) {
@@ -80,27 +105,21 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   if (!working_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, working_dir.c_str());
 
-  std::vector<std::string> args = argv;
-  std::vector<std::string> envs = child_environment(env);
-  auto c_args = c_strings(args);
-  auto c_envs = c_strings(envs);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, c_args[0], &actions, nullptr, c_args.data(), c_envs.data());
+  pid_t pid = -1;
+  try {
+    pid = spawn(argv, env, &actions);
+  } catch (...) {
+    posix_spawn_file_actions_destroy(&actions);
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+    throw;
+  }
   posix_spawn_file_actions_destroy(&actions);
   close(out_pipe[1]);
   close(err_pipe[1]);
-  if (rc != 0) {
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
-  }
 
   ProcessResult result;
   drain(out_pipe[0], err_pipe[0], result.out, result.err);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  result.exit_code = exit_status(pid);
   return result;
 }
 
@@ -132,6 +151,52 @@ std::string read_file(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+Child::Child(const std::vector<std::string>& argv, const std::string& log_dir,
+             const std::map<std::string, std::string>& env)
+    : log_dir_(log_dir) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  const auto out = log_dir + "/child.out";
+  const auto err = log_dir + "/child.err";
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  try {
+    pid_ = spawn(argv, env, &actions);
+  } catch (...) {
+    posix_spawn_file_actions_destroy(&actions);
+    throw;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+}
+
+Child::~Child() {
+  if (reaped_) return;
+  ::kill(pid_, SIGKILL);
+  exit_status(pid_);
+}
+
+void Child::signal(int signal_number) const { ::kill(pid_, signal_number); }
+
+int Child::wait() {
+  reaped_ = true;
+  return exit_status(pid_);
+}
+
+std::string Child::out() const { return read_file(log_dir_ + "/child.out"); }
+std::string Child::err() const { return read_file(log_dir_ + "/child.err"); }
+
+bool wait_until(const std::function<bool()>& predicate, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return predicate();
 }
 
 }  // namespace ampt::test

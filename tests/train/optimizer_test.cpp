@@ -40,7 +40,7 @@ TEST_CASE("fused adamw equals torch::optim::AdamW with decay on matrices only", 
   config.weight_decay = 0.1;
   const auto ours = make_params();
   const auto ref = clone(ours);
-  auto optimizer = ampt::train::make_optimizer(config, {ours.matrix, ours.bias});
+  auto optimizer = ampt::train::make_optimizer(config, {{"matrix", ours.matrix}, {"bias", ours.bias}});
 
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(std::vector<torch::Tensor>{ref.matrix},
@@ -69,7 +69,7 @@ TEST_CASE("fused sgd with momentum equals torch::optim::SGD", "[train][optimizer
   config.weight_decay = 0.0;
   const auto ours = make_params();
   const auto ref = clone(ours);
-  auto optimizer = ampt::train::make_optimizer(config, {ours.matrix, ours.bias});
+  auto optimizer = ampt::train::make_optimizer(config, {{"matrix", ours.matrix}, {"bias", ours.bias}});
   torch::optim::SGD reference({ref.matrix, ref.bias}, torch::optim::SGDOptions(0.05).momentum(0.9));
   for (int step = 0; step < 6; ++step) {
     set_grads(ours, step);
@@ -89,8 +89,8 @@ TEST_CASE("a step with found_inf leaves weights and optimizer state untouched", 
     // Run A: clean, skipped, clean. Run B: the same two clean steps without the skipped one.
     const auto a = make_params();
     const auto b = clone(a);
-    auto opt_a = ampt::train::make_optimizer(config, {a.matrix, a.bias});
-    auto opt_b = ampt::train::make_optimizer(config, {b.matrix, b.bias});
+    auto opt_a = ampt::train::make_optimizer(config, {{"matrix", a.matrix}, {"bias", a.bias}});
+    auto opt_b = ampt::train::make_optimizer(config, {{"matrix", b.matrix}, {"bias", b.bias}});
 
     set_grads(a, 0);
     opt_a->step(config.lr, kClean);

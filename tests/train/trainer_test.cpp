@@ -1,6 +1,8 @@
 // Short real training runs on CPU: every precision learns, fp16 survives an absurd initial scale.
 #include "ampt/train/trainer.h"
 
+#include "support/process.h"
+
 #include <catch2/catch.hpp>
 
 #include <vector>
@@ -17,6 +19,7 @@ struct Recorder final : ampt::train::Observer {
 
 Config small_run(MixedPrecision precision) {
   Config config;
+  config.output_dir = ampt::test::make_temp_dir();
   config.device = ampt::config::DeviceKind::cpu;
   config.mixed_precision = precision;
   config.synthetic_samples = 2048;
@@ -31,7 +34,7 @@ Config small_run(MixedPrecision precision) {
 TEST_CASE("training on CPU: the loss falls in fp32, bf16 and fp16", "[train][trainer]") {
   for (auto precision : {MixedPrecision::no, MixedPrecision::bf16, MixedPrecision::fp16}) {
     Recorder recorder;
-    const auto summary = ampt::train::run_training(small_run(precision), "test", recorder);
+    const auto summary = ampt::train::run_training(small_run(precision), {}, recorder);
     INFO("precision " << summary.precision);
     CHECK(summary.steps == 150);
     CHECK(summary.initial_loss > 2.0);  // ln(10) = 2.30 at the start
@@ -47,7 +50,7 @@ TEST_CASE("training with gradient accumulation reports the micro-batch mean loss
   config.grad_accum_steps = 4;
   config.batch_size = 8;
   Recorder recorder;
-  const auto summary = ampt::train::run_training(config, "test", recorder);
+  const auto summary = ampt::train::run_training(config, {}, recorder);
   CHECK(summary.initial_loss == Approx(2.3).margin(0.3));
   CHECK(summary.final_loss < 0.6 * summary.initial_loss);
 }
@@ -57,7 +60,7 @@ TEST_CASE("fp16 with a 2^40 initial scale skips, backs off, then learns", "[trai
   config.grad_scaler_init = 1099511627776.0;
   config.log_every = 1;
   Recorder recorder;
-  const auto summary = ampt::train::run_training(config, "test", recorder);
+  const auto summary = ampt::train::run_training(config, {}, recorder);
   CHECK(summary.loss_scaling);
   CHECK(summary.skipped_steps > 0);
   CHECK(summary.final_scale < summary.initial_scale);
@@ -73,8 +76,8 @@ TEST_CASE("training is reproducible: the same seed gives the same losses", "[tra
   config.max_steps = 30;
   Recorder a;
   Recorder b;
-  ampt::train::run_training(config, "test", a);
-  ampt::train::run_training(config, "test", b);
+  ampt::train::run_training(config, {}, a);
+  ampt::train::run_training(config, {}, b);
   REQUIRE(a.steps.size() == b.steps.size());
   for (size_t i = 0; i < a.steps.size(); ++i) CHECK(a.steps[i].loss == b.steps[i].loss);
 }

@@ -24,6 +24,12 @@ struct Config {
   int64_t log_every = 100;
   bool debug = false;
 
+  // checkpoint
+  int64_t save_every = 0;  // 0: save only at the end and on preemption
+  int64_t keep_checkpoints = 3;
+  std::string resume;      // "", "auto" or a checkpoint path
+  std::string preempt_signal = "SIGUSR1";
+
   // amp
   MixedPrecision mixed_precision = MixedPrecision::bf16;
   OptLevel amp_opt_level = OptLevel::O1;

@@ -31,6 +31,19 @@ std::vector<Option> build_table() {
       bool_option("debug", "run.debug", &C::debug,
                   "Print the resolved configuration at startup and full torch error context on failure"),
 
+      // checkpoint
+      integer_option("save_every", "checkpoint.save_every", &C::save_every, at_least_0,
+                     "Save a checkpoint every N optimizer steps; 0 saves only at the end and on "
+                     "preemption"),
+      integer_option("keep_checkpoints", "checkpoint.keep", &C::keep_checkpoints, at_least_1,
+                     "Keep the newest K checkpoints in output_dir, delete older ones"),
+      string_option("resume", "checkpoint.resume", &C::resume, false, "auto|PATH",
+                    "Resume from a checkpoint: auto = output_dir's latest (fresh start if none)"),
+      choice_option("preempt_signal", "checkpoint.preempt_signal", &C::preempt_signal,
+                    {"SIGUSR1", "SIGUSR2", "SIGHUP", "SIGTERM"},
+                    "Signal (besides SIGTERM) that means: finish the step, save, exit 75 for "
+                    "requeue"),
+
       // amp
       enum_option("mixed_precision", "amp.mixed_precision", &C::mixed_precision,
                   "Autocast dtype for the forward pass; no trains in fp32"),

@@ -12,7 +12,8 @@ namespace ampt::config {
 // All options, grouped by YAML section in the order --help and `ampt config` print them.
 const std::vector<Option>& options();
 
-// The YAML sections in table order: "run", "amp", "scaler", "training", "model", "data".
+// The YAML sections in table order: "run", "checkpoint", "amp", "scaler", "training", "model",
+// "data".
 const std::vector<std::string>& sections();
 
 // Lookup by canonical name ("batch_size"); nullptr when there is none.

@@ -9,10 +9,9 @@
 namespace ampt::data {
 
 BatchIterator::BatchIterator(torch::Tensor inputs, torch::Tensor targets, int64_t batch_size,
-                             uint64_t seed, const torch::Device& device)
-    : batch_size_(batch_size),
-      batches_per_epoch_(inputs.size(0) / batch_size),
-      generator_(at::detail::createCPUGenerator(seed)) {
+                             uint64_t seed, const torch::Device& device, LoaderState start)
+    : batch_size_(batch_size), batches_per_epoch_(inputs.size(0) / batch_size), seed_(seed),
+      state_(start) {
   if (batches_per_epoch_ == 0) {
     throw RuntimeError("dataset has " + std::to_string(inputs.size(0)) +
                        " samples, fewer than one batch of batch_size " +
@@ -21,23 +20,24 @@ BatchIterator::BatchIterator(torch::Tensor inputs, torch::Tensor targets, int64_
   // The whole dataset is small enough to live on the device, so batches are gathered there.
   inputs_ = inputs.to(device);
   targets_ = targets.to(device);
-  start_epoch();
-  epoch_ = 0;
+  shuffle();
 }
 
-void BatchIterator::start_epoch() {
-  order_ = torch::randperm(inputs_.size(0), generator_, torch::dtype(torch::kInt64))
+void BatchIterator::shuffle() {
+  // A golden-ratio stride keeps the per-epoch seeds of nearby run seeds apart.
+  auto generator = at::detail::createCPUGenerator(
+      seed_ + static_cast<uint64_t>(state_.epoch) * 0x9E3779B97F4A7C15ULL);
+  order_ = torch::randperm(inputs_.size(0), generator, torch::dtype(torch::kInt64))
                .to(inputs_.device());
-  position_ = 0;
 }
 
 Batch BatchIterator::next() {
-  if (position_ == batches_per_epoch_) {
-    start_epoch();
-    ++epoch_;
+  if (state_.position == batches_per_epoch_) {
+    state_ = {state_.epoch + 1, 0};
+    shuffle();
   }
-  const auto index = order_.narrow(0, position_ * batch_size_, batch_size_);
-  ++position_;
+  const auto index = order_.narrow(0, state_.position * batch_size_, batch_size_);
+  ++state_.position;
   return {inputs_.index_select(0, index), targets_.index_select(0, index)};
 }
 

@@ -40,6 +40,11 @@ void ConsoleReporter::on_start(const train::RunInfo& info) {
   log::info("[AMP] Batch {} x {} accumulation = {} samples/step; {} steps ({} per epoch)",
             info.batch_size, info.grad_accum_steps, info.batch_size * info.grad_accum_steps,
             info.total_steps, info.steps_per_epoch);
+  if (!info.resume_note.empty()) log::info("[CKPT] {}", info.resume_note);
+}
+
+void ConsoleReporter::on_checkpoint(const std::string& path, int64_t step) {
+  log::info("[CKPT] Saved step {} to {}", step, path);
 }
 
 void ConsoleReporter::on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) {
@@ -73,10 +78,11 @@ void ConsoleReporter::on_end(const train::RunSummary& s) {
   log::info("Final Loss:       {:.4f}", s.final_loss);
   log::info("Skipped Steps:    {} of {}", s.skipped_steps, s.steps);
   if (s.loss_scaling) log::info("Loss Scale:       {:.1f} → {:.1f}", s.initial_scale, s.final_scale);
-  log::info("Throughput:       {:.0f} samples/s ({} steps in {})", s.samples_per_sec, s.steps,
-            format_duration(s.seconds));
+  log::info("Throughput:       {:.0f} samples/s ({} steps in {})", s.samples_per_sec,
+            s.steps_this_run, format_duration(s.seconds));
   log::info("Peak Memory:      {} ({})", format_bytes(s.peak_memory_bytes), s.peak_memory_kind);
   if (!metrics_path_.empty()) log::info("Metrics:          {}", metrics_path_);
+  if (!s.checkpoint.empty()) log::info("Checkpoint:       {}", s.checkpoint);
 }
 
 }  // namespace ampt::log

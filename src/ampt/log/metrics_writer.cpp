@@ -3,6 +3,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/log/logger.h"
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <system_error>
@@ -26,22 +27,52 @@ void write_or_throw(std::ofstream& out, const std::string& text, const std::stri
 }  // namespace
 
 MetricsWriter::MetricsWriter(const std::string& output_dir)
-    : output_dir_(output_dir), path_((fs::path(output_dir) / "metrics.jsonl").string()) {
+    : output_dir_(output_dir), path_((fs::path(output_dir) / "metrics.jsonl").string()) {}
+
+void MetricsWriter::on_start(const train::RunInfo& info) {
   std::error_code ec;
-  fs::create_directories(output_dir, ec);
+  fs::create_directories(output_dir_, ec);
   if (ec) {
-    throw RuntimeError("cannot create output_dir '" + output_dir + "': " + ec.message());
+    throw RuntimeError("cannot create output_dir '" + output_dir_ + "': " + ec.message());
   }
-  if (fs::exists(path_) && fs::file_size(path_, ec) > 0) {
-    int n = 1;
-    while (fs::exists(fs::path(output_dir) / fmt::format("metrics.{}.jsonl", n))) ++n;
-    const auto kept = fs::path(output_dir) / fmt::format("metrics.{}.jsonl", n);
-    fs::rename(path_, kept, ec);
-    if (ec) throw RuntimeError("cannot rename '" + path_ + "': " + ec.message());
-    log::info("[AMP] Kept the previous run's metrics as {}", kept.string());
+  if (info.start_step > 0) {
+    keep_lines_up_to(info.start_step);
+    out_.open(path_, std::ios::out | std::ios::app);
+  } else {
+    keep_earlier_run();
+    out_.open(path_, std::ios::out | std::ios::trunc);
   }
-  out_.open(path_, std::ios::out | std::ios::trunc);
   if (!out_) throw RuntimeError("cannot open '" + path_ + "' for writing");
+}
+
+void MetricsWriter::keep_earlier_run() const {
+  std::error_code ec;
+  if (!fs::exists(path_) || fs::file_size(path_, ec) == 0) return;
+  int n = 1;
+  while (fs::exists(fs::path(output_dir_) / fmt::format("metrics.{}.jsonl", n))) ++n;
+  const auto kept = fs::path(output_dir_) / fmt::format("metrics.{}.jsonl", n);
+  fs::rename(path_, kept, ec);
+  if (ec) throw RuntimeError("cannot rename '" + path_ + "': " + ec.message());
+  log::info("[AMP] Kept the previous run's metrics as {}", kept.string());
+}
+
+void MetricsWriter::keep_lines_up_to(int64_t step) const {
+  std::ifstream in(path_);
+  std::string kept;
+  for (std::string line; std::getline(in, line);) {
+    // Every line starts with {"step": N, as on_step writes it; a line cut short by a killed run
+    // (no closing brace) is dropped.
+    int64_t line_step = -1;
+    if (const auto colon = line.find(':'); colon != std::string::npos && line.ends_with('}')) {
+      const auto digits = line.find_first_not_of(' ', colon + 1);
+      std::from_chars(line.data() + digits, line.data() + line.size(), line_step);
+    }
+    if (line_step >= 0 && line_step <= step) kept += line + '\n';
+  }
+  in.close();
+  std::ofstream out(path_, std::ios::out | std::ios::trunc);
+  out << kept;
+  if (!out) throw RuntimeError("cannot rewrite '" + path_ + "'");
 }
 
 void MetricsWriter::on_step(const train::StepReport& r) {

@@ -8,18 +8,25 @@
 
 namespace ampt::log {
 
+// Nothing is written before on_start, so a run that fails while setting up (a bad checkpoint,
+// say) leaves output_dir as it was.
 class MetricsWriter final : public train::Observer {
  public:
-  // Creates output_dir; a metrics.jsonl left by an earlier run is kept, renamed to
-  // metrics.N.jsonl, never overwritten.
   explicit MetricsWriter(const std::string& output_dir);
 
   const std::string& path() const { return path_; }
 
+  // Creates output_dir. A fresh run keeps an earlier run's metrics.jsonl as metrics.N.jsonl;
+  // a resumed run continues the file, dropping lines past the step it resumed from (they were
+  // logged after the checkpoint and will be logged again).
+  void on_start(const train::RunInfo& info) override;
   void on_step(const train::StepReport& report) override;
   void on_end(const train::RunSummary& summary) override;
 
  private:
+  void keep_earlier_run() const;
+  void keep_lines_up_to(int64_t step) const;
+
   std::string output_dir_;
   std::string path_;
   std::ofstream out_;

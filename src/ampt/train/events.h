@@ -33,6 +33,8 @@ struct RunInfo {
   double min_lr = 0.0;
   int64_t warmup_steps = 0;
   double max_grad_norm = 0.0;
+  int64_t start_step = 0;       // optimizer steps already done (0 unless resumed)
+  std::string resume_note;      // what a resume restored, or why it started fresh; empty if neither
 };
 
 // The state at a logged optimizer step (values read from the device only on such steps).
@@ -54,7 +56,8 @@ struct StepReport {
 struct RunSummary {
   std::string precision;
   bool loss_scaling = false;
-  int64_t steps = 0;
+  int64_t steps = 0;           // optimizer steps done, counting those before a resume
+  int64_t steps_this_run = 0;
   double initial_loss = 0.0;
   double final_loss = 0.0;
   int64_t skipped_steps = 0;
@@ -64,6 +67,8 @@ struct RunSummary {
   double seconds = 0.0;
   int64_t peak_memory_bytes = 0;
   std::string peak_memory_kind;   // "CUDA allocator peak" or "process peak RSS"
+  std::string checkpoint;         // the last checkpoint written, empty if none
+  int stop_signal = 0;            // the signal that stopped the run early, 0 if it finished
 };
 
 // Receives the run's events; implemented by the console, progress and metrics writers.
@@ -74,6 +79,7 @@ class Observer {
   // Every optimizer step, without values: cheap enough for a progress bar.
   virtual void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) {}
   virtual void on_step(const StepReport& report) {}
+  virtual void on_checkpoint(const std::string& path, int64_t step) {}
   virtual void on_end(const RunSummary& summary) {}
 };
 
@@ -93,6 +99,9 @@ class ObserverList final : public Observer {
   }
   void on_step(const StepReport& report) override {
     for (auto* o : observers_) o->on_step(report);
+  }
+  void on_checkpoint(const std::string& path, int64_t step) override {
+    for (auto* o : observers_) o->on_checkpoint(path, step);
   }
   void on_end(const RunSummary& summary) override {
     for (auto* o : observers_) o->on_end(summary);

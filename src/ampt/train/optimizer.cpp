@@ -12,8 +12,17 @@ namespace {
 // Parameters sharing one weight decay, with per-parameter optimizer state in parallel lists.
 struct Group {
   double weight_decay = 0.0;
+  std::vector<std::string> names;
   std::vector<torch::Tensor> params;
   std::vector<std::vector<torch::Tensor>> state;  // state[k][i]: k-th state tensor of param i
+
+  void append_named_state(const std::vector<std::string>& state_names, NamedTensors& out) const {
+    for (size_t k = 0; k < state.size(); ++k) {
+      for (size_t i = 0; i < params.size(); ++i) {
+        out.emplace_back(names[i] + "." + state_names[k], state[k][i]);
+      }
+    }
+  }
 
   // The parameters that received a gradient this step, their gradients and their state:
   // a parameter unused by the forward pass has no gradient and is left alone, as in PyTorch.
@@ -35,10 +44,14 @@ struct Group {
   }
 };
 
-std::vector<Group> split_by_decay(const std::vector<torch::Tensor>& parameters, double decay) {
-  Group matrices{decay, {}, {}};
-  Group vectors{0.0, {}, {}};
-  for (const auto& p : parameters) (p.dim() >= 2 ? matrices : vectors).params.push_back(p);
+std::vector<Group> split_by_decay(const NamedTensors& parameters, double decay) {
+  Group matrices{decay, {}, {}, {}};
+  Group vectors{0.0, {}, {}, {}};
+  for (const auto& [name, p] : parameters) {
+    auto& group = p.dim() >= 2 ? matrices : vectors;
+    group.names.push_back(name);
+    group.params.push_back(p);
+  }
   std::vector<Group> groups;
   for (auto* group : {&matrices, &vectors}) {
     if (!group->params.empty()) groups.push_back(std::move(*group));
@@ -55,7 +68,7 @@ std::vector<torch::Tensor> zeros_like_each(const std::vector<torch::Tensor>& ten
 
 class FusedAdamW final : public Optimizer {
  public:
-  FusedAdamW(const config::Config& config, const std::vector<torch::Tensor>& parameters)
+  FusedAdamW(const config::Config& config, const NamedTensors& parameters)
       : weight_decay_(config.weight_decay),
         beta1_(config.adam_beta1),
         beta2_(config.adam_beta2),
@@ -90,6 +103,14 @@ class FusedAdamW final : public Optimizer {
                        beta2_, eps_, weight_decay_);
   }
 
+  std::string kind() const override { return "adamw"; }
+
+  NamedTensors state() const override {
+    NamedTensors out;
+    for (const auto& group : groups_) group.append_named_state({"exp_avg", "exp_avg_sq", "step"}, out);
+    return out;
+  }
+
  private:
   double weight_decay_;
   double beta1_;
@@ -100,7 +121,7 @@ class FusedAdamW final : public Optimizer {
 
 class FusedSgd final : public Optimizer {
  public:
-  FusedSgd(const config::Config& config, const std::vector<torch::Tensor>& parameters)
+  FusedSgd(const config::Config& config, const NamedTensors& parameters)
       : weight_decay_(config.weight_decay),
         momentum_(config.momentum),
         groups_(split_by_decay(parameters, config.weight_decay)) {
@@ -127,6 +148,14 @@ class FusedSgd final : public Optimizer {
                        weight_decay_);
   }
 
+  std::string kind() const override { return "sgd"; }
+
+  NamedTensors state() const override {
+    NamedTensors out;
+    for (const auto& group : groups_) group.append_named_state({"momentum_buffer"}, out);
+    return out;
+  }
+
  private:
   double weight_decay_;
   double momentum_;
@@ -136,7 +165,7 @@ class FusedSgd final : public Optimizer {
 }  // namespace
 
 std::unique_ptr<Optimizer> make_optimizer(const config::Config& config,
-                                          const std::vector<torch::Tensor>& parameters) {
+                                          const NamedTensors& parameters) {
   if (config.optimizer == config::OptimizerKind::sgd) {
     return std::make_unique<FusedSgd>(config, parameters);
   }

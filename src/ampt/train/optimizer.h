@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ampt/config/config.h"
+#include "ampt/core/named_tensors.h"
 
 #include <torch/types.h>
 
@@ -18,10 +19,14 @@ class Optimizer {
   virtual ~Optimizer() = default;
   virtual void step(double lr, const torch::Tensor& found_inf) = 0;
   virtual std::string describe() const = 0;
+  virtual std::string kind() const = 0;  // "adamw", "sgd"
+  // The live state tensors, named "<parameter>.<state>": a checkpoint saves them and a resume
+  // copies saved values into them.
+  virtual NamedTensors state() const = 0;
 };
 
 // Weight decay applies to matrices only (not biases or norm gains), as in GPT-2 and nanoGPT.
 std::unique_ptr<Optimizer> make_optimizer(const config::Config& config,
-                                          const std::vector<torch::Tensor>& parameters);
+                                          const NamedTensors& named_parameters);
 
 }  // namespace ampt::train

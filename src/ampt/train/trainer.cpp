@@ -1,6 +1,8 @@
 #include "ampt/train/trainer.h"
 
+#include "ampt/checkpoint/checkpoint.h"
 #include "ampt/core/errors.h"
+#include "ampt/core/version.h"
 #include "ampt/data/batch_iterator.h"
 #include "ampt/data/synthetic.h"
 #include "ampt/models/registry.h"
@@ -12,11 +14,13 @@
 #include "ampt/train/optimizer.h"
 #include "ampt/train/schedule.h"
 
+#include <ATen/Context.h>
 #include <ATen/ops/_foreach_zero.h>
 #include <fmt/format.h>
 #include <torch/nn/functional/loss.h>
 
 #include <chrono>
+#include <optional>
 
 namespace ampt::train {
 namespace {
@@ -35,147 +39,299 @@ std::vector<torch::Tensor> defined_grads(const std::vector<torch::Tensor>& param
   return grads;
 }
 
-}  // namespace
+NamedTensors named_parameters(const torch::nn::Module& module) {
+  NamedTensors out;
+  for (const auto& item : module.named_parameters()) out.emplace_back(item.key(), item.value());
+  return out;
+}
 
-RunSummary run_training(const config::Config& config, const std::string& precision_source,
-                        Observer& observer) {
-  if (config.dataset != "synthetic") {
-    throw UsageError("unknown dataset '" + config.dataset + "': expected one of synthetic");
+// Parameters and buffers (BatchNorm statistics): everything a checkpoint must hold of a model.
+NamedTensors model_tensors(const torch::nn::Module& module) {
+  auto out = named_parameters(module);
+  for (const auto& item : module.named_buffers()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+// Which checkpoint config.resume names: none, output_dir's latest, or a path.
+std::optional<std::string> checkpoint_to_resume(const config::Config& config, std::string& note) {
+  if (config.resume.empty()) return std::nullopt;
+  if (config.resume != "auto") return config.resume;
+  auto latest = checkpoint::find_latest(config.output_dir);
+  if (!latest) note = "no checkpoint in " + config.output_dir + ": starting fresh";
+  return latest;
+}
+
+// Everything one run holds, built once; the loop in run() is the training step.
+class Run {
+ public:
+  Run(const config::Config& config, const RunContext& context, Observer& observer)
+      : config_(config),
+        context_(context),
+        observer_(observer),
+        device_(select_device(config.device)),
+        dataset_(make_dataset(config)),
+        model_(make_model(config, dataset_, device_.device)),
+        parameters_(model_.module->parameters()),
+        policy_(precision::make_policy(config.mixed_precision, config.amp_opt_level)),
+        scaler_({policy_.loss_scaling, config.grad_scaler_init, config.grad_scaler_growth_factor,
+                 config.grad_scaler_backoff, config.grad_scaler_growth_interval},
+                device_.device),
+        optimizer_(make_optimizer(config, named_parameters(*model_.module))),
+        overflow_steps_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device_.device))) {
+    // Resume before the loader exists: the checkpoint says where the data continues.
+    std::string note;
+    data::LoaderState data_start;
+    if (const auto path = checkpoint_to_resume(config, note)) data_start = restore(*path, note);
+    batches_.emplace(dataset_.inputs, dataset_.targets, config.batch_size,
+                     static_cast<uint64_t>(config.seed) + 1, device_.device, data_start);
+    steps_per_epoch_ = batches_->batches_per_epoch() / config.grad_accum_steps;
+    if (steps_per_epoch_ == 0) {
+      throw RuntimeError(fmt::format(
+          "an epoch has {} batches of {}, fewer than grad_accum_steps {}: lower grad_accum_steps "
+          "or batch_size",
+          batches_->batches_per_epoch(), config.batch_size, config.grad_accum_steps));
+    }
+    total_steps_ = config.max_steps > 0 ? config.max_steps : config.epochs * steps_per_epoch_;
+    schedule_ = {config.lr, config.lr * config.min_lr_ratio, config.warmup_steps, total_steps_};
+    resume_note_ = note;
   }
-  const auto device = select_device(config.device);
-  torch::manual_seed(config.seed);
-  const data::SyntheticClassification dataset(config.synthetic_samples, config.synthetic_features,
-                                              config.synthetic_classes, config.seed);
-  auto model = models::make_model(config, {dataset.features, dataset.classes});
-  model.module->to(device.device);
-  model.module->train();
-  const auto parameters = model.module->parameters();
 
-  const auto policy = precision::make_policy(config.mixed_precision, config.amp_opt_level);
-  precision::LossScaler scaler({policy.loss_scaling, config.grad_scaler_init,
-                                config.grad_scaler_growth_factor, config.grad_scaler_backoff,
-                                config.grad_scaler_growth_interval},
-                               device.device);
-  auto optimizer = make_optimizer(config, parameters);
-  data::BatchIterator batches(dataset.inputs, dataset.targets, config.batch_size,
-                              static_cast<uint64_t>(config.seed) + 1, device.device);
+  RunSummary run();
 
-  const int64_t steps_per_epoch = batches.batches_per_epoch() / config.grad_accum_steps;
-  if (steps_per_epoch == 0) {
-    throw RuntimeError(fmt::format(
-        "an epoch has {} batches of {}, fewer than grad_accum_steps {}: lower grad_accum_steps or "
-        "batch_size",
-        batches.batches_per_epoch(), config.batch_size, config.grad_accum_steps));
+ private:
+  static data::SyntheticClassification make_dataset(const config::Config& config) {
+    if (config.dataset != "synthetic") {
+      throw UsageError("unknown dataset '" + config.dataset + "': expected one of synthetic");
+    }
+    return {config.synthetic_samples, config.synthetic_features, config.synthetic_classes,
+            static_cast<uint64_t>(config.seed)};
   }
-  const int64_t total_steps =
-      config.max_steps > 0 ? config.max_steps : config.epochs * steps_per_epoch;
-  const LrSchedule schedule{config.lr, config.lr * config.min_lr_ratio, config.warmup_steps,
-                            total_steps};
-  const int64_t samples_per_step = config.batch_size * config.grad_accum_steps;
 
+  static models::Model make_model(const config::Config& config,
+                                  const data::SyntheticClassification& dataset,
+                                  const c10::Device& device) {
+    torch::manual_seed(config.seed);
+    auto model = models::make_model(config, {dataset.features, dataset.classes});
+    model.module->to(device);
+    model.module->train();
+    return model;
+  }
+
+  data::LoaderState restore(const std::string& path, std::string& note);
+  RunInfo describe() const;
+  void save_checkpoint(int64_t steps_done, RunSummary& summary);
+
+  const config::Config& config_;
+  const RunContext& context_;
+  Observer& observer_;
+  DeviceChoice device_;
+  data::SyntheticClassification dataset_;
+  models::Model model_;
+  std::vector<torch::Tensor> parameters_;
+  precision::PrecisionPolicy policy_;
+  precision::LossScaler scaler_;
+  std::unique_ptr<Optimizer> optimizer_;
+  torch::Tensor overflow_steps_;  // counted on the device: a skipped step costs no sync
+  std::optional<data::BatchIterator> batches_;
+  int64_t steps_per_epoch_ = 0;
+  int64_t total_steps_ = 0;
+  LrSchedule schedule_;
+  int64_t start_step_ = 0;
+  double initial_loss_ = 0.0;
+  std::string resume_note_;
+};
+
+data::LoaderState Run::restore(const std::string& path, std::string& note) {
+  const auto saved = checkpoint::load(path);
+  if (saved.optimizer_kind != optimizer_->kind()) {
+    throw RuntimeError(fmt::format("checkpoint '{}' was saved with optimizer {}, this run uses {}",
+                                   path, saved.optimizer_kind, optimizer_->kind()));
+  }
+  // Check everything before changing anything, so a bad checkpoint leaves no half-restored run.
+  checkpoint::copy_into(saved.model, model_tensors(*model_.module), "model", path);
+  checkpoint::copy_into(saved.optimizer, optimizer_->state(), "optimizer", path);
+
+  std::string scaler_note;
+  if (saved.scaler && policy_.loss_scaling) {
+    scaler_.load_state(*saved.scaler);
+    scaler_note = fmt::format("loss scaler (scale {}, growth tracker {})", saved.scaler->scale,
+                              saved.scaler->growth_tracker);
+  } else if (saved.scaler) {
+    scaler_note = "loss scaler state ignored: this run has no loss scaler";
+  } else if (policy_.loss_scaling) {
+    scaler_note = fmt::format("loss scaler starts at init_scale {}: the checkpoint's run had none",
+                              config_.grad_scaler_init);
+  }
+  // A Generator is a handle: this copy sets the state of the process-wide default generator.
+  auto cpu_generator = at::globalContext().defaultGenerator(c10::Device(c10::kCPU));
+  cpu_generator.set_state(saved.cpu_rng);
+  if (saved.cuda_rng.defined() && device_.device.is_cuda()) {
+    auto cuda_generator = at::globalContext().defaultGenerator(device_.device);
+    cuda_generator.set_state(saved.cuda_rng);
+  }
+  overflow_steps_.fill_(static_cast<double>(saved.skipped_steps));
+  start_step_ = saved.step;
+  initial_loss_ = saved.initial_loss;
+  note = fmt::format("Resumed from {} at step {} (epoch {}, batch {}): model, {} optimizer state, "
+                     "RNG{}",
+                     path, saved.step, saved.data_epoch, saved.data_position,
+                     saved.optimizer_kind, scaler_note.empty() ? "" : ", " + scaler_note);
+  return {saved.data_epoch, saved.data_position};
+}
+
+void Run::save_checkpoint(int64_t steps_done, RunSummary& summary) {
+  checkpoint::Checkpoint c;
+  c.ampt_version = kVersion;
+  c.git_revision = kGitRevision;
+  c.config = context_.config_text;
+  c.step = steps_done;
+  c.data_epoch = batches_->state().epoch;
+  c.data_position = batches_->state().position;
+  c.skipped_steps = static_cast<int64_t>(overflow_steps_.item<double>());
+  c.initial_loss = initial_loss_;
+  c.model = model_tensors(*model_.module);
+  c.optimizer_kind = optimizer_->kind();
+  c.optimizer = optimizer_->state();
+  if (policy_.loss_scaling) c.scaler = scaler_.state();
+  c.cpu_rng = at::globalContext().defaultGenerator(c10::Device(c10::kCPU)).get_state();
+  if (device_.device.is_cuda()) {
+    c.cuda_rng = at::globalContext().defaultGenerator(device_.device).get_state();
+  }
+  summary.checkpoint = checkpoint::save(config_.output_dir, c, config_.keep_checkpoints);
+  observer_.on_checkpoint(summary.checkpoint, steps_done);
+}
+
+RunInfo Run::describe() const {
   RunInfo info;
-  info.device = device.device.str();
-  info.device_reason = device.reason;
-  info.model = config.model;
-  info.parameters = models::parameter_count(*model.module);
-  info.dataset = config.dataset;
-  info.samples = dataset.inputs.size(0);
-  info.precision = policy.name();
-  info.precision_source = precision_source;
-  info.precision_explanation = policy.explanation();
-  info.opt_level = config.amp_opt_level == config::OptLevel::O0 ? "O0" : "O1";
-  info.loss_scaling = policy.loss_scaling;
-  info.init_scale = config.grad_scaler_init;
-  info.growth_factor = config.grad_scaler_growth_factor;
-  info.backoff_factor = config.grad_scaler_backoff;
-  info.growth_interval = config.grad_scaler_growth_interval;
-  info.optimizer = optimizer->describe();
-  info.batch_size = config.batch_size;
-  info.grad_accum_steps = config.grad_accum_steps;
-  info.total_steps = total_steps;
-  info.steps_per_epoch = steps_per_epoch;
-  info.peak_lr = schedule.peak_lr;
-  info.min_lr = schedule.min_lr;
-  info.warmup_steps = config.warmup_steps;
-  info.max_grad_norm = config.max_grad_norm;
-  observer.on_start(info);
+  info.device = device_.device.str();
+  info.device_reason = device_.reason;
+  info.model = config_.model;
+  info.parameters = models::parameter_count(*model_.module);
+  info.dataset = config_.dataset;
+  info.samples = dataset_.inputs.size(0);
+  info.precision = policy_.name();
+  info.precision_source = context_.precision_source;
+  info.precision_explanation = policy_.explanation();
+  info.opt_level = config_.amp_opt_level == config::OptLevel::O0 ? "O0" : "O1";
+  info.loss_scaling = policy_.loss_scaling;
+  info.init_scale = config_.grad_scaler_init;
+  info.growth_factor = config_.grad_scaler_growth_factor;
+  info.backoff_factor = config_.grad_scaler_backoff;
+  info.growth_interval = config_.grad_scaler_growth_interval;
+  info.optimizer = optimizer_->describe();
+  info.batch_size = config_.batch_size;
+  info.grad_accum_steps = config_.grad_accum_steps;
+  info.total_steps = total_steps_;
+  info.steps_per_epoch = steps_per_epoch_;
+  info.peak_lr = schedule_.peak_lr;
+  info.min_lr = schedule_.min_lr;
+  info.warmup_steps = config_.warmup_steps;
+  info.max_grad_norm = config_.max_grad_norm;
+  info.start_step = start_step_;
+  info.resume_note = resume_note_;
+  return info;
+}
 
+RunSummary Run::run() {
+  observer_.on_start(describe());
   RunSummary summary;
-  summary.precision = policy.name();
-  summary.loss_scaling = policy.loss_scaling;
-  summary.initial_scale = scaler.state().scale;
-
-  // Counted on the device so that a skipped step costs no synchronisation.
-  auto overflow_steps = torch::zeros({}, torch::dtype(torch::kFloat32).device(device.device));
+  summary.precision = policy_.name();
+  summary.loss_scaling = policy_.loss_scaling;
+  summary.initial_scale = scaler_.state().scale;
+  summary.initial_loss = initial_loss_;
+  const int64_t samples_per_step = config_.batch_size * config_.grad_accum_steps;
   const auto start = Clock::now();
   auto last_log = start;
-  int64_t last_log_step = 0;
+  int64_t last_log_step = start_step_;
+  int64_t step = start_step_;
 
-  for (int64_t step = 0; step < total_steps; ++step) {
-    const double lr = schedule.at(step);
+  for (; step < total_steps_; ++step) {
+    const double lr = schedule_.at(step);
     torch::Tensor step_loss;
-    for (int64_t micro = 0; micro < config.grad_accum_steps; ++micro) {
-      const auto batch = batches.next();
+    for (int64_t micro = 0; micro < config_.grad_accum_steps; ++micro) {
+      const auto batch = batches_->next();
       torch::Tensor loss;
       {
-        precision::AutocastGuard autocast(device.device.type(), policy.compute_dtype,
-                                          policy.autocast);
-        loss = torch::nn::functional::cross_entropy(model.forward(batch.inputs), batch.targets);
+        precision::AutocastGuard autocast(device_.device.type(), policy_.compute_dtype,
+                                          policy_.autocast);
+        loss = torch::nn::functional::cross_entropy(model_.forward(batch.inputs), batch.targets);
       }
       step_loss = micro == 0 ? loss.detach().clone() : step_loss.add_(loss.detach());
-      scaler.scale(loss / static_cast<double>(config.grad_accum_steps)).backward();
+      scaler_.scale(loss / static_cast<double>(config_.grad_accum_steps)).backward();
     }
 
-    const auto grads = defined_grads(parameters);
-    const auto found_inf = scaler.unscale_(grads);
-    const bool log_step = step == 0 || (step + 1) % config.log_every == 0 || step + 1 == total_steps;
+    const auto grads = defined_grads(parameters_);
+    const auto found_inf = scaler_.unscale_(grads);
+    const int stop = context_.stop_requested();
+    const bool log_step = step == 0 || (step + 1) % config_.log_every == 0 ||
+                          step + 1 == total_steps_ || stop != 0;
     torch::Tensor grad_norm;
-    if (config.max_grad_norm > 0.0) {
-      grad_norm = clip_grad_norm_(grads, config.max_grad_norm);
+    if (config_.max_grad_norm > 0.0) {
+      grad_norm = clip_grad_norm_(grads, config_.max_grad_norm);
     } else if (log_step) {
       grad_norm = total_grad_norm(grads);
     }
-    optimizer->step(lr, found_inf);
-    scaler.update(found_inf);
-    overflow_steps.add_(found_inf);
+    optimizer_->step(lr, found_inf);
+    scaler_.update(found_inf);
+    overflow_steps_.add_(found_inf);
     at::_foreach_zero_(grads);
+    observer_.on_progress(step + 1, total_steps_, seconds_since(start));
 
-    observer.on_progress(step + 1, total_steps, seconds_since(start));
-    if (!log_step) continue;
+    if (log_step) {
+      StepReport report;
+      report.step = step + 1;
+      report.total_steps = total_steps_;
+      report.epoch = batches_->state().epoch;
+      report.loss = step_loss.item<double>() / static_cast<double>(config_.grad_accum_steps);
+      report.lr = lr;
+      report.grad_norm = grad_norm.item<double>();
+      const auto now = Clock::now();
+      report.samples_per_sec =
+          static_cast<double>((step + 1 - last_log_step) * samples_per_step) /
+          std::max(1e-9, std::chrono::duration<double>(now - last_log).count());
+      last_log = now;
+      last_log_step = step + 1;
+      const auto scaler_state = scaler_.state();
+      report.loss_scaling = policy_.loss_scaling;
+      report.scale = scaler_state.scale;
+      report.growth_tracker = scaler_state.growth_tracker;
+      report.overflows = static_cast<int64_t>(overflow_steps_.item<double>());
+      report.skipped_steps = report.overflows;
+      observer_.on_step(report);
+      if (step == 0) initial_loss_ = summary.initial_loss = report.loss;
+      summary.final_loss = report.loss;
+    }
 
-    StepReport report;
-    report.step = step + 1;
-    report.total_steps = total_steps;
-    report.epoch = batches.epoch();
-    report.loss = step_loss.item<double>() / static_cast<double>(config.grad_accum_steps);
-    report.lr = lr;
-    report.grad_norm = grad_norm.item<double>();
-    const auto now = Clock::now();
-    report.samples_per_sec = static_cast<double>((step + 1 - last_log_step) * samples_per_step) /
-                             std::max(1e-9, std::chrono::duration<double>(now - last_log).count());
-    last_log = now;
-    last_log_step = step + 1;
-    const auto scaler_state = scaler.state();
-    report.loss_scaling = policy.loss_scaling;
-    report.scale = scaler_state.scale;
-    report.growth_tracker = scaler_state.growth_tracker;
-    report.overflows = static_cast<int64_t>(overflow_steps.item<double>());
-    report.skipped_steps = report.overflows;
-    observer.on_step(report);
-
-    if (step == 0) summary.initial_loss = report.loss;
-    summary.final_loss = report.loss;
-    summary.skipped_steps = report.skipped_steps;
-    summary.final_scale = report.scale;
+    if (stop != 0) {
+      summary.stop_signal = stop;
+      ++step;
+      break;
+    }
+    if (config_.save_every > 0 && (step + 1) % config_.save_every == 0 && step + 1 < total_steps_) {
+      save_checkpoint(step + 1, summary);
+    }
   }
+  // At the end, and on a stop request: the checkpoint a requeued job resumes from.
+  if (step > start_step_) save_checkpoint(step, summary);
 
-  summary.steps = total_steps;
+  const auto final_state = scaler_.state();
+  summary.steps = step;
+  summary.steps_this_run = step - start_step_;
+  summary.skipped_steps = static_cast<int64_t>(overflow_steps_.item<double>());
+  summary.final_scale = final_state.scale;
   summary.seconds = seconds_since(start);
-  summary.samples_per_sec =
-      static_cast<double>(total_steps * samples_per_step) / std::max(1e-9, summary.seconds);
-  summary.peak_memory_bytes = peak_memory_bytes(device.device, summary.peak_memory_kind);
-  observer.on_end(summary);
+  summary.samples_per_sec = static_cast<double>((step - start_step_) * samples_per_step) /
+                            std::max(1e-9, summary.seconds);
+  summary.peak_memory_bytes = peak_memory_bytes(device_.device, summary.peak_memory_kind);
+  observer_.on_end(summary);
   return summary;
+}
+
+}  // namespace
+
+RunSummary run_training(const config::Config& config, const RunContext& context,
+                        Observer& observer) {
+  return Run(config, context, observer).run();
 }
 
 }  // namespace ampt::train

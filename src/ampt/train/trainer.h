@@ -1,18 +1,27 @@
 // The training loop: forward under autocast → scaled backward → unscale and inf check → clip →
-// optimizer step (or skip, decided on the device) → scaler update.
+// optimizer step (or skip, decided on the device) → scaler update → checkpoints.
 #pragma once
 
 #include "ampt/config/config.h"
 #include "ampt/train/events.h"
 
+#include <functional>
 #include <string>
 
 namespace ampt::train {
 
-// Trains the configured model and returns the end-of-run summary; reports progress to
-// `observer`. `precision_source` says where mixed_precision was set (for the startup block).
-// The only host synchronisations are on logged steps.
-RunSummary run_training(const config::Config& config, const std::string& precision_source,
+// What the run needs from its caller besides the configuration.
+struct RunContext {
+  std::string precision_source;  // where mixed_precision was set, for the startup block
+  std::string config_text;       // the resolved configuration, stored in checkpoints
+  // Polled after every step: non-zero (a signal number) asks the run to save and return.
+  std::function<int()> stop_requested = [] { return 0; };
+};
+
+// Trains the configured model (resuming first when config.resume asks for it) and returns the
+// end-of-run summary, reporting to `observer`. A checkpoint is checked completely before
+// anything is written. The only host synchronisations are on logged and saved steps.
+RunSummary run_training(const config::Config& config, const RunContext& context,
                         Observer& observer);
 
 }  // namespace ampt::train

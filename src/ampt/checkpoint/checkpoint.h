@@ -1,0 +1,60 @@
+// Training checkpoints: everything needed to continue a run exactly, saved atomically.
+#pragma once
+
+#include "ampt/core/named_tensors.h"
+#include "ampt/precision/loss_scaler.h"
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ampt::checkpoint {
+
+// Checkpoints written by this build; a reader refuses newer ones.
+inline constexpr int64_t kFormatVersion = 1;
+
+// The state of a run after `step` optimizer steps. Tensors are on the CPU; model weights fp32
+// whatever precision the run trained in, so any precision can resume from any other.
+struct Checkpoint {
+  int64_t format_version = kFormatVersion;
+  std::string ampt_version;
+  std::string git_revision;
+  std::string config;  // the resolved configuration, as `ampt config` prints it
+
+  int64_t step = 0;           // optimizer steps completed
+  int64_t data_epoch = 0;     // where the next batch comes from
+  int64_t data_position = 0;  // batches already taken from that epoch
+  int64_t skipped_steps = 0;
+  double initial_loss = 0.0;  // the run's step-1 loss, for the summary
+
+  NamedTensors model;
+  std::string optimizer_kind;  // "adamw", "sgd"
+  NamedTensors optimizer;      // "<parameter>.<state>"
+  std::optional<precision::LossScalerState> scaler;  // only when the run used loss scaling
+  torch::Tensor cpu_rng;
+  torch::Tensor cuda_rng;  // undefined when the run was on the CPU
+};
+
+// "ckpt-00000050.pt"
+std::string checkpoint_file_name(int64_t step);
+
+// Writes <directory>/ckpt-<step>.pt and then the `latest` pointer, both atomically, then deletes
+// all but the newest `keep` checkpoints. Returns the checkpoint's path.
+std::string save(const std::string& directory, const Checkpoint& checkpoint, int64_t keep);
+
+// Reads and checks a checkpoint; RuntimeError naming the file when it is missing, truncated,
+// corrupt, not an ampt checkpoint, or from a newer format version.
+Checkpoint load(const std::string& path);
+
+// The checkpoint `latest` in `directory` points to, if there is one.
+std::optional<std::string> find_latest(const std::string& directory);
+
+// Copies `saved` into `targets` (matched by name) after checking that the names and shapes
+// agree: RuntimeError naming the file, the tensor, and the expected and found shapes.
+void copy_into(const NamedTensors& saved, const NamedTensors& targets, const std::string& what,
+               const std::string& path);
+
+}  // namespace ampt::checkpoint

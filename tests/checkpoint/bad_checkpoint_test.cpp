@@ -1,0 +1,123 @@
+// Every bad checkpoint stops the run with one line naming the file and the problem, exit 1,
+// and nothing in output_dir changes.
+#include "ampt/checkpoint/atomic_file.h"
+#include "ampt/checkpoint/checkpoint.h"
+
+#include "support/process.h"
+
+#include <catch2/catch.hpp>
+#include <torch/serialize.h>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+using ampt::test::read_file;
+using ampt::test::run_ampt;
+
+namespace {
+
+const std::vector<std::string> kSmall = {"--device", "cpu", "--synthetic_samples", "512",
+                                         "--mlp_hidden", "32", "--batch_size", "32", "--log_every", "5"};
+
+std::vector<std::string> train_args(const std::string& dir, std::vector<std::string> extra) {
+  std::vector<std::string> args{"train", "--output_dir", dir};
+  args.insert(args.end(), kSmall.begin(), kSmall.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::map<std::string, std::string> snapshot(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    files[entry.path().filename().string()] = read_file(entry.path().string());
+  }
+  return files;
+}
+
+// Trains 10 steps into a fresh directory and returns it.
+std::string trained_dir() {
+  const auto dir = ampt::test::make_temp_dir();
+  const auto r = run_ampt(train_args(dir, {"--max_steps", "10"}));
+  REQUIRE(r.exit_code == 0);
+  return dir;
+}
+
+void check_refused(const std::string& dir, const std::vector<std::string>& extra,
+                   const std::string& expected) {
+  const auto before = snapshot(dir);
+  const auto r = run_ampt(train_args(dir, extra));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("ampt: error: ") && Catch::Contains(expected));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(snapshot(dir) == before);
+}
+
+}  // namespace
+
+TEST_CASE("bad checkpoint: missing file", "[checkpoint][errors]") {
+  const auto dir = trained_dir();
+  check_refused(dir, {"--resume", dir + "/nope.pt", "--max_steps", "20"},
+                "checkpoint '" + dir + "/nope.pt' not found");
+}
+
+TEST_CASE("bad checkpoint: truncated and corrupt files", "[checkpoint][errors]") {
+  const auto dir = trained_dir();
+  const auto good = read_file(dir + "/ckpt-00000010.pt");
+  const auto truncated = dir + "/truncated.pt";
+  ampt::test::write_file(truncated, good.substr(0, good.size() / 2));
+  check_refused(dir, {"--resume", truncated, "--max_steps", "20"},
+                "checkpoint '" + truncated + "' is truncated or corrupt");
+
+  auto flipped = good;
+  for (size_t i = flipped.size() / 3; i < flipped.size() / 3 + 64; ++i) flipped[i] ^= 0x5A;
+  const auto corrupt = dir + "/corrupt.pt";
+  ampt::test::write_file(corrupt, flipped);
+  check_refused(dir, {"--resume", corrupt, "--max_steps", "20"}, "checkpoint '" + corrupt + "'");
+
+  const auto empty = dir + "/empty.pt";
+  ampt::test::write_file(empty, "");
+  check_refused(dir, {"--resume", empty, "--max_steps", "20"}, "checkpoint '" + empty + "'");
+}
+
+TEST_CASE("bad checkpoint: a file that is not an ampt checkpoint", "[checkpoint][errors]") {
+  const auto dir = trained_dir();
+  const auto bytes = torch::pickle_save(torch::ones({3}));
+  const auto foreign = dir + "/foreign.pt";
+  ampt::test::write_file(foreign, std::string(bytes.begin(), bytes.end()));
+  check_refused(dir, {"--resume", foreign, "--max_steps", "20"},
+                "checkpoint '" + foreign + "' cannot be used: it is not an ampt checkpoint");
+}
+
+TEST_CASE("bad checkpoint: another model shape names the tensor and both shapes", "[checkpoint][errors]") {
+  const auto dir = trained_dir();
+  check_refused(dir, {"--resume", "auto", "--max_steps", "20", "--mlp_hidden", "48"},
+                "checkpoint '" + dir + "/ckpt-00000010.pt': model tensor 'blocks.0.weight' has "
+                "shape [32, 32], the model expects [48, 32]");
+  check_refused(dir, {"--resume", "auto", "--max_steps", "20", "--mlp_layers", "4"},
+                "has no model tensor 'blocks.3.weight'");
+  check_refused(dir, {"--resume", "auto", "--max_steps", "20", "--optimizer", "sgd"},
+                "was saved with optimizer adamw, this run uses sgd");
+}
+
+TEST_CASE("bad checkpoint: a newer format version", "[checkpoint][errors]") {
+  const auto dir = trained_dir();
+  auto newer = ampt::checkpoint::load(dir + "/ckpt-00000010.pt");
+  newer.format_version = ampt::checkpoint::kFormatVersion + 1;
+  newer.step = 11;
+  const auto future_dir = ampt::test::make_temp_dir();
+  const auto path = ampt::checkpoint::save(future_dir, newer, 3);
+  check_refused(dir, {"--resume", path, "--max_steps", "20"},
+                "has format version 2, newer than the 1 this ampt reads");
+}
+
+TEST_CASE("atomic write: replaces the file whole and leaves no temporary", "[checkpoint]") {
+  const auto dir = ampt::test::make_temp_dir();
+  const auto path = dir + "/file";
+  ampt::checkpoint::write_file_atomically(path, "first");
+  ampt::checkpoint::write_file_atomically(path, "second, longer");
+  CHECK(read_file(path) == "second, longer");
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);
+  CHECK_THROWS_WITH(ampt::checkpoint::write_file_atomically(dir + "/missing/file", "x"),
+                    Catch::StartsWith("cannot create '" + dir + "/missing/.file.tmp-"));
+}
