@@ -46,7 +46,8 @@ RunSummary run_training(const config::Config& config, const std::string& precisi
   torch::manual_seed(config.seed);
   const data::SyntheticClassification dataset(config.synthetic_samples, config.synthetic_features,
                                               config.synthetic_classes, config.seed);
-  auto model = models::make_model(config, {dataset.features, dataset.classes});
+  auto model = models::make_model(
+      config, {data::Task::classification, {dataset.features}, dataset.classes});
   model.module->to(device.device);
   model.module->train();
   const auto parameters = model.module->parameters();
