@@ -21,7 +21,7 @@ TEST_CASE("mlp: output shape, parameter count and FLOPs", "[models][mlp]") {
   CHECK(model.tokens_per_sample == 1);
 }
 
-TEST_CASE("mlp: images are flattened; token blocks are refused", "[models][mlp]") {
+TEST_CASE("mlp: images are flattened, token blocks refused", "[models][mlp]") {
   ampt::config::Config config;
   config.mlp_hidden = 16;
   auto model = ampt::models::make_model(config, DataSpec{Task::classification, {1, 4, 2}, 3});
