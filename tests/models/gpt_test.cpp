@@ -145,6 +145,11 @@ TEST_CASE("gpt: data the model cannot hold is a usage error naming both values",
   CHECK_THROWS_WITH(ampt::models::make_model(config, DataSpec{Task::classification, {16}, 10}),
                     "model gpt needs language-model token blocks; the dataset gives "
                     "classification samples of shape {16}");
+  // Inconsistent settings are reported before any mismatch with the data.
+  Config odd_width = config;
+  odd_width.n_embd = 30;
+  CHECK_THROWS_WITH(ampt::models::make_model(odd_width, DataSpec{Task::classification, {16}, 10}),
+                    Catch::StartsWith("n_embd 30 is not divisible by n_head 4"));
   // A smaller vocabulary and shorter blocks than the model's are fine.
   CHECK_NOTHROW(ampt::models::make_model(config, token_blocks(8, 20)));
 }

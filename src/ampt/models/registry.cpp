@@ -61,9 +61,9 @@ Model make_cnn(const config::Config& config, const data::DataSpec& spec) {
 }
 
 Model make_gpt(const config::Config& config, const data::DataSpec& spec) {
+  const GptDims dims = resolve_gpt_dims(config);  // the settings' own errors first
   require(spec.task == data::Task::language_model && spec.sample_shape.size() == 1, config.model,
           "language-model token blocks", spec);
-  const GptDims dims = resolve_gpt_dims(config);
   const int64_t tokens = spec.sample_shape[0];
   if (spec.classes > dims.vocab_size) {
     throw UsageError(fmt::format(
