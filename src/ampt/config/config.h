@@ -59,6 +59,16 @@ struct Config {
   // model
   int64_t mlp_hidden = 256;
   int64_t mlp_layers = 3;
+  int64_t cnn_channels = 32;  // width of the first stage; each later stage doubles it
+  int64_t cnn_blocks = 1;     // residual blocks per stage
+  // GPT dimensions: 0 takes the value of the preset named by `model` (gpt-tiny's for plain
+  // `gpt`), anything else overrides it; models::resolve_gpt_dims applies this rule.
+  int64_t n_layer = 0;
+  int64_t n_embd = 0;
+  int64_t n_head = 0;
+  int64_t block_size = 0;  // context length: the longest token block the model accepts
+  int64_t vocab_size = 0;
+  double dropout = 0.0;  // on embeddings, attention weights and residual branches
 
   // data
   int64_t synthetic_samples = 65536;

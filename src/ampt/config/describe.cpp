@@ -11,6 +11,9 @@ namespace ampt::config {
 namespace {
 
 constexpr std::size_t kLineWidth = 100;
+// The flag column is as wide as the longest flag up to this; a longer one (a choice with many
+// values) gets a line of its own, so it does not push every help text to the right.
+constexpr std::size_t kMaxFlagWidth = 32;
 
 // Calls `line(option)` for each option in table order, after a header whenever the section
 // changes; options outside any section (config) come first and get no header.
@@ -47,7 +50,11 @@ std::string facts(const Option& option, const Config& defaults) {
 std::string help_text(std::string_view program_and_subcommand) {
   const Config defaults;
   std::size_t width = std::string_view("-h, --help").size();
-  for (const Option& option : options()) width = std::max(width, flag_spelling(option).size());
+  for (const Option& option : options()) {
+    if (const std::size_t size = flag_spelling(option).size(); size <= kMaxFlagWidth) {
+      width = std::max(width, size);
+    }
+  }
 
   std::string text = fmt::format(
       "Usage: {} [--OPTION VALUE]...\n\n"
@@ -58,11 +65,15 @@ std::string help_text(std::string_view program_and_subcommand) {
       program_and_subcommand, "-h, --help", width);
   by_section([&](std::string_view section) { text += fmt::format("\n{}:\n", section); },
              [&](const Option& option) {
-               std::string line =
-                   fmt::format("  {:<{}}  {}", flag_spelling(option), width, option.help);
+               std::string flag = flag_spelling(option);
+               if (flag.size() > width) {
+                 text += "  " + flag + "\n";
+                 flag.clear();
+               }
+               std::string line = fmt::format("  {:<{}}  {}", flag, width, option.help);
                // Long lines keep the facts on a continuation line aligned with the help column.
                std::string extra = facts(option, defaults);
-               if (line.size() + extra.size() > kLineWidth)
+               if (!extra.empty() && line.size() + extra.size() > kLineWidth)
                  extra = fmt::format("\n{:<{}}{}", "", width + 4, extra.substr(1));
                text += line + extra + "\n";
              });

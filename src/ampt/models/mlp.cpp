@@ -15,9 +15,15 @@ MlpImpl::MlpImpl(int64_t in_features, int64_t hidden, int64_t layers, int64_t cl
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  auto h = x;
+  auto h = x.flatten(1);
   for (const auto& block : *blocks_) h = torch::gelu(block->as<torch::nn::Linear>()->forward(h));
   return head_->forward(h);
+}
+
+int64_t MlpImpl::macs_per_sample() const {
+  int64_t macs = head_->weight.numel();
+  for (const auto& block : *blocks_) macs += block->as<torch::nn::Linear>()->weight.numel();
+  return macs;
 }
 
 }  // namespace ampt::models

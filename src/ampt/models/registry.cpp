@@ -1,16 +1,100 @@
 #include "ampt/models/registry.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/models/cnn.h"
+#include "ampt/models/flops.h"
+#include "ampt/models/gpt.h"
+#include "ampt/models/gpt_presets.h"
 #include "ampt/models/mlp.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <functional>
+#include <numeric>
 
 namespace ampt::models {
 
-Model make_model(const config::Config& config, const DataShape& shape) {
-  if (config.model == "mlp") {
-    Mlp mlp(shape.features, config.mlp_hidden, config.mlp_layers, shape.classes);
-    return {mlp.ptr(), [mlp](const torch::Tensor& x) mutable { return mlp->forward(x); }};
+namespace {
+
+std::string describe(const data::DataSpec& spec) {
+  return fmt::format("{} samples of shape {{{}}}",
+                     spec.task == data::Task::language_model ? "language-model" : "classification",
+                     fmt::join(spec.sample_shape, ", "));
+}
+
+// Throws the UsageError that says `model` needs `what` unless `accepted`.
+void require(bool accepted, const std::string& model, std::string_view what,
+             const data::DataSpec& spec) {
+  if (!accepted) {
+    throw UsageError(
+        fmt::format("model {} needs {}; the dataset gives {}", model, what, describe(spec)));
   }
-  throw UsageError("unknown model '" + config.model + "': expected one of mlp");
+}
+
+template <class Holder>
+std::function<torch::Tensor(const torch::Tensor&)> forward_of(Holder holder) {
+  return [holder](const torch::Tensor& x) mutable { return holder->forward(x); };
+}
+
+Model make_mlp(const config::Config& config, const data::DataSpec& spec) {
+  require(spec.task == data::Task::classification && !spec.sample_shape.empty(), "mlp",
+          "classification samples", spec);
+  const int64_t features = std::accumulate(spec.sample_shape.begin(), spec.sample_shape.end(),
+                                           int64_t{1}, std::multiplies<>());
+  Mlp mlp(features, config.mlp_hidden, config.mlp_layers, spec.classes);
+  return {mlp.ptr(), forward_of(mlp), training_flops_from_macs(mlp->macs_per_sample()), 1,
+          fmt::format("in {}, hidden {} x {} layers, classes {}", features, config.mlp_hidden,
+                      config.mlp_layers, spec.classes)};
+}
+
+Model make_cnn(const config::Config& config, const data::DataSpec& spec) {
+  require(spec.task == data::Task::classification && spec.sample_shape.size() == 3, "cnn",
+          "classification images of shape {channels, height, width}", spec);
+  const auto& shape = spec.sample_shape;
+  Cnn cnn(shape[0], shape[1], shape[2], config.cnn_channels, config.cnn_blocks, spec.classes);
+  return {
+      cnn.ptr(), forward_of(cnn), training_flops_from_macs(cnn->macs_per_sample()), 1,
+      fmt::format("input {}x{}x{}, {} stages of {} blocks, channels {}..{}, classes {}", shape[0],
+                  shape[1], shape[2], CnnImpl::kStages, config.cnn_blocks, config.cnn_channels,
+                  config.cnn_channels << (CnnImpl::kStages - 1), spec.classes)};
+}
+
+Model make_gpt(const config::Config& config, const data::DataSpec& spec) {
+  const GptDims dims = resolve_gpt_dims(config);  // the settings' own errors first
+  require(spec.task == data::Task::language_model && spec.sample_shape.size() == 1, config.model,
+          "language-model token blocks", spec);
+  const int64_t tokens = spec.sample_shape[0];
+  if (spec.classes > dims.vocab_size) {
+    throw UsageError(fmt::format(
+        "the dataset's vocabulary of {} tokens exceeds vocab_size {} (model {}): vocab_size must "
+        "be at least {}",
+        spec.classes, dims.vocab_size, config.model, spec.classes));
+  }
+  if (tokens > dims.block_size) {
+    throw UsageError(fmt::format(
+        "the dataset's blocks of {} tokens exceed block_size {} (model {}): block_size must be "
+        "at least {}",
+        tokens, dims.block_size, config.model, tokens));
+  }
+  Gpt gpt(dims);
+  return {gpt.ptr(), forward_of(gpt),
+          gpt_training_flops_per_token(parameter_count(*gpt), dims, tokens) * tokens, tokens,
+          fmt::format("n_layer {}, n_embd {}, n_head {}, block_size {}, vocab_size {}, dropout {}",
+                      dims.n_layer, dims.n_embd, dims.n_head, dims.block_size, dims.vocab_size,
+                      dims.dropout)};
+}
+
+}  // namespace
+
+Model make_model(const config::Config& config, const data::DataSpec& spec) {
+  if (config.model == "mlp") return make_mlp(config, spec);
+  if (config.model == "cnn") return make_cnn(config, spec);
+  if (is_gpt(config.model)) return make_gpt(config, spec);
+  std::vector<std::string> names = {"mlp", "cnn", "gpt"};
+  for (const auto& preset : gpt_presets()) names.push_back(preset.name);
+  throw UsageError(
+      fmt::format("unknown model '{}': expected one of {}", config.model, fmt::join(names, ", ")));
 }
 
 int64_t parameter_count(const torch::nn::Module& module) {

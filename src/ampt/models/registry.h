@@ -1,30 +1,38 @@
-// Builds the model named by the configuration.
+// Builds the model named by the configuration for the data it will train on.
 #pragma once
 
 #include "ampt/config/config.h"
+#include "ampt/data/dataset.h"
 
 #include <torch/nn/module.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 namespace ampt::models {
 
-// What a model needs to know about its data.
-struct DataShape {
-  int64_t features = 0;  // input width
-  int64_t classes = 0;   // output logits per position
-};
-
-// A model as the trainer sees it: parameters to optimise and a forward to logits.
+// A model as the trainer sees it: parameters to optimise, a forward to logits, and what the
+// startup block and the throughput figures need to know about it.
 struct Model {
   std::shared_ptr<torch::nn::Module> module;
+  // Classifiers: inputs [B, sample_shape...] → [B, classes]. Language models: tokens [B, T] →
+  // [B, T, vocab_size]. The loss is cross_entropy(logits.flatten(0, -2), targets.flatten()).
   std::function<torch::Tensor(const torch::Tensor&)> forward;
+  // Training FLOPs (forward + backward) of one sample at the data's shape, for MFU: 6 per
+  // multiply-accumulate for the MLP and the CNN, llm.c's GPT formula times T for a GPT
+  // (flops.h). The optimizer step is not included.
+  int64_t flops_per_sample = 0;
+  int64_t tokens_per_sample = 1;  // T for a language model, 1 for a classifier
+  std::string architecture;       // the resolved dimensions, e.g. "n_layer 12, n_embd 768, ..."
 };
 
 // Builds the configured model with its parameters initialised from the torch seed that the
-// caller set, so the same seed always gives the same weights.
-Model make_model(const config::Config& config, const DataShape& shape);
+// caller set, so the same seed always gives the same weights. Throws UsageError (one line) when
+// the model cannot take this data (wrong task or sample rank, a vocabulary or token block larger
+// than a GPT's vocab_size or block_size) or its settings are inconsistent.
+Model make_model(const config::Config& config, const data::DataSpec& spec);
 
 int64_t parameter_count(const torch::nn::Module& module);
 

@@ -111,7 +111,8 @@ class Run {
                                   const data::SyntheticClassification& dataset,
                                   const c10::Device& device) {
     torch::manual_seed(config.seed);
-    auto model = models::make_model(config, {dataset.features, dataset.classes});
+    auto model = models::make_model(
+        config, {data::Task::classification, {dataset.features}, dataset.classes});
     model.module->to(device);
     model.module->train();
     return model;

@@ -1,0 +1,30 @@
+#include "ampt/models/attention.h"
+
+#include <ATen/ops/scaled_dot_product_attention.h>
+
+namespace ampt::models {
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout)
+    : n_head_(n_head), dropout_(dropout) {
+  c_attn = register_module("c_attn", torch::nn::Linear(n_embd, 3 * n_embd));
+  c_proj = register_module("c_proj", torch::nn::Linear(n_embd, n_embd));
+  resid_dropout_ = register_module("resid_dropout", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t batch = x.size(0), time = x.size(1), width = x.size(2);
+  // [B, T, 3C] → three [B, n_head, T, head_dim] views, the layout SDPA expects.
+  const auto heads = [&](const torch::Tensor& t) {
+    return t.view({batch, time, n_head_, width / n_head_}).transpose(1, 2);
+  };
+  const auto qkv = c_attn->forward(x).split(width, /*dim=*/2);
+  // is_causal instead of an explicit mask lets SDPA pick flash attention (bf16/fp16 on a GPU)
+  // and skip the masked half of the work. Attention dropout only while training, as nn.Dropout.
+  const auto y = at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]),
+                                                  /*attn_mask=*/{}, is_training() ? dropout_ : 0.0,
+                                                  /*is_causal=*/true);
+  return resid_dropout_->forward(
+      c_proj->forward(y.transpose(1, 2).contiguous().view({batch, time, width})));
+}
+
+}  // namespace ampt::models

@@ -1,0 +1,11 @@
+#include "ampt/models/flops.h"
+
+namespace ampt::models {
+
+int64_t training_flops_from_macs(int64_t forward_macs) { return 6 * forward_macs; }
+
+int64_t gpt_training_flops_per_token(int64_t parameters, const GptDims& dims, int64_t seq_len) {
+  return 6 * parameters + 6 * dims.n_layer * dims.n_embd * seq_len;
+}
+
+}  // namespace ampt::models

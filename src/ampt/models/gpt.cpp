@@ -1,0 +1,88 @@
+#include "ampt/models/gpt.h"
+
+#include "ampt/core/errors.h"
+
+#include <fmt/format.h>
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/linear.h>
+#include <torch/nn/init.h>
+
+#include <cmath>
+
+namespace ampt::models {
+
+namespace {
+
+constexpr double kInitStd = 0.02;  // GPT-2's
+
+torch::nn::LayerNorm layer_norm(int64_t width) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}));
+}
+
+}  // namespace
+
+GptMlpImpl::GptMlpImpl(int64_t n_embd, double dropout) {
+  c_fc = register_module("c_fc", torch::nn::Linear(n_embd, 4 * n_embd));
+  c_proj = register_module("c_proj", torch::nn::Linear(4 * n_embd, n_embd));
+  dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
+  // The tanh approximation is GPT-2's own GELU (and llm.c's), so weights trained elsewhere
+  // behave the same here.
+  return dropout_->forward(c_proj->forward(torch::gelu(c_fc->forward(x), /*approximate=*/"tanh")));
+}
+
+GptBlockImpl::GptBlockImpl(int64_t n_embd, int64_t n_head, double dropout) {
+  ln_1 = register_module("ln_1", layer_norm(n_embd));
+  attn = register_module("attn", CausalSelfAttention(n_embd, n_head, dropout));
+  ln_2 = register_module("ln_2", layer_norm(n_embd));
+  mlp = register_module("mlp", GptMlp(n_embd, dropout));
+}
+
+torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
+  const auto h = x + attn->forward(ln_1->forward(x));
+  return h + mlp->forward(ln_2->forward(h));
+}
+
+GptImpl::GptImpl(const GptDims& dims) : dims_(dims) {
+  wte_ = register_module("wte", torch::nn::Embedding(dims.vocab_size, dims.n_embd));
+  wpe_ = register_module("wpe", torch::nn::Embedding(dims.block_size, dims.n_embd));
+  drop_ = register_module("drop", torch::nn::Dropout(dims.dropout));
+  for (int64_t i = 0; i < dims.n_layer; ++i) {
+    h_->push_back(GptBlock(dims.n_embd, dims.n_head, dims.dropout));
+  }
+  register_module("h", h_);
+  ln_f_ = register_module("ln_f", layer_norm(dims.n_embd));
+
+  // LayerNorm's own defaults (ones, zeros) are already GPT-2's; everything else is redone.
+  torch::NoGradGuard no_grad;
+  for (auto& module : modules(/*include_self=*/false)) {
+    if (auto* linear = module->as<torch::nn::Linear>()) {
+      torch::nn::init::normal_(linear->weight, 0.0, kInitStd);
+      torch::nn::init::zeros_(linear->bias);
+    } else if (auto* embedding = module->as<torch::nn::Embedding>()) {
+      torch::nn::init::normal_(embedding->weight, 0.0, kInitStd);
+    }
+  }
+  const double residual_std = kInitStd / std::sqrt(2.0 * static_cast<double>(dims.n_layer));
+  for (const auto& block : *h_) {
+    auto* b = block->as<GptBlock>();
+    torch::nn::init::normal_(b->attn->c_proj->weight, 0.0, residual_std);
+    torch::nn::init::normal_(b->mlp->c_proj->weight, 0.0, residual_std);
+  }
+}
+
+torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
+  const int64_t time = tokens.size(1);
+  if (time > dims_.block_size) {
+    throw RuntimeError(fmt::format("a block of {} tokens exceeds the model's context block_size {}",
+                                   time, dims_.block_size));
+  }
+  const auto positions = torch::arange(time, tokens.options());
+  auto x = drop_->forward(wte_->forward(tokens) + wpe_->forward(positions));
+  for (const auto& block : *h_) x = block->as<GptBlock>()->forward(x);
+  return torch::nn::functional::linear(ln_f_->forward(x), wte_->weight);
+}
+
+}  // namespace ampt::models

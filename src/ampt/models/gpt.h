@@ -1,0 +1,69 @@
+// A GPT-2 style decoder-only transformer language model.
+#pragma once
+
+#include "ampt/models/attention.h"
+#include "ampt/models/gpt_presets.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+namespace ampt::models {
+
+// The position-wise feed-forward of a block: n_embd → 4·n_embd → GELU → n_embd.
+class GptMlpImpl : public torch::nn::Module {
+ public:
+  GptMlpImpl(int64_t n_embd, double dropout);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::Linear c_fc{nullptr};
+  torch::nn::Linear c_proj{nullptr};  // a residual projection: GPT-2 scales its init
+
+ private:
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(GptMlp);
+
+// Pre-LayerNorm block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
+class GptBlockImpl : public torch::nn::Module {
+ public:
+  GptBlockImpl(int64_t n_embd, int64_t n_head, double dropout);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::LayerNorm ln_1{nullptr};
+  CausalSelfAttention attn{nullptr};
+  torch::nn::LayerNorm ln_2{nullptr};
+  GptMlp mlp{nullptr};
+};
+TORCH_MODULE(GptBlock);
+
+// Token + position embeddings, n_layer blocks, a final LayerNorm, and a head that reuses the
+// token embedding matrix (weight tying, as GPT-2): there is no separate head parameter, so the
+// optimizer, the parameter count and the weight decay see the shared matrix once.
+// Parameter names follow nanoGPT's (wte, wpe, h.N.attn.c_attn, ..., ln_f) without "transformer.".
+class GptImpl : public torch::nn::Module {
+ public:
+  // GPT-2 initialisation: weights normal(0, 0.02), the residual projections (attn.c_proj,
+  // mlp.c_proj) normal(0, 0.02/sqrt(2·n_layer)) so the residual stream's variance does not grow
+  // with depth, biases 0, LayerNorm weight 1 and bias 0.
+  explicit GptImpl(const GptDims& dims);
+
+  // tokens: [B, T] int64 with T ≤ block_size → logits [B, T, vocab_size].
+  torch::Tensor forward(const torch::Tensor& tokens);
+
+  const GptDims& dims() const { return dims_; }
+
+ private:
+  GptDims dims_;
+  torch::nn::Embedding wte_{nullptr};
+  torch::nn::Embedding wpe_{nullptr};
+  torch::nn::Dropout drop_{nullptr};
+  torch::nn::ModuleList h_;
+  torch::nn::LayerNorm ln_f_{nullptr};
+};
+TORCH_MODULE(Gpt);
+
+}  // namespace ampt::models

@@ -1,0 +1,38 @@
+// The registry: names to models, the same weights from the same seed, errors for the rest.
+#include "ampt/core/errors.h"
+#include "ampt/models/registry.h"
+
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+using ampt::data::DataSpec;
+using ampt::data::Task;
+
+TEST_CASE("models: the same seed gives the same initial weights", "[models]") {
+  for (const char* name : {"mlp", "cnn", "gpt"}) {
+    ampt::config::Config config;
+    config.model = name;
+    const DataSpec spec = config.model == "gpt"   ? DataSpec{Task::language_model, {8}, 16}
+                          : config.model == "cnn" ? DataSpec{Task::classification, {1, 4, 4}, 3}
+                                                  : DataSpec{Task::classification, {4}, 3};
+    INFO(name);
+    torch::manual_seed(11);
+    auto a = ampt::models::make_model(config, spec);
+    torch::manual_seed(11);
+    auto b = ampt::models::make_model(config, spec);
+    const auto pa = a.module->parameters();
+    const auto pb = b.module->parameters();
+    REQUIRE(pa.size() == pb.size());
+    for (size_t i = 0; i < pa.size(); ++i) CHECK(torch::equal(pa[i], pb[i]));
+  }
+}
+
+TEST_CASE("models: an unknown name is a usage error listing the models", "[models]") {
+  ampt::config::Config config;
+  config.model = "resnet";
+  CHECK_THROWS_AS(ampt::models::make_model(config, DataSpec{Task::classification, {4}, 3}),
+                  ampt::UsageError);
+  CHECK_THROWS_WITH(ampt::models::make_model(config, DataSpec{Task::classification, {4}, 3}),
+                    "unknown model 'resnet': expected one of mlp, cnn, gpt, gpt-tiny, gpt2-124m, "
+                    "gpt2-350m");
+}
