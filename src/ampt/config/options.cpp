@@ -1,5 +1,7 @@
 #include "ampt/config/options.h"
 
+#include "ampt/config/dataset_spec.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -84,15 +86,32 @@ std::vector<Option> build_table() {
                      "Width of each hidden layer of the MLP"),
       integer_option("mlp_layers", "model.mlp_layers", &C::mlp_layers, at_least_1,
                      "Number of linear layers in the MLP"),
+      integer_option("block_size", "model.block_size", &C::block_size, Range::at_least(2),
+                     "Context length in tokens of a language model (token datasets' window)"),
+      integer_option("vocab_size", "model.vocab_size", &C::vocab_size, Range::at_least(2),
+                     "Vocabulary size of a language model; token datasets reject larger ids"),
 
       // data
-      choice_option("dataset", "data.dataset", &C::dataset, {"synthetic"}, "Training dataset"),
+      checked_string_option(
+          "dataset", "data.dataset", &C::dataset,
+          [](std::string_view text) { return parse_dataset_spec(text).has_value(); },
+          "one of " + std::string(kDatasetSpecExpected), "SPEC",
+          "Training data: synthetic (matched to the model), or a kind and a path"),
       integer_option("synthetic_samples", "data.synthetic_samples", &C::synthetic_samples,
                      at_least_1, "Samples in the synthetic classification dataset"),
       integer_option("synthetic_features", "data.synthetic_features", &C::synthetic_features,
                      at_least_1, "Input features per synthetic sample"),
       integer_option("synthetic_classes", "data.synthetic_classes", &C::synthetic_classes,
                      Range::at_least(2), "Number of classes in the synthetic dataset"),
+      float_option("val_fraction", "data.val_fraction", &C::val_fraction,
+                   Range::interval(0, true, 0.5, true),
+                   "Share held out for validation when the dataset has no validation files"),
+      enum_option("data_sampling", "data.sampling", &C::data_sampling,
+                  "Training batch order: random (a seeded permutation per epoch) or sequential"),
+      integer_option("loader_workers", "data.loader_workers", &C::loader_workers, at_least_0,
+                     "Background threads that gather batches; 0 gathers on the training thread"),
+      integer_option("prefetch", "data.prefetch", &C::prefetch, at_least_1,
+                     "Batches the loader keeps ready ahead of the model"),
   };
 }
 
