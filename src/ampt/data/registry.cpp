@@ -248,7 +248,7 @@ DataSplits open_cifar10(const std::string& dir) {
 DataSplits open_dataset(const Config& config) {
   const auto spec = config::parse_dataset_spec(config.dataset);
   if (!spec) {
-    throw UsageError(fmt::format("invalid dataset '{}': expected {}", config.dataset,
+    throw UsageError(fmt::format("invalid dataset '{}': expected one of {}", config.dataset,
                                  config::kDatasetSpecExpected));
   }
   switch (spec->kind) {
