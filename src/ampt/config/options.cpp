@@ -98,7 +98,7 @@ std::vector<Option> build_table() {
           "one of " + std::string(kDatasetSpecExpected), "SPEC",
           "Training data: synthetic (matched to the model), or a kind and a path"),
       integer_option("synthetic_samples", "data.synthetic_samples", &C::synthetic_samples,
-                     at_least_1, "Samples in the synthetic classification dataset"),
+                     at_least_1, "Samples in the synthetic dataset (token windows for gpt models)"),
       integer_option("synthetic_features", "data.synthetic_features", &C::synthetic_features,
                      at_least_1, "Input features per synthetic sample"),
       integer_option("synthetic_classes", "data.synthetic_classes", &C::synthetic_classes,
