@@ -104,16 +104,24 @@ DataSplits open_text(const std::string& path, const Config& config) {
 
 bool is_glob(const std::string& path) { return path.find_first_of("*?[") != std::string::npos; }
 
-// The files `pattern` names, sorted; a plain path is returned as is (opening it reports it missing).
-std::vector<std::string> expand(const std::string& pattern) {
-  if (!is_glob(pattern)) return {pattern};
+// The files matching a glob(3) pattern, sorted; none is an empty list.
+std::vector<std::string> glob_files(const std::string& pattern) {
   glob_t found{};
   const int rc = ::glob(pattern.c_str(), 0, nullptr, &found);
   std::vector<std::string> paths(found.gl_pathv, found.gl_pathv + (rc == 0 ? found.gl_pathc : 0));
   ::globfree(&found);
-  if (rc == GLOB_NOMATCH) throw RuntimeError(pattern + ": no file matches");
-  if (rc != 0) throw RuntimeError(pattern + ": cannot expand the pattern (glob error)");
-  return paths;  // glob(3) sorts them
+  if (rc != 0 && rc != GLOB_NOMATCH) {
+    throw RuntimeError(pattern + ": cannot expand the pattern (glob error " + std::to_string(rc) + ")");
+  }
+  return paths;
+}
+
+// The files `path` names: a plain path as is (opening it reports it missing), a glob's matches.
+std::vector<std::string> expand(const std::string& path) {
+  if (!is_glob(path)) return {path};
+  auto paths = glob_files(path);
+  if (paths.empty()) throw RuntimeError(path + ": no file matches");
+  return paths;
 }
 
 struct TokenPaths {
@@ -122,23 +130,18 @@ struct TokenPaths {
 
 // nanoGPT's and llm.c's conventions: a directory holds train.bin (and val.bin); otherwise the
 // validation files are the train path with its last "train" (in the file name) replaced by "val":
-// train.bin -> val.bin, fineweb_train_*.bin -> fineweb_val_*.bin.
+// train.bin -> val.bin, fineweb_train_*.bin -> fineweb_val_*.bin. No such files: no val files.
 TokenPaths token_paths(const std::string& path) {
-  if (fs::is_directory(path)) {
-    const auto val = (fs::path(path) / "val.bin").string();
-    return {{(fs::path(path) / "train.bin").string()}, fs::exists(val) ? std::vector{val} : std::vector<std::string>{}};
-  }
+  if (fs::is_directory(path)) return token_paths((fs::path(path) / "train.bin").string());
   TokenPaths paths{expand(path), {}};
   const auto name_start = path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1;
   const auto train = path.rfind("train");
   if (train == std::string::npos || train < name_start) return paths;
-  const auto val_pattern = path.substr(0, train) + "val" + path.substr(train + 5);
-  if (is_glob(val_pattern) || fs::exists(val_pattern)) {
-    try {
-      paths.val = expand(val_pattern);
-    } catch (const RuntimeError&) {
-      // No validation files by that name: fall back to a held-out fraction.
-    }
+  const auto val = path.substr(0, train) + "val" + path.substr(train + 5);
+  if (is_glob(val)) {
+    paths.val = glob_files(val);
+  } else if (fs::exists(val)) {
+    paths.val = {val};
   }
   return paths;
 }
