@@ -29,10 +29,17 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, Lo
         "{}: cannot resume at epoch {} position {}: an epoch has {} batches (did the data change?)",
         options_.name, start.epoch, start.position, batches_per_epoch_));
   }
-  for (int64_t i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { work(); });
+  try {
+    for (int64_t i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { work(); });
+  } catch (...) {
+    stop();  // no destructor runs for a half-built object: join the threads that did start
+    throw;
+  }
 }
 
-Loader::~Loader() {
+Loader::~Loader() { stop(); }
+
+void Loader::stop() {
   {
     std::lock_guard lock(mutex_);
     stop_ = true;

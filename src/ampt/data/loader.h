@@ -61,6 +61,7 @@ class Loader {
   std::vector<int64_t> indices(int64_t ticket);
   std::shared_ptr<const std::vector<int64_t>> permutation(int64_t epoch);
   void work();
+  void stop();  // ends and joins the workers
 
   std::shared_ptr<const Dataset> dataset_;
   LoaderOptions options_;
