@@ -12,12 +12,13 @@ enum class MixedPrecision { no, fp16, bf16 };
 enum class OptLevel { O0, O1 };
 enum class DeviceKind { auto_select, cpu, cuda };
 enum class OptimizerKind { adamw, sgd };
+enum class Sampling { random, sequential };
 
 struct Config {
   // run
   std::string config_file;  // --config: the YAML file that was read, empty when none
   std::string model = "mlp";
-  std::string dataset = "synthetic";
+  std::string dataset = "synthetic";  // a spec parsed by parse_dataset_spec (dataset_spec.h)
   DeviceKind device = DeviceKind::auto_select;
   std::string output_dir = "ampt_out";
   int64_t seed = 1337;
@@ -70,10 +71,15 @@ struct Config {
   int64_t vocab_size = 0;
   double dropout = 0.0;  // on embeddings, attention weights and residual branches
 
+
   // data
   int64_t synthetic_samples = 65536;
   int64_t synthetic_features = 32;
   int64_t synthetic_classes = 10;
+  double val_fraction = 0.1;  // held out when the dataset has no validation files of its own
+  Sampling data_sampling = Sampling::random;
+  int64_t loader_workers = 2;  // 0: batches are gathered on the training thread
+  int64_t prefetch = 4;        // batches the loader may hold ready ahead of the model
 };
 
 }  // namespace ampt::config

@@ -41,6 +41,12 @@ struct EnumNames<OptimizerKind> {
       {{"adamw", OptimizerKind::adamw}, {"sgd", OptimizerKind::sgd}}};
 };
 
+template <>
+struct EnumNames<Sampling> {
+  static constexpr Spellings<Sampling, 2> values{
+      {{"random", Sampling::random}, {"sequential", Sampling::sequential}}};
+};
+
 // Exact, case-sensitive lookup: "BF16" is rejected so that files stay greppable.
 template <class E, std::size_t N>
 std::optional<E> find_spelling(const Spellings<E, N>& table, std::string_view text) {

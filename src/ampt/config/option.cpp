@@ -99,6 +99,21 @@ Option string_option(std::string name, std::string_view yaml_path, std::string C
   return option;
 }
 
+Option checked_string_option(std::string name, std::string_view yaml_path,
+                             std::string Config::*member, std::function<bool(std::string_view)> valid,
+                             std::string expected, std::string value_hint, std::string help) {
+  Option option = named(std::move(name), yaml_path, std::move(help));
+  option.expected = std::move(expected);
+  option.value_hint = std::move(value_hint);
+  option.store = [member, valid = std::move(valid)](Config& config, std::string_view text) {
+    if (!valid(text)) return false;
+    config.*member = text;
+    return true;
+  };
+  option.format = [member](const Config& config) { return config.*member; };
+  return option;
+}
+
 Option choice_option(std::string name, std::string_view yaml_path, std::vector<std::string> allowed,
                      std::function<void(Config&, std::size_t index)> store_index,
                      std::function<std::string(const Config&)> format, std::string help) {

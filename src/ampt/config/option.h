@@ -46,6 +46,10 @@ Option bool_option(std::string name, std::string_view yaml_path, bool Config::*m
 // Free text; `non_empty` rejects "".
 Option string_option(std::string name, std::string_view yaml_path, std::string Config::*member,
                      bool non_empty, std::string value_hint, std::string help);
+// Free text that `valid` accepts; `expected` describes the valid forms for error messages.
+Option checked_string_option(std::string name, std::string_view yaml_path,
+                             std::string Config::*member, std::function<bool(std::string_view)> valid,
+                             std::string expected, std::string value_hint, std::string help);
 // A string member restricted to `allowed` (model and dataset names).
 Option choice_option(std::string name, std::string_view yaml_path, std::string Config::*member,
                      std::vector<std::string> allowed, std::string help);

@@ -1,5 +1,7 @@
 #include "ampt/config/options.h"
 
+#include "ampt/config/dataset_spec.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -117,13 +119,26 @@ std::vector<Option> build_table() {
                    "GPT dropout on embeddings, attention and residual branches"),
 
       // data
-      choice_option("dataset", "data.dataset", &C::dataset, {"synthetic"}, "Training dataset"),
+      checked_string_option(
+          "dataset", "data.dataset", &C::dataset,
+          [](std::string_view text) { return parse_dataset_spec(text).has_value(); },
+          "one of " + std::string(kDatasetSpecExpected), "SPEC",
+          "Training data: synthetic (matched to the model), or a kind and a path"),
       integer_option("synthetic_samples", "data.synthetic_samples", &C::synthetic_samples,
-                     at_least_1, "Samples in the synthetic classification dataset"),
+                     at_least_1, "Samples in the synthetic dataset (token windows for gpt models)"),
       integer_option("synthetic_features", "data.synthetic_features", &C::synthetic_features,
                      at_least_1, "Input features per synthetic sample"),
       integer_option("synthetic_classes", "data.synthetic_classes", &C::synthetic_classes,
                      Range::at_least(2), "Number of classes in the synthetic dataset"),
+      float_option("val_fraction", "data.val_fraction", &C::val_fraction,
+                   Range::interval(0, true, 0.5, true),
+                   "Share held out for validation when the dataset has no validation files"),
+      enum_option("data_sampling", "data.sampling", &C::data_sampling,
+                  "Training batch order: random (a seeded permutation per epoch) or sequential"),
+      integer_option("loader_workers", "data.loader_workers", &C::loader_workers, at_least_0,
+                     "Background threads that gather batches; 0 gathers on the training thread"),
+      integer_option("prefetch", "data.prefetch", &C::prefetch, at_least_1,
+                     "Batches the loader keeps ready ahead of the model"),
   };
 }
 

@@ -1,0 +1,25 @@
+#include "ampt/config/dataset_spec.h"
+
+#include <array>
+#include <utility>
+
+namespace ampt::config {
+
+std::optional<DatasetSpec> parse_dataset_spec(std::string_view text) {
+  if (text == "synthetic") return DatasetSpec{};
+  static constexpr std::array<std::pair<std::string_view, DatasetKind>, 5> kWithPath{{
+      {"text", DatasetKind::text},
+      {"tokens", DatasetKind::tokens},
+      {"mnist", DatasetKind::mnist},
+      {"fashion-mnist", DatasetKind::fashion_mnist},
+      {"cifar10", DatasetKind::cifar10},
+  }};
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos || colon + 1 == text.size()) return std::nullopt;
+  for (const auto& [prefix, kind] : kWithPath) {
+    if (text.substr(0, colon) == prefix) return DatasetSpec{kind, std::string(text.substr(colon + 1))};
+  }
+  return std::nullopt;
+}
+
+}  // namespace ampt::config

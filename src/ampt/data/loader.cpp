@@ -1,0 +1,135 @@
+#include "ampt/data/loader.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/data/seed.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace ampt::data {
+
+Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, LoaderState start)
+    : dataset_(std::move(dataset)),
+      options_(std::move(options)),
+      batches_per_epoch_(dataset_->size() / options_.batch_size),
+      start_(start.epoch * batches_per_epoch_ + start.position),
+      // Pinned host memory is what lets the copy to the GPU run asynchronously.
+      pin_(options_.device.is_cuda() && torch::cuda::is_available()) {
+  if (batches_per_epoch_ == 0) {
+    throw RuntimeError(fmt::format(
+        "{} has {} samples, fewer than one batch of batch_size {}; lower batch_size or add data",
+        options_.name, dataset_->size(), options_.batch_size));
+  }
+  if (start.epoch < 0 || start.position < 0 || start.position >= batches_per_epoch_) {
+    throw RuntimeError(fmt::format(
+        "{}: cannot resume at epoch {} position {}: an epoch has {} batches (did the data change?)",
+        options_.name, start.epoch, start.position, batches_per_epoch_));
+  }
+  try {
+    for (int64_t i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { work(); });
+  } catch (...) {
+    stop();  // no destructor runs for a half-built object: join the threads that did start
+    throw;
+  }
+}
+
+Loader::~Loader() { stop(); }
+
+void Loader::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  room_.notify_all();
+  for (auto& worker : workers_) worker.join();
+}
+
+LoaderState Loader::state() const {
+  std::lock_guard lock(mutex_);
+  const int64_t next = start_ + delivered_;
+  return {next / batches_per_epoch_, next % batches_per_epoch_};
+}
+
+std::shared_ptr<const std::vector<int64_t>> Loader::permutation(int64_t epoch) {
+  std::lock_guard lock(permutation_mutex_);
+  if (auto found = permutations_.find(epoch); found != permutations_.end()) return found->second;
+  auto order = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(dataset_->size()));
+  if (options_.shuffle) {
+    auto generator = at::detail::createCPUGenerator(mix_seed(options_.seed, epoch));
+    const auto drawn = torch::randperm(dataset_->size(), generator, torch::kInt64);
+    std::copy_n(drawn.data_ptr<int64_t>(), order->size(), order->begin());
+  } else {
+    std::iota(order->begin(), order->end(), int64_t{0});
+  }
+  // Keep this epoch and the one before (a batch straddling the boundary may still need it); an
+  // older one that a slow worker asks for again is recomputed: the same order, only extra work.
+  std::erase_if(permutations_, [epoch](const auto& entry) { return entry.first < epoch - 1; });
+  permutations_.emplace(epoch, order);
+  return order;
+}
+
+std::vector<int64_t> Loader::indices(int64_t ticket) {
+  const int64_t batch = start_ + ticket;
+  const auto order = permutation(batch / batches_per_epoch_);
+  const auto first = order->begin() + (batch % batches_per_epoch_) * options_.batch_size;
+  return {first, first + options_.batch_size};
+}
+
+Batch Loader::gather(int64_t ticket) {
+  Batch batch = dataset_->gather(indices(ticket));
+  if (pin_) batch = {batch.inputs.pin_memory(), batch.targets.pin_memory()};
+  return batch;
+}
+
+void Loader::work() {
+  for (;;) {
+    int64_t ticket = 0;
+    {
+      std::unique_lock lock(mutex_);
+      room_.wait(lock, [this] { return stop_ || assigned_ < delivered_ + options_.prefetch; });
+      if (stop_) return;
+      ticket = assigned_++;
+    }
+    Slot slot;
+    try {
+      slot.batch = gather(ticket);
+    } catch (...) {
+      slot.error = std::current_exception();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      slots_.emplace(ticket, std::move(slot));
+    }
+    ready_.notify_all();
+  }
+}
+
+Batch Loader::next() {
+  Batch batch;
+  if (workers_.empty()) {
+    batch = gather(delivered_);
+    std::lock_guard lock(mutex_);
+    ++delivered_;
+  } else {
+    std::unique_lock lock(mutex_);
+    if (failed_) std::rethrow_exception(failed_);
+    ready_.wait(lock, [this] { return slots_.contains(delivered_); });
+    auto slot = slots_.extract(delivered_);
+    if (slot.mapped().error) {
+      failed_ = slot.mapped().error;
+      std::rethrow_exception(failed_);
+    }
+    batch = std::move(slot.mapped().batch);
+    ++delivered_;
+    lock.unlock();
+    room_.notify_all();
+  }
+  return {batch.inputs.to(options_.device, /*non_blocking=*/true),
+          batch.targets.to(options_.device, /*non_blocking=*/true)};
+}
+
+}  // namespace ampt::data

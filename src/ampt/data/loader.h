@@ -1,0 +1,87 @@
+// Delivers a dataset's batches on the training device, gathered ahead of the model by background
+// threads into a bounded queue, in an order that a checkpointed LoaderState reproduces exactly.
+#pragma once
+
+#include "ampt/data/dataset.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ampt::data {
+
+struct LoaderOptions {
+  int64_t batch_size = 1;
+  bool shuffle = true;  // false: samples in dataset order (sequential reading of a token stream)
+  uint64_t seed = 0;
+  torch::Device device = torch::kCPU;
+  int64_t workers = 2;   // gathering threads; 0 gathers inside next() on the caller's thread
+  int64_t prefetch = 4;  // batches gathered or being gathered ahead of the consumer, at most
+  std::string name = "dataset";  // how errors name the data: "dataset has 10 samples, ..."
+};
+
+// Where the loader stands: the epoch and position (batches into that epoch) of the NEXT batch.
+struct LoaderState {
+  int64_t epoch = 0;
+  int64_t position = 0;
+  bool operator==(const LoaderState&) const = default;
+};
+
+// Epoch e visits the samples in a permutation that is a pure function of (seed, e), batch by batch,
+// dropping the last incomplete batch; so the batch sequence depends only on the options and the
+// start state, never on the number of workers or on timing.
+class Loader {
+ public:
+  // Throws RuntimeError when the dataset holds fewer samples than one batch, or `start` lies
+  // outside an epoch.
+  Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, LoaderState start = {});
+  ~Loader();  // stops and joins the workers; never blocks on a full queue
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // The next batch on the device (copied asynchronously from pinned memory on CUDA). An exception
+  // thrown while gathering it is rethrown here, and again by every later call.
+  Batch next();
+  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  LoaderState state() const;
+
+ private:
+  struct Slot {
+    Batch batch;
+    std::exception_ptr error;
+  };
+
+  Batch gather(int64_t ticket);  // batch number `ticket` after the start, on the host
+  std::vector<int64_t> indices(int64_t ticket);
+  std::shared_ptr<const std::vector<int64_t>> permutation(int64_t epoch);
+  void work();
+  void stop();  // ends and joins the workers
+
+  std::shared_ptr<const Dataset> dataset_;
+  LoaderOptions options_;
+  int64_t batches_per_epoch_;
+  int64_t start_;  // batches before the start state, counted from epoch 0
+  bool pin_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable room_;   // workers wait for the consumer to make room
+  std::condition_variable ready_;  // the consumer waits for its batch
+  int64_t assigned_ = 0;           // tickets handed to workers
+  int64_t delivered_ = 0;          // tickets returned by next()
+  std::map<int64_t, Slot> slots_;  // finished tickets not yet delivered
+  std::exception_ptr failed_;
+  bool stop_ = false;
+
+  std::mutex permutation_mutex_;
+  std::map<int64_t, std::shared_ptr<const std::vector<int64_t>>> permutations_;
+
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace ampt::data

@@ -1,0 +1,71 @@
+#include "ampt/data/token_file.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/data/mapped_file.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <memory>
+
+namespace ampt::data {
+namespace {
+
+constexpr int64_t kHeaderBytes = kLlmcHeaderInts * 4;
+
+int32_t header_int(const MappedFile& file, int64_t i) {
+  int32_t value = 0;
+  std::memcpy(&value, file.data() + i * 4, sizeof value);
+  return value;
+}
+
+// llm.c's magics are dates (20240520 for GPT-2 tokens, 20240801 for Llama 3); the first two
+// uint16 tokens of a headerless file read as one int32 almost never fall in that range.
+bool looks_like_llmc_magic(int32_t value) { return value >= 20240101 && value <= 20991231; }
+
+}  // namespace
+
+TokenFile open_token_file(const std::string& path) {
+  auto file = std::make_shared<const MappedFile>(path);
+  const auto bytes = static_cast<int64_t>(file->size());
+  TokenFile result;
+  result.span.name = path;
+  result.span.bytes_per_token = 2;
+
+  const int32_t first = bytes >= 4 ? header_int(*file, 0) : 0;
+  if (looks_like_llmc_magic(first)) {
+    if (first != kLlmcMagic) {
+      throw RuntimeError(fmt::format("{}: llm.c magic {} is not {} (GPT-2 uint16 tokens)", path,
+                                     first, kLlmcMagic));
+    }
+    if (bytes < kHeaderBytes) {
+      throw RuntimeError(fmt::format("{}: {} bytes, shorter than the {}-byte llm.c header", path,
+                                     bytes, kHeaderBytes));
+    }
+    if (const int32_t version = header_int(*file, 1); version != kLlmcVersion) {
+      throw RuntimeError(fmt::format("{}: llm.c version {} is not supported (expected {})", path,
+                                     version, kLlmcVersion));
+    }
+    const int64_t count = header_int(*file, 2);
+    const int64_t held = (bytes - kHeaderBytes) / 2;
+    if (count < 0 || count > held) {
+      throw RuntimeError(fmt::format(
+          "{}: truncated: the header says {} tokens but the file holds {}", path, count, held));
+    }
+    result.format = TokenFileFormat::llmc;
+    result.span.data = file->data() + kHeaderBytes;
+    result.span.count = count;
+  } else {
+    if (bytes % 2 != 0) {
+      throw RuntimeError(fmt::format(
+          "{}: odd byte length {}: a headerless (nanoGPT) file holds uint16 tokens", path, bytes));
+    }
+    result.format = TokenFileFormat::nanogpt;
+    result.span.data = file->data();
+    result.span.count = bytes / 2;
+  }
+  result.span.owner = std::move(file);
+  return result;
+}
+
+}  // namespace ampt::data

@@ -1,0 +1,44 @@
+// Language-model samples cut from runs of tokens: a window of block_size + 1 tokens gives the
+// inputs (its first block_size tokens) and the targets (the same window shifted by one).
+#pragma once
+
+#include "ampt/data/dataset.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ampt::data {
+
+// One contiguous run of tokens in memory: a mapped shard, a text file's bytes, or generated data.
+// Windows never cross from one span into the next (shards need not continue each other).
+struct TokenSpan {
+  std::string name;                   // the file it came from, for errors
+  std::shared_ptr<const void> owner;  // keeps `data` alive: a MappedFile or a vector
+  const void* data = nullptr;
+  int64_t count = 0;                  // tokens
+  int bytes_per_token = 2;            // 1 (text bytes) or 2 (uint16 token ids)
+};
+
+// The largest token id in the span, read at memory speed (used to check ids against the vocab).
+int64_t max_token(const TokenSpan& span);
+
+class TokenWindows : public Dataset {
+ public:
+  // Windows start every block_size tokens, so consecutive windows share only the one token that
+  // is the last target of one and the first input of the next. Throws RuntimeError naming the
+  // span whose largest id is >= vocab_size, or the data when no span holds a whole window.
+  TokenWindows(std::vector<TokenSpan> spans, int64_t block_size, int64_t vocab_size);
+
+  int64_t size() const override { return first_window_.back(); }
+  Batch gather(const std::vector<int64_t>& indices) const override;
+  int64_t tokens() const;
+
+ private:
+  std::vector<TokenSpan> spans_;
+  std::vector<int64_t> first_window_;  // index of each span's first window, then the total
+  int64_t block_size_;
+};
+
+}  // namespace ampt::data

@@ -1,0 +1,103 @@
+// What the data tests share: builders for the byte layouts they write (llm.c and nanoGPT
+// shards, IDX, CIFAR-10) and a dataset whose samples are their own indices.
+#pragma once
+
+#include "ampt/data/dataset.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ampt::test {
+
+inline void append_i32(std::string& bytes, int32_t value) {
+  bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+inline std::string uint16_tokens(const std::vector<uint16_t>& tokens) {
+  return {reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(uint16_t)};
+}
+
+// llm.c's layout: 256 int32 (magic, version, token count, zeros), then the uint16 tokens.
+inline std::string llmc_shard(const std::vector<uint16_t>& tokens, int32_t magic = 20240520,
+                              int32_t version = 1, int64_t header_count = -1) {
+  std::string bytes;
+  append_i32(bytes, magic);
+  append_i32(bytes, version);
+  append_i32(bytes, static_cast<int32_t>(header_count < 0 ? tokens.size() : header_count));
+  bytes.resize(256 * 4, '\0');
+  return bytes + uint16_tokens(tokens);
+}
+
+inline void append_be32(std::string& bytes, uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<char>(value >> shift));
+}
+
+// IDX: magic 0x0000080N (unsigned bytes, N dimensions), N big-endian sizes, then the data.
+inline std::string idx_file(const std::vector<uint32_t>& dims, const std::string& data) {
+  std::string bytes;
+  append_be32(bytes, 0x0800u + static_cast<uint32_t>(dims.size()));
+  for (const uint32_t d : dims) append_be32(bytes, d);
+  return bytes + data;
+}
+
+// Pixel value of image `i` at byte `p`, so that reads can be checked exactly.
+inline char pixel(int64_t i, int64_t p) { return static_cast<char>((i * 31 + p * 7) % 256); }
+
+inline std::string idx_images(uint32_t n, uint32_t rows, uint32_t cols) {
+  std::string data;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t p = 0; p < int64_t{rows} * cols; ++p) data.push_back(pixel(i, p));
+  }
+  return idx_file({n, rows, cols}, data);
+}
+
+inline std::string idx_labels(uint32_t n) {
+  std::string data;
+  for (uint32_t i = 0; i < n; ++i) data.push_back(static_cast<char>(i % 10));
+  return idx_file({n}, data);
+}
+
+// CIFAR-10 records: label byte (i % 10), then 3072 pixel bytes.
+inline std::string cifar_records(int64_t n, int64_t first = 0) {
+  std::string bytes;
+  for (int64_t i = first; i < first + n; ++i) {
+    bytes.push_back(static_cast<char>(i % 10));
+    for (int64_t p = 0; p < 3072; ++p) bytes.push_back(pixel(i, p));
+  }
+  return bytes;
+}
+
+// Sample i is input {i} and target i, so a batch shows which samples it holds. Gathering an
+// index in `poisoned` throws, for testing how errors travel.
+class IndexDataset : public data::Dataset {
+ public:
+  explicit IndexDataset(int64_t n, int64_t poisoned = -1) : n_(n), poisoned_(poisoned) {}
+  int64_t size() const override { return n_; }
+  data::Batch gather(const std::vector<int64_t>& indices) const override {
+    for (const int64_t i : indices) {
+      if (i == poisoned_) throw std::runtime_error("cannot read sample " + std::to_string(i));
+    }
+    auto targets = torch::tensor(indices, torch::kInt64);
+    return {targets.to(torch::kFloat32).unsqueeze(1), targets};
+  }
+
+ private:
+  int64_t n_;
+  int64_t poisoned_;
+};
+
+inline std::vector<int64_t> as_vector(const torch::Tensor& t) {
+  const auto flat = t.to(torch::kInt64).contiguous().view(-1);
+  return {flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel()};
+}
+
+// The targets of every sample of `dataset`, in order.
+inline std::vector<int64_t> all_targets(const data::Dataset& dataset) {
+  std::vector<int64_t> indices(static_cast<size_t>(dataset.size()));
+  for (size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<int64_t>(i);
+  return as_vector(dataset.gather(indices).targets);
+}
+
+}  // namespace ampt::test
