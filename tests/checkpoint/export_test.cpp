@@ -46,7 +46,7 @@ std::map<std::string, Entry> read_header(const std::string& file, size_t& data_s
 std::string trained_checkpoint() {
   const auto dir = ampt::test::make_temp_dir();
   const auto r = run_ampt({"train", "--output_dir", dir, "--device", "cpu", "--max_steps", "5",
-                           "--synthetic_samples", "512", "--mlp_hidden", "24"});
+                           "--synthetic_samples", "512", "--mlp_hidden", "24", "--batch_size", "32"});
   REQUIRE(r.exit_code == 0);
   return dir + "/ckpt-00000005.pt";
 }

@@ -103,5 +103,5 @@ TEST_CASE("cli: runtime errors exit 1 with one line", "[cli][errors]") {
   check_one_line_error(
       run_ampt({"train", "--output_dir", dir + "/small", "--synthetic_samples", "10",
                 "--batch_size", "32", "--device", "cpu"}),
-      1, "dataset has 10 samples, fewer than one batch of batch_size 32");
+      1, "training data of synthetic has 9 samples, fewer than one batch of batch_size 32");
 }

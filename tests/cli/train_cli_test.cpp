@@ -32,9 +32,11 @@ TEST_CASE("cli train: bf16 for 300 steps ends well below the initial loss", "[cl
   const auto summary = read_file(dir + "/summary.json");
   CHECK(json_field(summary, "steps") == 300);
   CHECK(json_field(summary, "final_loss") < 0.5 * json_field(summary, "initial_loss"));
-  // Step 1, every log_every (100) steps: 4 lines.
+  // Step 1 and every log_every (100) steps: 4 lines, then the final evaluation.
   const auto metrics = read_file(dir + "/metrics.jsonl");
-  CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 4);
+  CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 5);
+  CHECK_THAT(metrics, Catch::Contains(R"({"step": 300, "val_loss": )"));
+  CHECK(json_field(summary, "final_val_loss") < 0.5 * json_field(summary, "initial_loss"));
 }
 
 TEST_CASE("cli train: fp16 with init scale 2^40 skips steps, backs off, and learns", "[cli][train]") {

@@ -81,3 +81,55 @@ TEST_CASE("training is reproducible: the same seed gives the same losses", "[tra
   REQUIRE(a.steps.size() == b.steps.size());
   for (size_t i = 0; i < a.steps.size(); ++i) CHECK(a.steps[i].loss == b.steps[i].loss);
 }
+
+TEST_CASE("training: every model learns its synthetic data in fp32, bf16 and fp16", "[train][trainer][models]") {
+  for (const std::string model : {"mlp", "cnn", "gpt-tiny"}) {
+    for (auto precision : {MixedPrecision::no, MixedPrecision::bf16, MixedPrecision::fp16}) {
+      auto config = small_run(precision);
+      config.model = model;
+      config.synthetic_samples = 640;
+      config.cnn_channels = 8;
+      config.block_size = 16;
+      config.max_steps = 60;
+      config.eval_batches = 2;
+      Recorder recorder;
+      const auto summary = ampt::train::run_training(config, {}, recorder);
+      INFO(model << " " << summary.precision);
+      CHECK(summary.final_loss < 0.7 * summary.initial_loss);
+      CHECK(summary.final_val_loss >= 0.0);
+      CHECK(summary.final_val_loss < 0.8 * summary.initial_loss);
+    }
+  }
+}
+
+TEST_CASE("training: evaluation reports accuracy for classifiers, perplexity for language models", "[train][trainer][eval]") {
+  struct Evals final : ampt::train::Observer {
+    std::vector<ampt::train::EvalReport> reports;
+    void on_eval(const ampt::train::EvalReport& r) override { reports.push_back(r); }
+  };
+  for (const std::string model : {"mlp", "gpt-tiny"}) {
+    auto config = small_run(MixedPrecision::bf16);
+    config.model = model;
+    config.block_size = 16;
+    config.max_steps = 30;
+    config.eval_every = 10;
+    config.eval_batches = 3;
+    Evals evals;
+    ampt::train::run_training(config, {}, evals);
+    REQUIRE(evals.reports.size() == 3);  // steps 10, 20 and the end
+    CHECK(evals.reports[0].step == 10);
+    CHECK(evals.reports[2].step == 30);
+    for (const auto& r : evals.reports) {
+      CHECK(r.batches == 3);
+      if (model == "mlp") {
+        CHECK(r.accuracy >= 0.0);
+        CHECK(r.accuracy <= 1.0);
+        CHECK(r.perplexity == -1.0);
+      } else {
+        CHECK(r.perplexity == Approx(std::exp(r.loss)));
+        CHECK(r.accuracy == -1.0);
+      }
+    }
+    CHECK(evals.reports[2].loss < evals.reports[0].loss);
+  }
+}

@@ -23,6 +23,8 @@ struct Config {
   std::string output_dir = "ampt_out";
   int64_t seed = 1337;
   int64_t log_every = 100;
+  int64_t eval_every = 0;    // 0: evaluate only at the end
+  int64_t eval_batches = 20;  // validation batches per evaluation; 0: the whole split
   bool debug = false;
 
   // checkpoint

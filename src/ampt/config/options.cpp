@@ -30,6 +30,10 @@ std::vector<Option> build_table() {
                      "Seed for weight init, data generation and shuffling"),
       integer_option("log_every", "run.log_every", &C::log_every, at_least_1,
                      "Log loss, grad norm and loss scale every N optimizer steps"),
+      integer_option("eval_every", "run.eval_every", &C::eval_every, at_least_0,
+                     "Evaluate on the validation split every N steps (0: only at the end)"),
+      integer_option("eval_batches", "run.eval_batches", &C::eval_batches, at_least_0,
+                     "Validation batches per evaluation; 0 evaluates the whole split"),
       bool_option("debug", "run.debug", &C::debug,
                   "Print the resolved configuration at startup and full torch error context on failure"),
 

@@ -20,9 +20,10 @@ ConsoleReporter::ConsoleReporter(bool progress_bar, std::string metrics_path)
     : progress_bar_(progress_bar), metrics_path_(std::move(metrics_path)) {}
 
 void ConsoleReporter::on_start(const train::RunInfo& info) {
+  language_model_ = info.language_model;
   log::info("[AMP] Device: {} ({})", info.device, info.device_reason);
-  log::info("[AMP] Model: {}, {} parameters; data: {}, {} samples", info.model, info.parameters,
-            info.dataset, info.samples);
+  log::info("[AMP] Model: {} ({}), {} parameters", info.model, info.architecture, info.parameters);
+  log::info("[AMP] Data: {}", info.data_description);
   log::info("[AMP] Using {} {} (mixed_precision from {})",
             info.precision, info.precision == "FP32" ? "precision" : "mixed precision",
             info.precision_source);
@@ -43,6 +44,14 @@ void ConsoleReporter::on_start(const train::RunInfo& info) {
   if (!info.resume_note.empty()) log::info("[CKPT] {}", info.resume_note);
 }
 
+void ConsoleReporter::on_eval(const train::EvalReport& r) {
+  if (r.batches == 0) return;
+  const auto quality = r.perplexity >= 0.0
+                           ? fmt::format("val perplexity {:.3f}", r.perplexity)
+                           : fmt::format("val accuracy {:.2f}%", 100.0 * r.accuracy);
+  log::info("eval step {} | val loss {:.4f} | {} ({} batches)", r.step, r.loss, quality, r.batches);
+}
+
 void ConsoleReporter::on_checkpoint(const std::string& path, int64_t step) {
   log::info("[CKPT] Saved step {} to {}", step, path);
 }
@@ -56,10 +65,13 @@ void ConsoleReporter::on_progress(int64_t step, int64_t total_steps, double elap
 }
 
 void ConsoleReporter::on_step(const train::StepReport& r) {
-  log::info("step {:>{}}/{} | epoch {} | loss {:.4f} | lr {:.3e} | grad norm {:.4f} | {:.0f} "
-            "samples/s",
+  const auto throughput = language_model_
+                              ? fmt::format("{:.0f} tok/s", r.tokens_per_sec)
+                              : fmt::format("{:.0f} samples/s", r.samples_per_sec);
+  log::info("step {:>{}}/{} | epoch {} | loss {:.4f} | lr {:.3e} | grad norm {:.4f} | {}{}",
             r.step, fmt::formatted_size("{}", r.total_steps), r.total_steps, r.epoch, r.loss,
-            r.lr, r.grad_norm, r.samples_per_sec);
+            r.lr, r.grad_norm, throughput,
+            r.mfu > 0.0 ? fmt::format(" | MFU {:.1f}%", 100.0 * r.mfu) : "");
   if (r.loss_scaling) {
     log::info("[AMP Stats] Scale: {:.1f}, Growth tracker: {}, Overflows: {}, Skipped steps: {}",
               r.scale, r.growth_tracker, r.overflows, r.skipped_steps);
@@ -78,7 +90,10 @@ void ConsoleReporter::on_end(const train::RunSummary& s) {
   log::info("Final Loss:       {:.4f}", s.final_loss);
   log::info("Skipped Steps:    {} of {}", s.skipped_steps, s.steps);
   if (s.loss_scaling) log::info("Loss Scale:       {:.1f} → {:.1f}", s.initial_scale, s.final_scale);
-  log::info("Throughput:       {:.0f} samples/s ({} steps in {})", s.samples_per_sec,
+  if (s.final_val_loss >= 0.0) log::info("Final Val Loss:   {:.4f}", s.final_val_loss);
+  log::info("Throughput:       {} ({} steps in {})",
+            language_model_ ? fmt::format("{:.0f} tokens/s", s.tokens_per_sec)
+                            : fmt::format("{:.0f} samples/s", s.samples_per_sec),
             s.steps_this_run, format_duration(s.seconds));
   log::info("Peak Memory:      {} ({})", format_bytes(s.peak_memory_bytes), s.peak_memory_kind);
   if (!metrics_path_.empty()) log::info("Metrics:          {}", metrics_path_);

@@ -16,6 +16,7 @@ class ConsoleReporter final : public train::Observer {
   void on_start(const train::RunInfo& info) override;
   void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) override;
   void on_step(const train::StepReport& report) override;
+  void on_eval(const train::EvalReport& report) override;
   void on_checkpoint(const std::string& path, int64_t step) override;
   void on_end(const train::RunSummary& summary) override;
 
@@ -23,6 +24,7 @@ class ConsoleReporter final : public train::Observer {
   bool progress_bar_;
   std::string metrics_path_;
   double last_draw_ = -1.0;
+  bool language_model_ = false;  // throughput in tokens
 };
 
 // "312.4 MiB"

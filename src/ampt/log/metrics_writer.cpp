@@ -78,11 +78,23 @@ void MetricsWriter::keep_lines_up_to(int64_t step) const {
 void MetricsWriter::on_step(const train::StepReport& r) {
   std::string line = fmt::format(
       R"({{"step": {}, "epoch": {}, "loss": {}, "lr": {}, "grad_norm": {}, "samples_per_sec": {}, )"
-      R"("loss_scaling": {}, "scale": {}, "growth_tracker": {}, "overflows": {}, "skipped_steps": {}}})",
+      R"("tokens_per_sec": {}, "mfu": {}, "loss_scaling": {}, "scale": {}, "growth_tracker": {}, )"
+      R"("overflows": {}, "skipped_steps": {}}})",
       r.step, r.epoch, json_number(r.loss), json_number(r.lr), json_number(r.grad_norm),
-      json_number(r.samples_per_sec), r.loss_scaling, json_number(r.scale), r.growth_tracker,
-      r.overflows, r.skipped_steps);
+      json_number(r.samples_per_sec), json_number(r.tokens_per_sec), json_number(r.mfu),
+      r.loss_scaling, json_number(r.scale), r.growth_tracker, r.overflows, r.skipped_steps);
   write_or_throw(out_, line, path_);
+}
+
+void MetricsWriter::on_eval(const train::EvalReport& r) {
+  if (r.batches == 0) return;
+  const auto quality = r.perplexity >= 0.0
+                           ? fmt::format(R"("val_perplexity": {})", json_number(r.perplexity))
+                           : fmt::format(R"("val_accuracy": {})", json_number(r.accuracy));
+  write_or_throw(out_,
+                 fmt::format(R"({{"step": {}, "val_loss": {}, {}, "val_batches": {}}})", r.step,
+                             json_number(r.loss), quality, r.batches),
+                 path_);
 }
 
 void MetricsWriter::on_end(const train::RunSummary& s) {
@@ -93,10 +105,13 @@ void MetricsWriter::on_end(const train::RunSummary& s) {
       fmt::format(
           R"({{"precision": "{}", "loss_scaling": {}, "steps": {}, "initial_loss": {}, )"
           R"("final_loss": {}, "skipped_steps": {}, "initial_scale": {}, "final_scale": {}, )"
-          R"("samples_per_sec": {}, "seconds": {}, "peak_memory_bytes": {}, "peak_memory_kind": "{}"}})",
+          R"("samples_per_sec": {}, "tokens_per_sec": {}, "final_val_loss": {}, "seconds": {}, )"
+          R"("peak_memory_bytes": {}, "peak_memory_kind": "{}"}})",
           s.precision, s.loss_scaling, s.steps, json_number(s.initial_loss),
           json_number(s.final_loss), s.skipped_steps, json_number(s.initial_scale),
-          json_number(s.final_scale), json_number(s.samples_per_sec), json_number(s.seconds),
+          json_number(s.final_scale), json_number(s.samples_per_sec),
+          json_number(s.tokens_per_sec),
+          s.final_val_loss >= 0.0 ? json_number(s.final_val_loss) : "null", json_number(s.seconds),
           s.peak_memory_bytes, s.peak_memory_kind),
       summary_path);
 }

@@ -21,6 +21,7 @@ class MetricsWriter final : public train::Observer {
   // logged after the checkpoint and will be logged again).
   void on_start(const train::RunInfo& info) override;
   void on_step(const train::StepReport& report) override;
+  void on_eval(const train::EvalReport& report) override;
   void on_end(const train::RunSummary& summary) override;
 
  private:

@@ -2,6 +2,7 @@
 
 #include "ampt/core/errors.h"
 
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <sys/resource.h>
 #include <torch/cuda.h>
@@ -26,6 +27,36 @@ DeviceChoice select_device(config::DeviceKind kind) {
     return {c10::Device(c10::kCUDA, 0), "auto: " + std::to_string(gpus) + " CUDA device(s) found"};
   }
   return {c10::Device(c10::kCPU), "auto: no CUDA device found"};
+}
+
+namespace {
+
+std::string gpu_name(const c10::Device& device) {
+  return at::cuda::getDeviceProperties(device.index())->name;
+}
+
+}  // namespace
+
+double peak_flops(const c10::Device& device, c10::ScalarType dtype) {
+  if (!device.is_cuda()) return 0.0;
+  struct Peak {
+    const char* name_part;
+    double half;  // bf16 / fp16 dense tensor-core FLOP/s
+    double fp32;  // fp32 without TF32
+  };
+  // SXM figures; an H200 has the H100's compute.
+  constexpr Peak kPeaks[] = {{"H100", 989e12, 67e12}, {"H200", 989e12, 67e12}, {"A100", 312e12, 19.5e12}};
+  const auto name = gpu_name(device);
+  for (const auto& peak : kPeaks) {
+    if (name.find(peak.name_part) != std::string::npos) {
+      return dtype == c10::kFloat ? peak.fp32 : peak.half;
+    }
+  }
+  return 0.0;
+}
+
+std::string device_description(const c10::Device& device) {
+  return device.is_cuda() ? device.str() + " (" + gpu_name(device) + ")" : device.str();
 }
 
 int64_t peak_memory_bytes(const c10::Device& device, std::string& kind) {

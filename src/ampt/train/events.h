@@ -12,9 +12,12 @@ struct RunInfo {
   std::string device;              // "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)"
   std::string device_reason;       // why this device was chosen
   std::string model;
+  std::string architecture;        // the model's resolved dimensions
   int64_t parameters = 0;
   std::string dataset;
-  int64_t samples = 0;
+  std::string data_description;    // what the dataset holds and how it was split
+  bool language_model = false;     // throughput in tokens rather than samples
+  double peak_flops = 0.0;         // the device's dense peak for this precision; 0 if unknown
   std::string precision;           // "BF16", "FP16", "FP32"
   std::string precision_source;    // where mixed_precision was set: "default", "flag ..."
   std::string precision_explanation;
@@ -46,11 +49,22 @@ struct StepReport {
   double lr = 0.0;
   double grad_norm = 0.0;    // before clipping, after unscaling
   double samples_per_sec = 0.0;  // since the previous logged step
+  double tokens_per_sec = 0.0;   // samples/s times tokens per sample
+  double mfu = 0.0;              // model FLOPs utilisation, 0 when the device's peak is unknown
   bool loss_scaling = false;
   double scale = 1.0;
   int64_t growth_tracker = 0;
   int64_t overflows = 0;     // steps whose gradients held inf/NaN, so far
   int64_t skipped_steps = 0; // optimizer steps not applied, so far
+};
+
+// A pass over (part of) the validation split, under the training precision, without gradients.
+struct EvalReport {
+  int64_t step = 0;
+  double loss = 0.0;
+  double accuracy = -1.0;    // classifiers, in [0, 1]; -1 for language models
+  double perplexity = -1.0;  // language models: exp(loss); -1 for classifiers
+  int64_t batches = 0;
 };
 
 struct RunSummary {
@@ -64,7 +78,9 @@ struct RunSummary {
   double initial_scale = 0.0;
   double final_scale = 0.0;
   double samples_per_sec = 0.0;   // whole-run average
+  double tokens_per_sec = 0.0;
   double seconds = 0.0;
+  double final_val_loss = -1.0;   // -1 when there is no validation split
   int64_t peak_memory_bytes = 0;
   std::string peak_memory_kind;   // "CUDA allocator peak" or "process peak RSS"
   std::string checkpoint;         // the last checkpoint written, empty if none
@@ -79,6 +95,7 @@ class Observer {
   // Every optimizer step, without values: cheap enough for a progress bar.
   virtual void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) {}
   virtual void on_step(const StepReport& report) {}
+  virtual void on_eval(const EvalReport& report) {}
   virtual void on_checkpoint(const std::string& path, int64_t step) {}
   virtual void on_end(const RunSummary& summary) {}
 };
@@ -99,6 +116,9 @@ class ObserverList final : public Observer {
   }
   void on_step(const StepReport& report) override {
     for (auto* o : observers_) o->on_step(report);
+  }
+  void on_eval(const EvalReport& report) override {
+    for (auto* o : observers_) o->on_eval(report);
   }
   void on_checkpoint(const std::string& path, int64_t step) override {
     for (auto* o : observers_) o->on_checkpoint(path, step);

@@ -3,8 +3,8 @@
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/core/errors.h"
 #include "ampt/core/version.h"
-#include "ampt/data/batch_iterator.h"
-#include "ampt/data/synthetic.h"
+#include "ampt/data/loader.h"
+#include "ampt/data/registry.h"
 #include "ampt/models/registry.h"
 #include "ampt/precision/autocast_guard.h"
 #include "ampt/precision/loss_scaler.h"
@@ -20,6 +20,7 @@
 #include <torch/nn/functional/loss.h>
 
 #include <chrono>
+#include <cmath>
 #include <optional>
 
 namespace ampt::train {
@@ -69,8 +70,8 @@ class Run {
         context_(context),
         observer_(observer),
         device_(select_device(config.device)),
-        dataset_(make_dataset(config)),
-        model_(make_model(config, dataset_, device_.device)),
+        splits_(data::open_dataset(config)),
+        model_(make_model(config, splits_.spec, device_.device)),
         parameters_(model_.module->parameters()),
         policy_(precision::make_policy(config.mixed_precision, config.amp_opt_level)),
         scaler_({policy_.loss_scaling, config.grad_scaler_init, config.grad_scaler_growth_factor,
@@ -82,8 +83,7 @@ class Run {
     std::string note;
     data::LoaderState data_start;
     if (const auto path = checkpoint_to_resume(config, note)) data_start = restore(*path, note);
-    batches_.emplace(dataset_.inputs, dataset_.targets, config.batch_size,
-                     static_cast<uint64_t>(config.seed) + 1, device_.device, data_start);
+    batches_.emplace(splits_.train, data::train_loader_options(config, device_.device), data_start);
     steps_per_epoch_ = batches_->batches_per_epoch() / config.grad_accum_steps;
     if (steps_per_epoch_ == 0) {
       throw RuntimeError(fmt::format(
@@ -94,25 +94,22 @@ class Run {
     total_steps_ = config.max_steps > 0 ? config.max_steps : config.epochs * steps_per_epoch_;
     schedule_ = {config.lr, config.lr * config.min_lr_ratio, config.warmup_steps, total_steps_};
     resume_note_ = note;
+    peak_flops_ = peak_flops(device_.device, policy_.compute_dtype);
+    if (splits_.val && splits_.val->size() < config.batch_size) {
+      throw RuntimeError(fmt::format(
+          "the validation split of {} has {} samples, fewer than one batch of batch_size {}; "
+          "lower batch_size or raise val_fraction",
+          config.dataset, splits_.val->size(), config.batch_size));
+    }
   }
 
   RunSummary run();
 
  private:
-  static data::SyntheticClassification make_dataset(const config::Config& config) {
-    if (config.dataset != "synthetic") {
-      throw UsageError("unknown dataset '" + config.dataset + "': expected one of synthetic");
-    }
-    return {config.synthetic_samples, config.synthetic_features, config.synthetic_classes,
-            static_cast<uint64_t>(config.seed)};
-  }
-
-  static models::Model make_model(const config::Config& config,
-                                  const data::SyntheticClassification& dataset,
+  static models::Model make_model(const config::Config& config, const data::DataSpec& spec,
                                   const c10::Device& device) {
     torch::manual_seed(config.seed);
-    auto model = models::make_model(
-        config, {data::Task::classification, {dataset.features}, dataset.classes});
+    auto model = models::make_model(config, spec);
     model.module->to(device);
     model.module->train();
     return model;
@@ -120,23 +117,26 @@ class Run {
 
   data::LoaderState restore(const std::string& path, std::string& note);
   RunInfo describe() const;
+  torch::Tensor loss_of(const data::Batch& batch, torch::Tensor* correct);
+  EvalReport evaluate(int64_t step);
   void save_checkpoint(int64_t steps_done, RunSummary& summary);
 
   const config::Config& config_;
   const RunContext& context_;
   Observer& observer_;
   DeviceChoice device_;
-  data::SyntheticClassification dataset_;
+  data::DataSplits splits_;
   models::Model model_;
   std::vector<torch::Tensor> parameters_;
   precision::PrecisionPolicy policy_;
   precision::LossScaler scaler_;
   std::unique_ptr<Optimizer> optimizer_;
   torch::Tensor overflow_steps_;  // counted on the device: a skipped step costs no sync
-  std::optional<data::BatchIterator> batches_;
+  std::optional<data::Loader> batches_;
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;
   LrSchedule schedule_;
+  double peak_flops_ = 0.0;
   int64_t start_step_ = 0;
   double initial_loss_ = 0.0;
   std::string resume_note_;
@@ -202,14 +202,58 @@ void Run::save_checkpoint(int64_t steps_done, RunSummary& summary) {
   observer_.on_checkpoint(summary.checkpoint, steps_done);
 }
 
+torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
+  precision::AutocastGuard autocast(device_.device.type(), policy_.compute_dtype, policy_.autocast);
+  // A language model's [B, T, vocab] logits are scored per token, a classifier's per sample.
+  const auto logits = model_.forward(batch.inputs).flatten(0, -2);
+  const auto targets = batch.targets.flatten();
+  if (correct != nullptr) *correct = (logits.argmax(-1) == targets).sum();
+  return torch::nn::functional::cross_entropy(logits, targets);
+}
+
+EvalReport Run::evaluate(int64_t step) {
+  EvalReport report;
+  report.step = step;
+  if (!splits_.val) return report;
+  data::Loader val(splits_.val, data::val_loader_options(config_, device_.device));
+  report.batches = config_.eval_batches > 0
+                       ? std::min(config_.eval_batches, val.batches_per_epoch())
+                       : val.batches_per_epoch();
+  torch::NoGradGuard no_grad;
+  model_.module->eval();
+  auto loss_sum = torch::zeros({}, torch::dtype(torch::kFloat64).device(device_.device));
+  auto correct_sum = torch::zeros({}, torch::dtype(torch::kInt64).device(device_.device));
+  int64_t targets = 0;
+  for (int64_t b = 0; b < report.batches; ++b) {
+    const auto batch = val.next();
+    torch::Tensor correct;
+    loss_sum.add_(loss_of(batch, &correct));
+    correct_sum.add_(correct);
+    targets += batch.targets.numel();
+  }
+  model_.module->train();
+  // Every batch has batch_size samples (the loader drops a short last one): a plain mean.
+  report.loss = loss_sum.item<double>() / static_cast<double>(report.batches);
+  if (splits_.spec.task == data::Task::language_model) {
+    report.perplexity = std::exp(report.loss);
+  } else {
+    report.accuracy = static_cast<double>(correct_sum.item<int64_t>()) / static_cast<double>(targets);
+  }
+  observer_.on_eval(report);
+  return report;
+}
+
 RunInfo Run::describe() const {
   RunInfo info;
-  info.device = device_.device.str();
+  info.device = device_description(device_.device);
   info.device_reason = device_.reason;
   info.model = config_.model;
+  info.architecture = model_.architecture;
   info.parameters = models::parameter_count(*model_.module);
   info.dataset = config_.dataset;
-  info.samples = dataset_.inputs.size(0);
+  info.data_description = splits_.description;
+  info.language_model = splits_.spec.task == data::Task::language_model;
+  info.peak_flops = peak_flops_;
   info.precision = policy_.name();
   info.precision_source = context_.precision_source;
   info.precision_explanation = policy_.explanation();
@@ -250,13 +294,7 @@ RunSummary Run::run() {
     const double lr = schedule_.at(step);
     torch::Tensor step_loss;
     for (int64_t micro = 0; micro < config_.grad_accum_steps; ++micro) {
-      const auto batch = batches_->next();
-      torch::Tensor loss;
-      {
-        precision::AutocastGuard autocast(device_.device.type(), policy_.compute_dtype,
-                                          policy_.autocast);
-        loss = torch::nn::functional::cross_entropy(model_.forward(batch.inputs), batch.targets);
-      }
+      const auto loss = loss_of(batches_->next(), nullptr);
       step_loss = micro == 0 ? loss.detach().clone() : step_loss.add_(loss.detach());
       scaler_.scale(loss / static_cast<double>(config_.grad_accum_steps)).backward();
     }
@@ -290,6 +328,10 @@ RunSummary Run::run() {
       report.samples_per_sec =
           static_cast<double>((step + 1 - last_log_step) * samples_per_step) /
           std::max(1e-9, std::chrono::duration<double>(now - last_log).count());
+      report.tokens_per_sec = report.samples_per_sec * static_cast<double>(model_.tokens_per_sample);
+      if (peak_flops_ > 0.0) {
+        report.mfu = report.samples_per_sec * static_cast<double>(model_.flops_per_sample) / peak_flops_;
+      }
       last_log = now;
       last_log_step = step + 1;
       const auto scaler_state = scaler_.state();
@@ -308,9 +350,16 @@ RunSummary Run::run() {
       ++step;
       break;
     }
-    if (config_.save_every > 0 && (step + 1) % config_.save_every == 0 && step + 1 < total_steps_) {
+    const bool last = step + 1 == total_steps_;
+    if (config_.eval_every > 0 && (step + 1) % config_.eval_every == 0 && !last) evaluate(step + 1);
+    if (config_.save_every > 0 && (step + 1) % config_.save_every == 0 && !last) {
       save_checkpoint(step + 1, summary);
     }
+  }
+  // A preempted run saves and leaves at once; a finished one is evaluated.
+  if (summary.stop_signal == 0 && step > start_step_) {
+    const auto eval = evaluate(step);
+    if (eval.batches > 0) summary.final_val_loss = eval.loss;
   }
   // At the end, and on a stop request: the checkpoint a requeued job resumes from.
   if (step > start_step_) save_checkpoint(step, summary);
@@ -323,6 +372,7 @@ RunSummary Run::run() {
   summary.seconds = seconds_since(start);
   summary.samples_per_sec = static_cast<double>((step - start_step_) * samples_per_step) /
                             std::max(1e-9, summary.seconds);
+  summary.tokens_per_sec = summary.samples_per_sec * static_cast<double>(model_.tokens_per_sample);
   summary.peak_memory_bytes = peak_memory_bytes(device_.device, summary.peak_memory_kind);
   observer_.on_end(summary);
   return summary;
