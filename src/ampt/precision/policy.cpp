@@ -26,16 +26,16 @@ std::string PrecisionPolicy::name() const {
 std::string PrecisionPolicy::explanation() const {
   if (opt_level == OptLevel::O0) {
     return requested == MixedPrecision::no
-               ? "opt level O0: fp32 everywhere, AMP statistics active"
-               : "opt level O0: fp32 everywhere (the fp32 baseline for the requested precision), "
-                 "AMP statistics active";
+               ? "fp32 everywhere, AMP statistics active"
+               : "fp32 everywhere (the fp32 baseline for the requested precision), AMP "
+                 "statistics active";
   }
   if (!autocast) return "mixed precision off: fp32 weights, activations and gradients";
   if (loss_scaling) {
-    return "opt level O1: fp32 weights; matmuls and convolutions autocast to fp16, softmax, norms "
+    return "fp32 weights; matmuls and convolutions autocast to fp16, softmax, norms "
            "and losses in fp32; dynamic loss scaling because fp16's range ends at 65504";
   }
-  return "opt level O1: fp32 weights; matmuls and convolutions autocast to bf16, softmax, norms "
+  return "fp32 weights; matmuls and convolutions autocast to bf16, softmax, norms "
          "and losses in fp32; no loss scaling because bf16 has fp32's exponent range";
 }
 
