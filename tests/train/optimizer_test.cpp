@@ -32,6 +32,19 @@ void set_grads(const Params& p, int step) {
 const auto kClean = torch::zeros({});
 const auto kOverflow = torch::ones({});
 
+// Six steps of ours and of LibTorch's reference on the same gradients; then the weights agree.
+void step_side_by_side(ampt::train::Optimizer& optimizer, double lr, const Params& ours,
+                       torch::optim::Optimizer& reference, const Params& ref) {
+  for (int step = 0; step < 6; ++step) {
+    set_grads(ours, step);
+    set_grads(ref, step);
+    optimizer.step(lr, kClean);
+    reference.step();
+  }
+  CHECK(torch::allclose(ours.matrix, ref.matrix, 1e-6, 1e-6));
+  CHECK(torch::allclose(ours.bias, ref.bias, 1e-6, 1e-6));
+}
+
 }  // namespace
 
 TEST_CASE("fused adamw equals torch::optim::AdamW with decay on matrices only", "[train][optimizer]") {
@@ -51,14 +64,7 @@ TEST_CASE("fused adamw equals torch::optim::AdamW with decay on matrices only", 
                           torch::optim::AdamWOptions(config.lr).weight_decay(0.0).betas({0.9, 0.999}).eps(1e-8)));
   torch::optim::AdamW reference(std::move(groups));
 
-  for (int step = 0; step < 6; ++step) {
-    set_grads(ours, step);
-    set_grads(ref, step);
-    optimizer->step(config.lr, kClean);
-    reference.step();
-  }
-  CHECK(torch::allclose(ours.matrix, ref.matrix, 1e-6, 1e-6));
-  CHECK(torch::allclose(ours.bias, ref.bias, 1e-6, 1e-6));
+  step_side_by_side(*optimizer, config.lr, ours, reference, ref);
 }
 
 TEST_CASE("fused sgd with momentum equals torch::optim::SGD", "[train][optimizer]") {
@@ -71,14 +77,7 @@ TEST_CASE("fused sgd with momentum equals torch::optim::SGD", "[train][optimizer
   const auto ref = clone(ours);
   auto optimizer = ampt::train::make_optimizer(config, {{"matrix", ours.matrix}, {"bias", ours.bias}});
   torch::optim::SGD reference({ref.matrix, ref.bias}, torch::optim::SGDOptions(0.05).momentum(0.9));
-  for (int step = 0; step < 6; ++step) {
-    set_grads(ours, step);
-    set_grads(ref, step);
-    optimizer->step(config.lr, kClean);
-    reference.step();
-  }
-  CHECK(torch::allclose(ours.matrix, ref.matrix, 1e-6, 1e-6));
-  CHECK(torch::allclose(ours.bias, ref.bias, 1e-6, 1e-6));
+  step_side_by_side(*optimizer, config.lr, ours, reference, ref);
 }
 
 TEST_CASE("a step with found_inf leaves weights and optimizer state untouched", "[train][optimizer]") {
