@@ -165,3 +165,19 @@ TEST_CASE("checkpoints: saved every N steps, the newest K kept, latest points to
   CHECK(saved.config == context.config_text);
   CHECK(saved.model.front().second.scalar_type() == torch::kFloat32);
 }
+
+TEST_CASE("resume: a checkpoint at the last step trains nothing and says so", "[checkpoint][resume]") {
+  const auto dir = ampt::test::make_temp_dir();
+  auto config = small_run(MixedPrecision::bf16, dir);
+  config.max_steps = 10;
+  LastStep first;
+  ampt::train::run_training(config, {}, first);
+  config.resume = "auto";
+  LastStep again;
+  const auto summary = ampt::train::run_training(config, {}, again);
+  CHECK(summary.steps == 10);
+  CHECK(summary.steps_this_run == 0);
+  CHECK(again.steps.empty());
+  CHECK_THAT(again.info.resume_note, Catch::EndsWith("nothing to train, raise --max_steps or --epochs to train on"));
+  CHECK(ampt::checkpoint::find_latest(dir) == dir + "/ckpt-00000010.pt");
+}

@@ -87,7 +87,11 @@ void ConsoleReporter::on_end(const train::RunSummary& s) {
   log::info("Precision:        {}", s.precision);
   log::info("Using GradScaler: {}", s.loss_scaling ? "yes" : "no");
   log::info("Initial Loss:     {:.4f}", s.initial_loss);
-  log::info("Final Loss:       {:.4f}", s.final_loss);
+  if (s.steps_this_run > 0) {
+    log::info("Final Loss:       {:.4f}", s.final_loss);
+  } else {
+    log::info("Final Loss:       - (no steps trained in this run)");
+  }
   log::info("Skipped Steps:    {} of {}", s.skipped_steps, s.steps);
   if (s.loss_scaling) log::info("Loss Scale:       {:.1f} → {:.1f}", s.initial_scale, s.final_scale);
   if (s.final_val_loss >= 0.0) log::info("Final Val Loss:   {:.4f}", s.final_val_loss);

@@ -108,9 +108,9 @@ void MetricsWriter::on_end(const train::RunSummary& s) {
           R"("samples_per_sec": {}, "tokens_per_sec": {}, "final_val_loss": {}, "seconds": {}, )"
           R"("peak_memory_bytes": {}, "peak_memory_kind": "{}"}})",
           s.precision, s.loss_scaling, s.steps, json_number(s.initial_loss),
-          json_number(s.final_loss), s.skipped_steps, json_number(s.initial_scale),
-          json_number(s.final_scale), json_number(s.samples_per_sec),
-          json_number(s.tokens_per_sec),
+          s.steps_this_run > 0 ? json_number(s.final_loss) : "null", s.skipped_steps,
+          json_number(s.initial_scale), json_number(s.final_scale),
+          json_number(s.samples_per_sec), json_number(s.tokens_per_sec),
           s.final_val_loss >= 0.0 ? json_number(s.final_val_loss) : "null", json_number(s.seconds),
           s.peak_memory_bytes, s.peak_memory_kind),
       summary_path);

@@ -92,6 +92,11 @@ class Run {
           batches_->batches_per_epoch(), config.batch_size, config.grad_accum_steps));
     }
     total_steps_ = config.max_steps > 0 ? config.max_steps : config.epochs * steps_per_epoch_;
+    if (start_step_ >= total_steps_ && start_step_ > 0) {
+      note += fmt::format("; it is at or past the last step ({}): nothing to train, raise "
+                          "--max_steps or --epochs to train on",
+                          total_steps_);
+    }
     schedule_ = {config.lr, config.lr * config.min_lr_ratio, config.warmup_steps, total_steps_};
     resume_note_ = note;
     peak_flops_ = peak_flops(device_.device, policy_.compute_dtype);
