@@ -64,3 +64,15 @@ TEST_CASE("cli train: O0 runs fp32 with the AMP statistics on", "[cli][train]") 
   CHECK_THAT(r.out, Catch::Contains("[AMP] Using FP32 precision"));
   CHECK_THAT(r.out, Catch::Contains("[AMP Stats] Loss scaling: off, Non-finite steps: 0"));
 }
+
+TEST_CASE("cli train: --mixed_precision auto says what it chose and why", "[cli][train]") {
+  const auto dir = make_temp_dir();
+  const auto r = run_ampt({"train", "--mixed_precision", "auto", "--max_steps", "3", "--device",
+                           "cpu", "--output_dir", dir});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("(mixed_precision from flag --mixed_precision)"));
+  CHECK_THAT(r.out, Catch::Contains("[AMP] auto: this CPU has"));
+  CHECK_THAT(r.out, Catch::Contains("[AMP] Using BF16 mixed precision") ||
+                        Catch::Contains("[AMP] Using FP32 precision"));
+}

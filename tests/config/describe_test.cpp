@@ -18,7 +18,7 @@ TEST_CASE("help lists every flag with its default, constraint and help", "[confi
     CHECK_THAT(help, Catch::Contains("--" + option.name));
     CHECK_THAT(help, Catch::Contains(option.help));
   }
-  CHECK_THAT(help, Catch::Contains("--mixed_precision no|fp16|bf16"));
+  CHECK_THAT(help, Catch::Contains("--mixed_precision no|fp16|bf16|auto"));
   CHECK_THAT(help, Catch::Contains("[>= 1, default: " + std::to_string(Config{}.batch_size) + "]"));
   CHECK_THAT(help, Catch::Contains("default: 65536, YAML scaler.init_scale"));
   CHECK_THAT(help, Catch::Contains("--debug[=BOOL]"));

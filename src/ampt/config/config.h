@@ -8,7 +8,7 @@
 
 namespace ampt::config {
 
-enum class MixedPrecision { no, fp16, bf16 };
+enum class MixedPrecision { no, fp16, bf16, auto_select };
 enum class OptLevel { O0, O1 };
 enum class DeviceKind { auto_select, cpu, cuda };
 enum class OptimizerKind { adamw, sgd };
@@ -36,6 +36,7 @@ struct Config {
   // amp
   MixedPrecision mixed_precision = MixedPrecision::bf16;
   OptLevel amp_opt_level = OptLevel::O1;
+  bool strict_precision = false;  // refuse, rather than replace, a precision the device lacks
 
   // scaler (torch.amp.GradScaler's defaults)
   double grad_scaler_init = 65536.0;

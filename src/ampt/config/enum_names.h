@@ -20,8 +20,10 @@ struct EnumNames;  // specialised for each Config enum: `values` lists its one s
 
 template <>
 struct EnumNames<MixedPrecision> {
-  static constexpr Spellings<MixedPrecision, 3> values{
-      {{"no", MixedPrecision::no}, {"fp16", MixedPrecision::fp16}, {"bf16", MixedPrecision::bf16}}};
+  static constexpr Spellings<MixedPrecision, 4> values{{{"no", MixedPrecision::no},
+                                                        {"fp16", MixedPrecision::fp16},
+                                                        {"bf16", MixedPrecision::bf16},
+                                                        {"auto", MixedPrecision::auto_select}}};
 };
 
 template <>

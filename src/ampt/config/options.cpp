@@ -52,7 +52,11 @@ std::vector<Option> build_table() {
 
       // amp
       enum_option("mixed_precision", "amp.mixed_precision", &C::mixed_precision,
-                  "Autocast dtype for the forward pass; no trains in fp32"),
+                  "Autocast dtype for the forward pass; no trains in fp32; auto picks bf16 where "
+                  "the device has it, else fp16 (GPU) or fp32 (CPU)"),
+      bool_option("strict_precision", "amp.strict_precision", &C::strict_precision,
+                  "Stop with an error instead of falling back when the device lacks the "
+                  "requested precision (bf16 on a pre-Ampere GPU)"),
       enum_option("amp_opt_level", "amp.opt_level", &C::amp_opt_level,
                   "O0: cast nothing (fp32 reference); O1: autocast allow-listed ops"),
 

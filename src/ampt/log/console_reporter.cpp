@@ -27,6 +27,11 @@ void ConsoleReporter::on_start(const train::RunInfo& info) {
   log::info("[AMP] Using {} {} (mixed_precision from {})",
             info.precision, info.precision == "FP32" ? "precision" : "mixed precision",
             info.precision_source);
+  if (info.precision_fell_back) {
+    log::warn("{}", info.precision_reason);
+  } else if (!info.precision_reason.empty()) {
+    log::info("[AMP] {}", info.precision_reason);
+  }
   log::info("[AMP] Opt level {}: {}", info.opt_level, info.precision_explanation);
   if (info.loss_scaling) {
     log::info("[AMP] GradScaler: on (init_scale={}, growth_factor={}, backoff_factor={}, "

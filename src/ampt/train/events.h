@@ -20,6 +20,8 @@ struct RunInfo {
   double peak_flops = 0.0;         // the device's dense peak for this precision; 0 if unknown
   std::string precision;           // "BF16", "FP16", "FP32"
   std::string precision_source;    // where mixed_precision was set: "default", "flag ..."
+  std::string precision_reason;    // why `auto` chose it, or why a request was replaced
+  bool precision_fell_back = false;  // the requested precision could not be used
   std::string precision_explanation;
   std::string opt_level;           // "O0", "O1"
   bool loss_scaling = false;

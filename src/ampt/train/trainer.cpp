@@ -7,6 +7,7 @@
 #include "ampt/data/registry.h"
 #include "ampt/models/registry.h"
 #include "ampt/precision/autocast_guard.h"
+#include "ampt/precision/choice.h"
 #include "ampt/precision/loss_scaler.h"
 #include "ampt/precision/policy.h"
 #include "ampt/train/device.h"
@@ -73,7 +74,9 @@ class Run {
         splits_(data::open_dataset(config)),
         model_(make_model(config, splits_.spec, device_.device)),
         parameters_(model_.module->parameters()),
-        policy_(precision::make_policy(config.mixed_precision, config.amp_opt_level)),
+        choice_(precision::choose_precision(config.mixed_precision, config.strict_precision,
+                                            device_.device)),
+        policy_(precision::make_policy(choice_.precision, config.amp_opt_level)),
         scaler_({policy_.loss_scaling, config.grad_scaler_init, config.grad_scaler_growth_factor,
                  config.grad_scaler_backoff, config.grad_scaler_growth_interval},
                 device_.device),
@@ -133,6 +136,7 @@ class Run {
   data::DataSplits splits_;
   models::Model model_;
   std::vector<torch::Tensor> parameters_;
+  precision::PrecisionChoice choice_;
   precision::PrecisionPolicy policy_;
   precision::LossScaler scaler_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -261,6 +265,8 @@ RunInfo Run::describe() const {
   info.peak_flops = peak_flops_;
   info.precision = policy_.name();
   info.precision_source = context_.precision_source;
+  info.precision_reason = choice_.reason;
+  info.precision_fell_back = choice_.fell_back;
   info.precision_explanation = policy_.explanation();
   info.opt_level = config_.amp_opt_level == config::OptLevel::O0 ? "O0" : "O1";
   info.loss_scaling = policy_.loss_scaling;
