@@ -1,4 +1,4 @@
-// The process's one logger: info/warn/debug lines on stdout, with an optional status line (the
+// The process's one logger: info lines on stdout, warnings on stderr, with an optional status line (the
 // progress bar) kept at the bottom of a terminal.
 #pragma once
 
@@ -29,11 +29,6 @@ void info(fmt::format_string<Args...> format, Args&&... args) {
 template <typename... Args>
 void warn(fmt::format_string<Args...> format, Args&&... args) {
   write_warning("ampt: warning: " + fmt::format(format, std::forward<Args>(args)...));
-}
-
-template <typename... Args>
-void debug(fmt::format_string<Args...> format, Args&&... args) {
-  if (debug_enabled()) write_line("[debug] " + fmt::format(format, std::forward<Args>(args)...));
 }
 
 }  // namespace ampt::log
