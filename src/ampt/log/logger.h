@@ -1,5 +1,5 @@
-// The process's one logger: info lines on stdout, warnings on stderr, with an optional status line (the
-// progress bar) kept at the bottom of a terminal.
+// The process's one logger: info lines on stdout, warnings on stderr, and an optional status
+// line (the progress bar) kept at the bottom of a terminal.
 #pragma once
 
 #include <fmt/format.h>
