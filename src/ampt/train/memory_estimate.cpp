@@ -195,12 +195,14 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
   const auto p = count_parameters(dims);
   MemoryEstimate m;
   if (scheme.opt_level == "O2") {
-    // Half weights and gradients, norms kept in fp32; fp32 masters and master gradients of the
-    // rest (Apex's O2), the optimizer stepping the masters.
+    // Half weights and gradients, norms kept in fp32 (their own masters); fp32 masters of the
+    // rest (Apex's O2), the optimizer stepping them. The fp32 master gradients exist only
+    // around the optimizer step (precision/master_weights.h).
     const int64_t half = p.total - p.norm;
     m.weights = 2 * half + 4 * p.norm;
     m.gradients = m.weights;
-    m.masters = 2 * 4 * half;
+    m.masters = 4 * half;
+    m.step_transient = 4 * half;
   } else {
     m.weights = 4 * p.total;
     m.gradients = 4 * p.total;

@@ -6,6 +6,7 @@
 #include "ampt/config/config.h"
 #include "ampt/models/gpt_presets.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -53,15 +54,20 @@ bool scheme_applies(const Scheme& scheme, const ModelDims& dims);
 struct MemoryEstimate {
   int64_t weights = 0;
   int64_t gradients = 0;
-  int64_t masters = 0;      // O2: fp32 master weights and their fp32 gradients
+  int64_t masters = 0;      // O2: fp32 master weights
   int64_t optimizer = 0;    // AdamW: two fp32 moments; SGD: one momentum buffer
   int64_t cast_copies = 0;  // O1: the half (fp8: e4m3) copies of matmul weights autocast makes
   int64_t activations = 0;  // saved for backward, plus the loss's transient
   int64_t activations_checkpointed = -1;  // with --grad_ckpt (GPT blocks); -1: not applicable
+  // O2: the fp32 master gradients, made from the half ones at the optimizer step, when the
+  // activations are gone, and released after it.
+  int64_t step_transient = 0;
   int64_t persistent() const { return weights + gradients + masters + optimizer + cast_copies; }
-  int64_t total() const { return persistent() + activations; }
+  int64_t total() const { return persistent() + std::max(activations, step_transient); }
   int64_t total_checkpointed() const {
-    return activations_checkpointed < 0 ? -1 : persistent() + activations_checkpointed;
+    return activations_checkpointed < 0
+               ? -1
+               : persistent() + std::max(activations_checkpointed, step_transient);
   }
 };
 MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,

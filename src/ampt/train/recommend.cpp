@@ -73,9 +73,13 @@ std::vector<int64_t> parse_shape(const std::string& text) {
 double gib(int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1 << 30); }
 
 std::string grouped(int64_t n) {
-  auto digits = std::to_string(n);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
-  return digits;
+  const auto digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 struct Candidate {
@@ -197,11 +201,12 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
   const double params = static_cast<double>(count_parameters(dims).total);
   if (r.scheme.opt_level == "O1") {
     r.reasons.push_back(fmt::format(
-        "O1: fp32 weights with per-op casts ({:.0f} bytes per parameter with the cast copies) fit; "
-        "O2 would hold {:.0f} bytes per parameter (half weights and gradients plus fp32 masters "
-        "and master gradients) and save only activations ({:.1f} GiB at this micro-batch).",
+        "O1: fp32 weights with per-op casts ({:.0f} bytes per parameter with the cast copies) "
+        "fit, without O2's second copy of the weights to keep consistent; O2 (half weights and "
+        "gradients, fp32 masters: {:.0f} bytes per parameter) would save {:.1f} GiB at this "
+        "micro-batch.",
         static_cast<double>(o1.persistent()) / params, static_cast<double>(o2.persistent()) / params,
-        gib(o1.activations - o2.activations)));
+        gib(o1.total() - o2.total())));
   } else {
     r.reasons.push_back(fmt::format(
         "O2: its half-precision activations ({:.1f} GiB less than O1 at this micro-batch) are what "
