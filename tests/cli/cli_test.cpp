@@ -52,7 +52,7 @@ TEST_CASE("cli: usage errors exit 2 with one line naming the mistake", "[cli][er
   check_one_line_error(run_ampt({"train", "--batch_size", "abc"}), 2,
                        "invalid value 'abc' for batch_size (flag --batch_size)");
   check_one_line_error(run_ampt({"train", "--mixed_precision", "fp64"}), 2,
-                       "expected one of no, fp16, bf16, auto");
+                       "expected one of no, fp16, bf16, auto, fp8");
   check_one_line_error(run_ampt({"train", "--grad_scaler_backoff", "1.5"}), 2,
                        "grad_scaler_backoff");
   check_one_line_error(run_ampt({"config", "--batch_size"}), 2, "--batch_size needs a value");
