@@ -144,7 +144,7 @@ TEST_CASE("fp8 linear: forward and backward equal quantise, dequantise, fp32 mat
     // The gradients come out in fp32 from the same fp8 operands: only summation order differs.
     CHECK(torch::allclose(x.grad(), dx_ref, 1e-4, 1e-7));
     CHECK(torch::allclose(w.grad(), dw_ref, 1e-4, 1e-7));
-    CHECK(torch::allclose(b.grad(), dyb.sum({0, 1}), 1e-5, 1e-7));
+    CHECK(torch::allclose(b.grad(), dyb.sum(std::vector<int64_t>{0, 1}), 1e-5, 1e-7));
     CHECK(w.grad().scalar_type() == torch::kFloat32);
   }
 }

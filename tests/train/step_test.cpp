@@ -35,13 +35,6 @@ Config gpt_run() {
   return config;
 }
 
-bool has_note(const Recorder& r, const std::string& text) {
-  for (const auto& note : r.info.speed_notes) {
-    if (note.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 TEST_CASE("cuda_graphs on a CPU: one line says why, and the run is the eager run",
@@ -141,7 +134,8 @@ TEST_CASE("cuda_graphs: graphed steps equal eager steps on a GPU", "[train][step
       const auto rng = at::globalContext().defaultGenerator(device).get_state();
       const auto a = eager.step->run(batches, lr, true);
       const double loss_a = a.loss_sum.item<double>();
-      at::globalContext().defaultGenerator(device).set_state(rng);
+      auto generator = at::globalContext().defaultGenerator(device);
+      generator.set_state(rng);
       const auto b = graphed.step->run(batches, lr, true);
       INFO("step " << i + 1);
       CHECK(b.loss_sum.item<double>() == loss_a);
