@@ -10,7 +10,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include <optional>
 
 namespace ampt::train {
 
