@@ -31,9 +31,9 @@ REFERENCE = ROOT / "benchmarks" / "reference.py"
 # slower than bf16), so the CPU plan keeps its models tiny.
 PLANS = {
     "cpu": {
-        "mlp": (256, 60, ["fp32", "bf16", "fp16"]),
-        "gpt-tiny": (16, 30, ["fp32", "bf16", "fp16"]),
-        "cnn": (32, 10, ["fp32", "bf16"]),
+        "mlp": (256, 400, ["fp32", "bf16", "fp16"]),
+        "gpt-tiny": (16, 100, ["fp32", "bf16", "fp16"]),
+        "cnn": (32, 20, ["fp32", "bf16"]),
     },
     "cuda": {
         "gpt2-124m": (16, 60, ["fp32", "tf32", "bf16", "fp16", "fp8"]),

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -152,7 +153,7 @@ TEST_CASE("cli compare: bad formats and settings compare owns are one-line usage
   auto r = run({"--formats", "fp32,bf61"});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "ampt: error: unknown format 'bf61' in --formats (did you mean 'bf16'?): expected "
-                 "a comma-separated list of fp32, bf16, fp16\n");
+                 "a comma-separated list of fp32, bf16, fp16, fp8\n");
   r = run({"--formats", "fp32,fp32"});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "ampt: error: format 'fp32' is listed twice in --formats 'fp32,fp32'\n");
@@ -168,6 +169,11 @@ TEST_CASE("cli compare: bad formats and settings compare owns are one-line usage
   r = run({"--bach_size", "8"});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "ampt: error: unknown flag '--bach_size' (did you mean '--batch_size'?)\n");
+  // fp8 on a CPU is refused before any format runs.
+  r = run({"--device", "cpu", "--formats", "fp32,fp8"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("ampt: error: format fp8: mixed_precision fp8 needs a CUDA GPU"));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   // Nothing ran.
   CHECK_FALSE(std::filesystem::exists(dir + "/fp32"));
 

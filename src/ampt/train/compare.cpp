@@ -6,6 +6,8 @@
 #include "ampt/core/errors.h"
 #include "ampt/log/logger.h"
 #include "ampt/models/gpt_presets.h"
+#include "ampt/precision/choice.h"
+#include "ampt/train/device.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -204,6 +206,7 @@ const std::vector<CompareFormat>& compare_formats() {
       {"fp32", "no"},
       {"bf16", "bf16"},
       {"fp16", "fp16"},
+      {"fp8", "fp8"},
   };
   return formats;
 }
@@ -362,7 +365,6 @@ int run_compare(const std::vector<std::string>& args,
                                  "drop resume '{}'",
                                  config.resume));
   }
-  // Every run's configuration is checked before the first one starts.
   const auto run_args = [&](const CompareFormat& format, const std::string& dir) {
     auto a = train_args.rest;
     a.insert(a.end(), {"--mixed_precision", format.mixed_precision, "--max_steps",
@@ -370,7 +372,18 @@ int run_compare(const std::vector<std::string>& args,
     return a;
   };
   const fs::path root(config.output_dir);
-  for (const auto& format : formats) config::resolve(run_args(format, (root / format.name).string()), env);
+  // Every run's configuration, and whether the device has each format, are checked before the
+  // first run starts.
+  for (const auto& format : formats) {
+    const auto run_config =
+        config::resolve(run_args(format, (root / format.name).string()), env).config();
+    try {
+      precision::choose_precision(run_config.mixed_precision, run_config.strict_precision,
+                                  select_device(run_config.device).device);
+    } catch (const RuntimeError& e) {
+      throw RuntimeError(fmt::format("format {}: {}", format.name, e.what()));
+    }
+  }
 
   CompareReport report;
   report.steps = steps;
