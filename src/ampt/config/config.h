@@ -13,6 +13,7 @@ enum class OptLevel { O0, O1 };
 enum class DeviceKind { auto_select, cpu, cuda };
 enum class OptimizerKind { adamw, sgd };
 enum class Sampling { random, sequential };
+enum class ScalerRules { torch, deepspeed };
 
 struct Config {
   // run
@@ -43,6 +44,18 @@ struct Config {
   double grad_scaler_growth_factor = 2.0;
   double grad_scaler_backoff = 0.5;
   int64_t grad_scaler_growth_interval = 2000;
+  bool grad_scaler_enabled = true;  // false: fp16 without loss scaling (GradScaler(enabled=False))
+  ScalerRules grad_scaler_rules = ScalerRules::torch;
+  double loss_scale = 0.0;            // > 0: a fixed loss scale; 0: dynamic (DeepSpeed's meaning)
+  int64_t hysteresis = 1;             // overflows absorbed before a backoff (deepspeed rules)
+  bool consecutive_hysteresis = false;  // refill hysteresis after every clean step (deepspeed rules)
+  double min_loss_scale = 0.0;        // 0: no floor
+  double max_loss_scale = 0.0;        // 0: no ceiling
+
+  // numerical stability
+  int64_t max_consecutive_skips = 50;  // stop after this many skipped steps in a row; 0: never
+  bool deterministic = false;
+  bool autocast_cache = true;
 
   // training
   int64_t batch_size = 128;

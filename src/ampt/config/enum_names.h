@@ -49,6 +49,12 @@ struct EnumNames<Sampling> {
       {{"random", Sampling::random}, {"sequential", Sampling::sequential}}};
 };
 
+template <>
+struct EnumNames<ScalerRules> {
+  static constexpr Spellings<ScalerRules, 2> values{
+      {{"torch", ScalerRules::torch}, {"deepspeed", ScalerRules::deepspeed}}};
+};
+
 // Exact, case-sensitive lookup: "BF16" is rejected so that files stay greppable.
 template <class E, std::size_t N>
 std::optional<E> find_spelling(const Spellings<E, N>& table, std::string_view text) {

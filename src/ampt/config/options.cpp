@@ -34,6 +34,9 @@ std::vector<Option> build_table() {
                      "Evaluate on the validation split every N steps (0: only at the end)"),
       integer_option("eval_batches", "run.eval_batches", &C::eval_batches, at_least_0,
                      "Validation batches per evaluation; 0 evaluates the whole split"),
+      bool_option("deterministic", "run.deterministic", &C::deterministic,
+                  "Deterministic algorithms only, everything seeded: two runs give identical "
+                  "losses"),
       bool_option("debug", "run.debug", &C::debug,
                   "Print the resolved configuration at startup and full torch error context on failure"),
 
@@ -59,6 +62,8 @@ std::vector<Option> build_table() {
                   "requested precision (bf16 on a pre-Ampere GPU)"),
       enum_option("amp_opt_level", "amp.opt_level", &C::amp_opt_level,
                   "O0: cast nothing (fp32 reference); O1: autocast allow-listed ops"),
+      bool_option("autocast_cache", "amp.autocast_cache", &C::autocast_cache,
+                  "Reuse autocast's low-precision weight copies within a forward pass"),
 
       // scaler
       float_option("grad_scaler_init", "scaler.init_scale", &C::grad_scaler_init, positive,
@@ -71,6 +76,24 @@ std::vector<Option> build_table() {
       integer_option("grad_scaler_growth_interval", "scaler.growth_interval",
                      &C::grad_scaler_growth_interval, at_least_1,
                      "Overflow-free steps before the loss scale grows"),
+      bool_option("grad_scaler_enabled", "scaler.enabled", &C::grad_scaler_enabled,
+                  "Use loss scaling when the precision needs it (fp16); false trains fp16 unscaled"),
+      enum_option("grad_scaler_rules", "scaler.rules", &C::grad_scaler_rules,
+                  "Dynamic scale rules: torch (torch.amp.GradScaler, bit for bit) or deepspeed "
+                  "(DynamicLossScaler, with hysteresis)"),
+      float_option("loss_scale", "scaler.loss_scale", &C::loss_scale, at_least_0,
+                   "A fixed loss scale, never updated; 0 means dynamic (DeepSpeed's convention)"),
+      integer_option("hysteresis", "scaler.hysteresis", &C::hysteresis, at_least_1,
+                     "Overflows tolerated before the scale backs off (deepspeed rules; 1: every "
+                     "overflow backs off)"),
+      bool_option("consecutive_hysteresis", "scaler.consecutive_hysteresis",
+                  &C::consecutive_hysteresis,
+                  "Refill the hysteresis after every clean step, not only when the scale grows "
+                  "(deepspeed rules)"),
+      float_option("min_loss_scale", "scaler.min_loss_scale", &C::min_loss_scale, at_least_0,
+                   "Floor of the dynamic scale; an overflow at the floor stops the run (0: none)"),
+      float_option("max_loss_scale", "scaler.max_loss_scale", &C::max_loss_scale, at_least_0,
+                   "Ceiling of the dynamic scale, as Apex's max_loss_scale (0: none)"),
 
       // training
       integer_option("batch_size", "training.batch_size", &C::batch_size, at_least_1,
@@ -93,6 +116,10 @@ std::vector<Option> build_table() {
                      "Linear learning-rate warmup steps"),
       float_option("max_grad_norm", "training.max_grad_norm", &C::max_grad_norm, at_least_0,
                    "Clip the global grad norm (after unscaling) to this; 0 disables"),
+      integer_option("max_consecutive_skips", "training.max_consecutive_skips",
+                     &C::max_consecutive_skips, at_least_0,
+                     "Save and stop with a diagnosis after this many skipped steps in a row (0: "
+                     "never)"),
       float_option("momentum", "training.momentum", &C::momentum, unit_half_open, "SGD momentum"),
       float_option("adam_beta1", "training.adam_beta1", &C::adam_beta1, unit_half_open,
                    "AdamW first-moment decay (beta1)"),
