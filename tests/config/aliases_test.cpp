@@ -9,7 +9,7 @@ using namespace ampt::config::testing;
 
 TEST_CASE("aliases: DeepSpeed's flag names set the canonical scaler options", "[config][aliases]") {
   const auto r = resolve({"--loss_scale_window", "1000", "--initial_scale_power", "12",
-                          "--scaler_enabled", "false"},
+                          "--scaler_enabled=false"},
                          {});
   CHECK(r.config().grad_scaler_growth_interval == 1000);
   CHECK(r.config().grad_scaler_init == 4096.0);

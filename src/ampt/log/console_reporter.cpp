@@ -33,13 +33,32 @@ void ConsoleReporter::on_start(const train::RunInfo& info) {
     log::info("[AMP] {}", info.precision_reason);
   }
   log::info("[AMP] Opt level {}: {}", info.opt_level, info.precision_explanation);
-  if (info.loss_scaling) {
+  if (info.loss_scaling && info.static_scale > 0.0) {
+    log::info("[AMP] GradScaler: static loss scale {} (never updated; non-finite steps still "
+              "skipped)",
+              info.static_scale);
+  } else if (info.loss_scaling) {
+    std::string extra;
+    if (info.scaler_rules != "torch") {
+      extra += fmt::format(", rules={}, hysteresis={}, consecutive_hysteresis={}",
+                           info.scaler_rules, info.hysteresis, info.consecutive_hysteresis);
+    }
+    if (info.min_loss_scale > 0.0) extra += fmt::format(", min_loss_scale={}", info.min_loss_scale);
+    if (info.max_loss_scale > 0.0) extra += fmt::format(", max_loss_scale={}", info.max_loss_scale);
     log::info("[AMP] GradScaler: on (init_scale={}, growth_factor={}, backoff_factor={}, "
-              "growth_interval={})",
-              info.init_scale, info.growth_factor, info.backoff_factor, info.growth_interval);
+              "growth_interval={}{})",
+              info.init_scale, info.growth_factor, info.backoff_factor, info.growth_interval,
+              extra);
   } else {
     log::info("[AMP] GradScaler: off; non-finite gradients still skip the optimizer step");
   }
+  log::info("[AMP] Stability monitor: {}{}{}",
+            info.max_consecutive_skips > 0
+                ? fmt::format("save and stop after {} skipped steps in a row",
+                              info.max_consecutive_skips)
+                : std::string("never stops (max_consecutive_skips 0)"),
+            info.deterministic ? fmt::format("; deterministic algorithms, seed {}", info.seed) : "",
+            info.autocast_cache ? "" : "; autocast cache off");
   log::info("[AMP] Optimizer: {}; lr {:.3g} → {:.3g} (warmup {} steps, cosine), clip {}",
             info.optimizer, info.peak_lr, info.min_lr, info.warmup_steps,
             info.max_grad_norm > 0.0 ? fmt::format("grad norm {}", info.max_grad_norm) : "off");
@@ -77,13 +96,22 @@ void ConsoleReporter::on_step(const train::StepReport& r) {
             r.step, fmt::formatted_size("{}", r.total_steps), r.total_steps, r.epoch, r.loss,
             r.lr, r.grad_norm, throughput,
             r.mfu > 0.0 ? fmt::format(" | MFU {:.1f}%", 100.0 * r.mfu) : "");
-  if (r.loss_scaling) {
-    log::info("[AMP Stats] Scale: {:.1f}, Growth tracker: {}, Overflows: {}, Skipped steps: {}",
-              r.scale, r.growth_tracker, r.overflows, r.skipped_steps);
-  } else {
-    log::info("[AMP Stats] Loss scaling: off, Non-finite steps: {}, Skipped steps: {}",
-              r.overflows, r.skipped_steps);
+  std::string health;
+  if (r.hysteresis >= 0) health += fmt::format(", Hysteresis: {}", r.hysteresis);
+  if (r.grad_underflow >= 0.0) {
+    health += fmt::format(", Grad underflow: {:.3f}%", 100.0 * r.grad_underflow);
   }
+  if (r.loss_scaling) {
+    log::info("[AMP Stats] Scale: {:.1f}, Growth tracker: {}, Overflows: {}, Skipped steps: {}{}",
+              r.scale, r.growth_tracker, r.overflows, r.skipped_steps, health);
+  } else {
+    log::info("[AMP Stats] Loss scaling: off, Non-finite steps: {}, Skipped steps: {}{}",
+              r.overflows, r.skipped_steps, health);
+  }
+}
+
+void ConsoleReporter::on_nonfinite(int64_t step, const std::string& what) {
+  log::info("[AMP] Skipped step {}: {}", step, what);
 }
 
 void ConsoleReporter::on_end(const train::RunSummary& s) {

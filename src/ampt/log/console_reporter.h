@@ -18,6 +18,7 @@ class ConsoleReporter final : public train::Observer {
   void on_step(const train::StepReport& report) override;
   void on_eval(const train::EvalReport& report) override;
   void on_checkpoint(const std::string& path, int64_t step) override;
+  void on_nonfinite(int64_t step, const std::string& what) override;
   void on_end(const train::RunSummary& summary) override;
 
  private:

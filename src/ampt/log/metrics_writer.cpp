@@ -79,10 +79,12 @@ void MetricsWriter::on_step(const train::StepReport& r) {
   std::string line = fmt::format(
       R"({{"step": {}, "epoch": {}, "loss": {}, "lr": {}, "grad_norm": {}, "samples_per_sec": {}, )"
       R"("tokens_per_sec": {}, "mfu": {}, "loss_scaling": {}, "scale": {}, "growth_tracker": {}, )"
-      R"("overflows": {}, "skipped_steps": {}}})",
+      R"("overflows": {}, "skipped_steps": {}, "grad_underflow": {}{}}})",
       r.step, r.epoch, json_number(r.loss), json_number(r.lr), json_number(r.grad_norm),
       json_number(r.samples_per_sec), json_number(r.tokens_per_sec), json_number(r.mfu),
-      r.loss_scaling, json_number(r.scale), r.growth_tracker, r.overflows, r.skipped_steps);
+      r.loss_scaling, json_number(r.scale), r.growth_tracker, r.overflows, r.skipped_steps,
+      r.grad_underflow >= 0.0 ? json_number(r.grad_underflow) : "null",
+      r.hysteresis >= 0 ? fmt::format(R"(, "hysteresis": {})", r.hysteresis) : "");
   write_or_throw(out_, line, path_);
 }
 

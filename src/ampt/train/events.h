@@ -29,6 +29,16 @@ struct RunInfo {
   double growth_factor = 0.0;
   double backoff_factor = 0.0;
   int64_t growth_interval = 0;
+  std::string scaler_rules;         // "torch", "deepspeed"
+  double static_scale = 0.0;        // > 0: a fixed loss scale
+  int64_t hysteresis = 1;
+  bool consecutive_hysteresis = false;
+  double min_loss_scale = 0.0;      // 0: none
+  double max_loss_scale = 0.0;      // 0: none
+  int64_t max_consecutive_skips = 0;  // 0: never stop
+  bool deterministic = false;
+  bool autocast_cache = true;
+  int64_t seed = 0;
   std::string optimizer;
   int64_t batch_size = 0;
   int64_t grad_accum_steps = 0;
@@ -58,6 +68,10 @@ struct StepReport {
   int64_t growth_tracker = 0;
   int64_t overflows = 0;     // steps whose gradients held inf/NaN, so far
   int64_t skipped_steps = 0; // optimizer steps not applied, so far
+  int64_t hysteresis = -1;   // deepspeed rules: overflows left before a backoff; -1 otherwise
+  // Of this step's non-zero fp32 gradient values (scaled, as backward left them), the fraction
+  // that become 0 in the half dtype; -1 when the run has no half dtype (fp32).
+  double grad_underflow = -1.0;
 };
 
 // A pass over (part of) the validation split, under the training precision, without gradients.
@@ -99,6 +113,8 @@ class Observer {
   virtual void on_step(const StepReport& report) {}
   virtual void on_eval(const EvalReport& report) {}
   virtual void on_checkpoint(const std::string& path, int64_t step) {}
+  // A step skipped for a non-finite loss, gradient or weight; `what` names the first offender.
+  virtual void on_nonfinite(int64_t step, const std::string& what) {}
   virtual void on_end(const RunSummary& summary) {}
 };
 
@@ -124,6 +140,9 @@ class ObserverList final : public Observer {
   }
   void on_checkpoint(const std::string& path, int64_t step) override {
     for (auto* o : observers_) o->on_checkpoint(path, step);
+  }
+  void on_nonfinite(int64_t step, const std::string& what) override {
+    for (auto* o : observers_) o->on_nonfinite(step, what);
   }
   void on_end(const RunSummary& summary) override {
     for (auto* o : observers_) o->on_end(summary);

@@ -1,6 +1,7 @@
 #include "ampt/train/trainer.h"
 
 #include "ampt/checkpoint/checkpoint.h"
+#include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
 #include "ampt/core/version.h"
 #include "ampt/data/loader.h"
@@ -8,8 +9,11 @@
 #include "ampt/models/registry.h"
 #include "ampt/precision/autocast_guard.h"
 #include "ampt/precision/choice.h"
+#include "ampt/precision/grad_underflow.h"
 #include "ampt/precision/loss_scaler.h"
 #include "ampt/precision/policy.h"
+#include "ampt/precision/stability_monitor.h"
+#include "ampt/train/determinism.h"
 #include "ampt/train/device.h"
 #include "ampt/train/grad_clip.h"
 #include "ampt/train/optimizer.h"
@@ -77,9 +81,8 @@ class Run {
         choice_(precision::choose_precision(config.mixed_precision, config.strict_precision,
                                             device_.device)),
         policy_(precision::make_policy(choice_.precision, config.amp_opt_level)),
-        scaler_({policy_.loss_scaling, config.grad_scaler_init, config.grad_scaler_growth_factor,
-                 config.grad_scaler_backoff, config.grad_scaler_growth_interval},
-                device_.device),
+        scaler_(precision::scaler_options(config, policy_.loss_scaling), device_.device),
+        monitor_(make_monitor(config, *model_.module, device_.device)),
         optimizer_(make_optimizer(config, named_parameters(*model_.module))),
         overflow_steps_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device_.device))) {
     // Resume before the loader exists: the checkpoint says where the data continues.
@@ -123,7 +126,22 @@ class Run {
     return model;
   }
 
+  static precision::StabilityMonitor make_monitor(const config::Config& config,
+                                                 const torch::nn::Module& module,
+                                                 const c10::Device& device) {
+    std::vector<torch::Tensor> params;
+    std::vector<std::string> names;
+    for (const auto& [name, tensor] : named_parameters(module)) {
+      names.push_back(name);
+      params.push_back(tensor);
+    }
+    return {std::move(params), std::move(names), device, config.max_consecutive_skips};
+  }
+
   data::LoaderState restore(const std::string& path, std::string& note);
+  void report_bad_steps(bool wait, int64_t steps_done, RunSummary& summary);
+  [[noreturn]] void stop_unstable(const precision::BadStep& bad, int64_t steps_done,
+                                  RunSummary& summary);
   RunInfo describe() const;
   torch::Tensor loss_of(const data::Batch& batch, torch::Tensor* correct);
   EvalReport evaluate(int64_t step);
@@ -139,6 +157,7 @@ class Run {
   precision::PrecisionChoice choice_;
   precision::PrecisionPolicy policy_;
   precision::LossScaler scaler_;
+  precision::StabilityMonitor monitor_;
   std::unique_ptr<Optimizer> optimizer_;
   torch::Tensor overflow_steps_;  // counted on the device: a skipped step costs no sync
   std::optional<data::Loader> batches_;
@@ -162,13 +181,13 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
   checkpoint::copy_into(saved.optimizer, optimizer_->state(), "optimizer", path);
 
   std::string scaler_note;
-  if (saved.scaler && policy_.loss_scaling) {
+  if (saved.scaler && scaler_.enabled()) {
     scaler_.load_state(*saved.scaler);
     scaler_note = fmt::format("loss scaler (scale {}, growth tracker {})", saved.scaler->scale,
                               saved.scaler->growth_tracker);
   } else if (saved.scaler) {
     scaler_note = "loss scaler state ignored: this run has no loss scaler";
-  } else if (policy_.loss_scaling) {
+  } else if (scaler_.enabled()) {
     scaler_note = fmt::format("loss scaler starts at init_scale {}: the checkpoint's run had none",
                               config_.grad_scaler_init);
   }
@@ -202,7 +221,7 @@ void Run::save_checkpoint(int64_t steps_done, RunSummary& summary) {
   c.model = model_tensors(*model_.module);
   c.optimizer_kind = optimizer_->kind();
   c.optimizer = optimizer_->state();
-  if (policy_.loss_scaling) c.scaler = scaler_.state();
+  if (scaler_.enabled()) c.scaler = scaler_.state();
   c.cpu_rng = at::globalContext().defaultGenerator(c10::Device(c10::kCPU)).get_state();
   if (device_.device.is_cuda()) {
     c.cuda_rng = at::globalContext().defaultGenerator(device_.device).get_state();
@@ -212,7 +231,8 @@ void Run::save_checkpoint(int64_t steps_done, RunSummary& summary) {
 }
 
 torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
-  precision::AutocastGuard autocast(device_.device.type(), policy_.compute_dtype, policy_.autocast);
+  precision::AutocastGuard autocast(device_.device.type(), policy_.compute_dtype, policy_.autocast,
+                                    config_.autocast_cache);
   // A language model's [B, T, vocab] logits are scored per token, a classifier's per sample.
   const auto logits = model_.forward(batch.inputs).flatten(0, -2);
   const auto targets = batch.targets.flatten();
@@ -269,11 +289,21 @@ RunInfo Run::describe() const {
   info.precision_fell_back = choice_.fell_back;
   info.precision_explanation = policy_.explanation();
   info.opt_level = config_.amp_opt_level == config::OptLevel::O0 ? "O0" : "O1";
-  info.loss_scaling = policy_.loss_scaling;
+  info.loss_scaling = scaler_.enabled();
   info.init_scale = config_.grad_scaler_init;
   info.growth_factor = config_.grad_scaler_growth_factor;
   info.backoff_factor = config_.grad_scaler_backoff;
   info.growth_interval = config_.grad_scaler_growth_interval;
+  info.scaler_rules = config::to_string(config_.grad_scaler_rules);
+  info.static_scale = config_.loss_scale;
+  info.hysteresis = config_.hysteresis;
+  info.consecutive_hysteresis = config_.consecutive_hysteresis;
+  info.min_loss_scale = config_.min_loss_scale;
+  info.max_loss_scale = config_.max_loss_scale;
+  info.max_consecutive_skips = config_.max_consecutive_skips;
+  info.deterministic = config_.deterministic;
+  info.autocast_cache = config_.autocast_cache;
+  info.seed = config_.seed;
   info.optimizer = optimizer_->describe();
   info.batch_size = config_.batch_size;
   info.grad_accum_steps = config_.grad_accum_steps;
@@ -288,11 +318,41 @@ RunInfo Run::describe() const {
   return info;
 }
 
+void Run::report_bad_steps(bool wait, int64_t steps_done, RunSummary& summary) {
+  for (const auto& bad : monitor_.poll(wait)) {
+    observer_.on_nonfinite(bad.step, bad.what());
+    if (monitor_.must_stop(bad)) stop_unstable(bad, steps_done, summary);
+  }
+}
+
+// Saves what the run has (unless its weights are no longer finite: such a checkpoint would only
+// displace good ones) and stops with the evidence and the next thing to try.
+void Run::stop_unstable(const precision::BadStep& bad, int64_t steps_done, RunSummary& summary) {
+  precision::RunFacts facts;
+  facts.precision = policy_.name();
+  facts.loss_scaling = scaler_.enabled();
+  facts.dynamic_scale = scaler_.dynamic();
+  facts.scale = scaler_.state().scale;
+  facts.init_scale = config_.grad_scaler_init;
+  facts.min_loss_scale = config_.min_loss_scale;
+  facts.lr = config_.lr;
+  facts.first_run_step = start_step_ + 1;
+  facts.max_consecutive_skips = config_.max_consecutive_skips;
+  const auto diagnosis = precision::diagnose(bad, facts);
+  std::string saved = "no checkpoint saved: the weights are not finite";
+  if (bad.weight_parameter.empty()) {
+    save_checkpoint(steps_done, summary);
+    saved = "saved " + summary.checkpoint;
+  }
+  throw RuntimeError(fmt::format("training stopped after step {}: {} ({}). Next: {}", steps_done,
+                                 diagnosis.problem, saved, diagnosis.next));
+}
+
 RunSummary Run::run() {
   observer_.on_start(describe());
   RunSummary summary;
   summary.precision = policy_.name();
-  summary.loss_scaling = policy_.loss_scaling;
+  summary.loss_scaling = scaler_.enabled();
   summary.initial_scale = scaler_.state().scale;
   summary.initial_loss = initial_loss_;
   const int64_t samples_per_step = config_.batch_size * config_.grad_accum_steps;
@@ -311,20 +371,30 @@ RunSummary Run::run() {
     }
 
     const auto grads = defined_grads(parameters_);
-    const auto found_inf = scaler_.unscale_(grads);
     const int stop = context_.stop_requested();
     const bool log_step = step == 0 || (step + 1) % config_.log_every == 0 ||
                           step + 1 == total_steps_ || stop != 0;
+    // Before unscaling: underflow is about the values backward produced, scale included.
+    torch::Tensor underflow;
+    if (log_step && policy_.compute_dtype != torch::kFloat) {
+      underflow = precision::underflow_counts(grads, policy_.compute_dtype);
+    }
+    const auto found_inf = scaler_.unscale_(grads);
+    // A non-finite loss skips the step as non-finite gradients do.
+    const auto skip = monitor_.skip_flag(step_loss, found_inf);
+    const auto norms = grad_norms(grads);
     torch::Tensor grad_norm;
     if (config_.max_grad_norm > 0.0) {
-      grad_norm = clip_grad_norm_(grads, config_.max_grad_norm);
+      grad_norm = clip_grad_norm_(grads, config_.max_grad_norm, norms);
     } else if (log_step) {
-      grad_norm = total_grad_norm(grads);
+      grad_norm = total_grad_norm_of(norms);
     }
-    optimizer_->step(lr, found_inf);
-    scaler_.update(found_inf);
-    overflow_steps_.add_(found_inf);
+    optimizer_->step(lr, skip);
+    const auto floor_hit = scaler_.update(skip);
+    overflow_steps_.add_(skip);
+    monitor_.record(step + 1, norms, floor_hit);
     at::_foreach_zero_(grads);
+    report_bad_steps(/*wait=*/false, step + 1, summary);
     observer_.on_progress(step + 1, total_steps_, seconds_since(start));
 
     if (log_step) {
@@ -351,6 +421,14 @@ RunSummary Run::run() {
       report.growth_tracker = scaler_state.growth_tracker;
       report.overflows = static_cast<int64_t>(overflow_steps_.item<double>());
       report.skipped_steps = report.overflows;
+      if (scaler_.enabled() && config_.grad_scaler_rules == config::ScalerRules::deepspeed) {
+        report.hysteresis = scaler_state.hysteresis;
+      }
+      if (underflow.defined()) {
+        const auto counts = underflow.cpu();
+        const double nonzero = counts[1].item<double>();
+        report.grad_underflow = nonzero > 0.0 ? counts[0].item<double>() / nonzero : 0.0;
+      }
       observer_.on_step(report);
       if (step == 0) initial_loss_ = summary.initial_loss = report.loss;
       summary.final_loss = report.loss;
@@ -367,6 +445,8 @@ RunSummary Run::run() {
       save_checkpoint(step + 1, summary);
     }
   }
+  // The last steps' records may still be on their way: every bad step gets reported.
+  report_bad_steps(/*wait=*/true, step, summary);
   // A preempted run saves and leaves at once; a finished one is evaluated.
   if (summary.stop_signal == 0 && step > start_step_) {
     const auto eval = evaluate(step);
@@ -393,6 +473,7 @@ RunSummary Run::run() {
 
 RunSummary run_training(const config::Config& config, const RunContext& context,
                         Observer& observer) {
+  apply_determinism(config.deterministic, config.seed);
   return Run(config, context, observer).run();
 }
 
