@@ -91,7 +91,8 @@ StabilityMonitor::StabilityMonitor(std::vector<torch::Tensor> params, std::vecto
       names_(std::move(names)),
       device_(device),
       max_consecutive_skips_(max_consecutive_skips),
-      consecutive_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device))) {
+      consecutive_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device))),
+      record_(torch::zeros({kFields}, torch::dtype(torch::kFloat64).device(device))) {
   for (auto& slot : slots_) {
     slot.host = torch::zeros({kFields}, torch::kFloat64);
     // Only pinned memory lets a CUDA copy to the host run without blocking the host.
@@ -104,25 +105,27 @@ torch::Tensor StabilityMonitor::skip_flag(const torch::Tensor& loss, const torch
   return torch::maximum(found_inf, loss_nonfinite_);
 }
 
-void StabilityMonitor::record(int64_t step, const torch::Tensor& grad_norms,
-                              const torch::Tensor& floor_hit) {
-  Slot& slot = slots_[next_];
-  if (slot.pending) drain(/*wait=*/false);  // the ring is full: drain() waits for the oldest
-  slot.grad_params.clear();
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (params_[i].grad().defined()) slot.grad_params.push_back(static_cast<int64_t>(i));
-  }
+void StabilityMonitor::observe(const torch::Tensor& grad_norms, const torch::Tensor& floor_hit) {
   const auto bad_grads = grad_norms.isfinite().logical_not().to(torch::kFloat64);
   // 1-based position of the last non-finite gradient, 0 when there is none.
   const auto positions = torch::arange(1, bad_grads.numel() + 1, bad_grads.options());
   const auto skipped = torch::maximum(loss_nonfinite_, bad_grads.max().to(torch::kFloat32));
   consecutive_.add_(1.0).mul_(skipped);
   const auto zero = torch::zeros({}, bad_grads.options());
-  const auto values = torch::stack({skipped.to(torch::kFloat64), loss_nonfinite_.to(torch::kFloat64),
-                                    bad_grads.sum(), (bad_grads * positions).max(),
-                                    consecutive_.to(torch::kFloat64),
-                                    floor_hit.defined() ? floor_hit.to(torch::kFloat64) : zero});
-  slot.host.copy_(values, /*non_blocking=*/true);
+  record_.copy_(torch::stack({skipped.to(torch::kFloat64), loss_nonfinite_.to(torch::kFloat64),
+                              bad_grads.sum(), (bad_grads * positions).max(),
+                              consecutive_.to(torch::kFloat64),
+                              floor_hit.defined() ? floor_hit.to(torch::kFloat64) : zero}));
+}
+
+void StabilityMonitor::record(int64_t step) {
+  if (slots_[next_].pending) drain(/*wait=*/false);  // the ring is full: drain() waits for the oldest
+  Slot& slot = slots_[next_];
+  slot.grad_params.clear();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].grad().defined()) slot.grad_params.push_back(static_cast<int64_t>(i));
+  }
+  slot.host.copy_(record_, /*non_blocking=*/true);
   if (device_.is_cuda()) {
     slot.copied.emplace(device_.type());
     slot.copied->record(c10::impl::VirtualGuardImpl(device_.type()).getStream(device_));

@@ -69,9 +69,13 @@ class StabilityMonitor {
   // non-finite loss), else 0. Call once per step before the optimizer step.
   torch::Tensor skip_flag(const torch::Tensor& loss, const torch::Tensor& found_inf);
 
-  // Queues this step's record. `grad_norms` holds the norm of each defined gradient, in
-  // parameter order; `floor_hit` is LossScaler::update's result (may be undefined).
-  void record(int64_t step, const torch::Tensor& grad_norms, const torch::Tensor& floor_hit);
+  // Device only, after the scaler update: writes this step's record into a device buffer in
+  // place (so a CUDA graph can hold it). `grad_norms` holds the norm of each defined gradient,
+  // in parameter order; `floor_hit` is LossScaler::update's result (may be undefined).
+  void observe(const torch::Tensor& grad_norms, const torch::Tensor& floor_hit);
+
+  // Host, after the step was queued: starts copying the record to the host without waiting.
+  void record(int64_t step);
 
   // The bad steps among the records that have reached the host (all of them with wait = true),
   // oldest first.
@@ -82,7 +86,7 @@ class StabilityMonitor {
 
  private:
   struct Slot {
-    torch::Tensor host;  // float64 record: see record()
+    torch::Tensor host;  // float64 record: see observe()
     std::optional<c10::Event> copied;
     int64_t step = 0;
     std::vector<int64_t> grad_params;  // parameter index of each checked gradient
@@ -96,8 +100,9 @@ class StabilityMonitor {
   std::vector<std::string> names_;
   torch::Device device_;
   int64_t max_consecutive_skips_;
-  torch::Tensor loss_nonfinite_;  // this step's, between skip_flag and record
+  torch::Tensor loss_nonfinite_;  // this step's, between skip_flag and observe
   torch::Tensor consecutive_;     // 0-dim float32 on the device
+  torch::Tensor record_;          // the latest step's record, float64 on the device
   std::array<Slot, 4> slots_;     // a ring: the host falls at most this many steps behind
   size_t next_ = 0;               // the slot record() fills next
   size_t oldest_ = 0;             // the slot drain() reads next

@@ -9,18 +9,17 @@
 #include "ampt/models/registry.h"
 #include "ampt/precision/autocast_guard.h"
 #include "ampt/precision/choice.h"
-#include "ampt/precision/grad_underflow.h"
 #include "ampt/precision/loss_scaler.h"
 #include "ampt/precision/policy.h"
 #include "ampt/precision/stability_monitor.h"
 #include "ampt/train/determinism.h"
 #include "ampt/train/device.h"
-#include "ampt/train/grad_clip.h"
 #include "ampt/train/optimizer.h"
 #include "ampt/train/schedule.h"
+#include "ampt/train/step.h"
+#include "ampt/train/tuning.h"
 
 #include <ATen/Context.h>
-#include <ATen/ops/_foreach_zero.h>
 #include <fmt/format.h>
 #include <torch/nn/functional/loss.h>
 
@@ -35,14 +34,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::vector<torch::Tensor> defined_grads(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> grads;
-  for (const auto& p : params) {
-    if (p.grad().defined()) grads.push_back(p.grad());
-  }
-  return grads;
 }
 
 NamedTensors named_parameters(const torch::nn::Module& module) {
@@ -105,6 +96,7 @@ class Run {
     }
     schedule_ = {config.lr, config.lr * config.min_lr_ratio, config.warmup_steps, total_steps_};
     resume_note_ = note;
+    set_up_speed_features();
     peak_flops_ = peak_flops(device_.device, policy_.compute_dtype);
     if (splits_.val && splits_.val->size() < config.batch_size) {
       throw RuntimeError(fmt::format(
@@ -123,6 +115,7 @@ class Run {
     auto model = models::make_model(config, spec);
     model.module->to(device);
     model.module->train();
+    if (channels_last_applies(config, device)) to_channels_last(model);
     return model;
   }
 
@@ -137,6 +130,8 @@ class Run {
     }
     return {std::move(params), std::move(names), device, config.max_consecutive_skips};
   }
+
+  void set_up_speed_features();
 
   data::LoaderState restore(const std::string& path, std::string& note);
   void report_bad_steps(bool wait, int64_t steps_done, RunSummary& summary);
@@ -168,7 +163,41 @@ class Run {
   int64_t start_step_ = 0;
   double initial_loss_ = 0.0;
   std::string resume_note_;
+  std::vector<std::string> speed_notes_;
+  std::unique_ptr<TrainStep> step_;
 };
+
+void Run::set_up_speed_features() {
+  if (policy_.fp8) model_.use_fp8(precision::fp8_recipe(config_));
+  if (auto note = apply_tf32(config_.allow_tf32, device_.device); !note.empty()) {
+    speed_notes_.push_back(std::move(note));
+  }
+  if (channels_last_applies(config_, device_.device)) {
+    speed_notes_.emplace_back("Channels-last: the CNN's weights and activations in NHWC");
+  }
+  const auto obstacle = cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout);
+  const bool graphed = config_.cuda_graphs && obstacle.empty();
+  if (graphed) {
+    speed_notes_.push_back(fmt::format("CUDA graphs: the step is captured after {} warm-up steps "
+                                       "and replayed",
+                                       TrainStep::kWarmupSteps));
+  } else if (config_.cuda_graphs) {
+    speed_notes_.push_back("CUDA graphs: off, " + obstacle + "; the step runs eagerly");
+  }
+  StepParts parts;
+  parts.loss = [this](const data::Batch& batch) { return loss_of(batch, nullptr); };
+  parts.parameters = parameters_;
+  parts.scaler = &scaler_;
+  parts.optimizer = optimizer_.get();
+  parts.max_grad_norm = config_.max_grad_norm;
+  parts.overflow_steps = overflow_steps_;
+  parts.monitor = &monitor_;
+  // Underflow is measured against the dtype autocast computes in (fp8 runs report bf16's).
+  if (policy_.compute_dtype == torch::kHalf || policy_.compute_dtype == torch::kBFloat16) {
+    parts.underflow_dtype = policy_.compute_dtype;
+  }
+  step_ = std::make_unique<TrainStep>(std::move(parts), graphed);
+}
 
 data::LoaderState Run::restore(const std::string& path, std::string& note) {
   const auto saved = checkpoint::load(path);
@@ -315,6 +344,7 @@ RunInfo Run::describe() const {
   info.max_grad_norm = config_.max_grad_norm;
   info.start_step = start_step_;
   info.resume_note = resume_note_;
+  info.speed_notes = speed_notes_;
   return info;
 }
 
@@ -363,37 +393,15 @@ RunSummary Run::run() {
 
   for (; step < total_steps_; ++step) {
     const double lr = schedule_.at(step);
-    torch::Tensor step_loss;
-    for (int64_t micro = 0; micro < config_.grad_accum_steps; ++micro) {
-      const auto loss = loss_of(batches_->next(), nullptr);
-      step_loss = micro == 0 ? loss.detach().clone() : step_loss.add_(loss.detach());
-      scaler_.scale(loss / static_cast<double>(config_.grad_accum_steps)).backward();
-    }
-
-    const auto grads = defined_grads(parameters_);
     const int stop = context_.stop_requested();
     const bool log_step = step == 0 || (step + 1) % config_.log_every == 0 ||
                           step + 1 == total_steps_ || stop != 0;
-    // Before unscaling: underflow is about the values backward produced, scale included.
-    torch::Tensor underflow;
-    if (log_step && policy_.compute_dtype != torch::kFloat) {
-      underflow = precision::underflow_counts(grads, policy_.compute_dtype);
+    std::vector<data::Batch> micro_batches;
+    for (int64_t micro = 0; micro < config_.grad_accum_steps; ++micro) {
+      micro_batches.push_back(batches_->next());
     }
-    const auto found_inf = scaler_.unscale_(grads);
-    // A non-finite loss skips the step as non-finite gradients do.
-    const auto skip = monitor_.skip_flag(step_loss, found_inf);
-    const auto norms = grad_norms(grads);
-    torch::Tensor grad_norm;
-    if (config_.max_grad_norm > 0.0) {
-      grad_norm = clip_grad_norm_(grads, config_.max_grad_norm, norms);
-    } else if (log_step) {
-      grad_norm = total_grad_norm_of(norms);
-    }
-    optimizer_->step(lr, skip);
-    const auto floor_hit = scaler_.update(skip);
-    overflow_steps_.add_(skip);
-    monitor_.record(step + 1, norms, floor_hit);
-    at::_foreach_zero_(grads);
+    const auto result = step_->run(micro_batches, lr, log_step);
+    monitor_.record(step + 1);
     report_bad_steps(/*wait=*/false, step + 1, summary);
     observer_.on_progress(step + 1, total_steps_, seconds_since(start));
 
@@ -402,9 +410,9 @@ RunSummary Run::run() {
       report.step = step + 1;
       report.total_steps = total_steps_;
       report.epoch = batches_->state().epoch;
-      report.loss = step_loss.item<double>() / static_cast<double>(config_.grad_accum_steps);
+      report.loss = result.loss_sum.item<double>() / static_cast<double>(config_.grad_accum_steps);
       report.lr = lr;
-      report.grad_norm = grad_norm.item<double>();
+      report.grad_norm = result.grad_norm.item<double>();
       const auto now = Clock::now();
       report.samples_per_sec =
           static_cast<double>((step + 1 - last_log_step) * samples_per_step) /
@@ -416,7 +424,7 @@ RunSummary Run::run() {
       last_log = now;
       last_log_step = step + 1;
       const auto scaler_state = scaler_.state();
-      report.loss_scaling = policy_.loss_scaling;
+      report.loss_scaling = scaler_.enabled();
       report.scale = scaler_state.scale;
       report.growth_tracker = scaler_state.growth_tracker;
       report.overflows = static_cast<int64_t>(overflow_steps_.item<double>());
@@ -424,8 +432,8 @@ RunSummary Run::run() {
       if (scaler_.enabled() && config_.grad_scaler_rules == config::ScalerRules::deepspeed) {
         report.hysteresis = scaler_state.hysteresis;
       }
-      if (underflow.defined()) {
-        const auto counts = underflow.cpu();
+      if (result.underflow.defined()) {
+        const auto counts = result.underflow.cpu();
         const double nonzero = counts[1].item<double>();
         report.grad_underflow = nonzero > 0.0 ? counts[0].item<double>() / nonzero : 0.0;
       }
