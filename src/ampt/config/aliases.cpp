@@ -21,10 +21,10 @@ std::optional<std::string> power_of_two(std::string_view text) {
 
 std::vector<Alias> build_aliases() {
   return {
-      {"loss_scale_window", "grad_scaler_growth_interval", {"scaler"}},
+      {"loss_scale_window", "grad_scaler_growth_interval", {"scaler"}, nullptr, ""},
       {"initial_scale_power", "grad_scaler_init", {"scaler"}, &power_of_two,
        "an integer in [0, 127] (init_scale = 2^power)"},
-      {"scaler_enabled", "grad_scaler_enabled", {"amp", "scaler"}},
+      {"scaler_enabled", "grad_scaler_enabled", {"amp", "scaler"}, nullptr, ""},
   };
 }
 
