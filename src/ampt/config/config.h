@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ampt/config/launch.h"
+
 namespace ampt::config {
 
 enum class MixedPrecision { no, fp16, bf16, auto_select };
@@ -13,6 +15,8 @@ enum class OptLevel { O0, O1 };
 enum class DeviceKind { auto_select, cpu, cuda };
 enum class OptimizerKind { adamw, sgd };
 enum class Sampling { random, sequential };
+enum class DistBackend { auto_select, nccl, gloo };
+enum class AllreduceDtype { grad, fp32, bf16 };
 
 struct Config {
   // run
@@ -83,6 +87,13 @@ struct Config {
   Sampling data_sampling = Sampling::random;
   int64_t loader_workers = 2;  // 0: batches are gathered on the training thread
   int64_t prefetch = 4;        // batches the loader may hold ready ahead of the model
+
+  // dist
+  DistBackend dist_backend = DistBackend::auto_select;  // auto: nccl on CUDA, gloo on CPU
+  int64_t dist_timeout = 600;  // seconds a rank waits for the others before giving up
+  AllreduceDtype allreduce_dtype = AllreduceDtype::grad;
+  // Not an option: where this process sits in the job, from the launcher's environment.
+  Launch launch;
 };
 
 }  // namespace ampt::config

@@ -5,6 +5,7 @@
 #include "ampt/core/version.h"
 #include "ampt/data/loader.h"
 #include "ampt/data/registry.h"
+#include "ampt/dist/data_parallel.h"
 #include "ampt/models/registry.h"
 #include "ampt/precision/autocast_guard.h"
 #include "ampt/precision/choice.h"
@@ -70,7 +71,8 @@ class Run {
       : config_(config),
         context_(context),
         observer_(observer),
-        device_(select_device(config.device)),
+        device_(dist::place_on_local_gpu(select_device(config.device), config.launch)),
+        dist_(config, device_.device),
         splits_(data::open_dataset(config)),
         model_(make_model(config, splits_.spec, device_.device)),
         parameters_(model_.module->parameters()),
@@ -86,6 +88,7 @@ class Run {
     std::string note;
     data::LoaderState data_start;
     if (const auto path = checkpoint_to_resume(config, note)) data_start = restore(*path, note);
+    dist_.attach(model_tensors(*model_.module), parameters_);
     batches_.emplace(splits_.train, data::train_loader_options(config, device_.device), data_start);
     steps_per_epoch_ = batches_->batches_per_epoch() / config.grad_accum_steps;
     if (steps_per_epoch_ == 0) {
@@ -133,6 +136,7 @@ class Run {
   const RunContext& context_;
   Observer& observer_;
   DeviceChoice device_;
+  dist::DataParallel dist_;
   data::DataSplits splits_;
   models::Model model_;
   std::vector<torch::Tensor> parameters_;
@@ -190,6 +194,7 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
 }
 
 void Run::save_checkpoint(int64_t steps_done, RunSummary& summary) {
+  if (!dist_.is_main()) return;  // identical on every rank: rank 0 writes it
   checkpoint::Checkpoint c;
   c.ampt_version = kVersion;
   c.git_revision = kGitRevision;
@@ -285,6 +290,12 @@ RunInfo Run::describe() const {
   info.max_grad_norm = config_.max_grad_norm;
   info.start_step = start_step_;
   info.resume_note = resume_note_;
+  if (dist_.active()) {
+    info.distributed = fmt::format(
+        "{}; global batch {} = {} ranks x {} x {} accumulation", dist_.describe(),
+        dist_.world_size() * config_.batch_size * config_.grad_accum_steps, dist_.world_size(),
+        config_.batch_size, config_.grad_accum_steps);
+  }
   return info;
 }
 
@@ -295,7 +306,8 @@ RunSummary Run::run() {
   summary.loss_scaling = policy_.loss_scaling;
   summary.initial_scale = scaler_.state().scale;
   summary.initial_loss = initial_loss_;
-  const int64_t samples_per_step = config_.batch_size * config_.grad_accum_steps;
+  const int64_t samples_per_step =
+      config_.batch_size * config_.grad_accum_steps * dist_.world_size();
   const auto start = Clock::now();
   auto last_log = start;
   int64_t last_log_step = start_step_;
@@ -307,12 +319,15 @@ RunSummary Run::run() {
     for (int64_t micro = 0; micro < config_.grad_accum_steps; ++micro) {
       const auto loss = loss_of(batches_->next(), nullptr);
       step_loss = micro == 0 ? loss.detach().clone() : step_loss.add_(loss.detach());
+      dist_.before_backward(micro + 1 == config_.grad_accum_steps);
       scaler_.scale(loss / static_cast<double>(config_.grad_accum_steps)).backward();
     }
 
+    dist_.after_backward();
     const auto grads = defined_grads(parameters_);
-    const auto found_inf = scaler_.unscale_(grads);
-    const int stop = context_.stop_requested();
+    auto found_inf = scaler_.unscale_(grads);
+    dist_.agree_found_inf(found_inf);
+    const int stop = dist_.agree_stop(context_.stop_requested());
     const bool log_step = step == 0 || (step + 1) % config_.log_every == 0 ||
                           step + 1 == total_steps_ || stop != 0;
     torch::Tensor grad_norm;
@@ -332,7 +347,8 @@ RunSummary Run::run() {
       report.step = step + 1;
       report.total_steps = total_steps_;
       report.epoch = batches_->state().epoch;
-      report.loss = step_loss.item<double>() / static_cast<double>(config_.grad_accum_steps);
+      report.loss =
+          dist_.mean(step_loss).item<double>() / static_cast<double>(config_.grad_accum_steps);
       report.lr = lr;
       report.grad_norm = grad_norm.item<double>();
       const auto now = Clock::now();
@@ -374,6 +390,7 @@ RunSummary Run::run() {
   }
   // At the end, and on a stop request: the checkpoint a requeued job resumes from.
   if (step > start_step_) save_checkpoint(step, summary);
+  dist_.finish();
 
   const auto final_state = scaler_.state();
   summary.steps = step;
