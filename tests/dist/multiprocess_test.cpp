@@ -11,7 +11,9 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <csignal>
 #include <memory>
 
@@ -59,6 +61,7 @@ RankRun run_ranks(int world, const std::vector<std::string>& argv, const std::st
   const int port = free_port();
   std::vector<std::unique_ptr<Child>> children;
   for (int r = 0; r < world; ++r) {
+    std::filesystem::create_directories(fmt::format("{}/rank{}", logs, r));
     children.push_back(std::make_unique<Child>(argv, fmt::format("{}/rank{}", logs, r),
                                                rank_env(r, world, port)));
   }
@@ -132,6 +135,8 @@ TEST_CASE("a killed rank makes the others stop within the timeout naming it", "[
   auto argv = train_args(dir + "/out", 8, 1000000, "no");
   argv.insert(argv.end(), {"--dist_timeout", "10", "--synthetic_samples", "65536"});
   const int port = free_port();
+  std::filesystem::create_directories(dir + "/rank0");
+  std::filesystem::create_directories(dir + "/rank1");
   Child rank0(argv, dir + "/rank0", rank_env(0, 2, port));
   Child rank1(argv, dir + "/rank1", rank_env(1, 2, port));
   // Training is under way once rank 0 has logged its first steps.
@@ -174,6 +179,8 @@ TEST_CASE("a missing rank and a mismatched world size are errors", "[dist][cli]"
                                         "127.0.0.1:" + std::to_string(port) + " within 2 s"));
 
   const int port2 = free_port();
+  std::filesystem::create_directories(dir + "/rank0");
+  std::filesystem::create_directories(dir + "/rank1");
   Child rank0(argv, dir + "/rank0", rank_env(0, 2, port2));
   auto three = rank_env(1, 3, port2);
   Child rank1(argv, dir + "/rank1", three);

@@ -59,7 +59,7 @@ TEST_CASE("the one-node sbatch script trains 2 Slurm tasks with short overrides"
   std::filesystem::create_directory_symlink(std::string(AMPT_SOURCE_DIR) + "/slurm", dir + "/slurm");
   const auto out_dir = dir + "/runs/slurm-" + std::to_string(job_id);
   const auto result = run_process(
-      {"bash", dir + "/slurm/train-node.sbatch", "--loader_workers", "0",
+      {"/bin/bash", dir + "/slurm/train-node.sbatch", "--loader_workers", "0",
        "--eval_batches", "1", "--dist_timeout", "60"},
       env);
   const auto rank0 = read_file(dir + "/logs/task0.out");

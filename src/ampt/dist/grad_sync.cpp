@@ -9,6 +9,7 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <functional>
 #include <map>
 
 namespace ampt::dist {
@@ -16,7 +17,7 @@ namespace {
 
 class ReadyHook : public torch::autograd::PostAccumulateGradHook {
  public:
-  ReadyHook(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
+  explicit ReadyHook(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
   void operator()(const torch::autograd::Variable&) override { on_ready_(); }
 
  private:
@@ -44,6 +45,7 @@ GradSync::GradSync(Group& group, const std::vector<at::Tensor>& parameters,
   // One open bucket per (all-reduce dtype, device); a bucket closes when it reaches the cap.
   std::map<std::pair<c10::ScalarType, std::string>, size_t> open;
   std::vector<int64_t> sizes;
+  std::vector<at::TensorOptions> options;
   for (size_t i = params_.size(); i-- > 0;) {
     const auto& p = params_[i];
     const auto type = reduce_dtype(dtype, p.scalar_type());
@@ -53,6 +55,7 @@ GradSync::GradSync(Group& group, const std::vector<at::Tensor>& parameters,
         sizes[found->second] * static_cast<int64_t>(c10::elementSize(type)) >= bucket_bytes) {
       buckets_.emplace_back();
       sizes.push_back(0);
+      options.push_back(p.options().dtype(type));
       found = open.insert_or_assign(key, buckets_.size() - 1).first;
     }
     Bucket& bucket = buckets_[found->second];
@@ -60,12 +63,8 @@ GradSync::GradSync(Group& group, const std::vector<at::Tensor>& parameters,
     bucket.offsets.push_back(sizes[found->second]);
     sizes[found->second] += p.numel();
     bucket_of_[i] = found->second;
-    if (bucket.buffer.defined()) continue;
-    bucket.buffer = at::empty({0}, p.options().dtype(type));
   }
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    buckets_[b].buffer = at::empty({sizes[b]}, buckets_[b].buffer.options());
-  }
+  for (size_t b = 0; b < buckets_.size(); ++b) buckets_[b].buffer = at::empty({sizes[b]}, options[b]);
   for (size_t i = 0; i < params_.size(); ++i) {
     torch::autograd::impl::set_post_acc_grad_hooks(
         params_[i], std::make_unique<ReadyHook>([this, i] { ready(i); }));
@@ -83,7 +82,6 @@ void GradSync::arm(bool communicate) {
   next_bucket_ = 0;
   for (auto& bucket : buckets_) {
     bucket.pending = bucket.params.size();
-    bucket.started = false;
     bucket.work.reset();
   }
 }
@@ -117,7 +115,6 @@ void GradSync::start(Bucket& bucket) {
   // Dividing first keeps a sum of large fp16-scaled gradients from overflowing.
   bucket.buffer.div_(static_cast<double>(group_.world_size()));
   bucket.work = group_.all_reduce_async(bucket.buffer, Reduce::sum);
-  bucket.started = true;
 }
 
 void GradSync::finish() {

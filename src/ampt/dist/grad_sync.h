@@ -47,7 +47,6 @@ class GradSync {
     std::vector<int64_t> offsets;
     at::Tensor buffer;  // flat, in the all-reduce dtype
     size_t pending = 0;
-    bool started = false;
     c10::intrusive_ptr<c10d::Work> work;
   };
 

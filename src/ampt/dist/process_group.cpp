@@ -6,6 +6,7 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
+#include <c10/util/Logging.h>
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -150,6 +151,10 @@ milliseconds heartbeat_stale(milliseconds timeout) {
 
 std::unique_ptr<Group> Group::connect(const config::Config& config, const c10::Device& device) {
   const auto& launch = config.launch;
+  // c10d logs errors and warnings with stack traces for every failed connection before it
+  // throws; ampt reports each failure in one line that names the host, port or lost rank.
+  // --debug keeps torch's own lines.
+  if (!config.debug) FLAGS_caffe2_log_level = std::max(FLAGS_caffe2_log_level, 3);
   const milliseconds timeout(config.dist_timeout * 1000);
   const auto where = fmt::format("the rendezvous at {}:{}", launch.master_addr, launch.master_port);
   c10::intrusive_ptr<c10d::Store> store;
