@@ -41,7 +41,7 @@ TEST_CASE("the one-node sbatch script trains 2 Slurm tasks with short overrides"
   // The job id decides the rendezvous port (15000 + id mod 20000): pick one from the pid.
   const int job_id = 10000 + ::getpid() % 9000;
   const std::map<std::string, std::string> env = {
-      {"PATH", dir + "/bin:" + std::string(std::getenv("PATH"))},
+      {"PATH", fmt::format("{}/bin:{}", dir, std::getenv("PATH"))},
       {"TASK_LOGS", dir + "/logs"},
       {"SLURM_SUBMIT_DIR", dir},
       {"SLURM_JOB_ID", std::to_string(job_id)},
