@@ -1,6 +1,7 @@
 #include "ampt/models/gpt.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/models/activation_checkpoint.h"
 
 #include <fmt/format.h>
 #include <torch/nn/functional/activation.h>
@@ -30,7 +31,13 @@ GptMlpImpl::GptMlpImpl(int64_t n_embd, double dropout) {
 torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
   // The tanh approximation is GPT-2's own GELU (and llm.c's), so weights trained elsewhere
   // behave the same here.
-  return dropout_->forward(c_proj->forward(torch::gelu(c_fc->forward(x), /*approximate=*/"tanh")));
+  return dropout_->forward(
+      project(c_proj, fp8_proj_, torch::gelu(project(c_fc, fp8_fc_, x), /*approximate=*/"tanh")));
+}
+
+void GptMlpImpl::enable_fp8(const precision::Fp8Recipe& recipe) {
+  fp8_fc_ = c10::make_intrusive<precision::Fp8Linear>(recipe);
+  fp8_proj_ = c10::make_intrusive<precision::Fp8Linear>(recipe);
 }
 
 GptBlockImpl::GptBlockImpl(int64_t n_embd, int64_t n_head, double dropout) {
@@ -81,8 +88,25 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
   }
   const auto positions = torch::arange(time, tokens.options());
   auto x = drop_->forward(wte_->forward(tokens) + wpe_->forward(positions));
-  for (const auto& block : *h_) x = block->as<GptBlock>()->forward(x);
+  const bool checkpointed = grad_ckpt_ && is_training() && torch::GradMode::is_enabled();
+  for (const auto& block : *h_) {
+    auto* b = block->as<GptBlock>();
+    if (!checkpointed) {
+      x = b->forward(x);
+      continue;
+    }
+    x = checkpoint([b](const torch::Tensor& input) { return b->forward(input); }, x,
+                   b->parameters(), /*preserve_rng=*/dims_.dropout > 0.0);
+  }
   return torch::nn::functional::linear(ln_f_->forward(x), wte_->weight);
+}
+
+void GptImpl::enable_fp8(const precision::Fp8Recipe& recipe) {
+  for (const auto& block : *h_) {
+    auto* b = block->as<GptBlock>();
+    b->attn->enable_fp8(recipe);
+    b->mlp->enable_fp8(recipe);
+  }
 }
 
 }  // namespace ampt::models

@@ -13,13 +13,16 @@ PrecisionPolicy make_policy(MixedPrecision requested, OptLevel opt_level) {
   // statistics, logs) still runs so the two can be compared line by line.
   if (opt_level == OptLevel::O0 || requested == MixedPrecision::no) return policy;
   policy.autocast = true;
-  policy.compute_dtype = requested == MixedPrecision::bf16 ? c10::kBFloat16 : c10::kHalf;
+  // fp8 runs the transformer's Linear layers in fp8 (precision/fp8_linear.h) and the rest in bf16.
+  policy.compute_dtype = requested == MixedPrecision::fp16 ? c10::kHalf : c10::kBFloat16;
+  policy.fp8 = requested == MixedPrecision::fp8;
   policy.loss_scaling = requested == MixedPrecision::fp16;
   return policy;
 }
 
 std::string PrecisionPolicy::name() const {
   if (!autocast) return "FP32";
+  if (fp8) return "FP8";
   return compute_dtype == c10::kBFloat16 ? "BF16" : "FP16";
 }
 
@@ -31,6 +34,10 @@ std::string PrecisionPolicy::explanation() const {
                  "statistics active";
   }
   if (!autocast) return "mixed precision off: fp32 weights, activations and gradients";
+  if (fp8) {
+    return "fp32 weights; the transformer's Linear layers in fp8 (e4m3 forward, e5m2 gradients, "
+           "per-tensor scales), everything else autocast to bf16; no loss scaling";
+  }
   if (loss_scaling) {
     return "fp32 weights; matmuls and convolutions autocast to fp16, softmax, norms "
            "and losses in fp32; dynamic loss scaling because fp16's range ends at 65504";

@@ -15,8 +15,9 @@ struct PrecisionPolicy {
   bool autocast = false;                         // forward runs under autocast
   c10::ScalarType compute_dtype = c10::kFloat;   // autocast's low-precision dtype
   bool loss_scaling = false;                     // dynamic loss scaler active (fp16 only)
+  bool fp8 = false;  // the GPT's Linear layers run through fp8_linear (bf16 autocast elsewhere)
 
-  // "FP32", "BF16" or "FP16": the precision the matmuls run in.
+  // "FP32", "BF16", "FP16" or "FP8": the precision the matmuls run in.
   std::string name() const;
   // One sentence on what this policy keeps in which dtype and why the scaler is on or off.
   std::string explanation() const;

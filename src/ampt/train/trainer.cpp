@@ -12,12 +12,12 @@
 #include "ampt/precision/loss_scaler.h"
 #include "ampt/precision/policy.h"
 #include "ampt/train/device.h"
-#include "ampt/train/grad_clip.h"
 #include "ampt/train/optimizer.h"
 #include "ampt/train/schedule.h"
+#include "ampt/train/step.h"
+#include "ampt/train/tuning.h"
 
 #include <ATen/Context.h>
-#include <ATen/ops/_foreach_zero.h>
 #include <fmt/format.h>
 #include <torch/nn/functional/loss.h>
 
@@ -32,14 +32,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::vector<torch::Tensor> defined_grads(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> grads;
-  for (const auto& p : params) {
-    if (p.grad().defined()) grads.push_back(p.grad());
-  }
-  return grads;
 }
 
 NamedTensors named_parameters(const torch::nn::Module& module) {
@@ -105,6 +97,7 @@ class Run {
     }
     schedule_ = {config.lr, config.lr * config.min_lr_ratio, config.warmup_steps, total_steps_};
     resume_note_ = note;
+    set_up_speed_features();
     peak_flops_ = peak_flops(device_.device, policy_.compute_dtype);
     if (splits_.val && splits_.val->size() < config.batch_size) {
       throw RuntimeError(fmt::format(
@@ -123,8 +116,11 @@ class Run {
     auto model = models::make_model(config, spec);
     model.module->to(device);
     model.module->train();
+    if (channels_last_applies(config, device)) to_channels_last(model);
     return model;
   }
+
+  void set_up_speed_features();
 
   data::LoaderState restore(const std::string& path, std::string& note);
   RunInfo describe() const;
@@ -153,7 +149,43 @@ class Run {
   int64_t start_step_ = 0;
   double initial_loss_ = 0.0;
   std::string resume_note_;
+  std::vector<std::string> speed_notes_;
+  std::unique_ptr<TrainStep> step_;
 };
+
+void Run::set_up_speed_features() {
+  if (policy_.fp8) model_.use_fp8(precision::fp8_recipe(config_));
+  if (auto note = apply_tf32(config_.allow_tf32, device_.device); !note.empty()) {
+    speed_notes_.push_back(std::move(note));
+  }
+  if (channels_last_applies(config_, device_.device)) {
+    speed_notes_.emplace_back("Channels-last: the CNN's weights and activations in NHWC");
+  }
+  const auto obstacle =
+      dist_.active() ? std::string("a distributed step waits for the other ranks on the host")
+                     : cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout);
+  const bool graphed = config_.cuda_graphs && obstacle.empty();
+  if (graphed) {
+    speed_notes_.push_back(fmt::format("CUDA graphs: the step is captured after {} warm-up steps "
+                                       "and replayed",
+                                       TrainStep::kWarmupSteps));
+  } else if (config_.cuda_graphs) {
+    speed_notes_.push_back("CUDA graphs: off, " + obstacle + "; the step runs eagerly");
+  }
+  StepParts parts;
+  parts.loss = [this](const data::Batch& batch) { return loss_of(batch, nullptr); };
+  parts.parameters = parameters_;
+  parts.scaler = &scaler_;
+  parts.optimizer = optimizer_.get();
+  parts.max_grad_norm = config_.max_grad_norm;
+  parts.overflow_steps = overflow_steps_;
+  if (dist_.active()) {
+    parts.before_backward = [this](bool last) { dist_.before_backward(last); };
+    parts.after_backward = [this] { dist_.after_backward(); };
+    parts.agree_found_inf = [this](torch::Tensor& found_inf) { dist_.agree_found_inf(found_inf); };
+  }
+  step_ = std::make_unique<TrainStep>(std::move(parts), graphed);
+}
 
 data::LoaderState Run::restore(const std::string& path, std::string& note) {
   const auto saved = checkpoint::load(path);
@@ -296,6 +328,7 @@ RunInfo Run::describe() const {
         dist_.world_size() * config_.batch_size * config_.grad_accum_steps, dist_.world_size(),
         config_.batch_size, config_.grad_accum_steps);
   }
+  info.speed_notes = speed_notes_;
   return info;
 }
 
@@ -315,31 +348,14 @@ RunSummary Run::run() {
 
   for (; step < total_steps_; ++step) {
     const double lr = schedule_.at(step);
-    torch::Tensor step_loss;
-    for (int64_t micro = 0; micro < config_.grad_accum_steps; ++micro) {
-      const auto loss = loss_of(batches_->next(), nullptr);
-      step_loss = micro == 0 ? loss.detach().clone() : step_loss.add_(loss.detach());
-      dist_.before_backward(micro + 1 == config_.grad_accum_steps);
-      scaler_.scale(loss / static_cast<double>(config_.grad_accum_steps)).backward();
-    }
-
-    dist_.after_backward();
-    const auto grads = defined_grads(parameters_);
-    auto found_inf = scaler_.unscale_(grads);
-    dist_.agree_found_inf(found_inf);
     const int stop = dist_.agree_stop(context_.stop_requested());
     const bool log_step = step == 0 || (step + 1) % config_.log_every == 0 ||
                           step + 1 == total_steps_ || stop != 0;
-    torch::Tensor grad_norm;
-    if (config_.max_grad_norm > 0.0) {
-      grad_norm = clip_grad_norm_(grads, config_.max_grad_norm);
-    } else if (log_step) {
-      grad_norm = total_grad_norm(grads);
+    std::vector<data::Batch> micro_batches;
+    for (int64_t micro = 0; micro < config_.grad_accum_steps; ++micro) {
+      micro_batches.push_back(batches_->next());
     }
-    optimizer_->step(lr, found_inf);
-    scaler_.update(found_inf);
-    overflow_steps_.add_(found_inf);
-    at::_foreach_zero_(grads);
+    const auto result = step_->run(micro_batches, lr, log_step);
     observer_.on_progress(step + 1, total_steps_, seconds_since(start));
 
     if (log_step) {
@@ -347,10 +363,10 @@ RunSummary Run::run() {
       report.step = step + 1;
       report.total_steps = total_steps_;
       report.epoch = batches_->state().epoch;
-      report.loss =
-          dist_.mean(step_loss).item<double>() / static_cast<double>(config_.grad_accum_steps);
+      report.loss = dist_.mean(result.loss_sum).item<double>() /
+                    static_cast<double>(config_.grad_accum_steps);
       report.lr = lr;
-      report.grad_norm = grad_norm.item<double>();
+      report.grad_norm = result.grad_norm.item<double>();
       const auto now = Clock::now();
       report.samples_per_sec =
           static_cast<double>((step + 1 - last_log_step) * samples_per_step) /
