@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ampt/config/launch.h"
+
 namespace ampt::config {
 
 enum class MixedPrecision { no, fp16, bf16, auto_select, fp8 };
@@ -16,6 +18,8 @@ enum class Sampling { random, sequential };
 enum class ScalerRules { torch, deepspeed };
 enum class Fp8AmaxAlgo { max, most_recent };
 enum class Fp8Scaling { delayed, current };
+enum class DistBackend { auto_select, nccl, gloo };
+enum class AllreduceDtype { grad, fp32, bf16 };
 
 struct Config {
   // run
@@ -109,6 +113,13 @@ struct Config {
   Sampling data_sampling = Sampling::random;
   int64_t loader_workers = 2;  // 0: batches are gathered on the training thread
   int64_t prefetch = 4;        // batches the loader may hold ready ahead of the model
+
+  // dist
+  DistBackend dist_backend = DistBackend::auto_select;  // auto: nccl on CUDA, gloo on CPU
+  int64_t dist_timeout = 600;  // seconds a rank waits for the others before giving up
+  AllreduceDtype allreduce_dtype = AllreduceDtype::grad;
+  // Not an option: where this process sits in the job, from the launcher's environment.
+  Launch launch;
 };
 
 }  // namespace ampt::config

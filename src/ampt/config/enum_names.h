@@ -68,6 +68,20 @@ struct EnumNames<Fp8Scaling> {
       {{"delayed", Fp8Scaling::delayed}, {"current", Fp8Scaling::current}}};
 };
 
+template <>
+struct EnumNames<DistBackend> {
+  static constexpr Spellings<DistBackend, 3> values{{{"auto", DistBackend::auto_select},
+                                                     {"nccl", DistBackend::nccl},
+                                                     {"gloo", DistBackend::gloo}}};
+};
+
+template <>
+struct EnumNames<AllreduceDtype> {
+  static constexpr Spellings<AllreduceDtype, 3> values{{{"grad", AllreduceDtype::grad},
+                                                        {"fp32", AllreduceDtype::fp32},
+                                                        {"bf16", AllreduceDtype::bf16}}};
+};
+
 // Exact, case-sensitive lookup: "BF16" is rejected so that files stay greppable.
 template <class E, std::size_t N>
 std::optional<E> find_spelling(const Spellings<E, N>& table, std::string_view text) {

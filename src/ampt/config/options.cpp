@@ -196,6 +196,16 @@ std::vector<Option> build_table() {
                      "Background threads that gather batches; 0 gathers on the training thread"),
       integer_option("prefetch", "data.prefetch", &C::prefetch, at_least_1,
                      "Batches the loader keeps ready ahead of the model"),
+
+      // dist
+      enum_option("dist_backend", "dist.backend", &C::dist_backend,
+                  "Collective backend of a distributed run: auto = nccl on GPUs, gloo on CPUs"),
+      integer_option("dist_timeout", "dist.timeout", &C::dist_timeout, at_least_1,
+                     "Seconds a rank waits for the others (rendezvous, collectives) before it "
+                     "stops with an error naming the missing rank"),
+      enum_option("allreduce_dtype", "dist.allreduce_dtype", &C::allreduce_dtype,
+                  "Gradient all-reduce dtype: grad = the gradients' own, fp32, or bf16 (half "
+                  "the traffic, rounded)"),
   };
 }
 

@@ -53,6 +53,7 @@ Resolved resolve(const std::vector<std::string>& args,
       sources[index_of(*assignment.option)] = assignment.source;
     }
   }
+  config.launch = parse_launch(env);
   return Resolved(std::move(config), std::move(sources));
 }
 

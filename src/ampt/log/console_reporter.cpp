@@ -66,6 +66,7 @@ void ConsoleReporter::on_start(const train::RunInfo& info) {
             info.batch_size, info.grad_accum_steps, info.batch_size * info.grad_accum_steps,
             info.total_steps, info.steps_per_epoch);
   for (const auto& note : info.speed_notes) log::info("[PERF] {}", note);
+  if (!info.distributed.empty()) log::info("[DIST] {}", info.distributed);
   if (!info.resume_note.empty()) log::info("[CKPT] {}", info.resume_note);
 }
 

@@ -51,6 +51,7 @@ struct RunInfo {
   int64_t start_step = 0;       // optimizer steps already done (0 unless resumed)
   std::string resume_note;      // what a resume restored, or why it started fresh; empty if neither
   std::vector<std::string> speed_notes;  // TF32, channels-last, CUDA graphs: on, or why not
+  std::string distributed;      // the ranks and the global batch; empty in a single process
 };
 
 // The state at a logged optimizer step (values read from the device only on such steps).

@@ -55,12 +55,14 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
                            bool want_grad_norm, bool want_underflow) {
   StepResult result;
   const double micro = static_cast<double>(micro_batches.size());
-  for (const auto& batch : micro_batches) {
-    const auto loss = parts_.loss(batch);
+  for (size_t m = 0; m < micro_batches.size(); ++m) {
+    const auto loss = parts_.loss(micro_batches[m]);
     result.loss_sum = result.loss_sum.defined() ? result.loss_sum.add_(loss.detach())
                                                 : loss.detach().clone();
+    if (parts_.before_backward) parts_.before_backward(m + 1 == micro_batches.size());
     parts_.scaler->scale(loss / micro).backward();
   }
+  if (parts_.after_backward) parts_.after_backward();
   std::vector<torch::Tensor> grads;
   for (const auto& p : parts_.parameters) {
     if (p.grad().defined()) grads.push_back(p.grad());
@@ -71,7 +73,9 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   }
   const auto found_inf = parts_.scaler->unscale_(grads);
   // A non-finite loss skips the step as non-finite gradients do.
-  const auto skip = parts_.monitor ? parts_.monitor->skip_flag(result.loss_sum, found_inf) : found_inf;
+  auto skip = parts_.monitor ? parts_.monitor->skip_flag(result.loss_sum, found_inf) : found_inf;
+  // Every rank must skip the same steps, or their weights and scales drift apart.
+  if (parts_.agree_found_inf) parts_.agree_found_inf(skip);
   // Per-gradient norms, shared by clipping and the monitor (a non-finite norm marks the gradient).
   const auto norms = grad_norms(grads);
   if (parts_.max_grad_norm > 0.0) {

@@ -29,6 +29,11 @@ struct StepParts {
   precision::StabilityMonitor* monitor = nullptr;
   // The half dtype whose gradient underflow eager log steps count; kFloat: none.
   c10::ScalarType underflow_dtype = c10::kFloat;
+  // Data parallelism (all optional): before each backward (true on the last micro-batch), after
+  // the last one (gradients averaged over ranks), and found_inf made the same on every rank.
+  std::function<void(bool last_micro_batch)> before_backward;
+  std::function<void()> after_backward;
+  std::function<void(torch::Tensor& found_inf)> agree_found_inf;
 };
 
 // Device tensors, valid until the next step (a graph's replay overwrites them in place).

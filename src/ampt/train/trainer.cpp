@@ -6,6 +6,7 @@
 #include "ampt/core/version.h"
 #include "ampt/data/loader.h"
 #include "ampt/data/registry.h"
+#include "ampt/dist/data_parallel.h"
 #include "ampt/models/registry.h"
 #include "ampt/precision/autocast_guard.h"
 #include "ampt/precision/choice.h"
@@ -65,7 +66,8 @@ class Run {
       : config_(config),
         context_(context),
         observer_(observer),
-        device_(select_device(config.device)),
+        device_(dist::place_on_local_gpu(select_device(config.device), config.launch)),
+        dist_(config, device_.device),
         splits_(data::open_dataset(config)),
         model_(make_model(config, splits_.spec, device_.device)),
         parameters_(model_.module->parameters()),
@@ -80,6 +82,7 @@ class Run {
     std::string note;
     data::LoaderState data_start;
     if (const auto path = checkpoint_to_resume(config, note)) data_start = restore(*path, note);
+    dist_.attach(model_tensors(*model_.module), parameters_);
     batches_.emplace(splits_.train, data::train_loader_options(config, device_.device), data_start);
     steps_per_epoch_ = batches_->batches_per_epoch() / config.grad_accum_steps;
     if (steps_per_epoch_ == 0) {
@@ -146,6 +149,7 @@ class Run {
   const RunContext& context_;
   Observer& observer_;
   DeviceChoice device_;
+  dist::DataParallel dist_;
   data::DataSplits splits_;
   models::Model model_;
   std::vector<torch::Tensor> parameters_;
@@ -175,7 +179,9 @@ void Run::set_up_speed_features() {
   if (channels_last_applies(config_, device_.device)) {
     speed_notes_.emplace_back("Channels-last: the CNN's weights and activations in NHWC");
   }
-  const auto obstacle = cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout);
+  const auto obstacle =
+      dist_.active() ? std::string("a distributed step waits for the other ranks on the host")
+                     : cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout);
   const bool graphed = config_.cuda_graphs && obstacle.empty();
   if (graphed) {
     speed_notes_.push_back(fmt::format("CUDA graphs: the step is captured after {} warm-up steps "
@@ -195,6 +201,11 @@ void Run::set_up_speed_features() {
   // Underflow is measured against the dtype autocast computes in (fp8 runs report bf16's).
   if (policy_.compute_dtype == torch::kHalf || policy_.compute_dtype == torch::kBFloat16) {
     parts.underflow_dtype = policy_.compute_dtype;
+  }
+  if (dist_.active()) {
+    parts.before_backward = [this](bool last) { dist_.before_backward(last); };
+    parts.after_backward = [this] { dist_.after_backward(); };
+    parts.agree_found_inf = [this](torch::Tensor& found_inf) { dist_.agree_found_inf(found_inf); };
   }
   step_ = std::make_unique<TrainStep>(std::move(parts), graphed);
 }
@@ -238,6 +249,7 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
 }
 
 void Run::save_checkpoint(int64_t steps_done, RunSummary& summary) {
+  if (!dist_.is_main()) return;  // identical on every rank: rank 0 writes it
   checkpoint::Checkpoint c;
   c.ampt_version = kVersion;
   c.git_revision = kGitRevision;
@@ -344,6 +356,12 @@ RunInfo Run::describe() const {
   info.max_grad_norm = config_.max_grad_norm;
   info.start_step = start_step_;
   info.resume_note = resume_note_;
+  if (dist_.active()) {
+    info.distributed = fmt::format(
+        "{}; global batch {} = {} ranks x {} x {} accumulation", dist_.describe(),
+        dist_.world_size() * config_.batch_size * config_.grad_accum_steps, dist_.world_size(),
+        config_.batch_size, config_.grad_accum_steps);
+  }
   info.speed_notes = speed_notes_;
   return info;
 }
@@ -385,7 +403,8 @@ RunSummary Run::run() {
   summary.loss_scaling = scaler_.enabled();
   summary.initial_scale = scaler_.state().scale;
   summary.initial_loss = initial_loss_;
-  const int64_t samples_per_step = config_.batch_size * config_.grad_accum_steps;
+  const int64_t samples_per_step =
+      config_.batch_size * config_.grad_accum_steps * dist_.world_size();
   const auto start = Clock::now();
   auto last_log = start;
   int64_t last_log_step = start_step_;
@@ -393,7 +412,7 @@ RunSummary Run::run() {
 
   for (; step < total_steps_; ++step) {
     const double lr = schedule_.at(step);
-    const int stop = context_.stop_requested();
+    const int stop = dist_.agree_stop(context_.stop_requested());
     const bool log_step = step == 0 || (step + 1) % config_.log_every == 0 ||
                           step + 1 == total_steps_ || stop != 0;
     std::vector<data::Batch> micro_batches;
@@ -410,7 +429,8 @@ RunSummary Run::run() {
       report.step = step + 1;
       report.total_steps = total_steps_;
       report.epoch = batches_->state().epoch;
-      report.loss = result.loss_sum.item<double>() / static_cast<double>(config_.grad_accum_steps);
+      report.loss = dist_.mean(result.loss_sum).item<double>() /
+                    static_cast<double>(config_.grad_accum_steps);
       report.lr = lr;
       report.grad_norm = result.grad_norm.item<double>();
       const auto now = Clock::now();
@@ -462,6 +482,7 @@ RunSummary Run::run() {
   }
   // At the end, and on a stop request: the checkpoint a requeued job resumes from.
   if (step > start_step_) save_checkpoint(step, summary);
+  dist_.finish();
 
   const auto final_state = scaler_.state();
   summary.steps = step;
