@@ -9,7 +9,7 @@
 namespace ampt::config {
 
 enum class MixedPrecision { no, fp16, bf16, auto_select };
-enum class OptLevel { O0, O1 };
+enum class OptLevel { O0, O1, O2 };
 enum class DeviceKind { auto_select, cpu, cuda };
 enum class OptimizerKind { adamw, sgd };
 enum class Sampling { random, sequential };
@@ -37,6 +37,10 @@ struct Config {
   MixedPrecision mixed_precision = MixedPrecision::bf16;
   OptLevel amp_opt_level = OptLevel::O1;
   bool strict_precision = false;  // refuse, rather than replace, a precision the device lacks
+  // Module-name patterns (comma-separated) whose modules run and store in fp32 (precision_schedule.h).
+  std::string keep_fp32_modules;
+  // Stages such as "fp32:500,bf16"; empty: mixed_precision throughout (precision_schedule.h).
+  std::string precision_schedule;
 
   // scaler (torch.amp.GradScaler's defaults)
   double grad_scaler_init = 65536.0;

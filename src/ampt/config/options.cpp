@@ -1,6 +1,7 @@
 #include "ampt/config/options.h"
 
 #include "ampt/config/dataset_spec.h"
+#include "ampt/config/precision_schedule.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -58,7 +59,18 @@ std::vector<Option> build_table() {
                   "Stop with an error instead of falling back when the device lacks the "
                   "requested precision (bf16 on a pre-Ampere GPU)"),
       enum_option("amp_opt_level", "amp.opt_level", &C::amp_opt_level,
-                  "O0: cast nothing (fp32 reference); O1: autocast allow-listed ops"),
+                  "O0: cast nothing (fp32 reference); O1: autocast allow-listed ops; O2: half "
+                  "weights and activations, fp32 norms and master weights"),
+      list_option(explained_string_option(
+          "keep_fp32_modules", "amp.keep_fp32_modules", &C::keep_fp32_modules,
+          module_patterns_problem, std::string(kModulePatternsExpected), "PATTERNS",
+          "Modules (name patterns, comma-separated; YAML a list) that always run and store in "
+          "fp32")),
+      list_option(explained_string_option(
+          "precision_schedule", "amp.precision_schedule", &C::precision_schedule,
+          schedule_problem, std::string(kScheduleExpected), "STAGES",
+          "Precision stages, e.g. fp32:500,bf16 (YAML a list of {until_step|until_epoch, "
+          "precision}); the last stage runs to the end")),
 
       // scaler
       float_option("grad_scaler_init", "scaler.init_scale", &C::grad_scaler_init, positive,
