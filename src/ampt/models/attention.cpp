@@ -1,5 +1,6 @@
 #include "ampt/models/attention.h"
 
+#include "ampt/models/precision_islands.h"
 #include <ATen/ops/scaled_dot_product_attention.h>
 
 namespace ampt::models {
@@ -17,14 +18,14 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const auto heads = [&](const torch::Tensor& t) {
     return t.view({batch, time, n_head_, width / n_head_}).transpose(1, 2);
   };
-  const auto qkv = c_attn->forward(x).split(width, /*dim=*/2);
+  const auto qkv = call(c_attn, x).split(width, /*dim=*/2);
   // is_causal instead of an explicit mask lets SDPA pick flash attention (bf16/fp16 on a GPU)
   // and skip the masked half of the work. Attention dropout only while training, as nn.Dropout.
   const auto y = at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]),
                                                   /*attn_mask=*/{}, is_training() ? dropout_ : 0.0,
                                                   /*is_causal=*/true);
   return resid_dropout_->forward(
-      c_proj->forward(y.transpose(1, 2).contiguous().view({batch, time, width})));
+      call(c_proj, y.transpose(1, 2).contiguous().view({batch, time, width})));
 }
 
 }  // namespace ampt::models

@@ -1,5 +1,6 @@
 #include "ampt/models/gpt.h"
 
+#include "ampt/models/precision_islands.h"
 #include "ampt/core/errors.h"
 
 #include <fmt/format.h>
@@ -30,7 +31,7 @@ GptMlpImpl::GptMlpImpl(int64_t n_embd, double dropout) {
 torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
   // The tanh approximation is GPT-2's own GELU (and llm.c's), so weights trained elsewhere
   // behave the same here.
-  return dropout_->forward(c_proj->forward(torch::gelu(c_fc->forward(x), /*approximate=*/"tanh")));
+  return dropout_->forward(call(c_proj, torch::gelu(call(c_fc, x), /*approximate=*/"tanh")));
 }
 
 GptBlockImpl::GptBlockImpl(int64_t n_embd, int64_t n_head, double dropout) {
@@ -41,8 +42,8 @@ GptBlockImpl::GptBlockImpl(int64_t n_embd, int64_t n_head, double dropout) {
 }
 
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
-  const auto h = x + attn->forward(ln_1->forward(x));
-  return h + mlp->forward(ln_2->forward(h));
+  const auto h = x + call(attn, call(ln_1, x));
+  return h + call(mlp, call(ln_2, h));
 }
 
 GptImpl::GptImpl(const GptDims& dims) : dims_(dims) {
@@ -80,9 +81,12 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
                                    time, dims_.block_size));
   }
   const auto positions = torch::arange(time, tokens.options());
-  auto x = drop_->forward(wte_->forward(tokens) + wpe_->forward(positions));
-  for (const auto& block : *h_) x = block->as<GptBlock>()->forward(x);
-  return torch::nn::functional::linear(ln_f_->forward(x), wte_->weight);
+  auto x = drop_->forward(call(wte_, tokens) + call(wpe_, positions));
+  for (const auto& block : *h_) x = call(block->as<GptBlock>(), x);
+  // The head is wte used backwards (tied weights), so it shares wte's island, if any.
+  return through_island(*wte_, call(ln_f_, x), [&](const torch::Tensor& h) {
+    return torch::nn::functional::linear(h, wte_->weight);
+  });
 }
 
 }  // namespace ampt::models

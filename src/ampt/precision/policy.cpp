@@ -1,5 +1,7 @@
 #include "ampt/precision/policy.h"
 
+#include <fmt/format.h>
+
 namespace ampt::precision {
 
 using config::MixedPrecision;
@@ -15,6 +17,7 @@ PrecisionPolicy make_policy(MixedPrecision requested, OptLevel opt_level) {
   policy.autocast = true;
   policy.compute_dtype = requested == MixedPrecision::bf16 ? c10::kBFloat16 : c10::kHalf;
   policy.loss_scaling = requested == MixedPrecision::fp16;
+  if (opt_level == OptLevel::O2) policy.weight_dtype = policy.compute_dtype;
   return policy;
 }
 
@@ -30,7 +33,21 @@ std::string PrecisionPolicy::explanation() const {
                : "fp32 everywhere (the fp32 baseline for the requested precision), AMP "
                  "statistics active";
   }
-  if (!autocast) return "mixed precision off: fp32 weights, activations and gradients";
+  if (!autocast) {
+    return opt_level == OptLevel::O2
+               ? "fp32 weights (the O2 masters themselves), activations and gradients"
+               : "mixed precision off: fp32 weights, activations and gradients";
+  }
+  if (opt_level == OptLevel::O2) {
+    const char* half = compute_dtype == c10::kBFloat16 ? "bf16" : "fp16";
+    return fmt::format(
+        "{0} weights, activations and gradients; BatchNorm/LayerNorm and keep_fp32_modules in "
+        "fp32; fp32 master weights stepped by the optimizer; autocast still runs losses in "
+        "fp32{1}",
+        half,
+        loss_scaling ? "; dynamic loss scaling because fp16's range ends at 65504"
+                     : "; no loss scaling because bf16 has fp32's exponent range");
+  }
   if (loss_scaling) {
     return "fp32 weights; matmuls and convolutions autocast to fp16, softmax, norms "
            "and losses in fp32; dynamic loss scaling because fp16's range ends at 65504";
