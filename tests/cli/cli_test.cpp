@@ -52,7 +52,7 @@ TEST_CASE("cli: usage errors exit 2 with one line naming the mistake", "[cli][er
   check_one_line_error(run_ampt({"train", "--batch_size", "abc"}), 2,
                        "invalid value 'abc' for batch_size (flag --batch_size)");
   check_one_line_error(run_ampt({"train", "--mixed_precision", "fp64"}), 2,
-                       "expected one of no, fp16, bf16, auto");
+                       "expected one of no, fp16, bf16, auto, fp8");
   check_one_line_error(run_ampt({"train", "--grad_scaler_backoff", "1.5"}), 2,
                        "grad_scaler_backoff");
   check_one_line_error(run_ampt({"config", "--batch_size"}), 2, "--batch_size needs a value");
@@ -70,9 +70,9 @@ TEST_CASE("cli: bad YAML exits 2 naming file, line and column", "[cli][errors]")
   write_file(dir + "/typo.yaml", "training:\n  bach_size: 8\n");
   check_one_line_error(run_ampt({"config", "--config", dir + "/typo.yaml"}), 2,
                        "unknown key 'bach_size' in " + dir + "/typo.yaml:2");
-  write_file(dir + "/value.yaml", "amp:\n  mixed_precision: fp8\n");
+  write_file(dir + "/value.yaml", "amp:\n  mixed_precision: fp4\n");
   check_one_line_error(run_ampt({"train", "--config", dir + "/value.yaml"}), 2,
-                       "invalid value 'fp8' for mixed_precision (" + dir + "/value.yaml:2)");
+                       "invalid value 'fp4' for mixed_precision (" + dir + "/value.yaml:2)");
   write_file(dir + "/broken.yaml", "training:\n  batch_size: [8\n");
   check_one_line_error(run_ampt({"config", "--config", dir + "/broken.yaml"}), 2,
                        "malformed YAML in " + dir + "/broken.yaml:");

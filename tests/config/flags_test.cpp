@@ -81,7 +81,7 @@ TEST_CASE("flag values get the same checks as every other source", "[config][fla
         "invalid value '-0.1' for min_lr_ratio (flag --min_lr_ratio): expected a number in [0, 1]");
   CHECK(resolve_error({"--mixed_precision", "fp64"}) ==
         "invalid value 'fp64' for mixed_precision (flag --mixed_precision): expected one of no, "
-        "fp16, bf16, auto");
+        "fp16, bf16, auto, fp8");
   CHECK(resolve_error({"--device", "gpu"}) ==
         "invalid value 'gpu' for device (flag --device): expected one of auto, cpu, cuda");
   CHECK(resolve_error({"--output_dir="}) ==

@@ -56,7 +56,7 @@ TEST_CASE("every option has help, a value hint and an expected-value description
 
 TEST_CASE("the table holds the specified YAML paths and sections", "[config][table]") {
   CHECK(sections() ==
-        std::vector<std::string>{"run", "checkpoint", "amp", "scaler", "training", "model", "data"});
+        std::vector<std::string>{"run", "checkpoint", "amp", "perf", "scaler", "training", "model", "data"});
   CHECK(find_option("config")->yaml_path().empty());
   CHECK(find_option("model")->yaml_path() == "model.name");
   CHECK(find_option("dataset")->yaml_path() == "data.dataset");

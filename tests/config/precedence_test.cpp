@@ -93,7 +93,7 @@ TEST_CASE("values are validated at every level, naming their source", "[config][
   CHECK(resolve_error({}, {{"AMPT_BATCH_SIZE", "0"}}) ==
         "invalid value '0' for batch_size (env AMPT_BATCH_SIZE): expected an integer >= 1");
   CHECK(yaml_error("amp:\n  mixed_precision: fp64\n") ==
-        "invalid value 'fp64' for mixed_precision (FILE:2): expected one of no, fp16, bf16, auto");
+        "invalid value 'fp64' for mixed_precision (FILE:2): expected one of no, fp16, bf16, auto, fp8");
   // An invalid value is an error even when a higher-precedence source would override it.
   TempYaml yaml("training: {lr: -1}\n");
   CHECK(usage_error([&] {

@@ -8,11 +8,13 @@
 
 namespace ampt::config {
 
-enum class MixedPrecision { no, fp16, bf16, auto_select };
+enum class MixedPrecision { no, fp16, bf16, auto_select, fp8 };
 enum class OptLevel { O0, O1, O2 };
 enum class DeviceKind { auto_select, cpu, cuda };
 enum class OptimizerKind { adamw, sgd };
 enum class Sampling { random, sequential };
+enum class Fp8AmaxAlgo { max, most_recent };
+enum class Fp8Scaling { delayed, current };
 
 struct Config {
   // run
@@ -41,6 +43,17 @@ struct Config {
   std::string keep_fp32_modules;
   // Stages such as "fp32:500,bf16"; empty: mixed_precision throughout (precision_schedule.h).
   std::string precision_schedule;
+  // fp8 (TransformerEngine's DelayedScaling defaults): scale = 448 / amax / 2^margin
+  Fp8Scaling fp8_scaling = Fp8Scaling::delayed;
+  int64_t fp8_amax_history_len = 1024;
+  Fp8AmaxAlgo fp8_amax_compute_algo = Fp8AmaxAlgo::max;
+  int64_t fp8_margin = 0;
+
+  // perf
+  bool grad_ckpt = false;      // recompute each transformer block in backward
+  bool cuda_graphs = false;    // capture the training step once, replay it
+  bool allow_tf32 = false;     // fp32 matmuls and convolutions on TF32 tensor cores (CUDA)
+  bool channels_last = true;   // the CNN in NHWC on CUDA
 
   // scaler (torch.amp.GradScaler's defaults)
   double grad_scaler_init = 65536.0;

@@ -20,10 +20,11 @@ struct EnumNames;  // specialised for each Config enum: `values` lists its one s
 
 template <>
 struct EnumNames<MixedPrecision> {
-  static constexpr Spellings<MixedPrecision, 4> values{{{"no", MixedPrecision::no},
+  static constexpr Spellings<MixedPrecision, 5> values{{{"no", MixedPrecision::no},
                                                         {"fp16", MixedPrecision::fp16},
                                                         {"bf16", MixedPrecision::bf16},
-                                                        {"auto", MixedPrecision::auto_select}}};
+                                                        {"auto", MixedPrecision::auto_select},
+                                                        {"fp8", MixedPrecision::fp8}}};
 };
 
 template <>
@@ -48,6 +49,18 @@ template <>
 struct EnumNames<Sampling> {
   static constexpr Spellings<Sampling, 2> values{
       {{"random", Sampling::random}, {"sequential", Sampling::sequential}}};
+};
+
+template <>
+struct EnumNames<Fp8AmaxAlgo> {
+  static constexpr Spellings<Fp8AmaxAlgo, 2> values{
+      {{"max", Fp8AmaxAlgo::max}, {"most_recent", Fp8AmaxAlgo::most_recent}}};
+};
+
+template <>
+struct EnumNames<Fp8Scaling> {
+  static constexpr Spellings<Fp8Scaling, 2> values{
+      {{"delayed", Fp8Scaling::delayed}, {"current", Fp8Scaling::current}}};
 };
 
 // Exact, case-sensitive lookup: "BF16" is rejected so that files stay greppable.

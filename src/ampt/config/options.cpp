@@ -72,6 +72,28 @@ std::vector<Option> build_table() {
           "Precision stages, e.g. fp32:500,bf16 (YAML a list of {until_step|until_epoch, "
           "precision}); the last stage runs to the end")),
 
+      enum_option("fp8_scaling", "amp.fp8_scaling", &C::fp8_scaling,
+                  "fp8 scale factors: delayed (from an amax history of earlier steps, as "
+                  "TransformerEngine) or current (from each tensor's own amax)"),
+      integer_option("fp8_amax_history_len", "amp.fp8_amax_history_len", &C::fp8_amax_history_len,
+                     at_least_1, "Steps of amax history each fp8 tensor keeps (delayed scaling)"),
+      enum_option("fp8_amax_compute_algo", "amp.fp8_amax_compute_algo",
+                  &C::fp8_amax_compute_algo,
+                  "Amax a delayed fp8 scale is taken from: the history's max or its most recent"),
+      integer_option("fp8_margin", "amp.fp8_margin", &C::fp8_margin, at_least_0,
+                     "fp8 scale = fp8_max / amax / 2^margin: headroom in powers of two"),
+
+      // perf
+      bool_option("grad_ckpt", "perf.grad_ckpt", &C::grad_ckpt,
+                  "Recompute each transformer block in backward instead of keeping its "
+                  "activations (GPT models)"),
+      bool_option("cuda_graphs", "perf.cuda_graphs", &C::cuda_graphs,
+                  "Capture the whole training step as a CUDA graph and replay it (CUDA)"),
+      bool_option("allow_tf32", "perf.allow_tf32", &C::allow_tf32,
+                  "Let fp32 matmuls and convolutions use TF32 tensor cores (CUDA, Ampere+)"),
+      bool_option("channels_last", "perf.channels_last", &C::channels_last,
+                  "Keep the CNN's weights and activations channels-last (NHWC) on CUDA"),
+
       // scaler
       float_option("grad_scaler_init", "scaler.init_scale", &C::grad_scaler_init, positive,
                    "Initial loss scale of the fp16 grad scaler"),

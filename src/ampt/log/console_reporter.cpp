@@ -56,6 +56,7 @@ void ConsoleReporter::on_start(const train::RunInfo& info) {
   log::info("[AMP] Batch {} x {} accumulation = {} samples/step; {} steps ({} per epoch)",
             info.batch_size, info.grad_accum_steps, info.batch_size * info.grad_accum_steps,
             info.total_steps, info.steps_per_epoch);
+  for (const auto& note : info.speed_notes) log::info("[PERF] {}", note);
   if (!info.resume_note.empty()) log::info("[CKPT] {}", info.resume_note);
 }
 

@@ -1,9 +1,17 @@
 #include "ampt/models/attention.h"
 
+#include "ampt/models/activation_checkpoint.h"
 #include "ampt/models/precision_islands.h"
+
 #include <ATen/ops/scaled_dot_product_attention.h>
 
 namespace ampt::models {
+
+torch::Tensor project(torch::nn::Linear& linear, const c10::intrusive_ptr<precision::Fp8Linear>& fp8,
+                      const torch::Tensor& x) {
+  if (!fp8) return call(linear, x);
+  return fp8->forward(x, linear->weight, linear->bias, /*record=*/!recomputing());
+}
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout)
     : n_head_(n_head), dropout_(dropout) {
@@ -18,14 +26,19 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const auto heads = [&](const torch::Tensor& t) {
     return t.view({batch, time, n_head_, width / n_head_}).transpose(1, 2);
   };
-  const auto qkv = call(c_attn, x).split(width, /*dim=*/2);
+  const auto qkv = project(c_attn, fp8_attn_, x).split(width, /*dim=*/2);
   // is_causal instead of an explicit mask lets SDPA pick flash attention (bf16/fp16 on a GPU)
   // and skip the masked half of the work. Attention dropout only while training, as nn.Dropout.
   const auto y = at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]),
                                                   /*attn_mask=*/{}, is_training() ? dropout_ : 0.0,
                                                   /*is_causal=*/true);
   return resid_dropout_->forward(
-      call(c_proj, y.transpose(1, 2).contiguous().view({batch, time, width})));
+      project(c_proj, fp8_proj_, y.transpose(1, 2).contiguous().view({batch, time, width})));
+}
+
+void CausalSelfAttentionImpl::enable_fp8(const precision::Fp8Recipe& recipe) {
+  fp8_attn_ = c10::make_intrusive<precision::Fp8Linear>(recipe);
+  fp8_proj_ = c10::make_intrusive<precision::Fp8Linear>(recipe);
 }
 
 }  // namespace ampt::models

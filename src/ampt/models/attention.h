@@ -1,11 +1,18 @@
 // Causal multi-head self-attention of a GPT block.
 #pragma once
 
+#include "ampt/precision/fp8_linear.h"
+
 #include <torch/nn/module.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
 namespace ampt::models {
+
+// A Linear layer whose matmul runs in fp8 through `fp8` when that is set (precision/fp8_linear.h),
+// else the layer itself. A recomputation (activation checkpointing) leaves fp8 scales alone.
+torch::Tensor project(torch::nn::Linear& linear, const c10::intrusive_ptr<precision::Fp8Linear>& fp8,
+                      const torch::Tensor& x);
 
 // One fused q/k/v projection, scaled dot-product attention with a causal mask, and an output
 // projection. Names follow nanoGPT (c_attn, c_proj) so state dicts line up with GPT-2's.
@@ -18,7 +25,12 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   torch::nn::Linear c_attn{nullptr};
   torch::nn::Linear c_proj{nullptr};  // a residual projection: GPT-2 scales its init
 
+  // Runs c_attn and c_proj in fp8 from now on.
+  void enable_fp8(const precision::Fp8Recipe& recipe);
+
  private:
+  c10::intrusive_ptr<precision::Fp8Linear> fp8_attn_;
+  c10::intrusive_ptr<precision::Fp8Linear> fp8_proj_;
   int64_t n_head_;
   double dropout_;
   torch::nn::Dropout resid_dropout_{nullptr};

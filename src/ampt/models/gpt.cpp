@@ -1,7 +1,9 @@
 #include "ampt/models/gpt.h"
 
 #include "ampt/models/precision_islands.h"
+
 #include "ampt/core/errors.h"
+#include "ampt/models/activation_checkpoint.h"
 
 #include <fmt/format.h>
 #include <torch/nn/functional/activation.h>
@@ -31,7 +33,13 @@ GptMlpImpl::GptMlpImpl(int64_t n_embd, double dropout) {
 torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
   // The tanh approximation is GPT-2's own GELU (and llm.c's), so weights trained elsewhere
   // behave the same here.
-  return dropout_->forward(call(c_proj, torch::gelu(call(c_fc, x), /*approximate=*/"tanh")));
+  return dropout_->forward(
+      project(c_proj, fp8_proj_, torch::gelu(project(c_fc, fp8_fc_, x), /*approximate=*/"tanh")));
+}
+
+void GptMlpImpl::enable_fp8(const precision::Fp8Recipe& recipe) {
+  fp8_fc_ = c10::make_intrusive<precision::Fp8Linear>(recipe);
+  fp8_proj_ = c10::make_intrusive<precision::Fp8Linear>(recipe);
 }
 
 GptBlockImpl::GptBlockImpl(int64_t n_embd, int64_t n_head, double dropout) {
@@ -82,11 +90,32 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
   }
   const auto positions = torch::arange(time, tokens.options());
   auto x = drop_->forward(call(wte_, tokens) + call(wpe_, positions));
-  for (const auto& block : *h_) x = call(block->as<GptBlock>(), x);
+  const bool checkpointed = grad_ckpt_ && is_training() && torch::GradMode::is_enabled();
+  for (const auto& block : *h_) {
+    auto* b = block->as<GptBlock>();
+    if (!checkpointed) {
+      x = call(b, x);
+      continue;
+    }
+    // The recomputation in backward may run on another thread: it takes this pass's islands.
+    x = checkpoint([b, islands = active_islands()](const torch::Tensor& input) {
+          IslandScope scope(islands);
+          return call(b, input);
+        }, x,
+                   b->parameters(), /*preserve_rng=*/dims_.dropout > 0.0);
+  }
   // The head is wte used backwards (tied weights), so it shares wte's island, if any.
   return through_island(*wte_, call(ln_f_, x), [&](const torch::Tensor& h) {
     return torch::nn::functional::linear(h, wte_->weight);
   });
+}
+
+void GptImpl::enable_fp8(const precision::Fp8Recipe& recipe) {
+  for (const auto& block : *h_) {
+    auto* b = block->as<GptBlock>();
+    b->attn->enable_fp8(recipe);
+    b->mlp->enable_fp8(recipe);
+  }
 }
 
 }  // namespace ampt::models

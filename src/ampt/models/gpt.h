@@ -22,7 +22,12 @@ class GptMlpImpl : public torch::nn::Module {
   torch::nn::Linear c_fc{nullptr};
   torch::nn::Linear c_proj{nullptr};  // a residual projection: GPT-2 scales its init
 
+  // Runs c_fc and c_proj in fp8 from now on.
+  void enable_fp8(const precision::Fp8Recipe& recipe);
+
  private:
+  c10::intrusive_ptr<precision::Fp8Linear> fp8_fc_;
+  c10::intrusive_ptr<precision::Fp8Linear> fp8_proj_;
   torch::nn::Dropout dropout_{nullptr};
 };
 TORCH_MODULE(GptMlp);
@@ -56,8 +61,16 @@ class GptImpl : public torch::nn::Module {
 
   const GptDims& dims() const { return dims_; }
 
+  // Activation checkpointing: while training with grad mode on, each block keeps only its input
+  // and is recomputed in backward (models/activation_checkpoint.h). Off by default.
+  void set_grad_ckpt(bool enabled) { grad_ckpt_ = enabled; }
+  // The blocks' Linear layers (attention c_attn/c_proj, MLP c_fc/c_proj) run in fp8 from now
+  // on; the embeddings and the tied head stay in the autocast dtype.
+  void enable_fp8(const precision::Fp8Recipe& recipe);
+
  private:
   GptDims dims_;
+  bool grad_ckpt_ = false;
   torch::nn::Embedding wte_{nullptr};
   torch::nn::Embedding wpe_{nullptr};
   torch::nn::Dropout drop_{nullptr};

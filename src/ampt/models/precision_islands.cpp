@@ -12,7 +12,7 @@
 namespace ampt::models {
 namespace {
 
-thread_local const PrecisionIslands* active_islands = nullptr;
+thread_local const PrecisionIslands* current_islands = nullptr;
 
 bool matches(const std::string& pattern, const std::string& name) {
   for (std::size_t start = 0;;) {
@@ -82,15 +82,17 @@ PrecisionIslands select_islands(const torch::nn::Module& root,
   return islands;
 }
 
-IslandScope::IslandScope(const PrecisionIslands* islands) : previous_(active_islands) {
-  active_islands = islands;
+IslandScope::IslandScope(const PrecisionIslands* islands) : previous_(current_islands) {
+  current_islands = islands;
 }
 
-IslandScope::~IslandScope() { active_islands = previous_; }
+IslandScope::~IslandScope() { current_islands = previous_; }
+
+const PrecisionIslands* active_islands() { return current_islands; }
 
 torch::Tensor through_island(const torch::nn::Module& module, const torch::Tensor& x,
                              const std::function<torch::Tensor(const torch::Tensor&)>& forward) {
-  const Island* island = active_islands ? active_islands->find(&module) : nullptr;
+  const Island* island = current_islands ? current_islands->find(&module) : nullptr;
   if (island == nullptr) return forward(x);
   // Excluding the autocast keys is what `torch.autocast(enabled=False)` does for one region.
   c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);

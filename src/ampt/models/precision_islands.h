@@ -62,6 +62,9 @@ class IslandScope {
   const PrecisionIslands* previous_;
 };
 
+// The islands `call` consults on this thread now (nullptr: none).
+const PrecisionIslands* active_islands();
+
 // forward(x), or its fp32-island version when the active scope lists `module`.
 torch::Tensor through_island(const torch::nn::Module& module, const torch::Tensor& x,
                              const std::function<torch::Tensor(const torch::Tensor&)>& forward);

@@ -45,7 +45,8 @@ Model make_mlp(const config::Config& config, const data::DataSpec& spec) {
   Mlp mlp(features, config.mlp_hidden, config.mlp_layers, spec.classes);
   return {mlp.ptr(), forward_of(mlp), training_flops_from_macs(mlp->macs_per_sample()), 1,
           fmt::format("in {}, hidden {} x {} layers, classes {}", features, config.mlp_hidden,
-                      config.mlp_layers, spec.classes)};
+                      config.mlp_layers, spec.classes),
+          {}};
 }
 
 Model make_cnn(const config::Config& config, const data::DataSpec& spec) {
@@ -57,7 +58,8 @@ Model make_cnn(const config::Config& config, const data::DataSpec& spec) {
       cnn.ptr(), forward_of(cnn), training_flops_from_macs(cnn->macs_per_sample()), 1,
       fmt::format("input {}x{}x{}, {} stages of {} blocks, channels {}..{}, classes {}", shape[0],
                   shape[1], shape[2], CnnImpl::kStages, config.cnn_blocks, config.cnn_channels,
-                  config.cnn_channels << (CnnImpl::kStages - 1), spec.classes)};
+                  config.cnn_channels << (CnnImpl::kStages - 1), spec.classes),
+      {}};
 }
 
 Model make_gpt(const config::Config& config, const data::DataSpec& spec) {
@@ -77,20 +79,44 @@ Model make_gpt(const config::Config& config, const data::DataSpec& spec) {
         "at least {}",
         tokens, dims.block_size, config.model, tokens));
   }
+  if (config.mixed_precision == config::MixedPrecision::fp8 &&
+      (dims.n_embd % 16 != 0 || config.batch_size * tokens % 16 != 0)) {
+    throw UsageError(fmt::format(
+        "mixed_precision fp8 needs n_embd and batch_size x tokens per sample to be multiples of "
+        "16 (fp8 matmul tiles); model {} has n_embd {} and {} x {} = {}",
+        config.model, dims.n_embd, config.batch_size, tokens, config.batch_size * tokens));
+  }
   Gpt gpt(dims);
+  gpt->set_grad_ckpt(config.grad_ckpt);
   return {gpt.ptr(), forward_of(gpt),
           gpt_training_flops_per_token(parameter_count(*gpt), dims, tokens) * tokens, tokens,
-          fmt::format("n_layer {}, n_embd {}, n_head {}, block_size {}, vocab_size {}, dropout {}",
+          fmt::format("n_layer {}, n_embd {}, n_head {}, block_size {}, vocab_size {}, dropout {}{}",
                       dims.n_layer, dims.n_embd, dims.n_head, dims.block_size, dims.vocab_size,
-                      dims.dropout)};
+                      dims.dropout, config.grad_ckpt ? ", blocks recomputed in backward" : ""),
+          [gpt](const precision::Fp8Recipe& recipe) mutable { gpt->enable_fp8(recipe); }};
+}
+
+// grad_ckpt and fp8 act on transformer blocks and their Linear layers: other models have none.
+void require_transformer(const config::Config& config) {
+  if (config.grad_ckpt) {
+    throw UsageError(fmt::format("grad_ckpt recomputes transformer blocks and model {} has none: "
+                                 "use a gpt model or drop --grad_ckpt",
+                                 config.model));
+  }
+  if (config.mixed_precision == config::MixedPrecision::fp8) {
+    throw UsageError(fmt::format("mixed_precision fp8 runs a GPT's Linear layers in fp8 and model "
+                                 "{} is not a GPT: use a gpt model, or bf16",
+                                 config.model));
+  }
 }
 
 }  // namespace
 
 Model make_model(const config::Config& config, const data::DataSpec& spec) {
+  if (is_gpt(config.model)) return make_gpt(config, spec);
+  if (config.model == "mlp" || config.model == "cnn") require_transformer(config);
   if (config.model == "mlp") return make_mlp(config, spec);
   if (config.model == "cnn") return make_cnn(config, spec);
-  if (is_gpt(config.model)) return make_gpt(config, spec);
   std::vector<std::string> names = {"mlp", "cnn", "gpt"};
   for (const auto& preset : gpt_presets()) names.push_back(preset.name);
   throw UsageError(

@@ -3,6 +3,7 @@
 
 #include "ampt/config/config.h"
 #include "ampt/data/dataset.h"
+#include "ampt/precision/fp8_linear.h"
 
 #include <torch/nn/module.h>
 
@@ -26,12 +27,16 @@ struct Model {
   int64_t flops_per_sample = 0;
   int64_t tokens_per_sample = 1;  // T for a language model, 1 for a classifier
   std::string architecture;       // the resolved dimensions, e.g. "n_layer 12, n_embd 768, ..."
+  // Set for models with Linear layers that can run in fp8 (GPTs): switches them to fp8.
+  std::function<void(const precision::Fp8Recipe&)> use_fp8;
 };
 
 // Builds the configured model with its parameters initialised from the torch seed that the
 // caller set, so the same seed always gives the same weights. Throws UsageError (one line) when
 // the model cannot take this data (wrong task or sample rank, a vocabulary or token block larger
-// than a GPT's vocab_size or block_size) or its settings are inconsistent.
+// than a GPT's vocab_size or block_size) or its settings are inconsistent, and when grad_ckpt or
+// mixed_precision fp8 is asked of a model that is not a GPT or, for fp8, whose matmul dimensions
+// (n_embd, batch_size × tokens) are not multiples of 16. A GPT is built with config.grad_ckpt.
 Model make_model(const config::Config& config, const data::DataSpec& spec);
 
 int64_t parameter_count(const torch::nn::Module& module);

@@ -26,6 +26,11 @@ bool cpu_has_native_bf16() {
 }
 
 PrecisionChoice choose_precision(MixedPrecision requested, bool strict, const c10::Device& device) {
+  // fp8 has no fallback: a run asked for it to measure fp8, another precision would mislead.
+  if (requested == MixedPrecision::fp8 && !device.is_cuda()) {
+    throw RuntimeError("mixed_precision fp8 needs a CUDA GPU of compute capability 8.9 or newer "
+                       "(Ada, Hopper); this run is on " + device.str() + ": use bf16 on a CPU");
+  }
   if (!device.is_cuda()) {
     if (requested != MixedPrecision::auto_select) return {requested, "", false};
     // Without native bf16 a CPU emulates it, slower than fp32; fp16 is emulated everywhere.
@@ -40,6 +45,11 @@ PrecisionChoice choose_precision(MixedPrecision requested, bool strict, const c1
   const auto capability =
       fmt::format("compute capability {}.{}", properties->major, properties->minor);
   const bool has_bf16 = properties->major >= 8;  // Ampere and newer
+  if (requested == MixedPrecision::fp8) {
+    if (properties->major * 10 + properties->minor >= 89) return {requested, "", false};
+    throw RuntimeError("mixed_precision fp8 needs a GPU of compute capability 8.9 or newer (Ada, "
+                       "Hopper), this one has " + capability + ": use bf16");
+  }
   if (requested == MixedPrecision::auto_select) {
     if (has_bf16) return {MixedPrecision::bf16, "auto: the GPU (" + capability + ") has bf16", false};
     return {MixedPrecision::fp16,

@@ -17,7 +17,8 @@ struct PrecisionChoice {
 
 // auto: bf16 where the device computes it natively (GPUs of compute capability 8.0+, CPUs with
 // avx512_bf16 or amx_bf16), else fp16 with the loss scaler on a GPU, else fp32 on a CPU.
-// bf16 on a GPU without it becomes fp16, or a RuntimeError when `strict`.
+// bf16 on a GPU without it becomes fp16, or a RuntimeError when `strict`. fp8 anywhere but a
+// GPU of compute capability 8.9+ is a RuntimeError, strict or not.
 PrecisionChoice choose_precision(config::MixedPrecision requested, bool strict,
                                  const c10::Device& device);
 

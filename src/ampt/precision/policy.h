@@ -18,8 +18,9 @@ struct PrecisionPolicy {
   // The dtype the model's weights are stored in: compute_dtype under O2 (fp32 masters held by
   // the optimizer, norms kept fp32), else fp32.
   c10::ScalarType weight_dtype = c10::kFloat;
+  bool fp8 = false;  // the GPT's Linear layers run through fp8_linear (bf16 autocast elsewhere)
 
-  // "FP32", "BF16" or "FP16": the precision the matmuls run in.
+  // "FP32", "BF16", "FP16" or "FP8": the precision the matmuls run in.
   std::string name() const;
   // One sentence on what this policy keeps in which dtype and why the scaler is on or off.
   std::string explanation() const;

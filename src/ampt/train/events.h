@@ -43,6 +43,7 @@ struct RunInfo {
   double max_grad_norm = 0.0;
   int64_t start_step = 0;       // optimizer steps already done (0 unless resumed)
   std::string resume_note;      // what a resume restored, or why it started fresh; empty if neither
+  std::vector<std::string> speed_notes;  // TF32, channels-last, CUDA graphs: on, or why not
 };
 
 // The state at a logged optimizer step (values read from the device only on such steps).

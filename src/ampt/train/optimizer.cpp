@@ -83,19 +83,9 @@ class FusedAdamW final : public Optimizer {
     }
   }
 
-  void step(double lr, const torch::Tensor& found_inf) override {
-    for (const auto& group : groups_) {
-      auto live = group.live();
-      if (live.params.empty()) continue;
-      auto& steps = live.state[2];
-      // As torch.optim's fused path: count the step, let the kernel skip on found_inf, then
-      // take the count back for skipped steps, all on the device.
-      at::_foreach_add_(steps, 1);
-      at::_fused_adamw_(live.params, live.grads, live.state[0], live.state[1], {}, steps, lr,
-                        beta1_, beta2_, group.weight_decay, eps_, /*amsgrad=*/false,
-                        /*maximize=*/false, /*grad_scale=*/std::nullopt, found_inf);
-      at::_foreach_sub_(steps, std::vector<torch::Tensor>(steps.size(), found_inf));
-    }
+  void step(double lr, const torch::Tensor& found_inf) override { step_with(lr, found_inf); }
+  void step(const torch::Tensor& lr, const torch::Tensor& found_inf) override {
+    step_with(lr, found_inf);
   }
 
   std::string describe() const override {
@@ -112,6 +102,23 @@ class FusedAdamW final : public Optimizer {
   }
 
  private:
+  // Lr: double or a device tensor, the two overloads of the fused kernel.
+  template <class Lr>
+  void step_with(const Lr& lr, const torch::Tensor& found_inf) {
+    for (const auto& group : groups_) {
+      auto live = group.live();
+      if (live.params.empty()) continue;
+      auto& steps = live.state[2];
+      // As torch.optim's fused path: count the step, let the kernel skip on found_inf, then
+      // take the count back for skipped steps, all on the device.
+      at::_foreach_add_(steps, 1);
+      at::_fused_adamw_(live.params, live.grads, live.state[0], live.state[1], {}, steps, lr,
+                        beta1_, beta2_, group.weight_decay, eps_, /*amsgrad=*/false,
+                        /*maximize=*/false, /*grad_scale=*/std::nullopt, found_inf);
+      at::_foreach_sub_(steps, std::vector<torch::Tensor>(steps.size(), found_inf));
+    }
+  }
+
   double weight_decay_;
   double beta1_;
   double beta2_;
@@ -129,18 +136,9 @@ class FusedSgd final : public Optimizer {
     for (auto& group : groups_) group.state = {zeros_like_each(group.params)};
   }
 
-  void step(double lr, const torch::Tensor& found_inf) override {
-    for (const auto& group : groups_) {
-      auto live = group.live();
-      if (live.params.empty()) continue;
-      const std::vector<torch::Tensor> no_buffers;
-      // Zero-initialised buffers with is_first_step=false equal torch.optim.SGD's first step
-      // (buffer = grad) for dampening 0, and stay correct when the first step is skipped.
-      at::_fused_sgd_(live.params, live.grads, momentum_ == 0.0 ? no_buffers : live.state[0],
-                      group.weight_decay, momentum_, lr, /*dampening=*/0.0, /*nesterov=*/false,
-                      /*maximize=*/false, /*is_first_step=*/false, /*grad_scale=*/std::nullopt,
-                      found_inf);
-    }
+  void step(double lr, const torch::Tensor& found_inf) override { step_with(lr, found_inf); }
+  void step(const torch::Tensor& lr, const torch::Tensor& found_inf) override {
+    step_with(lr, found_inf);
   }
 
   std::string describe() const override {
@@ -157,6 +155,21 @@ class FusedSgd final : public Optimizer {
   }
 
  private:
+  template <class Lr>
+  void step_with(const Lr& lr, const torch::Tensor& found_inf) {
+    for (const auto& group : groups_) {
+      auto live = group.live();
+      if (live.params.empty()) continue;
+      const std::vector<torch::Tensor> no_buffers;
+      // Zero-initialised buffers with is_first_step=false equal torch.optim.SGD's first step
+      // (buffer = grad) for dampening 0, and stay correct when the first step is skipped.
+      at::_fused_sgd_(live.params, live.grads, momentum_ == 0.0 ? no_buffers : live.state[0],
+                      group.weight_decay, momentum_, lr, /*dampening=*/0.0, /*nesterov=*/false,
+                      /*maximize=*/false, /*is_first_step=*/false, /*grad_scale=*/std::nullopt,
+                      found_inf);
+    }
+  }
+
   double weight_decay_;
   double momentum_;
   std::vector<Group> groups_;

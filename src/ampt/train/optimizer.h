@@ -18,6 +18,9 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual void step(double lr, const torch::Tensor& found_inf) = 0;
+  // The same with lr a 0-dim float32 tensor on the parameters' device: a captured CUDA graph
+  // reads the rate its replay finds there, so the schedule needs no re-capture.
+  virtual void step(const torch::Tensor& lr, const torch::Tensor& found_inf) = 0;
   virtual std::string describe() const = 0;
   virtual std::string kind() const = 0;  // "adamw", "sgd"
   // The live state tensors, named "<parameter>.<state>": a checkpoint saves them and a resume

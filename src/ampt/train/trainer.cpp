@@ -16,12 +16,12 @@
 #include "ampt/precision/master_weights.h"
 #include "ampt/precision/policy.h"
 #include "ampt/train/device.h"
-#include "ampt/train/grad_clip.h"
 #include "ampt/train/optimizer.h"
 #include "ampt/train/schedule.h"
+#include "ampt/train/step.h"
+#include "ampt/train/tuning.h"
 
 #include <ATen/Context.h>
-#include <ATen/ops/_foreach_zero.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/nn/functional/loss.h>
@@ -37,14 +37,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::vector<torch::Tensor> defined_grads(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> grads;
-  for (const auto& p : params) {
-    if (p.grad().defined()) grads.push_back(p.grad());
-  }
-  return grads;
 }
 
 precision::LossScalerOptions scaler_options(const config::Config& config, bool enabled) {
@@ -106,6 +98,7 @@ class Run {
     }
     schedule_ = {config.lr, config.lr * config.min_lr_ratio, config.warmup_steps, total_steps_};
     resume_note_ = note;
+    set_up_speed_features();
     peak_flops_ = peak_flops(device_.device, policy_.compute_dtype);
     if (splits_.val && splits_.val->size() < config.batch_size) {
       throw RuntimeError(fmt::format(
@@ -124,8 +117,11 @@ class Run {
     auto model = models::make_model(config, spec);
     model.module->to(device);
     model.module->train();
+    if (channels_last_applies(config, device)) to_channels_last(model);
     return model;
   }
+
+  void set_up_speed_features();
 
   data::LoaderState restore(const std::string& path, std::string& note);
   // Parameters (the fp32 masters under O2) and buffers: what a checkpoint holds of the model.
@@ -163,7 +159,43 @@ class Run {
   int64_t start_step_ = 0;
   double initial_loss_ = 0.0;
   std::string resume_note_;
+  std::vector<std::string> speed_notes_;
+  std::unique_ptr<TrainStep> step_;
 };
+
+void Run::set_up_speed_features() {
+  if (policy_.fp8) model_.use_fp8(precision::fp8_recipe(config_));
+  if (auto note = apply_tf32(config_.allow_tf32, device_.device); !note.empty()) {
+    speed_notes_.push_back(std::move(note));
+  }
+  if (channels_last_applies(config_, device_.device)) {
+    speed_notes_.emplace_back("Channels-last: the CNN's weights and activations in NHWC");
+  }
+  const auto obstacle = cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout);
+  // O2 allocates its fp32 gradients per step and a schedule changes dtypes: both stay eager.
+  const bool eager_precision = masters_.enabled() || stages_.size() > 1;
+  const bool graphed = config_.cuda_graphs && obstacle.empty() && !eager_precision;
+  if (graphed) {
+    speed_notes_.push_back(fmt::format("CUDA graphs: the step is captured after {} warm-up steps "
+                                       "and replayed",
+                                       TrainStep::kWarmupSteps));
+  } else if (config_.cuda_graphs) {
+    speed_notes_.push_back(
+        "CUDA graphs: off, " +
+        (obstacle.empty() ? std::string("O2 master weights and precision schedules run eagerly")
+                          : obstacle) +
+        "; the step runs eagerly");
+  }
+  StepParts parts;
+  parts.loss = [this](const data::Batch& batch) { return loss_of(batch, nullptr); };
+  parts.parameters = parameters_;
+  parts.scaler = &scaler_;
+  parts.masters = &masters_;
+  parts.optimizer = optimizer_.get();
+  parts.max_grad_norm = config_.max_grad_norm;
+  parts.overflow_steps = overflow_steps_;
+  step_ = std::make_unique<TrainStep>(std::move(parts), graphed);
+}
 
 data::LoaderState Run::restore(const std::string& path, std::string& note) {
   const auto saved = checkpoint::load(path);
@@ -359,6 +391,7 @@ RunInfo Run::describe() const {
   info.max_grad_norm = config_.max_grad_norm;
   info.start_step = start_step_;
   info.resume_note = resume_note_;
+  info.speed_notes = speed_notes_;
   return info;
 }
 
@@ -381,30 +414,14 @@ RunSummary Run::run() {
       enter_stage(stage, step, epoch, /*announce=*/true);
     }
     const double lr = schedule_.at(step);
-    torch::Tensor step_loss;
-    for (int64_t micro = 0; micro < config_.grad_accum_steps; ++micro) {
-      const auto loss = loss_of(batches_->next(), nullptr);
-      step_loss = micro == 0 ? loss.detach().clone() : step_loss.add_(loss.detach());
-      scaler_.scale(loss / static_cast<double>(config_.grad_accum_steps)).backward();
-    }
-
-    const auto grads = masters_.master_grads();
-    const auto found_inf = scaler_.unscale_(grads);
     const int stop = context_.stop_requested();
     const bool log_step = step == 0 || (step + 1) % config_.log_every == 0 ||
                           step + 1 == total_steps_ || stop != 0;
-    torch::Tensor grad_norm;
-    if (config_.max_grad_norm > 0.0) {
-      grad_norm = clip_grad_norm_(grads, config_.max_grad_norm);
-    } else if (log_step) {
-      grad_norm = total_grad_norm(grads);
+    std::vector<data::Batch> micro_batches;
+    for (int64_t micro = 0; micro < config_.grad_accum_steps; ++micro) {
+      micro_batches.push_back(batches_->next());
     }
-    optimizer_->step(lr, found_inf);
-    masters_.refresh_model();
-    scaler_.update(found_inf);
-    overflow_steps_.add_(found_inf);
-    // O2 releases its half gradients in the step: only fp32 islands' gradients may be left.
-    if (const auto left = defined_grads(parameters_); !left.empty()) at::_foreach_zero_(left);
+    const auto result = step_->run(micro_batches, lr, log_step);
     observer_.on_progress(step + 1, total_steps_, seconds_since(start));
 
     if (log_step) {
@@ -412,9 +429,9 @@ RunSummary Run::run() {
       report.step = step + 1;
       report.total_steps = total_steps_;
       report.epoch = batches_->state().epoch;
-      report.loss = step_loss.item<double>() / static_cast<double>(config_.grad_accum_steps);
+      report.loss = result.loss_sum.item<double>() / static_cast<double>(config_.grad_accum_steps);
       report.lr = lr;
-      report.grad_norm = grad_norm.item<double>();
+      report.grad_norm = result.grad_norm.item<double>();
       const auto now = Clock::now();
       report.samples_per_sec =
           static_cast<double>((step + 1 - last_log_step) * samples_per_step) /

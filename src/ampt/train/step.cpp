@@ -1,0 +1,142 @@
+#include "ampt/train/step.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/train/grad_clip.h"
+
+#include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <ATen/ops/_foreach_zero.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+
+namespace ampt::train {
+
+std::string cuda_graph_obstacle(const c10::Device& device, bool grad_ckpt, double dropout) {
+  if (!device.is_cuda()) return "the run is on " + device.str() + ", CUDA graphs need a GPU";
+  // Recomputed dropout restores generator states, which a graph capture cannot read.
+  if (grad_ckpt && dropout > 0.0) return "grad_ckpt with dropout > 0 reads RNG states per step";
+  return "";
+}
+
+namespace {
+
+// Work queued on `waiter` from now on starts after what `on` has queued so far.
+void wait_for(const c10::cuda::CUDAStream& waiter, const c10::cuda::CUDAStream& on) {
+  at::cuda::CUDAEvent event;
+  event.record(on);
+  event.block(waiter);
+}
+
+}  // namespace
+
+struct TrainStep::Graph {
+  at::cuda::CUDAGraph graph;
+  c10::cuda::CUDAStream side_stream = c10::cuda::getStreamFromPool();
+  int warmup_left = kWarmupSteps;
+  bool captured = false;
+  std::vector<data::Batch> inputs;  // static buffers: each step's batches are copied in
+  torch::Tensor lr;                 // 0-dim float32 on the device, refilled before each replay
+  StepResult result;                // the graph's outputs, rewritten by each replay
+};
+
+TrainStep::TrainStep(StepParts parts, bool graphed) : parts_(std::move(parts)) {
+  if (graphed) graph_ = std::make_unique<Graph>();
+}
+
+TrainStep::~TrainStep() = default;
+
+bool TrainStep::captured() const { return graph_ && graph_->captured; }
+
+template <class Lr>
+StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const Lr& lr,
+                           bool want_grad_norm) {
+  StepResult result;
+  const double micro = static_cast<double>(micro_batches.size());
+  for (const auto& batch : micro_batches) {
+    const auto loss = parts_.loss(batch);
+    result.loss_sum = result.loss_sum.defined() ? result.loss_sum.add_(loss.detach())
+                                                : loss.detach().clone();
+    parts_.scaler->scale(loss / micro).backward();
+  }
+  std::vector<torch::Tensor> grads;
+  if (parts_.masters != nullptr) {
+    grads = parts_.masters->master_grads();
+  } else {
+    for (const auto& p : parts_.parameters) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
+  }
+  const auto found_inf = parts_.scaler->unscale_(grads);
+  if (parts_.max_grad_norm > 0.0) {
+    result.grad_norm = clip_grad_norm_(grads, parts_.max_grad_norm);
+  } else if (want_grad_norm) {
+    result.grad_norm = total_grad_norm(grads);
+  }
+  parts_.optimizer->step(lr, found_inf);
+  if (parts_.masters != nullptr) parts_.masters->refresh_model();
+  parts_.scaler->update(found_inf);
+  parts_.overflow_steps.add_(found_inf);
+  // O2 released its half gradients in the step: only fp32 parameters' gradients may be left.
+  std::vector<torch::Tensor> left;
+  for (const auto& p : parts_.parameters) {
+    if (p.grad().defined()) left.push_back(p.grad());
+  }
+  if (!left.empty()) at::_foreach_zero_(left);
+  return result;
+}
+
+StepResult TrainStep::run(const std::vector<data::Batch>& micro_batches, double lr,
+                          bool want_grad_norm) {
+  if (!graph_) return body(micro_batches, lr, want_grad_norm);
+  auto& g = *graph_;
+  auto current = c10::cuda::getCurrentCUDAStream();
+  if (g.warmup_left > 0) {
+    // Warm-up steps are real steps, run on the stream the capture will use so that the
+    // allocator and cuBLAS workspaces it sees are already set up.
+    --g.warmup_left;
+    wait_for(g.side_stream, current);
+    StepResult result;
+    {
+      c10::cuda::CUDAStreamGuard guard(g.side_stream);
+      result = body(micro_batches, lr, /*want_grad_norm=*/true);
+    }
+    wait_for(current, g.side_stream);
+    return result;
+  }
+  if (!g.captured) {
+    for (const auto& batch : micro_batches) g.inputs.push_back({batch.inputs.clone(), batch.targets.clone()});
+    g.lr = torch::full({}, lr, torch::dtype(torch::kFloat32).device(micro_batches.front().inputs.device()));
+    wait_for(g.side_stream, current);
+    {
+      c10::cuda::CUDAStreamGuard guard(g.side_stream);
+      // Cached casts made inside the capture would be graph-pool tensors read after it.
+      const bool cache = at::autocast::is_autocast_cache_enabled();
+      at::autocast::set_autocast_cache_enabled(false);
+      // Thread-local: the loader's worker threads keep pinning host memory during the capture.
+      g.graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+      g.result = body(g.inputs, g.lr, /*want_grad_norm=*/true);
+      g.graph.capture_end();
+      at::autocast::set_autocast_cache_enabled(cache);
+    }
+    wait_for(current, g.side_stream);
+    g.captured = true;
+  } else {
+    if (micro_batches.size() != g.inputs.size() ||
+        micro_batches.front().inputs.sizes() != g.inputs.front().inputs.sizes()) {
+      throw RuntimeError("a CUDA graph replays the shapes it captured: this step has a different "
+                         "batch; run without --cuda_graphs");
+    }
+    for (size_t i = 0; i < micro_batches.size(); ++i) {
+      g.inputs[i].inputs.copy_(micro_batches[i].inputs, /*non_blocking=*/true);
+      g.inputs[i].targets.copy_(micro_batches[i].targets, /*non_blocking=*/true);
+    }
+    g.lr.fill_(lr);
+  }
+  // Capturing records the work without doing it: the first replay is this step.
+  g.graph.replay();
+  return g.result;
+}
+
+}  // namespace ampt::train

@@ -1,0 +1,69 @@
+// The training step as one function of device tensors — forward and backward over the
+// micro-batches, unscale and inf check, clipping, optimizer step, scaler update — which runs
+// eagerly or, with --cuda_graphs on a GPU, is captured once into a CUDA graph and replayed.
+#pragma once
+
+#include "ampt/data/batch.h"
+#include "ampt/precision/loss_scaler.h"
+#include "ampt/precision/master_weights.h"
+#include "ampt/train/optimizer.h"
+
+#include <torch/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ampt::train {
+
+// What a step works on; the run owns all of it and outlives the step.
+struct StepParts {
+  std::function<torch::Tensor(const data::Batch&)> loss;  // forward under autocast → 0-dim loss
+  std::vector<torch::Tensor> parameters;
+  precision::LossScaler* scaler = nullptr;
+  // The gradients the optimizer steps with (O2: fp32 master gradients) and the refresh of the
+  // half weights after the step; transparent below O2; null: the parameters' own gradients.
+  precision::MasterWeights* masters = nullptr;
+  Optimizer* optimizer = nullptr;
+  double max_grad_norm = 0.0;   // 0: no clipping
+  torch::Tensor overflow_steps;  // 0-dim, += found_inf every step
+};
+
+// Device tensors, valid until the next step (a graph's replay overwrites them in place).
+struct StepResult {
+  torch::Tensor loss_sum;   // the sum of the micro-batches' losses
+  torch::Tensor grad_norm;  // before clipping; undefined when neither clipped nor asked for
+};
+
+// Why a run cannot use a CUDA graph for its step, or "" when it can.
+std::string cuda_graph_obstacle(const c10::Device& device, bool grad_ckpt, double dropout);
+
+class TrainStep {
+ public:
+  // `graphed`: capture the step after kWarmupSteps eager steps (the caller has checked
+  // cuda_graph_obstacle). The eager steps, the capture and the replays are the same function.
+  TrainStep(StepParts parts, bool graphed);
+  ~TrainStep();
+  TrainStep(const TrainStep&) = delete;
+  TrainStep& operator=(const TrainStep&) = delete;
+
+  // One optimizer step on these micro-batches (same shapes every step when graphed). A graphed
+  // step always computes the grad norm.
+  StepResult run(const std::vector<data::Batch>& micro_batches, double lr, bool want_grad_norm);
+
+  bool captured() const;
+
+  // PyTorch's recipe warms up three iterations on a side stream before capturing.
+  static constexpr int kWarmupSteps = 3;
+
+ private:
+  template <class Lr>
+  StepResult body(const std::vector<data::Batch>& micro_batches, const Lr& lr, bool want_grad_norm);
+
+  struct Graph;  // CUDA-only state, defined in step.cpp
+  StepParts parts_;
+  std::unique_ptr<Graph> graph_;
+};
+
+}  // namespace ampt::train

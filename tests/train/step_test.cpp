@@ -1,0 +1,148 @@
+// The training step and the speed switches around it: the CUDA-graph fallback and, on a GPU,
+// a graphed step equal to the eager one; grad_ckpt and TF32 through whole runs.
+#include "ampt/train/step.h"
+
+#include "ampt/precision/autocast_guard.h"
+#include "ampt/train/trainer.h"
+#include "ampt/train/tuning.h"
+#include "support/process.h"
+
+#include <ATen/Context.h>
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+namespace {
+
+using ampt::config::Config;
+
+struct Recorder final : ampt::train::Observer {
+  ampt::train::RunInfo info;
+  std::vector<double> losses;
+  void on_start(const ampt::train::RunInfo& i) override { info = i; }
+  void on_step(const ampt::train::StepReport& r) override { losses.push_back(r.loss); }
+};
+
+Config gpt_run() {
+  Config config;
+  config.output_dir = ampt::test::make_temp_dir();
+  config.device = ampt::config::DeviceKind::cpu;
+  config.model = "gpt-tiny";
+  config.synthetic_samples = 512;
+  config.batch_size = 8;
+  config.max_steps = 12;
+  config.log_every = 1;
+  config.eval_batches = 1;
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("cuda_graphs on a CPU: one line says why, and the run is the eager run",
+          "[train][step][cuda_graphs]") {
+  auto config = gpt_run();
+  config.grad_accum_steps = 2;
+  Recorder eager;
+  ampt::train::run_training(config, {}, eager);
+  config.cuda_graphs = true;
+  config.output_dir = ampt::test::make_temp_dir();
+  Recorder fallback;
+  ampt::train::run_training(config, {}, fallback);
+  CHECK(fallback.info.speed_notes ==
+        std::vector<std::string>{
+            "CUDA graphs: off, the run is on cpu, CUDA graphs need a GPU; the step runs eagerly"});
+  CHECK(eager.info.speed_notes.empty());
+  CHECK(fallback.losses == eager.losses);
+  CHECK(ampt::train::cuda_graph_obstacle(torch::Device(torch::kCUDA, 0), true, 0.1) ==
+        "grad_ckpt with dropout > 0 reads RNG states per step");
+  CHECK(ampt::train::cuda_graph_obstacle(torch::Device(torch::kCUDA, 0), true, 0.0).empty());
+}
+
+TEST_CASE("grad_ckpt: a whole run's losses equal the plain run's", "[train][step][grad_ckpt]") {
+  auto config = gpt_run();
+  config.dropout = 0.1;
+  Recorder plain;
+  ampt::train::run_training(config, {}, plain);
+  config.grad_ckpt = true;
+  config.output_dir = ampt::test::make_temp_dir();
+  Recorder checkpointed;
+  ampt::train::run_training(config, {}, checkpointed);
+  REQUIRE(plain.losses.size() == 12);
+  CHECK(checkpointed.losses == plain.losses);
+  CHECK_THAT(checkpointed.info.architecture, Catch::Contains("blocks recomputed in backward"));
+}
+
+TEST_CASE("allow_tf32 sets cuBLAS and cuDNN TF32 together", "[train][step][tf32]") {
+  CHECK(ampt::train::apply_tf32(true, torch::kCPU) == "TF32: requested, no effect on cpu");
+  CHECK(at::globalContext().allowTF32CuBLAS());
+  CHECK(at::globalContext().allowTF32CuDNN());
+  CHECK(ampt::train::apply_tf32(false, torch::kCPU).empty());
+  CHECK_FALSE(at::globalContext().allowTF32CuBLAS());
+  CHECK_FALSE(at::globalContext().allowTF32CuDNN());
+}
+
+// On a GPU only: the graph must do exactly what the eager step does, replay after replay.
+TEST_CASE("cuda_graphs: graphed steps equal eager steps on a GPU", "[train][step][cuda_graphs][cuda]") {
+  if (!torch::cuda::is_available()) {
+    WARN("no CUDA device: the graphed-step comparison needs one");
+    return;
+  }
+  const torch::Device device(torch::kCUDA, 0);
+  for (auto precision : {c10::kFloat, c10::kBFloat16}) {
+    INFO("autocast " << c10::toString(precision));
+    Config config;
+    config.max_grad_norm = 0.5;
+    struct Side {
+      torch::nn::Sequential net;
+      std::unique_ptr<ampt::precision::LossScaler> scaler;
+      std::unique_ptr<ampt::train::Optimizer> optimizer;
+      std::unique_ptr<ampt::train::TrainStep> step;
+      torch::Tensor overflows;
+    };
+    const auto make_side = [&](bool graphed) {
+      torch::manual_seed(3);
+      Side s;
+      s.net = torch::nn::Sequential(torch::nn::Linear(32, 64), torch::nn::GELU(),
+                                    torch::nn::Dropout(0.1), torch::nn::Linear(64, 10));
+      s.net->to(device);
+      s.scaler = std::make_unique<ampt::precision::LossScaler>(
+          ampt::precision::LossScalerOptions{precision == c10::kFloat ? false : true}, device);
+      ampt::NamedTensors named;
+      for (const auto& item : s.net->named_parameters()) named.emplace_back(item.key(), item.value());
+      s.optimizer = ampt::train::make_optimizer(config, named);
+      s.overflows = torch::zeros({}, torch::dtype(torch::kFloat32).device(device));
+      ampt::train::StepParts parts;
+      auto net = s.net;
+      parts.loss = [net, precision](const ampt::data::Batch& b) mutable {
+        ampt::precision::AutocastGuard autocast(c10::kCUDA, precision, precision != c10::kFloat);
+        return torch::nn::functional::cross_entropy(net->forward(b.inputs), b.targets);
+      };
+      parts.parameters = s.net->parameters();
+      parts.scaler = s.scaler.get();
+      parts.optimizer = s.optimizer.get();
+      parts.max_grad_norm = config.max_grad_norm;
+      parts.overflow_steps = s.overflows;
+      s.step = std::make_unique<ampt::train::TrainStep>(std::move(parts), graphed);
+      return s;
+    };
+    auto eager = make_side(false);
+    auto graphed = make_side(true);
+    for (int i = 0; i < 8; ++i) {
+      std::vector<ampt::data::Batch> batches{{torch::randn({16, 32}, device),
+                                              torch::randint(0, 10, {16}, torch::dtype(torch::kInt64).device(device))}};
+      const double lr = 1e-2 * (i + 1);
+      // The same dropout masks: both sides start each step from the same generator state.
+      const auto rng = at::globalContext().defaultGenerator(device).get_state();
+      const auto a = eager.step->run(batches, lr, true);
+      const double loss_a = a.loss_sum.item<double>();
+      auto generator = at::globalContext().defaultGenerator(device);
+      generator.set_state(rng);
+      const auto b = graphed.step->run(batches, lr, true);
+      INFO("step " << i + 1);
+      CHECK(b.loss_sum.item<double>() == loss_a);
+      const auto pa = eager.net->parameters();
+      const auto pb = graphed.net->parameters();
+      for (size_t k = 0; k < pa.size(); ++k) CHECK(torch::allclose(pa[k], pb[k], 1e-5, 1e-7));
+    }
+    CHECK(graphed.step->captured());
+  }
+}
