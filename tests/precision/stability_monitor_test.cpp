@@ -53,7 +53,7 @@ struct Fixture {
     std::vector<torch::Tensor> grads;
     for (const auto& p : model->parameters()) grads.push_back(p.grad());
     const auto skip = monitor.skip_flag(loss.detach(), scaler.unscale_(grads));
-    monitor.observe(ampt::train::grad_norms(grads), scaler.update(skip));
+    monitor.observe(ampt::train::grad_norms(grads), scaler.update(skip), skip);
     monitor.record(number);
     return skip.item<float>();
   }

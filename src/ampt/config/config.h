@@ -11,7 +11,7 @@
 namespace ampt::config {
 
 enum class MixedPrecision { no, fp16, bf16, auto_select, fp8 };
-enum class OptLevel { O0, O1 };
+enum class OptLevel { O0, O1, O2 };
 enum class DeviceKind { auto_select, cpu, cuda };
 enum class OptimizerKind { adamw, sgd };
 enum class Sampling { random, sequential };
@@ -44,6 +44,10 @@ struct Config {
   MixedPrecision mixed_precision = MixedPrecision::bf16;
   OptLevel amp_opt_level = OptLevel::O1;
   bool strict_precision = false;  // refuse, rather than replace, a precision the device lacks
+  // Module-name patterns (comma-separated) whose modules run and store in fp32 (precision_schedule.h).
+  std::string keep_fp32_modules;
+  // Stages such as "fp32:500,bf16"; empty: mixed_precision throughout (precision_schedule.h).
+  std::string precision_schedule;
   // fp8 (TransformerEngine's DelayedScaling defaults): scale = 448 / amax / 2^margin
   Fp8Scaling fp8_scaling = Fp8Scaling::delayed;
   int64_t fp8_amax_history_len = 1024;

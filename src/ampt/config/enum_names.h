@@ -29,7 +29,8 @@ struct EnumNames<MixedPrecision> {
 
 template <>
 struct EnumNames<OptLevel> {
-  static constexpr Spellings<OptLevel, 2> values{{{"O0", OptLevel::O0}, {"O1", OptLevel::O1}}};
+  static constexpr Spellings<OptLevel, 3> values{
+      {{"O0", OptLevel::O0}, {"O1", OptLevel::O1}, {"O2", OptLevel::O2}}};
 };
 
 template <>

@@ -1,6 +1,7 @@
 #include "ampt/config/options.h"
 
 #include "ampt/config/dataset_spec.h"
+#include "ampt/config/precision_schedule.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -61,9 +62,20 @@ std::vector<Option> build_table() {
                   "Stop with an error instead of falling back when the device lacks the "
                   "requested precision (bf16 on a pre-Ampere GPU)"),
       enum_option("amp_opt_level", "amp.opt_level", &C::amp_opt_level,
-                  "O0: cast nothing (fp32 reference); O1: autocast allow-listed ops"),
+                  "O0: cast nothing (fp32 reference); O1: autocast allow-listed ops; O2: half "
+                  "weights and activations, fp32 norms and master weights"),
       bool_option("autocast_cache", "amp.autocast_cache", &C::autocast_cache,
                   "Reuse autocast's low-precision weight copies within a forward pass"),
+      list_option(explained_string_option(
+          "keep_fp32_modules", "amp.keep_fp32_modules", &C::keep_fp32_modules,
+          module_patterns_problem, std::string(kModulePatternsExpected), "PATTERNS",
+          "Modules (name patterns, comma-separated; YAML a list) that always run and store in "
+          "fp32")),
+      list_option(explained_string_option(
+          "precision_schedule", "amp.precision_schedule", &C::precision_schedule,
+          schedule_problem, std::string(kScheduleExpected), "STAGES",
+          "Precision stages, e.g. fp32:500,bf16 (YAML a list of {until_step|until_epoch, "
+          "precision}); the last stage runs to the end")),
 
       enum_option("fp8_scaling", "amp.fp8_scaling", &C::fp8_scaling,
                   "fp8 scale factors: delayed (from an amax history of earlier steps, as "

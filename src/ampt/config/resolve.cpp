@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "ampt/config/options.h"
+#include "ampt/config/precision_schedule.h"
 #include "ampt/config/readers.h"
 
 namespace ampt::config {
@@ -54,7 +55,9 @@ Resolved resolve(const std::vector<std::string>& args,
     }
   }
   config.launch = parse_launch(env);
-  return Resolved(std::move(config), std::move(sources));
+  Resolved resolved(std::move(config), std::move(sources));
+  check_precision_settings(resolved);
+  return resolved;
 }
 
 }  // namespace ampt::config

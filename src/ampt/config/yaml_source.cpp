@@ -223,7 +223,8 @@ class Reader {
   }
 
   void read_option(const Option& option, const YAML::Node& key_node, const YAML::Node& value) {
-    std::string text = scalar(key_node, value, option.expected);
+    std::string text = option.yaml_list && value.IsSequence() ? list_text(key_node, value)
+                                                              : scalar(key_node, value, option.expected);
     Source source = at(key_node);
     option.set(scratch_, text, source);
     add(option, option.format(scratch_), source, fmt::format("{}: {}", key_node.Scalar(), text));
@@ -237,6 +238,49 @@ class Reader {
     assignment.option->set(scratch_, assignment.text, assignment.source);
     add(*assignment.option, assignment.option->format(scratch_), assignment.source,
         fmt::format("{}: {}", key_node.Scalar(), text));
+  }
+
+  // A YAML list as the flag form: items joined by ','; a map item is a schedule stage,
+  // {until_step: 500, precision: fp32} → "fp32:500", {until_epoch: 2, ...} → "fp32:2ep".
+  std::string list_text(const YAML::Node& key_node, const YAML::Node& list) const {
+    std::string text;
+    for (const auto& item : list) {
+      if (!text.empty()) text += ',';
+      if (item.IsScalar()) {
+        text += item.Scalar();
+      } else if (item.IsMap()) {
+        text += stage_text(key_node, item);
+      } else {
+        throw UsageError(fmt::format("invalid item in {} ({}): expected a scalar or a map, not a {}",
+                                     key_node.Scalar(), where(item), kind_of(item)));
+      }
+    }
+    return text;
+  }
+
+  std::string stage_text(const YAML::Node& key_node, const YAML::Node& stage) const {
+    std::string precision, bound;
+    for (const auto& entry : stage) {
+      const auto key = entry.first.Scalar();
+      const auto value = scalar(entry.first, entry.second, "a scalar");
+      if (key == "precision") {
+        precision = value;
+      } else if (key == "until_step") {
+        bound = ":" + value;
+      } else if (key == "until_epoch") {
+        bound = ":" + value + "ep";
+      } else {
+        throw UsageError(fmt::format(
+            "unknown key '{}' in a stage of {} ({}): expected until_step or until_epoch, and "
+            "precision",
+            key, key_node.Scalar(), where(entry.first)));
+      }
+    }
+    if (precision.empty()) {
+      throw UsageError(fmt::format("a stage of {} ({}) has no precision", key_node.Scalar(),
+                                   where(stage)));
+    }
+    return precision + bound;
   }
 
   template <class E, std::size_t N>

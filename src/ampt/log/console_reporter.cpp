@@ -3,6 +3,8 @@
 #include "ampt/log/logger.h"
 #include "ampt/log/progress.h"
 
+#include <fmt/ranges.h>
+
 namespace ampt::log {
 
 std::string format_bytes(int64_t bytes) {
@@ -24,15 +26,23 @@ void ConsoleReporter::on_start(const train::RunInfo& info) {
   log::info("[AMP] Device: {} ({})", info.device, info.device_reason);
   log::info("[AMP] Model: {} ({}), {} parameters", info.model, info.architecture, info.parameters);
   log::info("[AMP] Data: {}", info.data_description);
-  log::info("[AMP] Using {} {} (mixed_precision from {})",
-            info.precision, info.precision == "FP32" ? "precision" : "mixed precision",
-            info.precision_source);
+  log::info("[AMP] Using {} {} ({})", info.precision,
+            info.precision == "FP32" ? "precision" : "mixed precision",
+            info.precision_schedule.empty()
+                ? "mixed_precision from " + info.precision_source
+                : fmt::format("precision_schedule stage {}", info.precision_stage));
   if (info.precision_fell_back) {
     log::warn("{}", info.precision_reason);
   } else if (!info.precision_reason.empty()) {
     log::info("[AMP] {}", info.precision_reason);
   }
   log::info("[AMP] Opt level {}: {}", info.opt_level, info.precision_explanation);
+  if (!info.precision_schedule.empty()) {
+    log::info("[AMP] Precision schedule: {} (starting in stage {} of {})",
+              fmt::join(info.precision_schedule, ", "), info.precision_stage,
+              info.precision_schedule.size());
+  }
+  for (const auto& line : info.compat_report) log::info("[AMP] Compat: {}", line);
   if (info.loss_scaling && info.static_scale > 0.0) {
     log::info("[AMP] GradScaler: static loss scale {} (never updated; non-finite steps still "
               "skipped)",
@@ -76,6 +86,14 @@ void ConsoleReporter::on_eval(const train::EvalReport& r) {
                            ? fmt::format("val perplexity {:.3f}", r.perplexity)
                            : fmt::format("val accuracy {:.2f}%", 100.0 * r.accuracy);
   log::info("eval step {} | val loss {:.4f} | {} ({} batches)", r.step, r.loss, quality, r.batches);
+}
+
+void ConsoleReporter::on_precision_switch(const train::PrecisionSwitch& c) {
+  log::info("[AMP] Precision switch at step {} (epoch {}): {} → {}, stage {} of {} ({}); "
+            "GradScaler {}",
+            c.step, c.epoch, c.from, c.to, c.stage, c.stages, c.stage_text,
+            c.loss_scaling ? fmt::format("on at init_scale {}", c.init_scale) : "off");
+  if (!c.reason.empty()) log::info("[AMP] {}", c.reason);
 }
 
 void ConsoleReporter::on_checkpoint(const std::string& path, int64_t step) {

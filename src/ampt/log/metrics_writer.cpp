@@ -99,6 +99,16 @@ void MetricsWriter::on_eval(const train::EvalReport& r) {
                  path_);
 }
 
+void MetricsWriter::on_precision_switch(const train::PrecisionSwitch& c) {
+  write_or_throw(out_,
+                 fmt::format(R"({{"step": {}, "event": "precision_switch", "epoch": {}, "from": "{}", )"
+                             R"("to": "{}", "stage": {}, "stages": {}, "stage_text": "{}", )"
+                             R"("loss_scaling": {}}})",
+                             c.step, c.epoch, c.from, c.to, c.stage, c.stages, c.stage_text,
+                             c.loss_scaling),
+                 path_);
+}
+
 void MetricsWriter::on_end(const train::RunSummary& s) {
   const auto summary_path = (fs::path(output_dir_) / "summary.json").string();
   std::ofstream summary(summary_path, std::ios::out | std::ios::trunc);

@@ -105,11 +105,11 @@ torch::Tensor StabilityMonitor::skip_flag(const torch::Tensor& loss, const torch
   return torch::maximum(found_inf, loss_nonfinite_);
 }
 
-void StabilityMonitor::observe(const torch::Tensor& grad_norms, const torch::Tensor& floor_hit) {
+void StabilityMonitor::observe(const torch::Tensor& grad_norms, const torch::Tensor& floor_hit,
+                               const torch::Tensor& skipped) {
   const auto bad_grads = grad_norms.isfinite().logical_not().to(torch::kFloat64);
   // 1-based position of the last non-finite gradient, 0 when there is none.
   const auto positions = torch::arange(1, bad_grads.numel() + 1, bad_grads.options());
-  const auto skipped = torch::maximum(loss_nonfinite_, bad_grads.max().to(torch::kFloat32));
   consecutive_.add_(1.0).mul_(skipped);
   const auto zero = torch::zeros({}, bad_grads.options());
   record_.copy_(torch::stack({skipped.to(torch::kFloat64), loss_nonfinite_.to(torch::kFloat64),

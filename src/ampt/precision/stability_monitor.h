@@ -71,8 +71,10 @@ class StabilityMonitor {
 
   // Device only, after the scaler update: writes this step's record into a device buffer in
   // place (so a CUDA graph can hold it). `grad_norms` holds the norm of each defined gradient,
-  // in parameter order; `floor_hit` is LossScaler::update's result (may be undefined).
-  void observe(const torch::Tensor& grad_norms, const torch::Tensor& floor_hit);
+  // in parameter order; `floor_hit` is LossScaler::update's result (may be undefined); `skipped`
+  // is the skip flag the step acted on (in a distributed run, the one all ranks agreed on).
+  void observe(const torch::Tensor& grad_norms, const torch::Tensor& floor_hit,
+               const torch::Tensor& skipped);
 
   // Host, after the step was queued: starts copying the record to the host without waiting.
   void record(int64_t step);

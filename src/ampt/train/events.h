@@ -23,7 +23,10 @@ struct RunInfo {
   std::string precision_reason;    // why `auto` chose it, or why a request was replaced
   bool precision_fell_back = false;  // the requested precision could not be used
   std::string precision_explanation;
-  std::string opt_level;           // "O0", "O1"
+  std::string opt_level;           // "O0", "O1", "O2"
+  std::vector<std::string> precision_schedule;  // stages as written ("fp32:500"); empty: none
+  int64_t precision_stage = 0;     // 1-based stage the run starts in (0: no schedule)
+  std::vector<std::string> compat_report;  // O2/fp16 runs: fp32 modules and risky ops, one per line
   bool loss_scaling = false;
   double init_scale = 0.0;
   double growth_factor = 0.0;
@@ -76,6 +79,20 @@ struct StepReport {
   double grad_underflow = -1.0;
 };
 
+// A precision_schedule stage begins (before optimizer step `step` + 1).
+struct PrecisionSwitch {
+  int64_t step = 0;        // optimizer steps done before the switch
+  int64_t epoch = 0;
+  std::string from;        // "FP32", "BF16", "FP16"
+  std::string to;
+  int64_t stage = 0;       // 1-based
+  int64_t stages = 0;
+  std::string stage_text;  // the stage as the schedule writes it: "bf16:2000"
+  bool loss_scaling = false;  // the new stage has the loss scaler (restarting at init_scale)
+  double init_scale = 0.0;
+  std::string reason;      // why the device's precision differs from the stage's, if it does
+};
+
 // A pass over (part of) the validation split, under the training precision, without gradients.
 struct EvalReport {
   int64_t step = 0;
@@ -114,6 +131,7 @@ class Observer {
   virtual void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) {}
   virtual void on_step(const StepReport& report) {}
   virtual void on_eval(const EvalReport& report) {}
+  virtual void on_precision_switch(const PrecisionSwitch& change) {}
   virtual void on_checkpoint(const std::string& path, int64_t step) {}
   // A step skipped for a non-finite loss, gradient or weight; `what` names the first offender.
   virtual void on_nonfinite(int64_t step, const std::string& what) {}
@@ -139,6 +157,9 @@ class ObserverList final : public Observer {
   }
   void on_eval(const EvalReport& report) override {
     for (auto* o : observers_) o->on_eval(report);
+  }
+  void on_precision_switch(const PrecisionSwitch& change) override {
+    for (auto* o : observers_) o->on_precision_switch(change);
   }
   void on_checkpoint(const std::string& path, int64_t step) override {
     for (auto* o : observers_) o->on_checkpoint(path, step);

@@ -64,8 +64,12 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   }
   if (parts_.after_backward) parts_.after_backward();
   std::vector<torch::Tensor> grads;
-  for (const auto& p : parts_.parameters) {
-    if (p.grad().defined()) grads.push_back(p.grad());
+  if (parts_.masters != nullptr) {
+    grads = parts_.masters->master_grads();
+  } else {
+    for (const auto& p : parts_.parameters) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
   }
   // Before unscaling: underflow is about the values backward produced, scale included.
   if (want_underflow && parts_.underflow_dtype != c10::kFloat) {
@@ -84,10 +88,16 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
     result.grad_norm = total_grad_norm_of(norms);
   }
   parts_.optimizer->step(lr, skip);
+  if (parts_.masters != nullptr) parts_.masters->refresh_model();
   const auto floor_hit = parts_.scaler->update(skip);
   parts_.overflow_steps.add_(skip);
-  if (parts_.monitor) parts_.monitor->observe(norms, floor_hit);
-  at::_foreach_zero_(grads);
+  if (parts_.monitor) parts_.monitor->observe(norms, floor_hit, skip);
+  // O2 released its half gradients in the step: only fp32 parameters' gradients may be left.
+  std::vector<torch::Tensor> left;
+  for (const auto& p : parts_.parameters) {
+    if (p.grad().defined()) left.push_back(p.grad());
+  }
+  if (!left.empty()) at::_foreach_zero_(left);
   return result;
 }
 

@@ -6,6 +6,7 @@
 #include "ampt/data/batch.h"
 #include "ampt/precision/loss_scaler.h"
 #include "ampt/precision/stability_monitor.h"
+#include "ampt/precision/master_weights.h"
 #include "ampt/train/optimizer.h"
 
 #include <torch/types.h>
@@ -22,6 +23,9 @@ struct StepParts {
   std::function<torch::Tensor(const data::Batch&)> loss;  // forward under autocast → 0-dim loss
   std::vector<torch::Tensor> parameters;
   precision::LossScaler* scaler = nullptr;
+  // The gradients the optimizer steps with (O2: fp32 master gradients) and the refresh of the
+  // half weights after the step; transparent below O2; null: the parameters' own gradients.
+  precision::MasterWeights* masters = nullptr;
   Optimizer* optimizer = nullptr;
   double max_grad_norm = 0.0;   // 0: no clipping
   torch::Tensor overflow_steps;  // 0-dim, += found_inf every step

@@ -2,15 +2,19 @@
 
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/config/enum_names.h"
+#include "ampt/config/precision_schedule.h"
 #include "ampt/core/errors.h"
 #include "ampt/core/version.h"
 #include "ampt/data/loader.h"
 #include "ampt/data/registry.h"
 #include "ampt/dist/data_parallel.h"
+#include "ampt/models/precision_islands.h"
 #include "ampt/models/registry.h"
 #include "ampt/precision/autocast_guard.h"
 #include "ampt/precision/choice.h"
+#include "ampt/precision/compat_report.h"
 #include "ampt/precision/loss_scaler.h"
+#include "ampt/precision/master_weights.h"
 #include "ampt/precision/policy.h"
 #include "ampt/precision/stability_monitor.h"
 #include "ampt/train/determinism.h"
@@ -22,6 +26,7 @@
 
 #include <ATen/Context.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/nn/functional/loss.h>
 
 #include <chrono>
@@ -35,19 +40,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-NamedTensors named_parameters(const torch::nn::Module& module) {
-  NamedTensors out;
-  for (const auto& item : module.named_parameters()) out.emplace_back(item.key(), item.value());
-  return out;
-}
-
-// Parameters and buffers (BatchNorm statistics): everything a checkpoint must hold of a model.
-NamedTensors model_tensors(const torch::nn::Module& module) {
-  auto out = named_parameters(module);
-  for (const auto& item : module.named_buffers()) out.emplace_back(item.key(), item.value());
-  return out;
 }
 
 // Which checkpoint config.resume names: none, output_dir's latest, or a path.
@@ -71,13 +63,21 @@ class Run {
         splits_(data::open_dataset(config)),
         model_(make_model(config, splits_.spec, device_.device)),
         parameters_(model_.module->parameters()),
-        choice_(precision::choose_precision(config.mixed_precision, config.strict_precision,
+        stages_(config::precision_stages(config)),
+        choice_(precision::choose_precision(stages_.front().precision, config.strict_precision,
                                             device_.device)),
         policy_(precision::make_policy(choice_.precision, config.amp_opt_level)),
         scaler_(precision::scaler_options(config, policy_.loss_scaling), device_.device),
         monitor_(make_monitor(config, *model_.module, device_.device)),
-        optimizer_(make_optimizer(config, named_parameters(*model_.module))),
+        islands_(models::select_islands(*model_.module,
+                                        config::split_module_patterns(config.keep_fp32_modules),
+                                        config.amp_opt_level == config::OptLevel::O2)),
+        masters_(*model_.module, config.amp_opt_level == config::OptLevel::O2,
+                 [this](const std::string& name) { return islands_.owns_parameter(name); }),
+        optimizer_(make_optimizer(config, masters_.masters())),
         overflow_steps_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device_.device))) {
+    masters_.set_dtype(policy_.weight_dtype);
+    precisions_used_.push_back(policy_.name());
     // Resume before the loader exists: the checkpoint says where the data continues.
     std::string note;
     data::LoaderState data_start;
@@ -140,6 +140,11 @@ class Run {
   void report_bad_steps(bool wait, int64_t steps_done, RunSummary& summary);
   [[noreturn]] void stop_unstable(const precision::BadStep& bad, int64_t steps_done,
                                   RunSummary& summary);
+  // Parameters (the fp32 masters under O2) and buffers: what a checkpoint holds of the model.
+  NamedTensors model_tensors() const;
+  // Switches to precision stage `index`: policy, loss scaler (fresh at init_scale when fp16
+  // starts, gone when it ends) and the dtype of O2's half weights, re-cast from the masters.
+  void enter_stage(std::size_t index, int64_t step, int64_t epoch, bool announce);
   RunInfo describe() const;
   torch::Tensor loss_of(const data::Batch& batch, torch::Tensor* correct);
   EvalReport evaluate(int64_t step);
@@ -153,10 +158,15 @@ class Run {
   data::DataSplits splits_;
   models::Model model_;
   std::vector<torch::Tensor> parameters_;
+  std::vector<config::PrecisionStage> stages_;
+  std::size_t stage_ = 0;
   precision::PrecisionChoice choice_;
   precision::PrecisionPolicy policy_;
   precision::LossScaler scaler_;
   precision::StabilityMonitor monitor_;
+  models::PrecisionIslands islands_;
+  precision::MasterWeights masters_;
+  std::vector<std::string> precisions_used_;  // "FP32", "BF16": each stage's, in order
   std::unique_ptr<Optimizer> optimizer_;
   torch::Tensor overflow_steps_;  // counted on the device: a skipped step costs no sync
   std::optional<data::Loader> batches_;
@@ -182,18 +192,25 @@ void Run::set_up_speed_features() {
   const auto obstacle =
       dist_.active() ? std::string("a distributed step waits for the other ranks on the host")
                      : cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout);
-  const bool graphed = config_.cuda_graphs && obstacle.empty();
+  // O2 allocates its fp32 gradients per step and a schedule changes dtypes: both stay eager.
+  const bool eager_precision = masters_.enabled() || stages_.size() > 1;
+  const bool graphed = config_.cuda_graphs && obstacle.empty() && !eager_precision;
   if (graphed) {
     speed_notes_.push_back(fmt::format("CUDA graphs: the step is captured after {} warm-up steps "
                                        "and replayed",
                                        TrainStep::kWarmupSteps));
   } else if (config_.cuda_graphs) {
-    speed_notes_.push_back("CUDA graphs: off, " + obstacle + "; the step runs eagerly");
+    speed_notes_.push_back(
+        "CUDA graphs: off, " +
+        (obstacle.empty() ? std::string("O2 master weights and precision schedules run eagerly")
+                          : obstacle) +
+        "; the step runs eagerly");
   }
   StepParts parts;
   parts.loss = [this](const data::Batch& batch) { return loss_of(batch, nullptr); };
   parts.parameters = parameters_;
   parts.scaler = &scaler_;
+  parts.masters = &masters_;
   parts.optimizer = optimizer_.get();
   parts.max_grad_norm = config_.max_grad_norm;
   parts.overflow_steps = overflow_steps_;
@@ -217,8 +234,16 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
                                    path, saved.optimizer_kind, optimizer_->kind()));
   }
   // Check everything before changing anything, so a bad checkpoint leaves no half-restored run.
-  checkpoint::copy_into(saved.model, model_tensors(*model_.module), "model", path);
+  checkpoint::copy_into(saved.model, model_tensors(), "model", path);
   checkpoint::copy_into(saved.optimizer, optimizer_->state(), "optimizer", path);
+  std::string stage_note;
+  if (const auto stage = config::stage_at(stages_, saved.step, saved.data_epoch); stage != stage_) {
+    enter_stage(stage, saved.step, saved.data_epoch, /*announce=*/false);
+    precisions_used_ = {policy_.name()};
+    stage_note = fmt::format(", precision stage {} of {} ({})", stage + 1, stages_.size(),
+                             config::stage_text(stages_[stage]));
+  }
+  masters_.refresh_model();
 
   std::string scaler_note;
   if (saved.scaler && scaler_.enabled()) {
@@ -242,10 +267,43 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
   start_step_ = saved.step;
   initial_loss_ = saved.initial_loss;
   note = fmt::format("Resumed from {} at step {} (epoch {}, batch {}): model, {} optimizer state, "
-                     "RNG{}",
+                     "RNG{}{}",
                      path, saved.step, saved.data_epoch, saved.data_position,
-                     saved.optimizer_kind, scaler_note.empty() ? "" : ", " + scaler_note);
+                     saved.optimizer_kind, scaler_note.empty() ? "" : ", " + scaler_note,
+                     stage_note);
   return {saved.data_epoch, saved.data_position};
+}
+
+NamedTensors Run::model_tensors() const {
+  auto out = masters_.masters();
+  for (const auto& item : model_.module->named_buffers()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+void Run::enter_stage(std::size_t index, int64_t step, int64_t epoch, bool announce) {
+  PrecisionSwitch change;
+  change.step = step;
+  change.epoch = epoch;
+  change.from = policy_.name();
+  stage_ = index;
+  choice_ = precision::choose_precision(stages_[index].precision, config_.strict_precision,
+                                        device_.device);
+  policy_ = precision::make_policy(choice_.precision, config_.amp_opt_level);
+  if (policy_.loss_scaling != scaler_.enabled()) {
+    scaler_ = precision::LossScaler(precision::scaler_options(config_, policy_.loss_scaling), device_.device);
+  }
+  masters_.set_dtype(policy_.weight_dtype);
+  peak_flops_ = peak_flops(device_.device, policy_.compute_dtype);
+  if (!announce) return;
+  precisions_used_.push_back(policy_.name());
+  change.to = policy_.name();
+  change.stage = static_cast<int64_t>(index) + 1;
+  change.stages = static_cast<int64_t>(stages_.size());
+  change.stage_text = config::stage_text(stages_[index]);
+  change.loss_scaling = policy_.loss_scaling;
+  change.init_scale = config_.grad_scaler_init;
+  change.reason = choice_.reason;
+  observer_.on_precision_switch(change);
 }
 
 void Run::save_checkpoint(int64_t steps_done, RunSummary& summary) {
@@ -259,7 +317,7 @@ void Run::save_checkpoint(int64_t steps_done, RunSummary& summary) {
   c.data_position = batches_->state().position;
   c.skipped_steps = static_cast<int64_t>(overflow_steps_.item<double>());
   c.initial_loss = initial_loss_;
-  c.model = model_tensors(*model_.module);
+  c.model = model_tensors();
   c.optimizer_kind = optimizer_->kind();
   c.optimizer = optimizer_->state();
   if (scaler_.enabled()) c.scaler = scaler_.state();
@@ -274,6 +332,7 @@ void Run::save_checkpoint(int64_t steps_done, RunSummary& summary) {
 torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
   precision::AutocastGuard autocast(device_.device.type(), policy_.compute_dtype, policy_.autocast,
                                     config_.autocast_cache);
+  models::IslandScope islands(&islands_);
   // A language model's [B, T, vocab] logits are scored per token, a classifier's per sample.
   const auto logits = model_.forward(batch.inputs).flatten(0, -2);
   const auto targets = batch.targets.flatten();
@@ -329,7 +388,25 @@ RunInfo Run::describe() const {
   info.precision_reason = choice_.reason;
   info.precision_fell_back = choice_.fell_back;
   info.precision_explanation = policy_.explanation();
-  info.opt_level = config_.amp_opt_level == config::OptLevel::O0 ? "O0" : "O1";
+  info.opt_level = std::string(config::to_string(config_.amp_opt_level));
+  if (stages_.size() > 1) {
+    for (const auto& stage : stages_) info.precision_schedule.push_back(config::stage_text(stage));
+    info.precision_stage = static_cast<int64_t>(stage_) + 1;
+  }
+  std::vector<precision::PrecisionPolicy> policies;
+  for (const auto& stage : stages_) {
+    policies.push_back(precision::make_policy(
+        precision::choose_precision(stage.precision, false, device_.device).precision,
+        config_.amp_opt_level));
+  }
+  if (precision::wants_compat_report(policies)) {
+    // The riskiest stage speaks for the schedule: fp16 if there is one, else the first half one.
+    auto riskiest = std::ranges::find_if(policies, [](const auto& p) { return p.loss_scaling; });
+    if (riskiest == policies.end()) {
+      riskiest = std::ranges::find_if(policies, [](const auto& p) { return p.autocast; });
+    }
+    info.compat_report = precision::compat_report(*model_.module, islands_, *riskiest);
+  }
   info.loss_scaling = scaler_.enabled();
   info.init_scale = config_.grad_scaler_init;
   info.growth_factor = config_.grad_scaler_growth_factor;
@@ -411,6 +488,10 @@ RunSummary Run::run() {
   int64_t step = start_step_;
 
   for (; step < total_steps_; ++step) {
+    const int64_t epoch = batches_->state().epoch;
+    if (const auto stage = config::stage_at(stages_, step, epoch); stage != stage_) {
+      enter_stage(stage, step, epoch, /*announce=*/true);
+    }
     const double lr = schedule_.at(step);
     const int stop = dist_.agree_stop(context_.stop_requested());
     const bool log_step = step == 0 || (step + 1) % config_.log_every == 0 ||
@@ -485,6 +566,10 @@ RunSummary Run::run() {
   dist_.finish();
 
   const auto final_state = scaler_.state();
+  if (precisions_used_.size() > 1) {
+    summary.precision = fmt::format("{}", fmt::join(precisions_used_, " → "));
+    summary.loss_scaling = summary.loss_scaling || policy_.loss_scaling;
+  }
   summary.steps = step;
   summary.steps_this_run = step - start_step_;
   summary.skipped_steps = static_cast<int64_t>(overflow_steps_.item<double>());
