@@ -8,7 +8,9 @@
 #include "ampt/log/console_reporter.h"
 #include "ampt/log/logger.h"
 #include "ampt/log/metrics_writer.h"
+#include "ampt/train/compare.h"
 #include "ampt/train/preemption.h"
+#include "ampt/train/recommend.h"
 #include "ampt/train/trainer.h"
 
 #include <c10/util/Exception.h>
@@ -41,6 +43,8 @@ const char* kUsage =
     "  train     train a model with automatic mixed precision\n"
     "  config    print the resolved configuration and where each value came from\n"
     "  export    write a checkpoint's weights as safetensors\n"
+    "  compare   train the same configuration in fp32, bf16, fp16 and compare them in one table\n"
+    "  recommend estimate memory per precision and opt level; recommend a setup for a GPU\n"
     "\n"
     "  ampt <command> --help   flags of a command\n"
     "  ampt --version          version and build\n";
@@ -113,6 +117,21 @@ int dispatch(const std::vector<std::string>& argv) {
     std::fputs(ampt::checkpoint::run_export(args).c_str(), stdout);
     return 0;
   }
+  if (command == "compare") {
+    if (ampt::config::wants_help(args)) {
+      std::fputs(ampt::train::compare_help().c_str(), stdout);
+      return 0;
+    }
+    return ampt::train::run_compare(args, environment());
+  }
+  if (command == "recommend") {
+    if (ampt::config::wants_help(args)) {
+      std::fputs(ampt::train::recommend_help().c_str(), stdout);
+      return 0;
+    }
+    std::fputs(ampt::train::run_recommend(args, environment()).c_str(), stdout);
+    return 0;
+  }
   if (command == "train" || command == "config") {
     if (ampt::config::wants_help(args)) {
       std::fputs(ampt::config::help_text("ampt " + command).c_str(), stdout);
@@ -125,7 +144,7 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     return run_train(args);
   }
-  const auto near = ampt::config::closest(command, {"train", "config", "export"});
+  const auto near = ampt::config::closest(command, {"train", "config", "export", "compare", "recommend"});
   throw ampt::UsageError("unknown command '" + command + "'" +
                          (near ? " (did you mean '" + *near + "'?)" : "") + "; see ampt --help");
 }

@@ -7,6 +7,9 @@
 #include <sys/resource.h>
 #include <torch/cuda.h>
 
+#include <fstream>
+#include <string>
+
 namespace ampt::train {
 
 DeviceChoice select_device(config::DeviceKind kind) {
@@ -67,6 +70,12 @@ int64_t peak_memory_bytes(const c10::Device& device, std::string& kind) {
         .peak;
   }
   kind = "process peak RSS";
+  // VmHWM is this process image's own peak. getrusage's ru_maxrss survives execve, so a run
+  // started by a larger process (ampt compare, a test runner) would report its parent's peak.
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmHWM:")) return std::stoll(line.substr(6)) * 1024;  // in kB
+  }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""ampt against PyTorch's own AMP (eager and torch.compile), side by side in one session.
+
+For each model and precision, trains the same model, batch, sequence length and optimizer with
+`build/ampt train` and with benchmarks/reference.py (eager, then torch.compile), each in its own
+process, and writes benchmarks/results/<device>-<date>.md plus a PNG chart: samples/s (tokens/s
+for GPTs), step time, peak memory, MFU, and ampt's ratio to each reference.
+
+    .venv/bin/python benchmarks/run.py                 # cuda if visible, else cpu
+    .venv/bin/python benchmarks/run.py --device cpu --no-compile --models mlp
+
+On CPU it runs the tiny presets (a few minutes); on a GPU gpt2-124m, gpt2-350m and the CNN.
+Throughput is the steady state: the second half of the steps (ampt: the last metrics.jsonl
+interval; the reference: timed after half the steps as warm-up). Not part of the tests.
+"""
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+AMPT = ROOT / "build" / "ampt"
+REFERENCE = ROOT / "benchmarks" / "reference.py"
+
+# Per device: model → (batch size, steps, precisions). fp16 on a CPU is emulated (about 15x
+# slower than bf16), so the CPU plan keeps its models tiny.
+PLANS = {
+    "cpu": {
+        "mlp": (256, 400, ["fp32", "bf16", "fp16"]),
+        "gpt-tiny": (16, 100, ["fp32", "bf16", "fp16"]),
+        "cnn": (32, 20, ["fp32", "bf16"]),
+    },
+    "cuda": {
+        "gpt2-124m": (16, 60, ["fp32", "tf32", "bf16", "fp16", "fp8"]),
+        "gpt2-350m": (8, 40, ["fp32", "tf32", "bf16", "fp16", "fp8"]),
+        "cnn": (256, 100, ["fp32", "tf32", "bf16", "fp16"]),
+    },
+}
+GPT_BLOCK = {"gpt-tiny": 64, "gpt2-124m": 1024, "gpt2-350m": 1024}
+
+# Dense peak FLOP/s per precision (vendor datasheets, SXM parts), for MFU.
+PEAKS = {
+    "H100": {"fp32": 67e12, "tf32": 495e12, "bf16": 989e12, "fp16": 989e12, "fp8": 1979e12},
+    "H200": {"fp32": 67e12, "tf32": 495e12, "bf16": 989e12, "fp16": 989e12, "fp8": 1979e12},
+    "A100": {"fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12, "fp16": 312e12},
+}
+
+
+def ampt_features():
+    """Which precisions this ampt build offers (tf32 and fp8 arrive with the Hopper work)."""
+    help_text = subprocess.run([str(AMPT), "train", "--help"], capture_output=True, text=True,
+                               check=True).stdout
+    mp_line = next(l for l in help_text.splitlines() if "--mixed_precision" in l)
+    return {"tf32": "--allow_tf32" in help_text, "fp8": "fp8" in mp_line}
+
+
+def ampt_run(device, model, batch, steps, precision):
+    mixed = {"fp32": "no", "tf32": "no"}.get(precision, precision)
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [str(AMPT), "train", "--device", device, "--model", model, "--mixed_precision", mixed,
+               "--max_steps", str(steps), "--batch_size", str(batch), "--log_every", str(steps // 2),
+               "--val_fraction", "0", "--output_dir", out]
+        # Enough samples for every step, so data generation stays small for the 1024-token GPTs.
+        cmd += ["--synthetic_samples", str(batch * (steps + 2))]
+        if precision == "tf32":
+            cmd.append("--allow_tf32")
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            return {"error": (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]}
+        summary = json.loads(pathlib.Path(out, "summary.json").read_text())
+        steps_lines = [json.loads(l) for l in pathlib.Path(out, "metrics.jsonl").read_text().splitlines()]
+        last = [l for l in steps_lines if "samples_per_sec" in l][-1]
+        parameters = next(l for l in proc.stdout.splitlines() if "[AMP] Model:" in l)
+        return {
+            "samples_per_sec": last["samples_per_sec"],
+            "tokens_per_sec": last["tokens_per_sec"],
+            "step_ms": 1000 * batch / last["samples_per_sec"],
+            "peak_memory_bytes": summary["peak_memory_bytes"],
+            "peak_memory_kind": summary["peak_memory_kind"],
+            "parameters": int(parameters.rsplit(",", 1)[1].split()[0]),
+            "final_loss": summary["final_loss"],
+        }
+
+
+def reference_run(device, model, batch, steps, precision, compiled):
+    cmd = [sys.executable, str(REFERENCE), "--device", device, "--model", model, "--precision",
+           precision, "--steps", str(steps), "--batch_size", str(batch)]
+    if compiled:
+        cmd.append("--compile")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def model_flops_per_sample(model):
+    """Training FLOPs of one sample, counted by the reference's replica of ampt's model."""
+    sys.path.insert(0, str(REFERENCE.parent))
+    import reference
+    defaults = reference.parser().parse_args(["--model", model, "--batch_size", "1"])
+    return reference.build(defaults)[3]
+
+
+def device_name(device):
+    import torch
+    if device == "cuda":
+        return torch.cuda.get_device_name(0)
+    return f"{platform.processor() or platform.machine()} CPU, {os.cpu_count()} cores"
+
+
+def peak_flops(name, precision):
+    for gpu, peaks in PEAKS.items():
+        if gpu in name:
+            return peaks.get(precision, 0.0)
+    return 0.0
+
+
+def human(n, unit=""):
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "K")):
+        if n >= scale:
+            return f"{n / scale:.2f}{suffix}{unit}"
+    return f"{n:.0f}{unit}"
+
+
+def write_chart(rows, path, title):
+    try:
+        import matplotlib
+    except ImportError:  # the suite is not part of the tests, so bootstrap does not install it
+        print("installing matplotlib into this Python for the chart", flush=True)
+        if subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "matplotlib"]).returncode:
+            print("could not install matplotlib: no chart")
+            return False
+        import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    impls = ["ampt", "PyTorch eager", "PyTorch compile"]
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        mrows = [r for r in rows if r["model"] == model]
+        precisions = list(dict.fromkeys(r["precision"] for r in mrows))
+        width = 0.8 / len(impls)
+        for i, impl in enumerate(impls):
+            values = []
+            for p in precisions:
+                hit = [r for r in mrows if r["precision"] == p and r["impl"] == impl and "error" not in r]
+                values.append(hit[0]["throughput"] if hit else 0)
+            ax.bar([x + i * width for x in range(len(precisions))], values, width, label=impl)
+        ax.set_xticks([x + width for x in range(len(precisions))], precisions)
+        ax.set_title(model)
+        ax.set_ylabel("tokens/s" if model.startswith("gpt") else "samples/s")
+    axes[0][0].legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main():
+    import torch
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
+                        choices=["cpu", "cuda"])
+    parser.add_argument("--models", nargs="*", help="subset of the device's plan")
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile reference")
+    args = parser.parse_args()
+    if not AMPT.exists():
+        sys.exit(f"{AMPT} not found: build it first (cmake --build build --target ampt)")
+
+    plan = {m: p for m, p in PLANS[args.device].items() if not args.models or m in args.models}
+    features = ampt_features()
+    name = device_name(args.device)
+    impls = [("PyTorch eager", False)] + ([] if args.no_compile else [("PyTorch compile", True)])
+    rows, skipped = [], []
+    for model, (batch, steps, precisions) in plan.items():
+        flops = model_flops_per_sample(model)
+        for precision in precisions:
+            if precision in features and not features[precision]:
+                skipped.append(f"{model} {precision}: this ampt build has no {precision}")
+                continue
+            if precision in ("tf32", "fp8") and args.device == "cpu":
+                continue
+            results = [("ampt", ampt_run(args.device, model, batch, steps, precision))]
+            if precision != "fp8":  # PyTorch has no fp8 training loop of its own to compare with
+                results += [(label, reference_run(args.device, model, batch, steps, precision, c))
+                            for label, c in impls]
+            tokens = GPT_BLOCK.get(model, 1)
+            for impl, r in results:
+                row = {"model": model, "precision": precision, "impl": impl, "batch": batch,
+                       "steps": steps, **r}
+                if "error" not in r:
+                    row["throughput"] = r["samples_per_sec"] * tokens
+                    peak = peak_flops(name, precision)
+                    row["mfu"] = r["samples_per_sec"] * flops / peak if peak else None
+                rows.append(row)
+                print(f"{model:10} {precision:5} {impl:16} " +
+                      (r["error"] if "error" in r else
+                       f"{human(row['throughput'])}{'tok' if tokens > 1 else 'samples'}/s "
+                       f"{r['step_ms']:.1f} ms/step peak {r['peak_memory_bytes'] / 2**20:.0f} MiB"),
+                      flush=True)
+
+    date = datetime.date.today().isoformat()
+    slug = "cpu" if args.device == "cpu" else name.lower().replace(" ", "-")
+    out = ROOT / "benchmarks" / "results" / f"{slug}-{date}.md"
+    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip()
+    lines = [f"# ampt vs PyTorch AMP on {name} ({date})", "",
+             f"torch {torch.__version__}; ampt git {rev}; `benchmarks/run.py --device {args.device}`.",
+             "Same models (parameter counts checked), batch, sequence length, fused AdamW, clipping "
+             "and LR schedule; random/synthetic data; each run its own process, back to back.",
+             "Throughput and step time: the second half of the steps. Peak memory: "
+             + ("the CUDA caching allocator's peak." if args.device == "cuda" else
+                "the process's peak RSS (includes each runtime's own baseline: LibTorch for ampt, "
+                "Python + torch for the references)."),
+             "MFU: model FLOPs (6 per MAC; llm.c's 6N + 6LCT per token for GPTs) over the "
+             "datasheet dense peak of the precision" + ("" if args.device == "cuda" else
+                                                         "; none on a CPU."), ""]
+    if args.device == "cpu":
+        lines += ["This CPU is shared with other work: treat ratios as indicative.", ""]
+    for model in plan:
+        mrows = [r for r in rows if r["model"] == model]
+        if not mrows:
+            continue
+        unit = "tokens/s" if model in GPT_BLOCK else "samples/s"
+        lines += [f"## {model} (batch {mrows[0]['batch']}"
+                  + (f", {GPT_BLOCK[model]} tokens per sample" if model in GPT_BLOCK else "")
+                  + f", {mrows[0]['steps']} steps)", "",
+                  f"| precision | implementation | {unit} | step time | peak memory | MFU | ampt ÷ this |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
+        for r in mrows:
+            if "error" in r:
+                lines.append(f"| {r['precision']} | {r['impl']} | failed: {r['error']} | | | | |")
+                continue
+            ours = next((a for a in mrows if a["precision"] == r["precision"] and a["impl"] == "ampt"
+                         and "error" not in a), None)
+            ratio = f"{ours['throughput'] / r['throughput']:.2f}×" if ours and r["impl"] != "ampt" else ""
+            mfu = f"{100 * r['mfu']:.1f}%" if r.get("mfu") else "–"
+            lines.append(f"| {r['precision']} | {r['impl']} | {human(r['throughput'])} | "
+                         f"{r['step_ms']:.1f} ms | {r['peak_memory_bytes'] / 2**20:.0f} MiB | {mfu} | {ratio} |")
+        lines.append("")
+    if skipped:
+        lines += ["Not measured: " + "; ".join(skipped) + ".", ""]
+    chart = out.with_suffix(".png")
+    if write_chart(rows, chart, f"ampt vs PyTorch AMP, {name}"):
+        lines += [f"![throughput]({chart.name})", ""]
+    out.write_text("\n".join(lines))
+    print(f"wrote {out.relative_to(ROOT)}" + (f" and {chart.name}" if chart.exists() else ""))
+
+
+if __name__ == "__main__":
+    main()
