@@ -21,6 +21,7 @@
 #include <csignal>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,15 +63,21 @@ int run_train(const std::vector<std::string>& args) {
   const auto resolved = ampt::config::resolve(args, environment());
   const auto& config = resolved.config();
   ampt::log::set_debug(config.debug);
-  ampt::log::info("ampt {} (git {}, LibTorch {})", ampt::kVersion, ampt::kGitRevision,
+  // In a distributed run rank 0 alone speaks and writes metrics; the others train silently.
+  const bool main_rank = config.launch.is_main();
+  if (main_rank) ampt::log::info("ampt {} (git {}, LibTorch {})", ampt::kVersion, ampt::kGitRevision,
                   TORCH_VERSION);
   const auto config_text = ampt::config::describe(resolved);
-  if (config.debug) ampt::log::write_line(config_text);
-  ampt::log::MetricsWriter metrics(config.output_dir);
-  ampt::log::ConsoleReporter console(isatty(STDOUT_FILENO) != 0, metrics.path());
+  if (config.debug && main_rank) ampt::log::write_line(config_text);
+  std::optional<ampt::log::MetricsWriter> metrics;
+  std::optional<ampt::log::ConsoleReporter> console;
   ampt::train::ObserverList observers;
-  observers.add(console);
-  observers.add(metrics);
+  if (main_rank) {
+    metrics.emplace(config.output_dir);
+    console.emplace(isatty(STDOUT_FILENO) != 0, metrics->path());
+    observers.add(*console);
+    observers.add(*metrics);
+  }
 
   const ampt::train::PreemptionWatch watch(ampt::train::signal_number(config.preempt_signal));
   ampt::train::RunContext context;
@@ -80,7 +87,7 @@ int run_train(const std::vector<std::string>& args) {
   const auto summary = ampt::train::run_training(config, context, observers);
   if (summary.stop_signal == 0) return 0;
   const bool interrupted = summary.stop_signal == SIGINT;
-  ampt::log::info("[CKPT] Stopped by {} after step {}; resume with --resume auto{}",
+  if (main_rank) ampt::log::info("[CKPT] Stopped by {} after step {}; resume with --resume auto{}",
                   ampt::train::signal_name(summary.stop_signal), summary.steps,
                   interrupted ? "" : fmt::format(" (exit status {}: requeue)", kRequeue));
   return interrupted ? kInterrupted : kRequeue;

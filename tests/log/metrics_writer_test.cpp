@@ -30,7 +30,7 @@ TEST_CASE("metrics writer: one JSON object per logged step, non-finite as null",
   }
   const auto text = read_file(dir + "/metrics.jsonl");
   CHECK(text.find(R"({"step": 10, "epoch": 0, "loss": 1.5, "lr": 0.001, "grad_norm": null,)") == 0);
-  CHECK(text.find(R"("loss_scaling": true, "scale": 32768, "growth_tracker": 0, "overflows": 2, "skipped_steps": 2})") != std::string::npos);
+  CHECK(text.find(R"("loss_scaling": true, "scale": 32768, "growth_tracker": 0, "overflows": 2, "skipped_steps": 2, "grad_underflow": null})") != std::string::npos);
   CHECK(std::count(text.begin(), text.end(), '\n') == 2);
 }
 

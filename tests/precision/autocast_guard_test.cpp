@@ -48,3 +48,20 @@ TEST_CASE("autocast guard: closing the outermost guard drops cached weight casts
   AutocastGuard guard(torch::kCPU, torch::kBFloat16, true);
   CHECK(torch::mm(x, weight).sum().item<float>() == 16.0F);
 }
+
+TEST_CASE("autocast guard: the cache switch decides whether weight casts are reused", "[precision][autocast]") {
+  auto weight = torch::ones({2, 2}, torch::requires_grad());
+  const auto x = torch::ones({2, 2});
+  for (const bool cache : {true, false}) {
+    INFO("cache " << cache);
+    torch::NoGradGuard no_grad;  // the in-place change below is fine on a leaf without autograd
+    weight.fill_(1.0);
+    AutocastGuard guard(torch::kCPU, torch::kBFloat16, true, cache);
+    CHECK(at::autocast::is_autocast_cache_enabled() == cache);
+    CHECK(torch::mm(x, weight).sum().item<float>() == 8.0F);
+    weight.mul_(2.0);
+    // With the cache the second matmul reuses the bf16 copy made by the first.
+    CHECK(torch::mm(x, weight).sum().item<float>() == (cache ? 8.0F : 16.0F));
+  }
+  CHECK(at::autocast::is_autocast_cache_enabled());  // restored
+}

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -21,12 +22,23 @@ extern char** environ;
 namespace ampt::test {
 namespace {
 
+// A launcher's variables would make every child a rank of a job: tests run inside srun or
+// torchrun must still start single processes unless a test sets them itself.
+bool is_launcher_variable(const std::string& name) {
+  static const std::set<std::string> names = {"RANK",        "WORLD_SIZE", "LOCAL_RANK",
+                                              "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
+                                              "MASTER_PORT"};
+  return names.contains(name) || name.rfind("SLURM_", 0) == 0;
+}
+
 std::vector<std::string> child_environment(const std::map<std::string, std::string>& extra) {
   std::vector<std::string> out;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry(*e);
     const std::string name = entry.substr(0, entry.find('='));
-    if (name.rfind("AMPT_", 0) == 0 || extra.count(name) != 0) continue;
+    if (name.rfind("AMPT_", 0) == 0 || is_launcher_variable(name) || extra.count(name) != 0) {
+      continue;
+    }
     out.push_back(entry);
   }
   for (const auto& [name, value] : extra) out.push_back(name + "=" + value);

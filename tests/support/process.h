@@ -14,7 +14,8 @@ struct ProcessResult {
   std::string err;
 };
 
-// Runs `argv` with the parent's environment minus every AMPT_* variable, plus `env`.
+// Runs `argv` with the parent's environment minus every AMPT_* variable and every launcher
+// variable (RANK, MASTER_ADDR, SLURM_* ...), plus `env`.
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& env = {},
                           const std::string& working_dir = "");

@@ -139,6 +139,7 @@ std::string save(const std::string& directory, const Checkpoint& c, int64_t keep
   if (c.scaler) {
     root.insert("scaler_scale", static_cast<double>(c.scaler->scale));
     root.insert("scaler_growth_tracker", static_cast<int64_t>(c.scaler->growth_tracker));
+    root.insert("scaler_hysteresis", static_cast<int64_t>(c.scaler->hysteresis));
   }
   root.insert("cpu_rng", c.cpu_rng);
   if (c.cuda_rng.defined()) root.insert("cuda_rng", c.cuda_rng);
@@ -187,6 +188,10 @@ Checkpoint load(const std::string& path) {
   if (r.has("scaler_scale")) {
     c.scaler = precision::LossScalerState{static_cast<float>(r.number("scaler_scale")),
                                           static_cast<int32_t>(r.integer("scaler_growth_tracker"))};
+    // Checkpoints from before hysteresis existed lack it: the scaler then starts it full.
+    if (r.has("scaler_hysteresis")) {
+      c.scaler->hysteresis = static_cast<int32_t>(r.integer("scaler_hysteresis"));
+    }
   }
   c.cpu_rng = r.tensor("cpu_rng");
   if (r.has("cuda_rng")) c.cuda_rng = r.tensor("cuda_rng");

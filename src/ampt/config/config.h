@@ -6,15 +6,20 @@
 #include <cstdint>
 #include <string>
 
+#include "ampt/config/launch.h"
+
 namespace ampt::config {
 
 enum class MixedPrecision { no, fp16, bf16, auto_select, fp8 };
-enum class OptLevel { O0, O1 };
+enum class OptLevel { O0, O1, O2 };
 enum class DeviceKind { auto_select, cpu, cuda };
 enum class OptimizerKind { adamw, sgd };
 enum class Sampling { random, sequential };
+enum class ScalerRules { torch, deepspeed };
 enum class Fp8AmaxAlgo { max, most_recent };
 enum class Fp8Scaling { delayed, current };
+enum class DistBackend { auto_select, nccl, gloo };
+enum class AllreduceDtype { grad, fp32, bf16 };
 
 struct Config {
   // run
@@ -39,6 +44,10 @@ struct Config {
   MixedPrecision mixed_precision = MixedPrecision::bf16;
   OptLevel amp_opt_level = OptLevel::O1;
   bool strict_precision = false;  // refuse, rather than replace, a precision the device lacks
+  // Module-name patterns (comma-separated) whose modules run and store in fp32 (precision_schedule.h).
+  std::string keep_fp32_modules;
+  // Stages such as "fp32:500,bf16"; empty: mixed_precision throughout (precision_schedule.h).
+  std::string precision_schedule;
   // fp8 (TransformerEngine's DelayedScaling defaults): scale = 448 / amax / 2^margin
   Fp8Scaling fp8_scaling = Fp8Scaling::delayed;
   int64_t fp8_amax_history_len = 1024;
@@ -56,6 +65,18 @@ struct Config {
   double grad_scaler_growth_factor = 2.0;
   double grad_scaler_backoff = 0.5;
   int64_t grad_scaler_growth_interval = 2000;
+  bool grad_scaler_enabled = true;  // false: fp16 without loss scaling (GradScaler(enabled=False))
+  ScalerRules grad_scaler_rules = ScalerRules::torch;
+  double loss_scale = 0.0;            // > 0: a fixed loss scale; 0: dynamic (DeepSpeed's meaning)
+  int64_t hysteresis = 1;             // overflows absorbed before a backoff (deepspeed rules)
+  bool consecutive_hysteresis = false;  // refill hysteresis after every clean step (deepspeed rules)
+  double min_loss_scale = 0.0;        // 0: no floor
+  double max_loss_scale = 0.0;        // 0: no ceiling
+
+  // numerical stability
+  int64_t max_consecutive_skips = 50;  // stop after this many skipped steps in a row; 0: never
+  bool deterministic = false;
+  bool autocast_cache = true;
 
   // training
   int64_t batch_size = 128;
@@ -96,6 +117,13 @@ struct Config {
   Sampling data_sampling = Sampling::random;
   int64_t loader_workers = 2;  // 0: batches are gathered on the training thread
   int64_t prefetch = 4;        // batches the loader may hold ready ahead of the model
+
+  // dist
+  DistBackend dist_backend = DistBackend::auto_select;  // auto: nccl on CUDA, gloo on CPU
+  int64_t dist_timeout = 600;  // seconds a rank waits for the others before giving up
+  AllreduceDtype allreduce_dtype = AllreduceDtype::grad;
+  // Not an option: where this process sits in the job, from the launcher's environment.
+  Launch launch;
 };
 
 }  // namespace ampt::config

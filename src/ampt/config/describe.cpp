@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "ampt/config/aliases.h"
 #include "ampt/config/options.h"
 
 namespace ampt::config {
@@ -42,6 +43,9 @@ std::string facts(const Option& option, const Config& defaults) {
     parts.push_back("default: " + value);
   if (!option.section.empty() && option.key != option.name)
     parts.push_back("YAML " + option.yaml_path());
+  for (const Alias& alias : aliases()) {
+    if (alias.target == option.name) parts.push_back("alias --" + alias.name);
+  }
   return parts.empty() ? "" : fmt::format(" [{}]", fmt::join(parts, ", "));
 }
 

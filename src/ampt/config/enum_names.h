@@ -29,7 +29,8 @@ struct EnumNames<MixedPrecision> {
 
 template <>
 struct EnumNames<OptLevel> {
-  static constexpr Spellings<OptLevel, 2> values{{{"O0", OptLevel::O0}, {"O1", OptLevel::O1}}};
+  static constexpr Spellings<OptLevel, 3> values{
+      {{"O0", OptLevel::O0}, {"O1", OptLevel::O1}, {"O2", OptLevel::O2}}};
 };
 
 template <>
@@ -51,6 +52,12 @@ struct EnumNames<Sampling> {
 };
 
 template <>
+struct EnumNames<ScalerRules> {
+  static constexpr Spellings<ScalerRules, 2> values{
+      {{"torch", ScalerRules::torch}, {"deepspeed", ScalerRules::deepspeed}}};
+};
+
+template <>
 struct EnumNames<Fp8AmaxAlgo> {
   static constexpr Spellings<Fp8AmaxAlgo, 2> values{
       {{"max", Fp8AmaxAlgo::max}, {"most_recent", Fp8AmaxAlgo::most_recent}}};
@@ -60,6 +67,20 @@ template <>
 struct EnumNames<Fp8Scaling> {
   static constexpr Spellings<Fp8Scaling, 2> values{
       {{"delayed", Fp8Scaling::delayed}, {"current", Fp8Scaling::current}}};
+};
+
+template <>
+struct EnumNames<DistBackend> {
+  static constexpr Spellings<DistBackend, 3> values{{{"auto", DistBackend::auto_select},
+                                                     {"nccl", DistBackend::nccl},
+                                                     {"gloo", DistBackend::gloo}}};
+};
+
+template <>
+struct EnumNames<AllreduceDtype> {
+  static constexpr Spellings<AllreduceDtype, 3> values{{{"grad", AllreduceDtype::grad},
+                                                        {"fp32", AllreduceDtype::fp32},
+                                                        {"bf16", AllreduceDtype::bf16}}};
 };
 
 // Exact, case-sensitive lookup: "BF16" is rejected so that files stay greppable.

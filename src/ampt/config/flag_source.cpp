@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cxxopts.hpp>
 
+#include "ampt/config/aliases.h"
 #include "ampt/config/options.h"
 #include "ampt/config/readers.h"
 #include "ampt/config/resolve.h"
@@ -20,6 +21,11 @@ cxxopts::Options make_cli() {
     auto value = cxxopts::value<std::string>();
     if (option.is_switch) value->implicit_value("true");
     cli.add_options()(option.name, option.help, value);
+  }
+  for (const Alias& alias : aliases()) {
+    auto value = cxxopts::value<std::string>();
+    if (find_option(alias.target)->is_switch) value->implicit_value("true");
+    cli.add_options()(alias.name, "alias of --" + alias.target, value);
   }
   cli.add_options()("h,help", "Show this help and exit");
   cli.allow_unrecognised_options();
@@ -43,6 +49,7 @@ UsageError unknown_flag(const std::string& arg) {
   std::string flag = arg.substr(0, arg.find('='));
   std::vector<std::string> known{"--help"};
   for (const Option& option : options()) known.push_back("--" + option.name);
+  for (const Alias& alias : aliases()) known.push_back("--" + alias.name);
   auto suggestion = closest(flag, known);
   return UsageError(
       fmt::format("unknown flag '{}'{}", flag,
@@ -88,6 +95,18 @@ std::vector<Assignment> read_flags(const std::vector<std::string>& all_args) {
       throw UsageError(fmt::format("flag --{} needs a value", option.name));
     }
     assignments.push_back({&option, std::move(text), {Source::Kind::flag, "--" + option.name}});
+  }
+  for (const Alias& alias : aliases()) {
+    if (parsed.count(alias.name) == 0) continue;
+    const Source source{Source::Kind::flag, "--" + alias.name};
+    auto assignment = alias_assignment(alias, parsed[alias.name].as<std::string>(), source);
+    // Two spellings of one setting on one command line: which should win is anyone's guess.
+    auto same = std::ranges::find(assignments, assignment.option, &Assignment::option);
+    if (same != assignments.end()) {
+      throw UsageError(fmt::format("{} and --{} both set {}; give one of them",
+                                   describe(same->source), alias.name, alias.target));
+    }
+    assignments.push_back(std::move(assignment));
   }
 
   for (const std::string& arg : parsed.unmatched()) {

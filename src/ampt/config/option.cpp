@@ -8,7 +8,10 @@
 namespace ampt::config {
 
 void Option::set(Config& config, std::string_view text, const Source& source) const {
-  if (!store(config, text)) throw invalid_value(name, text, source, expected);
+  if (store(config, text)) return;
+  const std::string why = problem ? problem(text) : std::string();
+  if (why.empty()) throw invalid_value(name, text, source, expected);
+  throw UsageError(fmt::format("invalid value '{}' for {} ({}): {}", text, name, describe(source), why));
 }
 
 std::string Option::yaml_path() const { return section.empty() ? "" : section + "." + key; }
@@ -111,6 +114,23 @@ Option checked_string_option(std::string name, std::string_view yaml_path,
     return true;
   };
   option.format = [member](const Config& config) { return config.*member; };
+  return option;
+}
+
+Option explained_string_option(std::string name, std::string_view yaml_path,
+                               std::string Config::*member,
+                               std::function<std::string(std::string_view)> problem,
+                               std::string expected, std::string value_hint, std::string help) {
+  Option option = checked_string_option(
+      std::move(name), yaml_path, member,
+      [problem](std::string_view text) { return problem(text).empty(); }, std::move(expected),
+      std::move(value_hint), std::move(help));
+  option.problem = std::move(problem);
+  return option;
+}
+
+Option list_option(Option option) {
+  option.yaml_list = true;
   return option;
 }
 

@@ -25,6 +25,10 @@ struct Option {
   std::string expected;    // what valid values look like: "an integer >= 1", "one of no, fp16"
   std::string value_hint;  // placeholder in --help: "N", "X", "no|fp16|bf16", "PATH"
   bool is_switch = false;  // boolean: a bare `--debug` means true
+  bool yaml_list = false;  // YAML may give a list: items are joined with ',' (see list_option)
+
+  // Why `text` was rejected, when the option can say more than `expected`; may be empty.
+  std::function<std::string(std::string_view text)> problem;
 
   // Parses `text`, checks the constraint and stores it; false (Config untouched) when invalid.
   std::function<bool(Config&, std::string_view text)> store;
@@ -50,6 +54,15 @@ Option string_option(std::string name, std::string_view yaml_path, std::string C
 Option checked_string_option(std::string name, std::string_view yaml_path,
                              std::string Config::*member, std::function<bool(std::string_view)> valid,
                              std::string expected, std::string value_hint, std::string help);
+// Free text that `problem` finds nothing wrong with (it returns "" for valid text, else a reason
+// that error messages quote instead of `expected`).
+Option explained_string_option(std::string name, std::string_view yaml_path,
+                               std::string Config::*member,
+                               std::function<std::string(std::string_view)> problem,
+                               std::string expected, std::string value_hint, std::string help);
+// `option`, made to accept a YAML list: scalars are joined with ',', and maps (schedule stages
+// such as {until_step: 500, precision: fp32}) are written as the flag form `fp32:500`.
+Option list_option(Option option);
 // A string member restricted to `allowed` (model and dataset names).
 Option choice_option(std::string name, std::string_view yaml_path, std::string Config::*member,
                      std::vector<std::string> allowed, std::string help);

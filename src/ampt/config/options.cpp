@@ -1,6 +1,7 @@
 #include "ampt/config/options.h"
 
 #include "ampt/config/dataset_spec.h"
+#include "ampt/config/precision_schedule.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -34,6 +35,9 @@ std::vector<Option> build_table() {
                      "Evaluate on the validation split every N steps (0: only at the end)"),
       integer_option("eval_batches", "run.eval_batches", &C::eval_batches, at_least_0,
                      "Validation batches per evaluation; 0 evaluates the whole split"),
+      bool_option("deterministic", "run.deterministic", &C::deterministic,
+                  "Deterministic algorithms only, everything seeded: two runs give identical "
+                  "losses"),
       bool_option("debug", "run.debug", &C::debug,
                   "Print the resolved configuration at startup and full torch error context on failure"),
 
@@ -58,7 +62,20 @@ std::vector<Option> build_table() {
                   "Stop with an error instead of falling back when the device lacks the "
                   "requested precision (bf16 on a pre-Ampere GPU)"),
       enum_option("amp_opt_level", "amp.opt_level", &C::amp_opt_level,
-                  "O0: cast nothing (fp32 reference); O1: autocast allow-listed ops"),
+                  "O0: cast nothing (fp32 reference); O1: autocast allow-listed ops; O2: half "
+                  "weights and activations, fp32 norms and master weights"),
+      bool_option("autocast_cache", "amp.autocast_cache", &C::autocast_cache,
+                  "Reuse autocast's low-precision weight copies within a forward pass"),
+      list_option(explained_string_option(
+          "keep_fp32_modules", "amp.keep_fp32_modules", &C::keep_fp32_modules,
+          module_patterns_problem, std::string(kModulePatternsExpected), "PATTERNS",
+          "Modules (name patterns, comma-separated; YAML a list) that always run and store in "
+          "fp32")),
+      list_option(explained_string_option(
+          "precision_schedule", "amp.precision_schedule", &C::precision_schedule,
+          schedule_problem, std::string(kScheduleExpected), "STAGES",
+          "Precision stages, e.g. fp32:500,bf16 (YAML a list of {until_step|until_epoch, "
+          "precision}); the last stage runs to the end")),
 
       enum_option("fp8_scaling", "amp.fp8_scaling", &C::fp8_scaling,
                   "fp8 scale factors: delayed (from an amax history of earlier steps, as "
@@ -93,6 +110,24 @@ std::vector<Option> build_table() {
       integer_option("grad_scaler_growth_interval", "scaler.growth_interval",
                      &C::grad_scaler_growth_interval, at_least_1,
                      "Overflow-free steps before the loss scale grows"),
+      bool_option("grad_scaler_enabled", "scaler.enabled", &C::grad_scaler_enabled,
+                  "Use loss scaling when the precision needs it (fp16); false trains fp16 unscaled"),
+      enum_option("grad_scaler_rules", "scaler.rules", &C::grad_scaler_rules,
+                  "Dynamic scale rules: torch (torch.amp.GradScaler, bit for bit) or deepspeed "
+                  "(DynamicLossScaler, with hysteresis)"),
+      float_option("loss_scale", "scaler.loss_scale", &C::loss_scale, at_least_0,
+                   "A fixed loss scale, never updated; 0 means dynamic (DeepSpeed's convention)"),
+      integer_option("hysteresis", "scaler.hysteresis", &C::hysteresis, at_least_1,
+                     "Overflows tolerated before the scale backs off (deepspeed rules; 1: every "
+                     "overflow backs off)"),
+      bool_option("consecutive_hysteresis", "scaler.consecutive_hysteresis",
+                  &C::consecutive_hysteresis,
+                  "Refill the hysteresis after every clean step, not only when the scale grows "
+                  "(deepspeed rules)"),
+      float_option("min_loss_scale", "scaler.min_loss_scale", &C::min_loss_scale, at_least_0,
+                   "Floor of the dynamic scale; an overflow at the floor stops the run (0: none)"),
+      float_option("max_loss_scale", "scaler.max_loss_scale", &C::max_loss_scale, at_least_0,
+                   "Ceiling of the dynamic scale, as Apex's max_loss_scale (0: none)"),
 
       // training
       integer_option("batch_size", "training.batch_size", &C::batch_size, at_least_1,
@@ -115,6 +150,10 @@ std::vector<Option> build_table() {
                      "Linear learning-rate warmup steps"),
       float_option("max_grad_norm", "training.max_grad_norm", &C::max_grad_norm, at_least_0,
                    "Clip the global grad norm (after unscaling) to this; 0 disables"),
+      integer_option("max_consecutive_skips", "training.max_consecutive_skips",
+                     &C::max_consecutive_skips, at_least_0,
+                     "Save and stop with a diagnosis after this many skipped steps in a row (0: "
+                     "never)"),
       float_option("momentum", "training.momentum", &C::momentum, unit_half_open, "SGD momentum"),
       float_option("adam_beta1", "training.adam_beta1", &C::adam_beta1, unit_half_open,
                    "AdamW first-moment decay (beta1)"),
@@ -169,6 +208,16 @@ std::vector<Option> build_table() {
                      "Background threads that gather batches; 0 gathers on the training thread"),
       integer_option("prefetch", "data.prefetch", &C::prefetch, at_least_1,
                      "Batches the loader keeps ready ahead of the model"),
+
+      // dist
+      enum_option("dist_backend", "dist.backend", &C::dist_backend,
+                  "Collective backend of a distributed run: auto = nccl on GPUs, gloo on CPUs"),
+      integer_option("dist_timeout", "dist.timeout", &C::dist_timeout, at_least_1,
+                     "Seconds a rank waits for the others (rendezvous, collectives) before it "
+                     "stops with an error naming the missing rank"),
+      enum_option("allreduce_dtype", "dist.allreduce_dtype", &C::allreduce_dtype,
+                  "Gradient all-reduce dtype: grad = the gradients' own, fp32, or bf16 (half "
+                  "the traffic, rounded)"),
   };
 }
 

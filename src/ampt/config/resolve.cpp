@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "ampt/config/options.h"
+#include "ampt/config/precision_schedule.h"
 #include "ampt/config/readers.h"
 
 namespace ampt::config {
@@ -53,7 +54,10 @@ Resolved resolve(const std::vector<std::string>& args,
       sources[index_of(*assignment.option)] = assignment.source;
     }
   }
-  return Resolved(std::move(config), std::move(sources));
+  config.launch = parse_launch(env);
+  Resolved resolved(std::move(config), std::move(sources));
+  check_precision_settings(resolved);
+  return resolved;
 }
 
 }  // namespace ampt::config

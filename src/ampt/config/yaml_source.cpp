@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "ampt/config/aliases.h"
 #include "ampt/config/options.h"
 #include "ampt/config/readers.h"
 #include "ampt/config/suggest.h"
@@ -50,6 +51,14 @@ bool alias_allowed_in(std::string_view section) {
   return section.empty() || std::ranges::find(kAliasSections, section) != kAliasSections.end();
 }
 
+// torch.autocast's own argument names inside `amp:` (enabled, dtype) mean use_amp and amp_dtype.
+std::optional<std::string_view> autocast_alias(std::string_view key, std::string_view section) {
+  if (is_alias(key) && alias_allowed_in(section)) return key;
+  if (section == "amp" && key == "enabled") return kAliasKeys[0];
+  if (section == "amp" && key == "dtype") return kAliasKeys[1];
+  return std::nullopt;
+}
+
 bool is_section(std::string_view key) {
   return std::ranges::find(sections(), key) != sections().end();
 }
@@ -69,6 +78,9 @@ const Option* option_for(std::string_view key, std::string_view section) {
 // The section a known key belongs in, for "belongs in section ..." messages.
 std::optional<std::string> home_section(std::string_view key) {
   if (is_alias(key)) return std::string(kAliasSections.front());
+  for (const Alias& alias : aliases()) {
+    if (alias.name == key) return alias.sections.front();
+  }
   for (const Option& option : options()) {
     if (!option.section.empty() && (option.key == key || option.name == key)) return option.section;
   }
@@ -88,6 +100,10 @@ std::vector<std::string> keys_allowed_in(std::string_view section) {
     }
   }
   if (alias_allowed_in(section)) keys.insert(keys.end(), kAliasKeys.begin(), kAliasKeys.end());
+  if (section == "amp") keys.insert(keys.end(), {"enabled", "dtype"});
+  for (const Alias& alias : aliases()) {
+    if (find_alias(alias.name, section)) keys.push_back(alias.name);
+  }
   return keys;
 }
 
@@ -170,8 +186,10 @@ class Reader {
         read_map(value, key);
       } else if (const Option* option = option_for(key, section)) {
         read_option(*option, key_node, value);
-      } else if (is_alias(key) && alias_allowed_in(section)) {
-        read_alias(key_node, value);
+      } else if (auto autocast_key = autocast_alias(key, section)) {
+        read_alias(std::string(*autocast_key), key_node, value);
+      } else if (const Alias* alias = find_alias(key, section)) {
+        read_option_alias(*alias, key_node, value);
       } else {
         throw bad_key(key_node, section);
       }
@@ -205,10 +223,64 @@ class Reader {
   }
 
   void read_option(const Option& option, const YAML::Node& key_node, const YAML::Node& value) {
-    std::string text = scalar(key_node, value, option.expected);
+    std::string text = option.yaml_list && value.IsSequence() ? list_text(key_node, value)
+                                                              : scalar(key_node, value, option.expected);
     Source source = at(key_node);
     option.set(scratch_, text, source);
     add(option, option.format(scratch_), source, fmt::format("{}: {}", key_node.Scalar(), text));
+  }
+
+  // initial_scale_power: 16 sets init_scale to 65536, as DeepSpeed reads it.
+  void read_option_alias(const Alias& alias, const YAML::Node& key_node, const YAML::Node& value) {
+    std::string text =
+        scalar(key_node, value, alias.translate ? alias.expected : find_option(alias.target)->expected);
+    const Assignment assignment = alias_assignment(alias, text, at(key_node));
+    assignment.option->set(scratch_, assignment.text, assignment.source);
+    add(*assignment.option, assignment.option->format(scratch_), assignment.source,
+        fmt::format("{}: {}", key_node.Scalar(), text));
+  }
+
+  // A YAML list as the flag form: items joined by ','; a map item is a schedule stage,
+  // {until_step: 500, precision: fp32} → "fp32:500", {until_epoch: 2, ...} → "fp32:2ep".
+  std::string list_text(const YAML::Node& key_node, const YAML::Node& list) const {
+    std::string text;
+    for (const auto& item : list) {
+      if (!text.empty()) text += ',';
+      if (item.IsScalar()) {
+        text += item.Scalar();
+      } else if (item.IsMap()) {
+        text += stage_text(key_node, item);
+      } else {
+        throw UsageError(fmt::format("invalid item in {} ({}): expected a scalar or a map, not a {}",
+                                     key_node.Scalar(), where(item), kind_of(item)));
+      }
+    }
+    return text;
+  }
+
+  std::string stage_text(const YAML::Node& key_node, const YAML::Node& stage) const {
+    std::string precision, bound;
+    for (const auto& entry : stage) {
+      const auto key = entry.first.Scalar();
+      const auto value = scalar(entry.first, entry.second, "a scalar");
+      if (key == "precision") {
+        precision = value;
+      } else if (key == "until_step") {
+        bound = ":" + value;
+      } else if (key == "until_epoch") {
+        bound = ":" + value + "ep";
+      } else {
+        throw UsageError(fmt::format(
+            "unknown key '{}' in a stage of {} ({}): expected until_step or until_epoch, and "
+            "precision",
+            key, key_node.Scalar(), where(entry.first)));
+      }
+    }
+    if (precision.empty()) {
+      throw UsageError(fmt::format("a stage of {} ({}) has no precision", key_node.Scalar(),
+                                   where(stage)));
+    }
+    return precision + bound;
   }
 
   template <class E, std::size_t N>
@@ -229,8 +301,7 @@ class Reader {
   }
 
   // use_amp and amp_dtype only take effect together, after the whole file is read.
-  void read_alias(const YAML::Node& key_node, const YAML::Node& value) {
-    const std::string& key = key_node.Scalar();
+  void read_alias(const std::string& key, const YAML::Node& key_node, const YAML::Node& value) {
     if (key == "precision") {
       auto precision = read_spelling(key_node, value, kPrecisions);
       add(mixed_precision(), std::string(to_string(precision.value)), precision.source,

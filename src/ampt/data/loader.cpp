@@ -15,10 +15,16 @@ namespace ampt::data {
 Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, LoaderState start)
     : dataset_(std::move(dataset)),
       options_(std::move(options)),
-      batches_per_epoch_(dataset_->size() / options_.batch_size),
+      batches_per_epoch_(dataset_->size() / (options_.batch_size * options_.shard_count)),
       start_(start.epoch * batches_per_epoch_ + start.position),
       // Pinned host memory is what lets the copy to the GPU run asynchronously.
       pin_(options_.device.is_cuda() && torch::cuda::is_available()) {
+  if (batches_per_epoch_ == 0 && options_.shard_count > 1) {
+    throw RuntimeError(fmt::format(
+        "{} has {} samples, fewer than one global batch of batch_size {} x {} ranks; lower "
+        "batch_size or add data",
+        options_.name, dataset_->size(), options_.batch_size, options_.shard_count));
+  }
   if (batches_per_epoch_ == 0) {
     throw RuntimeError(fmt::format(
         "{} has {} samples, fewer than one batch of batch_size {}; lower batch_size or add data",
@@ -75,7 +81,9 @@ std::shared_ptr<const std::vector<int64_t>> Loader::permutation(int64_t epoch) {
 std::vector<int64_t> Loader::indices(int64_t ticket) {
   const int64_t batch = start_ + ticket;
   const auto order = permutation(batch / batches_per_epoch_);
-  const auto first = order->begin() + (batch % batches_per_epoch_) * options_.batch_size;
+  const auto first = order->begin() +
+                     ((batch % batches_per_epoch_) * options_.shard_count + options_.shard_rank) *
+                         options_.batch_size;
   return {first, first + options_.batch_size};
 }
 

@@ -24,9 +24,15 @@ struct LoaderOptions {
   int64_t workers = 2;   // gathering threads; 0 gathers inside next() on the caller's thread
   int64_t prefetch = 4;  // batches gathered or being gathered ahead of the consumer, at most
   std::string name = "dataset";  // how errors name the data: "dataset has 10 samples, ..."
+  // Data parallelism: each global batch holds shard_count * batch_size samples of the one
+  // (seed, epoch) permutation, and this loader delivers slice shard_rank of it; so the ranks
+  // together see exactly what one process with the global batch would.
+  int64_t shard_rank = 0;
+  int64_t shard_count = 1;
 };
 
-// Where the loader stands: the epoch and position (batches into that epoch) of the NEXT batch.
+// Where the loader stands: the epoch and position (batches into that epoch) of the NEXT batch;
+// batches are global ones, so every shard has the same state.
 struct LoaderState {
   int64_t epoch = 0;
   int64_t position = 0;

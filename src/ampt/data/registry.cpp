@@ -297,6 +297,8 @@ LoaderOptions train_loader_options(const Config& config, const torch::Device& de
   options.workers = config.loader_workers;
   options.prefetch = config.prefetch;
   options.name = "training data of " + config.dataset;
+  options.shard_rank = config.launch.rank;
+  options.shard_count = config.launch.world_size;
   return options;
 }
 
@@ -304,6 +306,9 @@ LoaderOptions val_loader_options(const Config& config, const torch::Device& devi
   LoaderOptions options = train_loader_options(config, device);
   options.shuffle = false;
   options.name = "validation data of " + config.dataset;
+  // Every rank evaluates the whole validation set (identical weights, identical result).
+  options.shard_rank = 0;
+  options.shard_count = 1;
   return options;
 }
 

@@ -3,6 +3,8 @@
 #include "ampt/log/logger.h"
 #include "ampt/log/progress.h"
 
+#include <fmt/ranges.h>
+
 namespace ampt::log {
 
 std::string format_bytes(int64_t bytes) {
@@ -24,22 +26,49 @@ void ConsoleReporter::on_start(const train::RunInfo& info) {
   log::info("[AMP] Device: {} ({})", info.device, info.device_reason);
   log::info("[AMP] Model: {} ({}), {} parameters", info.model, info.architecture, info.parameters);
   log::info("[AMP] Data: {}", info.data_description);
-  log::info("[AMP] Using {} {} (mixed_precision from {})",
-            info.precision, info.precision == "FP32" ? "precision" : "mixed precision",
-            info.precision_source);
+  log::info("[AMP] Using {} {} ({})", info.precision,
+            info.precision == "FP32" ? "precision" : "mixed precision",
+            info.precision_schedule.empty()
+                ? "mixed_precision from " + info.precision_source
+                : fmt::format("precision_schedule stage {}", info.precision_stage));
   if (info.precision_fell_back) {
     log::warn("{}", info.precision_reason);
   } else if (!info.precision_reason.empty()) {
     log::info("[AMP] {}", info.precision_reason);
   }
   log::info("[AMP] Opt level {}: {}", info.opt_level, info.precision_explanation);
-  if (info.loss_scaling) {
+  if (!info.precision_schedule.empty()) {
+    log::info("[AMP] Precision schedule: {} (starting in stage {} of {})",
+              fmt::join(info.precision_schedule, ", "), info.precision_stage,
+              info.precision_schedule.size());
+  }
+  for (const auto& line : info.compat_report) log::info("[AMP] Compat: {}", line);
+  if (info.loss_scaling && info.static_scale > 0.0) {
+    log::info("[AMP] GradScaler: static loss scale {} (never updated; non-finite steps still "
+              "skipped)",
+              info.static_scale);
+  } else if (info.loss_scaling) {
+    std::string extra;
+    if (info.scaler_rules != "torch") {
+      extra += fmt::format(", rules={}, hysteresis={}, consecutive_hysteresis={}",
+                           info.scaler_rules, info.hysteresis, info.consecutive_hysteresis);
+    }
+    if (info.min_loss_scale > 0.0) extra += fmt::format(", min_loss_scale={}", info.min_loss_scale);
+    if (info.max_loss_scale > 0.0) extra += fmt::format(", max_loss_scale={}", info.max_loss_scale);
     log::info("[AMP] GradScaler: on (init_scale={}, growth_factor={}, backoff_factor={}, "
-              "growth_interval={})",
-              info.init_scale, info.growth_factor, info.backoff_factor, info.growth_interval);
+              "growth_interval={}{})",
+              info.init_scale, info.growth_factor, info.backoff_factor, info.growth_interval,
+              extra);
   } else {
     log::info("[AMP] GradScaler: off; non-finite gradients still skip the optimizer step");
   }
+  log::info("[AMP] Stability monitor: {}{}{}",
+            info.max_consecutive_skips > 0
+                ? fmt::format("save and stop after {} skipped steps in a row",
+                              info.max_consecutive_skips)
+                : std::string("never stops (max_consecutive_skips 0)"),
+            info.deterministic ? fmt::format("; deterministic algorithms, seed {}", info.seed) : "",
+            info.autocast_cache ? "" : "; autocast cache off");
   log::info("[AMP] Optimizer: {}; lr {:.3g} → {:.3g} (warmup {} steps, cosine), clip {}",
             info.optimizer, info.peak_lr, info.min_lr, info.warmup_steps,
             info.max_grad_norm > 0.0 ? fmt::format("grad norm {}", info.max_grad_norm) : "off");
@@ -47,6 +76,7 @@ void ConsoleReporter::on_start(const train::RunInfo& info) {
             info.batch_size, info.grad_accum_steps, info.batch_size * info.grad_accum_steps,
             info.total_steps, info.steps_per_epoch);
   for (const auto& note : info.speed_notes) log::info("[PERF] {}", note);
+  if (!info.distributed.empty()) log::info("[DIST] {}", info.distributed);
   if (!info.resume_note.empty()) log::info("[CKPT] {}", info.resume_note);
 }
 
@@ -56,6 +86,14 @@ void ConsoleReporter::on_eval(const train::EvalReport& r) {
                            ? fmt::format("val perplexity {:.3f}", r.perplexity)
                            : fmt::format("val accuracy {:.2f}%", 100.0 * r.accuracy);
   log::info("eval step {} | val loss {:.4f} | {} ({} batches)", r.step, r.loss, quality, r.batches);
+}
+
+void ConsoleReporter::on_precision_switch(const train::PrecisionSwitch& c) {
+  log::info("[AMP] Precision switch at step {} (epoch {}): {} → {}, stage {} of {} ({}); "
+            "GradScaler {}",
+            c.step, c.epoch, c.from, c.to, c.stage, c.stages, c.stage_text,
+            c.loss_scaling ? fmt::format("on at init_scale {}", c.init_scale) : "off");
+  if (!c.reason.empty()) log::info("[AMP] {}", c.reason);
 }
 
 void ConsoleReporter::on_checkpoint(const std::string& path, int64_t step) {
@@ -78,13 +116,22 @@ void ConsoleReporter::on_step(const train::StepReport& r) {
             r.step, fmt::formatted_size("{}", r.total_steps), r.total_steps, r.epoch, r.loss,
             r.lr, r.grad_norm, throughput,
             r.mfu > 0.0 ? fmt::format(" | MFU {:.1f}%", 100.0 * r.mfu) : "");
-  if (r.loss_scaling) {
-    log::info("[AMP Stats] Scale: {:.1f}, Growth tracker: {}, Overflows: {}, Skipped steps: {}",
-              r.scale, r.growth_tracker, r.overflows, r.skipped_steps);
-  } else {
-    log::info("[AMP Stats] Loss scaling: off, Non-finite steps: {}, Skipped steps: {}",
-              r.overflows, r.skipped_steps);
+  std::string health;
+  if (r.hysteresis >= 0) health += fmt::format(", Hysteresis: {}", r.hysteresis);
+  if (r.grad_underflow >= 0.0) {
+    health += fmt::format(", Grad underflow: {:.3f}%", 100.0 * r.grad_underflow);
   }
+  if (r.loss_scaling) {
+    log::info("[AMP Stats] Scale: {:.1f}, Growth tracker: {}, Overflows: {}, Skipped steps: {}{}",
+              r.scale, r.growth_tracker, r.overflows, r.skipped_steps, health);
+  } else {
+    log::info("[AMP Stats] Loss scaling: off, Non-finite steps: {}, Skipped steps: {}{}",
+              r.overflows, r.skipped_steps, health);
+  }
+}
+
+void ConsoleReporter::on_nonfinite(int64_t step, const std::string& what) {
+  log::info("[AMP] Skipped step {}: {}", step, what);
 }
 
 void ConsoleReporter::on_end(const train::RunSummary& s) {

@@ -17,7 +17,9 @@ class ConsoleReporter final : public train::Observer {
   void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) override;
   void on_step(const train::StepReport& report) override;
   void on_eval(const train::EvalReport& report) override;
+  void on_precision_switch(const train::PrecisionSwitch& change) override;
   void on_checkpoint(const std::string& path, int64_t step) override;
+  void on_nonfinite(int64_t step, const std::string& what) override;
   void on_end(const train::RunSummary& summary) override;
 
  private:

@@ -79,10 +79,12 @@ void MetricsWriter::on_step(const train::StepReport& r) {
   std::string line = fmt::format(
       R"({{"step": {}, "epoch": {}, "loss": {}, "lr": {}, "grad_norm": {}, "samples_per_sec": {}, )"
       R"("tokens_per_sec": {}, "mfu": {}, "loss_scaling": {}, "scale": {}, "growth_tracker": {}, )"
-      R"("overflows": {}, "skipped_steps": {}}})",
+      R"("overflows": {}, "skipped_steps": {}, "grad_underflow": {}{}}})",
       r.step, r.epoch, json_number(r.loss), json_number(r.lr), json_number(r.grad_norm),
       json_number(r.samples_per_sec), json_number(r.tokens_per_sec), json_number(r.mfu),
-      r.loss_scaling, json_number(r.scale), r.growth_tracker, r.overflows, r.skipped_steps);
+      r.loss_scaling, json_number(r.scale), r.growth_tracker, r.overflows, r.skipped_steps,
+      r.grad_underflow >= 0.0 ? json_number(r.grad_underflow) : "null",
+      r.hysteresis >= 0 ? fmt::format(R"(, "hysteresis": {})", r.hysteresis) : "");
   write_or_throw(out_, line, path_);
 }
 
@@ -94,6 +96,16 @@ void MetricsWriter::on_eval(const train::EvalReport& r) {
   write_or_throw(out_,
                  fmt::format(R"({{"step": {}, "val_loss": {}, {}, "val_batches": {}}})", r.step,
                              json_number(r.loss), quality, r.batches),
+                 path_);
+}
+
+void MetricsWriter::on_precision_switch(const train::PrecisionSwitch& c) {
+  write_or_throw(out_,
+                 fmt::format(R"({{"step": {}, "event": "precision_switch", "epoch": {}, "from": "{}", )"
+                             R"("to": "{}", "stage": {}, "stages": {}, "stage_text": "{}", )"
+                             R"("loss_scaling": {}}})",
+                             c.step, c.epoch, c.from, c.to, c.stage, c.stages, c.stage_text,
+                             c.loss_scaling),
                  path_);
 }
 

@@ -22,6 +22,8 @@ class MetricsWriter final : public train::Observer {
   void on_start(const train::RunInfo& info) override;
   void on_step(const train::StepReport& report) override;
   void on_eval(const train::EvalReport& report) override;
+  // {"step": 500, "event": "precision_switch", "from": "FP32", "to": "BF16", ...}
+  void on_precision_switch(const train::PrecisionSwitch& change) override;
   void on_end(const train::RunSummary& summary) override;
 
  private:

@@ -1,6 +1,7 @@
 #include "ampt/models/attention.h"
 
 #include "ampt/models/activation_checkpoint.h"
+#include "ampt/models/precision_islands.h"
 
 #include <ATen/ops/scaled_dot_product_attention.h>
 
@@ -8,7 +9,7 @@ namespace ampt::models {
 
 torch::Tensor project(torch::nn::Linear& linear, const c10::intrusive_ptr<precision::Fp8Linear>& fp8,
                       const torch::Tensor& x) {
-  if (!fp8) return linear->forward(x);
+  if (!fp8) return call(linear, x);
   return fp8->forward(x, linear->weight, linear->bias, /*record=*/!recomputing());
 }
 

@@ -1,5 +1,6 @@
 #include "ampt/models/cnn.h"
 
+#include "ampt/models/precision_islands.h"
 #include <torch/nn/init.h>
 
 namespace ampt::models {
@@ -30,8 +31,8 @@ BasicBlockImpl::BasicBlockImpl(int64_t in_channels, int64_t out_channels, int64_
 }
 
 torch::Tensor BasicBlockImpl::forward(const torch::Tensor& x) {
-  const auto h = bn2_->forward(conv2_->forward(torch::relu(bn1_->forward(conv1_->forward(x)))));
-  return torch::relu(h + (shortcut_->is_empty() ? x : shortcut_->forward(x)));
+  const auto h = call(bn2_, call(conv2_, torch::relu(call(bn1_, call(conv1_, x)))));
+  return torch::relu(h + (shortcut_->is_empty() ? x : call_sequence(shortcut_, x)));
 }
 
 int64_t BasicBlockImpl::conv_weights() const {
@@ -75,8 +76,8 @@ CnnImpl::CnnImpl(int64_t in_channels, int64_t height, int64_t width, int64_t cha
 }
 
 torch::Tensor CnnImpl::forward(const torch::Tensor& x) {
-  const auto features = blocks_->forward(torch::relu(stem_bn_->forward(stem_conv_->forward(x))));
-  return head_->forward(features.mean({2, 3}));  // global average pool
+  const auto features = call_sequence(blocks_, torch::relu(call(stem_bn_, call(stem_conv_, x))));
+  return call(head_, features.mean({2, 3}));  // global average pool
 }
 
 }  // namespace ampt::models

@@ -1,5 +1,7 @@
 #include "ampt/models/gpt.h"
 
+#include "ampt/models/precision_islands.h"
+
 #include "ampt/core/errors.h"
 #include "ampt/models/activation_checkpoint.h"
 
@@ -48,8 +50,8 @@ GptBlockImpl::GptBlockImpl(int64_t n_embd, int64_t n_head, double dropout) {
 }
 
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
-  const auto h = x + attn->forward(ln_1->forward(x));
-  return h + mlp->forward(ln_2->forward(h));
+  const auto h = x + call(attn, call(ln_1, x));
+  return h + call(mlp, call(ln_2, h));
 }
 
 GptImpl::GptImpl(const GptDims& dims) : dims_(dims) {
@@ -87,18 +89,25 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
                                    time, dims_.block_size));
   }
   const auto positions = torch::arange(time, tokens.options());
-  auto x = drop_->forward(wte_->forward(tokens) + wpe_->forward(positions));
+  auto x = drop_->forward(call(wte_, tokens) + call(wpe_, positions));
   const bool checkpointed = grad_ckpt_ && is_training() && torch::GradMode::is_enabled();
   for (const auto& block : *h_) {
     auto* b = block->as<GptBlock>();
     if (!checkpointed) {
-      x = b->forward(x);
+      x = call(b, x);
       continue;
     }
-    x = checkpoint([b](const torch::Tensor& input) { return b->forward(input); }, x,
+    // The recomputation in backward may run on another thread: it takes this pass's islands.
+    x = checkpoint([b, islands = active_islands()](const torch::Tensor& input) {
+          IslandScope scope(islands);
+          return call(b, input);
+        }, x,
                    b->parameters(), /*preserve_rng=*/dims_.dropout > 0.0);
   }
-  return torch::nn::functional::linear(ln_f_->forward(x), wte_->weight);
+  // The head is wte used backwards (tied weights), so it shares wte's island, if any.
+  return through_island(*wte_, call(ln_f_, x), [&](const torch::Tensor& h) {
+    return torch::nn::functional::linear(h, wte_->weight);
+  });
 }
 
 void GptImpl::enable_fp8(const precision::Fp8Recipe& recipe) {

@@ -1,5 +1,6 @@
 #include "ampt/models/mlp.h"
 
+#include "ampt/models/precision_islands.h"
 #include <torch/nn/functional/activation.h>
 
 namespace ampt::models {
@@ -16,8 +17,8 @@ MlpImpl::MlpImpl(int64_t in_features, int64_t hidden, int64_t layers, int64_t cl
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   auto h = x.flatten(1);
-  for (const auto& block : *blocks_) h = torch::gelu(block->as<torch::nn::Linear>()->forward(h));
-  return head_->forward(h);
+  for (const auto& block : *blocks_) h = torch::gelu(call(block->as<torch::nn::Linear>(), h));
+  return call(head_, h);
 }
 
 int64_t MlpImpl::macs_per_sample() const {

@@ -23,12 +23,25 @@ struct RunInfo {
   std::string precision_reason;    // why `auto` chose it, or why a request was replaced
   bool precision_fell_back = false;  // the requested precision could not be used
   std::string precision_explanation;
-  std::string opt_level;           // "O0", "O1"
+  std::string opt_level;           // "O0", "O1", "O2"
+  std::vector<std::string> precision_schedule;  // stages as written ("fp32:500"); empty: none
+  int64_t precision_stage = 0;     // 1-based stage the run starts in (0: no schedule)
+  std::vector<std::string> compat_report;  // O2/fp16 runs: fp32 modules and risky ops, one per line
   bool loss_scaling = false;
   double init_scale = 0.0;
   double growth_factor = 0.0;
   double backoff_factor = 0.0;
   int64_t growth_interval = 0;
+  std::string scaler_rules;         // "torch", "deepspeed"
+  double static_scale = 0.0;        // > 0: a fixed loss scale
+  int64_t hysteresis = 1;
+  bool consecutive_hysteresis = false;
+  double min_loss_scale = 0.0;      // 0: none
+  double max_loss_scale = 0.0;      // 0: none
+  int64_t max_consecutive_skips = 0;  // 0: never stop
+  bool deterministic = false;
+  bool autocast_cache = true;
+  int64_t seed = 0;
   std::string optimizer;
   int64_t batch_size = 0;
   int64_t grad_accum_steps = 0;
@@ -41,6 +54,7 @@ struct RunInfo {
   int64_t start_step = 0;       // optimizer steps already done (0 unless resumed)
   std::string resume_note;      // what a resume restored, or why it started fresh; empty if neither
   std::vector<std::string> speed_notes;  // TF32, channels-last, CUDA graphs: on, or why not
+  std::string distributed;      // the ranks and the global batch; empty in a single process
 };
 
 // The state at a logged optimizer step (values read from the device only on such steps).
@@ -59,6 +73,24 @@ struct StepReport {
   int64_t growth_tracker = 0;
   int64_t overflows = 0;     // steps whose gradients held inf/NaN, so far
   int64_t skipped_steps = 0; // optimizer steps not applied, so far
+  int64_t hysteresis = -1;   // deepspeed rules: overflows left before a backoff; -1 otherwise
+  // Of this step's non-zero fp32 gradient values (scaled, as backward left them), the fraction
+  // that become 0 in the half dtype; -1 when the run has no half dtype (fp32).
+  double grad_underflow = -1.0;
+};
+
+// A precision_schedule stage begins (before optimizer step `step` + 1).
+struct PrecisionSwitch {
+  int64_t step = 0;        // optimizer steps done before the switch
+  int64_t epoch = 0;
+  std::string from;        // "FP32", "BF16", "FP16"
+  std::string to;
+  int64_t stage = 0;       // 1-based
+  int64_t stages = 0;
+  std::string stage_text;  // the stage as the schedule writes it: "bf16:2000"
+  bool loss_scaling = false;  // the new stage has the loss scaler (restarting at init_scale)
+  double init_scale = 0.0;
+  std::string reason;      // why the device's precision differs from the stage's, if it does
 };
 
 // A pass over (part of) the validation split, under the training precision, without gradients.
@@ -99,7 +131,10 @@ class Observer {
   virtual void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) {}
   virtual void on_step(const StepReport& report) {}
   virtual void on_eval(const EvalReport& report) {}
+  virtual void on_precision_switch(const PrecisionSwitch& change) {}
   virtual void on_checkpoint(const std::string& path, int64_t step) {}
+  // A step skipped for a non-finite loss, gradient or weight; `what` names the first offender.
+  virtual void on_nonfinite(int64_t step, const std::string& what) {}
   virtual void on_end(const RunSummary& summary) {}
 };
 
@@ -123,8 +158,14 @@ class ObserverList final : public Observer {
   void on_eval(const EvalReport& report) override {
     for (auto* o : observers_) o->on_eval(report);
   }
+  void on_precision_switch(const PrecisionSwitch& change) override {
+    for (auto* o : observers_) o->on_precision_switch(change);
+  }
   void on_checkpoint(const std::string& path, int64_t step) override {
     for (auto* o : observers_) o->on_checkpoint(path, step);
+  }
+  void on_nonfinite(int64_t step, const std::string& what) override {
+    for (auto* o : observers_) o->on_nonfinite(step, what);
   }
   void on_end(const RunSummary& summary) override {
     for (auto* o : observers_) o->on_end(summary);

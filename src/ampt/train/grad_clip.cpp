@@ -5,13 +5,25 @@
 
 namespace ampt::train {
 
+torch::Tensor grad_norms(const std::vector<torch::Tensor>& grads) {
+  return torch::stack(at::_foreach_norm(grads, 2)).to(torch::kFloat32);
+}
+
+torch::Tensor total_grad_norm_of(const torch::Tensor& norms) {
+  return torch::linalg_vector_norm(norms, 2);
+}
+
 torch::Tensor total_grad_norm(const std::vector<torch::Tensor>& grads) {
-  const auto norms = at::_foreach_norm(grads, 2);
-  return torch::linalg_vector_norm(torch::stack(norms).to(torch::kFloat32), 2);
+  return total_grad_norm_of(grad_norms(grads));
 }
 
 torch::Tensor clip_grad_norm_(const std::vector<torch::Tensor>& grads, double max_norm) {
-  auto norm = total_grad_norm(grads);
+  return clip_grad_norm_(grads, max_norm, grad_norms(grads));
+}
+
+torch::Tensor clip_grad_norm_(const std::vector<torch::Tensor>& grads, double max_norm,
+                              const torch::Tensor& norms) {
+  auto norm = total_grad_norm_of(norms);
   const auto coefficient = (max_norm / (norm + 1e-6)).clamp_max(1.0);
   at::_foreach_mul_(grads, coefficient);
   return norm;

@@ -1,6 +1,7 @@
 #include "ampt/train/step.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/precision/grad_underflow.h"
 #include "ampt/train/grad_clip.h"
 
 #include <ATen/autocast_mode.h>
@@ -51,35 +52,58 @@ bool TrainStep::captured() const { return graph_ && graph_->captured; }
 
 template <class Lr>
 StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const Lr& lr,
-                           bool want_grad_norm) {
+                           bool want_grad_norm, bool want_underflow) {
   StepResult result;
   const double micro = static_cast<double>(micro_batches.size());
-  for (const auto& batch : micro_batches) {
-    const auto loss = parts_.loss(batch);
+  for (size_t m = 0; m < micro_batches.size(); ++m) {
+    const auto loss = parts_.loss(micro_batches[m]);
     result.loss_sum = result.loss_sum.defined() ? result.loss_sum.add_(loss.detach())
                                                 : loss.detach().clone();
+    if (parts_.before_backward) parts_.before_backward(m + 1 == micro_batches.size());
     parts_.scaler->scale(loss / micro).backward();
   }
+  if (parts_.after_backward) parts_.after_backward();
   std::vector<torch::Tensor> grads;
-  for (const auto& p : parts_.parameters) {
-    if (p.grad().defined()) grads.push_back(p.grad());
+  if (parts_.masters != nullptr) {
+    grads = parts_.masters->master_grads();
+  } else {
+    for (const auto& p : parts_.parameters) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
+  }
+  // Before unscaling: underflow is about the values backward produced, scale included.
+  if (want_underflow && parts_.underflow_dtype != c10::kFloat) {
+    result.underflow = precision::underflow_counts(grads, parts_.underflow_dtype);
   }
   const auto found_inf = parts_.scaler->unscale_(grads);
+  // A non-finite loss skips the step as non-finite gradients do.
+  auto skip = parts_.monitor ? parts_.monitor->skip_flag(result.loss_sum, found_inf) : found_inf;
+  // Every rank must skip the same steps, or their weights and scales drift apart.
+  if (parts_.agree_found_inf) parts_.agree_found_inf(skip);
+  // Per-gradient norms, shared by clipping and the monitor (a non-finite norm marks the gradient).
+  const auto norms = grad_norms(grads);
   if (parts_.max_grad_norm > 0.0) {
-    result.grad_norm = clip_grad_norm_(grads, parts_.max_grad_norm);
+    result.grad_norm = clip_grad_norm_(grads, parts_.max_grad_norm, norms);
   } else if (want_grad_norm) {
-    result.grad_norm = total_grad_norm(grads);
+    result.grad_norm = total_grad_norm_of(norms);
   }
-  parts_.optimizer->step(lr, found_inf);
-  parts_.scaler->update(found_inf);
-  parts_.overflow_steps.add_(found_inf);
-  at::_foreach_zero_(grads);
+  parts_.optimizer->step(lr, skip);
+  if (parts_.masters != nullptr) parts_.masters->refresh_model();
+  const auto floor_hit = parts_.scaler->update(skip);
+  parts_.overflow_steps.add_(skip);
+  if (parts_.monitor) parts_.monitor->observe(norms, floor_hit, skip);
+  // O2 released its half gradients in the step: only fp32 parameters' gradients may be left.
+  std::vector<torch::Tensor> left;
+  for (const auto& p : parts_.parameters) {
+    if (p.grad().defined()) left.push_back(p.grad());
+  }
+  if (!left.empty()) at::_foreach_zero_(left);
   return result;
 }
 
 StepResult TrainStep::run(const std::vector<data::Batch>& micro_batches, double lr,
                           bool want_grad_norm) {
-  if (!graph_) return body(micro_batches, lr, want_grad_norm);
+  if (!graph_) return body(micro_batches, lr, want_grad_norm, want_grad_norm);
   auto& g = *graph_;
   auto current = c10::cuda::getCurrentCUDAStream();
   if (g.warmup_left > 0) {
@@ -90,7 +114,7 @@ StepResult TrainStep::run(const std::vector<data::Batch>& micro_batches, double 
     StepResult result;
     {
       c10::cuda::CUDAStreamGuard guard(g.side_stream);
-      result = body(micro_batches, lr, /*want_grad_norm=*/true);
+      result = body(micro_batches, lr, /*want_grad_norm=*/true, /*want_underflow=*/false);
     }
     wait_for(current, g.side_stream);
     return result;
@@ -106,7 +130,7 @@ StepResult TrainStep::run(const std::vector<data::Batch>& micro_batches, double 
       at::autocast::set_autocast_cache_enabled(false);
       // Thread-local: the loader's worker threads keep pinning host memory during the capture.
       g.graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
-      g.result = body(g.inputs, g.lr, /*want_grad_norm=*/true);
+      g.result = body(g.inputs, g.lr, /*want_grad_norm=*/true, /*want_underflow=*/false);
       g.graph.capture_end();
       at::autocast::set_autocast_cache_enabled(cache);
     }

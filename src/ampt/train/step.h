@@ -5,6 +5,8 @@
 
 #include "ampt/data/batch.h"
 #include "ampt/precision/loss_scaler.h"
+#include "ampt/precision/stability_monitor.h"
+#include "ampt/precision/master_weights.h"
 #include "ampt/train/optimizer.h"
 
 #include <torch/types.h>
@@ -21,15 +23,30 @@ struct StepParts {
   std::function<torch::Tensor(const data::Batch&)> loss;  // forward under autocast → 0-dim loss
   std::vector<torch::Tensor> parameters;
   precision::LossScaler* scaler = nullptr;
+  // The gradients the optimizer steps with (O2: fp32 master gradients) and the refresh of the
+  // half weights after the step; transparent below O2; null: the parameters' own gradients.
+  precision::MasterWeights* masters = nullptr;
   Optimizer* optimizer = nullptr;
   double max_grad_norm = 0.0;   // 0: no clipping
   torch::Tensor overflow_steps;  // 0-dim, += found_inf every step
+  // Folds a non-finite loss into the skip decision and keeps the step's record (device side).
+  precision::StabilityMonitor* monitor = nullptr;
+  // The half dtype whose gradient underflow eager log steps count; kFloat: none.
+  c10::ScalarType underflow_dtype = c10::kFloat;
+  // Data parallelism (all optional): before each backward (true on the last micro-batch), after
+  // the last one (gradients averaged over ranks), and found_inf made the same on every rank.
+  std::function<void(bool last_micro_batch)> before_backward;
+  std::function<void()> after_backward;
+  std::function<void(torch::Tensor& found_inf)> agree_found_inf;
 };
 
 // Device tensors, valid until the next step (a graph's replay overwrites them in place).
 struct StepResult {
   torch::Tensor loss_sum;   // the sum of the micro-batches' losses
   torch::Tensor grad_norm;  // before clipping; undefined when neither clipped nor asked for
+  // precision::underflow_counts of the scaled gradients; undefined unless an eager step was
+  // asked for the grad norm (graph replays skip it: it would cost a pass over every gradient).
+  torch::Tensor underflow;
 };
 
 // Why a run cannot use a CUDA graph for its step, or "" when it can.
@@ -55,7 +72,8 @@ class TrainStep {
 
  private:
   template <class Lr>
-  StepResult body(const std::vector<data::Batch>& micro_batches, const Lr& lr, bool want_grad_norm);
+  StepResult body(const std::vector<data::Batch>& micro_batches, const Lr& lr, bool want_grad_norm,
+                  bool want_underflow);
 
   struct Graph;  // CUDA-only state, defined in step.cpp
   StepParts parts_;

@@ -1,0 +1,114 @@
+// Watches every optimizer step for a non-finite loss, gradient or weight without making the step
+// wait for the host, names the parameter where trouble showed first, and decides when a run has
+// to stop (too many skipped steps in a row, or the loss scale stuck at its floor) with a
+// diagnosis and the next thing to try.
+#pragma once
+
+#include <c10/core/Event.h>
+#include <torch/types.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ampt::precision {
+
+// One skipped step, with names resolved on the host.
+struct BadStep {
+  int64_t step = 0;  // 1-based optimizer step
+  bool loss_nonfinite = false;
+  int64_t nonfinite_grads = 0;  // gradient tensors holding inf/NaN
+  int64_t grads = 0;            // gradient tensors checked
+  // The non-finite gradient nearest the loss: the last in registration (≈ forward) order, since
+  // backward runs from the loss towards the inputs and an inf spreads from where it arose to
+  // every layer before it. Empty when every gradient is finite.
+  std::string grad_parameter;
+  // The first parameter (registration order) whose weight is inf/NaN when the step is examined;
+  // empty when all weights are finite.
+  std::string weight_parameter;
+  int64_t consecutive = 0;  // skipped steps in a row, this one included
+  bool floor_hit = false;   // an overflow with the loss scale already at min_loss_scale
+
+  // "non-finite loss; non-finite gradient in 'fc.weight' (2 of 6 gradients)"
+  std::string what() const;
+};
+
+// What the diagnosis needs to know about the run besides the bad step.
+struct RunFacts {
+  std::string precision;      // "FP16", "BF16", "FP32"
+  bool loss_scaling = false;  // a dynamic or static loss scale is applied
+  bool dynamic_scale = false;  // the scale backs off on overflow (not --loss_scale)
+  double scale = 1.0;         // the loss scale now
+  double init_scale = 0.0;
+  double min_loss_scale = 0.0;
+  double lr = 0.0;               // the configured peak learning rate
+  int64_t first_run_step = 1;    // the first step this process trained (after a resume: later)
+  int64_t max_consecutive_skips = 0;
+};
+
+struct Diagnosis {
+  std::string problem;  // what happened and the evidence
+  std::string next;     // the concrete next step, chosen from the evidence
+};
+
+Diagnosis diagnose(const BadStep& step, const RunFacts& facts);
+
+// Per step, on the device: a skip flag (non-finite gradients or loss), a consecutive-skip counter
+// and the index of the offending gradient, packed into a few numbers copied to the host without
+// blocking. The host reads them at a later step, once the copy has landed, so a normal step
+// never waits; only a bad step pays for resolving names and checking the weights.
+class StabilityMonitor {
+ public:
+  // `params` and `names` in the model's registration order (the order grads come in).
+  StabilityMonitor(std::vector<torch::Tensor> params, std::vector<std::string> names,
+                   const torch::Device& device, int64_t max_consecutive_skips);
+
+  // 0-dim float32 on the device: 1 when the step must be skipped (found_inf from unscaling, or a
+  // non-finite loss), else 0. Call once per step before the optimizer step.
+  torch::Tensor skip_flag(const torch::Tensor& loss, const torch::Tensor& found_inf);
+
+  // Device only, after the scaler update: writes this step's record into a device buffer in
+  // place (so a CUDA graph can hold it). `grad_norms` holds the norm of each defined gradient,
+  // in parameter order; `floor_hit` is LossScaler::update's result (may be undefined); `skipped`
+  // is the skip flag the step acted on (in a distributed run, the one all ranks agreed on).
+  void observe(const torch::Tensor& grad_norms, const torch::Tensor& floor_hit,
+               const torch::Tensor& skipped);
+
+  // Host, after the step was queued: starts copying the record to the host without waiting.
+  void record(int64_t step);
+
+  // The bad steps among the records that have reached the host (all of them with wait = true),
+  // oldest first.
+  std::vector<BadStep> poll(bool wait = false);
+
+  // True when `bad` calls for stopping the run.
+  bool must_stop(const BadStep& bad) const;
+
+ private:
+  struct Slot {
+    torch::Tensor host;  // float64 record: see observe()
+    std::optional<c10::Event> copied;
+    int64_t step = 0;
+    std::vector<int64_t> grad_params;  // parameter index of each checked gradient
+    bool pending = false;
+  };
+  void drain(bool wait);  // moves the records that have landed (or all, with wait) into ready_
+  BadStep resolve(const Slot& slot) const;
+  std::string first_nonfinite_weight() const;
+
+  std::vector<torch::Tensor> params_;
+  std::vector<std::string> names_;
+  torch::Device device_;
+  int64_t max_consecutive_skips_;
+  torch::Tensor loss_nonfinite_;  // this step's, between skip_flag and observe
+  torch::Tensor consecutive_;     // 0-dim float32 on the device
+  torch::Tensor record_;          // the latest step's record, float64 on the device
+  std::array<Slot, 4> slots_;     // a ring: the host falls at most this many steps behind
+  size_t next_ = 0;               // the slot record() fills next
+  size_t oldest_ = 0;             // the slot drain() reads next
+  std::vector<BadStep> ready_;    // resolved, not yet returned by poll()
+};
+
+}  // namespace ampt::precision
