@@ -82,7 +82,8 @@ class Run {
     std::string note;
     data::LoaderState data_start;
     if (const auto path = checkpoint_to_resume(config, note)) data_start = restore(*path, note);
-    dist_.attach(model_tensors(*model_.module), parameters_);
+    dist_.attach(model_tensors(), parameters_);
+    masters_.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
     batches_.emplace(splits_.train, data::train_loader_options(config, device_.device), data_start);
     steps_per_epoch_ = batches_->batches_per_epoch() / config.grad_accum_steps;
     if (steps_per_epoch_ == 0) {
@@ -127,9 +128,9 @@ class Run {
                                                  const c10::Device& device) {
     std::vector<torch::Tensor> params;
     std::vector<std::string> names;
-    for (const auto& [name, tensor] : named_parameters(module)) {
-      names.push_back(name);
-      params.push_back(tensor);
+    for (const auto& item : module.named_parameters()) {
+      names.push_back(item.key());
+      params.push_back(item.value());
     }
     return {std::move(params), std::move(names), device, config.max_consecutive_skips};
   }
