@@ -1,25 +1,19 @@
 // Precision schedules, O2 and keep_fp32_modules through the binary, as a user runs them: the
 // logged switches and compat report, metrics.jsonl events, and one-line usage errors.
+#include "support/json_field.h"
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <regex>
 #include <sstream>
 
+using ampt::test::json_field;
 using ampt::test::make_temp_dir;
 using ampt::test::read_file;
 using ampt::test::run_ampt;
 
 namespace {
-
-double json_field(const std::string& json, const std::string& key) {
-  std::smatch match;
-  const std::regex pattern("\"" + key + "\": ([-0-9.e+]+)");
-  if (!std::regex_search(json, match, pattern)) FAIL("no numeric field " << key << " in " << json);
-  return std::stod(match[1]);
-}
 
 std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
   std::vector<std::string> found;

@@ -1,25 +1,15 @@
 // The acceptance runs, as a user types them: the loss falls and fp16 recovers from an
 // absurd initial scale. Results are read from the run's own summary.json and metrics.jsonl.
+#include "support/json_field.h"
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
 
-#include <regex>
 
+using ampt::test::json_field;
 using ampt::test::make_temp_dir;
 using ampt::test::read_file;
 using ampt::test::run_ampt;
-
-namespace {
-
-double json_field(const std::string& json, const std::string& key) {
-  std::smatch match;
-  const std::regex pattern("\"" + key + "\": ([-0-9.e+]+)");
-  if (!std::regex_search(json, match, pattern)) FAIL("no numeric field " << key << " in " << json);
-  return std::stod(match[1]);
-}
-
-}  // namespace
 
 TEST_CASE("cli train: bf16 for 300 steps ends well below the initial loss", "[cli][train]") {
   const auto dir = make_temp_dir();
