@@ -2,6 +2,7 @@
 
 #include "ampt/checkpoint/atomic_file.h"
 #include "ampt/core/errors.h"
+#include "ampt/core/json_text.h"
 
 #include <fmt/format.h>
 
@@ -19,19 +20,6 @@ std::string dtype_name(torch::ScalarType type) {
     case torch::kInt64: return "I64";
     default: throw RuntimeError(fmt::format("safetensors export: unsupported dtype {}", c10::toString(type)));
   }
-}
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace

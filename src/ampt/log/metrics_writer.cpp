@@ -1,6 +1,7 @@
 #include "ampt/log/metrics_writer.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/core/json_text.h"
 #include "ampt/log/logger.h"
 
 #include <charconv>
@@ -12,11 +13,6 @@ namespace ampt::log {
 namespace {
 
 namespace fs = std::filesystem;
-
-// JSON has no NaN or infinity: a diverged value is written as null.
-std::string json_number(double value) {
-  return std::isfinite(value) ? fmt::format("{}", value) : "null";
-}
 
 void write_or_throw(std::ofstream& out, const std::string& text, const std::string& path) {
   out << text << '\n';

@@ -4,6 +4,7 @@
 #include "ampt/config/subcommand_flags.h"
 #include "ampt/config/suggest.h"
 #include "ampt/core/errors.h"
+#include "ampt/core/json_text.h"
 #include "ampt/log/logger.h"
 #include "ampt/models/gpt_presets.h"
 #include "ampt/precision/choice.h"
@@ -173,23 +174,6 @@ Row ratios(const CompareReport& report, const FormatResult& r) {
 
 std::string fixed(double value, const char* format) {
   return std::isfinite(value) ? fmt::format(fmt::runtime(format), value) : "–";
-}
-
-std::string json_number(double value) {
-  return std::isfinite(value) ? fmt::format("{}", value) : "null";
-}
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", c);
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
 }
 
 void write_text(const fs::path& path, const std::string& text) {

@@ -1,0 +1,30 @@
+// JSON scalars for the files ampt writes by hand (metrics.jsonl, compare.json, safetensors headers).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+
+namespace ampt {
+
+// JSON has no NaN or infinity: a diverged value is written as null.
+inline std::string json_number(double value) {
+  return std::isfinite(value) ? fmt::format("{}", value) : "null";
+}
+
+// A quoted JSON string: quotes and backslashes escaped, control characters as \u00XX.
+inline std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", c);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace ampt
