@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <thread>
@@ -143,13 +142,15 @@ ProcessResult run_ampt(const std::vector<std::string>& args,
   return run_process(argv, env, working_dir);
 }
 
+// mkdtemp, not a name from the pid: pids wrap within one CI run, and clearing a reused name with
+// std::filesystem::remove_all crashes, because the torch wheel's libtorch.so exports its own
+// broken copy of that function and it wins symbol resolution in every binary linked to it.
 std::string make_temp_dir() {
-  static std::atomic<int> counter{0};
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ampt_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
+  std::string pattern = (std::filesystem::temp_directory_path() / "ampt_test_XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) {
+    throw std::runtime_error("cannot create a temp dir from " + pattern + ": " + std::strerror(errno));
+  }
+  return pattern;
 }
 
 void write_file(const std::string& path, const std::string& text) {
