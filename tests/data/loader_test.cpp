@@ -2,8 +2,10 @@
 #include "ampt/data/loader.h"
 #include "data/data_fixtures.h"
 
+#include <ATen/Parallel.h>
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <set>
 
 using namespace ampt::data;
@@ -120,4 +122,38 @@ TEST_CASE("loader: destroyed with a full queue and busy workers, it does not han
     if (i % 2 == 0) loader.next();
   }
   SUCCEED();
+}
+
+namespace {
+
+// Records the largest intra-op thread count any gather saw.
+class ThreadCountDataset final : public Dataset {
+ public:
+  int64_t size() const override { return 64; }
+  Batch gather(const std::vector<int64_t>& indices) const override {
+    const int threads = at::get_num_threads();
+    int seen = seen_.load();
+    while (threads > seen && !seen_.compare_exchange_weak(seen, threads)) {
+    }
+    const auto n = static_cast<int64_t>(indices.size());
+    return {torch::zeros({n, 1}), torch::zeros({n}, torch::kInt64)};
+  }
+  mutable std::atomic<int> seen_{0};
+};
+
+}  // namespace
+
+TEST_CASE("loader: workers gather on one thread and leave the training thread's count alone",
+          "[data][loader]") {
+  // ctest runs these tests with OMP_NUM_THREADS=1: ask for two so that a worker would inherit two.
+  const int before = at::get_num_threads();
+  at::set_num_threads(2);
+  const auto data = std::make_shared<ThreadCountDataset>();
+  {
+    Loader loader(data, options(4, 2));
+    take(loader, 8);
+  }
+  CHECK(data->seen_ == 1);
+  CHECK(at::get_num_threads() == 2);
+  at::set_num_threads(before);
 }

@@ -4,6 +4,8 @@
 #include "ampt/data/seed.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
@@ -11,6 +13,24 @@
 #include <numeric>
 
 namespace ampt::data {
+namespace {
+
+// A worker's tensor ops run on its own thread only. Left to itself, each worker would start an
+// OpenMP team of its own; libgomp then counts more threads than cores and sends the training
+// thread's team to sleep after every parallel region, a futex wake per op (measured: half the
+// CPU throughput of the mlp preset, ~100 context switches per step). omp_set_num_threads is
+// per-thread and comes from the libgomp that libtorch loaded; a torch without OpenMP has none.
+void use_one_intra_op_thread() {
+  // libtorch sets a thread's count when the thread first asks for it (from its own copy of an
+  // inline function, not the one compiled here): ask once, so that its setting comes first.
+  at::get_num_threads();
+  using SetNumThreads = void (*)(int);
+  static const auto set_num_threads =
+      reinterpret_cast<SetNumThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (set_num_threads != nullptr) set_num_threads(1);
+}
+
+}  // namespace
 
 Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, LoaderState start)
     : dataset_(std::move(dataset)),
@@ -94,6 +114,7 @@ Batch Loader::gather(int64_t ticket) {
 }
 
 void Loader::work() {
+  use_one_intra_op_thread();
   for (;;) {
     int64_t ticket = 0;
     {
