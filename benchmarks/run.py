@@ -9,7 +9,8 @@ for GPTs), step time, peak memory, MFU, and ampt's ratio to each reference.
     .venv/bin/python benchmarks/run.py                 # cuda if visible, else cpu
     .venv/bin/python benchmarks/run.py --device cpu --no-compile --models mlp
 
-On CPU it runs the tiny presets (a few minutes); on a GPU gpt2-124m, gpt2-350m and the CNN.
+On CPU it runs the tiny presets, three times each in turns (about 15 minutes on 2 cores); on a
+GPU gpt2-124m, gpt2-350m and the CNN, once each.
 Throughput is the steady state: the second half of the steps (ampt: the last metrics.jsonl
 interval; the reference: timed after half the steps as warm-up). Not part of the tests.
 """
@@ -120,6 +121,17 @@ def peak_flops(name, precision):
     return 0.0
 
 
+def median_run(runs):
+    """The run with the median throughput, with the lowest and highest throughput seen."""
+    ok = sorted((r for r in runs if "error" not in r), key=lambda r: r["samples_per_sec"])
+    if not ok:
+        return runs[0]
+    median = dict(ok[len(ok) // 2])
+    median["range"] = (ok[0]["samples_per_sec"], ok[-1]["samples_per_sec"])
+    median["runs"] = len(ok)
+    return median
+
+
 def human(n, unit=""):
     for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "K")):
         if n >= scale:
@@ -168,7 +180,11 @@ def main():
                         choices=["cpu", "cuda"])
     parser.add_argument("--models", nargs="*", help="subset of the device's plan")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile reference")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="runs per implementation, taking turns; the median is reported "
+                             "(default: 3 on a CPU, whose timings wander, 1 on a GPU)")
     args = parser.parse_args()
+    repeats = args.repeats or (3 if args.device == "cpu" else 1)
     if not AMPT.exists():
         sys.exit(f"{AMPT} not found: build it first (cmake --build build --target ampt)")
 
@@ -185,16 +201,23 @@ def main():
                 continue
             if precision in ("tf32", "fp8") and args.device == "cpu":
                 continue
-            results = [("ampt", ampt_run(args.device, model, batch, steps, precision))]
+            runners = [("ampt", lambda: ampt_run(args.device, model, batch, steps, precision))]
             if precision != "fp8":  # PyTorch has no fp8 training loop of its own to compare with
-                results += [(label, reference_run(args.device, model, batch, steps, precision, c))
+                runners += [(label, lambda c=c: reference_run(args.device, model, batch, steps,
+                                                              precision, c))
                             for label, c in impls]
+            runs = {label: [] for label, _ in runners}
+            for _ in range(repeats):  # in turns, so a slow spell of the machine hits all alike
+                for label, run in runners:
+                    runs[label].append(run())
+            results = [(label, median_run(runs[label])) for label, _ in runners]
             tokens = GPT_BLOCK.get(model, 1)
             for impl, r in results:
                 row = {"model": model, "precision": precision, "impl": impl, "batch": batch,
                        "steps": steps, **r}
                 if "error" not in r:
                     row["throughput"] = r["samples_per_sec"] * tokens
+                    row["range"] = tuple(x * tokens for x in r["range"])
                     peak = peak_flops(name, precision)
                     row["mfu"] = r["samples_per_sec"] * flops / peak if peak else None
                 rows.append(row)
@@ -212,7 +235,9 @@ def main():
     lines = [f"# ampt vs PyTorch AMP on {name} ({date})", "",
              f"torch {torch.__version__}; ampt git {rev}; `benchmarks/run.py --device {args.device}`.",
              "Same models (parameter counts checked), batch, sequence length, fused AdamW, clipping "
-             "and LR schedule; random/synthetic data; each run its own process, back to back.",
+             "and LR schedule; random/synthetic data; each run its own process, back to back"
+             + (f"; {repeats} runs of each, the implementations taking turns: the median, with "
+                "the lowest–highest in brackets." if repeats > 1 else "."),
              "Throughput and step time: the second half of the steps. Peak memory: "
              + ("the CUDA caching allocator's peak." if args.device == "cuda" else
                 "the process's peak RSS (includes each runtime's own baseline: LibTorch for ampt, "
@@ -240,7 +265,9 @@ def main():
                          and "error" not in a), None)
             ratio = f"{ours['throughput'] / r['throughput']:.2f}×" if ours and r["impl"] != "ampt" else ""
             mfu = f"{100 * r['mfu']:.1f}%" if r.get("mfu") else "–"
-            lines.append(f"| {r['precision']} | {r['impl']} | {human(r['throughput'])} | "
+            spread = (f" ({human(r['range'][0])}–{human(r['range'][1])})"
+                      if r["runs"] > 1 else "")
+            lines.append(f"| {r['precision']} | {r['impl']} | {human(r['throughput'])}{spread} | "
                          f"{r['step_ms']:.1f} ms | {r['peak_memory_bytes'] / 2**20:.0f} MiB | {mfu} | {ratio} |")
         lines.append("")
     if skipped:

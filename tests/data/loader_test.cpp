@@ -157,3 +157,49 @@ TEST_CASE("loader: workers gather on one thread and leave the training thread's 
   CHECK(at::get_num_threads() == 2);
   at::set_num_threads(before);
 }
+
+TEST_CASE("loader: rebatch carries a saved position over to another batch shape",
+          "[data][loader]") {
+  // 100 samples; 3 global batches of 16 taken: sample 48.
+  const auto exact = rebatch({0, 3}, 16, 8, 100);
+  CHECK(exact.state == LoaderState{0, 6});
+  CHECK(exact.sample == 48);
+  CHECK(exact.samples_read_again == 0);
+  const auto rounded = rebatch({0, 3}, 16, 20, 100);
+  CHECK(rounded.state == LoaderState{0, 2});
+  CHECK(rounded.samples_read_again == 8);
+  // 96 samples taken in batches of 32 leave 4, less than a batch of 48: the next epoch.
+  const auto rolled = rebatch({2, 3}, 32, 48, 100);
+  CHECK(rolled.state == LoaderState{3, 0});
+  CHECK(rolled.samples_read_again == 0);
+}
+
+TEST_CASE("loader: two shards of 4 stopped and resumed as one loader of 4 read on where they stopped",
+          "[data][loader]") {
+  const auto data = std::make_shared<IndexDataset>(64);
+  std::vector<int64_t> seen;  // the permutation's order: shard 0's batch, then shard 1's
+  LoaderState saved;
+  {
+    auto o0 = options(4, 0);
+    o0.shard_count = 2;
+    auto o1 = o0;
+    o1.shard_rank = 1;
+    Loader shard0(data, o0);
+    Loader shard1(data, o1);
+    for (int b = 0; b < 3; ++b) {
+      for (auto* shard : {&shard0, &shard1}) {
+        const auto part = as_vector(shard->next().targets);
+        seen.insert(seen.end(), part.begin(), part.end());
+      }
+    }
+    saved = shard0.state();
+  }
+  const auto moved = rebatch(saved, 8, 4, data->size());
+  Loader single(data, options(4, 0), moved.state);
+  for (const auto& batch : take(single, 4)) seen.insert(seen.end(), batch.begin(), batch.end());
+  // 40 samples of one epoch's permutation: each once, as an unsharded loader would give them.
+  Loader reference(data, options(4, 0));
+  std::vector<int64_t> expected;
+  for (const auto& batch : take(reference, 10)) expected.insert(expected.end(), batch.begin(), batch.end());
+  CHECK(seen == expected);
+}

@@ -1,6 +1,7 @@
 // Whole-program data parallelism: several ampt processes on loopback with Gloo, against one
 // process with the same global batch; lost ranks, unreachable masters, mismatched world sizes.
 #include "ampt/checkpoint/checkpoint.h"
+#include "support/json_field.h"
 #include "support/process.h"
 
 #include <arpa/inet.h>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <csignal>
 #include <memory>
+#include <sstream>
 
 using namespace ampt::test;
 
@@ -80,6 +82,17 @@ ampt::NamedTensors final_weights(const std::string& dir) {
   return ampt::checkpoint::load(*latest).model;
 }
 
+// The last evaluation line of a run's metrics.jsonl.
+std::string last_eval(const std::string& dir) {
+  std::istringstream lines(read_file(dir + "/metrics.jsonl"));
+  std::string line, eval;
+  while (std::getline(lines, line)) {
+    if (line.find("\"val_loss\"") != std::string::npos) eval = line;
+  }
+  REQUIRE_FALSE(eval.empty());
+  return eval;
+}
+
 void check_like_one_process(int world, const std::string& precision, int64_t accum, double tol) {
   const auto dir = make_temp_dir();
   const int64_t batch = 8;
@@ -109,6 +122,15 @@ void check_like_one_process(int world, const std::string& precision, int64_t acc
   }
   CHECK(std::filesystem::exists(dir + "/ranks/metrics.jsonl"));
   CHECK_FALSE(std::filesystem::exists(dir + "/ranks/rank1"));
+
+  // The ranks share out the validation batch: the same samples as the one process's batch.
+  const double ranks_val = json_field(last_eval(dir + "/ranks"), "val_loss");
+  const double single_val = json_field(last_eval(dir + "/single"), "val_loss");
+  CHECK(ranks_val == Approx(single_val).epsilon(10 * tol));
+  if (precision == "no") {  // in bf16 a near tie may fall either way
+    CHECK(json_field(last_eval(dir + "/ranks"), "val_accuracy") ==
+          json_field(last_eval(dir + "/single"), "val_accuracy"));
+  }
 }
 
 }  // namespace
@@ -188,4 +210,28 @@ TEST_CASE("a missing rank and a mismatched world size are errors", "[dist][cli]"
   CHECK(rank1.wait() == 1);
   CHECK_THAT(rank0.err() + rank1.err(), Catch::Contains("with world size"));
   CHECK_THAT(rank0.err() + rank1.err(), Catch::Contains("every rank needs the same WORLD_SIZE"));
+}
+
+TEST_CASE("a 2-rank checkpoint resumed by one process reads on from the same sample",
+          "[dist][cli][checkpoint]") {
+  const auto dir = make_temp_dir();
+  const auto ranks = run_ranks(2, train_args(dir + "/out", 8, 3, "no"), dir + "/logs");
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << ":\n" << ranks.err[r]);
+    REQUIRE(ranks.status[r] == 0);
+  }
+  auto argv = train_args(dir + "/out", 8, 5, "no");
+  argv.insert(argv.end(), {"--resume", "auto"});
+  const auto single = run_process(argv, {{"OMP_NUM_THREADS", "1"}});
+  INFO(single.out << single.err);
+  REQUIRE(single.exit_code == 0);
+  // 3 global batches of 16 samples: one process of batch 8 is at batch 6 of the same epoch.
+  CHECK_THAT(single.out, Catch::Contains("its batches held 16 samples (2 ranks x batch_size 8), "
+                                         "this run's 8 (1 x 8): the data continues at sample 48 "
+                                         "of epoch 0"));
+  const auto saved = ampt::checkpoint::load(*ampt::checkpoint::find_latest(dir + "/out"));
+  CHECK(saved.step == 5);
+  CHECK(saved.data_position == 8);
+  CHECK(saved.world_size == 1);
+  CHECK(saved.batch_size == 8);
 }

@@ -131,6 +131,8 @@ std::string save(const std::string& directory, const Checkpoint& c, int64_t keep
   root.insert("step", c.step);
   root.insert("data_epoch", c.data_epoch);
   root.insert("data_position", c.data_position);
+  root.insert("batch_size", c.batch_size);
+  root.insert("world_size", c.world_size);
   root.insert("skipped_steps", c.skipped_steps);
   root.insert("initial_loss", c.initial_loss);
   root.insert("model", to_dict(c.model));
@@ -180,6 +182,8 @@ Checkpoint load(const std::string& path) {
   c.step = r.integer("step");
   c.data_epoch = r.integer("data_epoch");
   c.data_position = r.integer("data_position");
+  if (r.has("batch_size")) c.batch_size = r.integer("batch_size");
+  if (r.has("world_size")) c.world_size = r.integer("world_size");
   c.skipped_steps = r.integer("skipped_steps");
   c.initial_loss = r.number("initial_loss");
   c.model = r.tensors("model");

@@ -27,6 +27,10 @@ struct Checkpoint {
   int64_t step = 0;           // optimizer steps completed
   int64_t data_epoch = 0;     // where the next batch comes from
   int64_t data_position = 0;  // batches already taken from that epoch
+  // The shape of those batches: global batches of batch_size x world_size samples; 0 in
+  // checkpoints written before they were recorded.
+  int64_t batch_size = 0;
+  int64_t world_size = 0;
   int64_t skipped_steps = 0;
   double initial_loss = 0.0;  // the run's step-1 loss, for the summary
 

@@ -32,6 +32,19 @@ void use_one_intra_op_thread() {
 
 }  // namespace
 
+Rebatched rebatch(LoaderState saved, int64_t saved_batch_samples, int64_t batch_samples,
+                  int64_t dataset_size) {
+  Rebatched out;
+  out.sample = saved.position * saved_batch_samples;
+  out.state = {saved.epoch, out.sample / batch_samples};
+  out.samples_read_again = out.sample % batch_samples;
+  if (out.state.position >= dataset_size / batch_samples) {
+    out.state = {saved.epoch + 1, 0};  // what is left of the epoch is less than a batch
+    out.samples_read_again = 0;
+  }
+  return out;
+}
+
 Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, LoaderState start)
     : dataset_(std::move(dataset)),
       options_(std::move(options)),

@@ -39,6 +39,18 @@ struct LoaderState {
   bool operator==(const LoaderState&) const = default;
 };
 
+// A state saved by a run whose global batches held `saved_batch_samples` samples (batch_size x
+// ranks), carried over to global batches of `batch_samples` out of `dataset_size` samples: the
+// same point of the same epoch's permutation, rounded down to a whole batch, or the next epoch
+// when this one has no whole batch left.
+struct Rebatched {
+  LoaderState state;
+  int64_t sample = 0;             // where in the epoch's permutation the saved run stopped
+  int64_t samples_read_again = 0;  // from the rounding down, fewer than batch_samples
+};
+Rebatched rebatch(LoaderState saved, int64_t saved_batch_samples, int64_t batch_samples,
+                  int64_t dataset_size);
+
 // Epoch e visits the samples in a permutation that is a pure function of (seed, e), batch by batch,
 // dropping the last incomplete batch; so the batch sequence depends only on the options and the
 // start state, never on the number of workers or on timing.

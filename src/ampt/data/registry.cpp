@@ -302,13 +302,17 @@ LoaderOptions train_loader_options(const Config& config, const torch::Device& de
   return options;
 }
 
-LoaderOptions val_loader_options(const Config& config, const torch::Device& device) {
+LoaderOptions val_loader_options(const Config& config, const torch::Device& device,
+                                 int64_t samples) {
   LoaderOptions options = train_loader_options(config, device);
   options.shuffle = false;
   options.name = "validation data of " + config.dataset;
-  // Every rank evaluates the whole validation set (identical weights, identical result).
-  options.shard_rank = 0;
-  options.shard_count = 1;
+  // The ranks share out a validation set of a global batch or more, as they do the training
+  // set; a smaller one every rank evaluates whole (identical weights, identical result).
+  if (samples < config.batch_size * config.launch.world_size) {
+    options.shard_rank = 0;
+    options.shard_count = 1;
+  }
   return options;
 }
 

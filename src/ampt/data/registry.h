@@ -27,6 +27,7 @@ DataSplits open_dataset(const config::Config& config);
 // Training batches: shuffled unless data_sampling is sequential, workers and prefetch from config.
 LoaderOptions train_loader_options(const config::Config& config, const torch::Device& device);
 // Validation batches: always in dataset order, so every evaluation sees the same batches.
-LoaderOptions val_loader_options(const config::Config& config, const torch::Device& device);
+LoaderOptions val_loader_options(const config::Config& config, const torch::Device& device,
+                                 int64_t samples);
 
 }  // namespace ampt::data

@@ -138,6 +138,8 @@ class Run {
   void set_up_speed_features();
 
   data::LoaderState restore(const std::string& path, std::string& note);
+  // Where the data continues, carried over to this run's batch shape.
+  data::LoaderState resume_position(const checkpoint::Checkpoint& saved, std::string& note) const;
   void report_bad_steps(bool wait, int64_t steps_done, RunSummary& summary);
   [[noreturn]] void stop_unstable(const precision::BadStep& bad, int64_t steps_done,
                                   RunSummary& summary);
@@ -272,7 +274,34 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
                      path, saved.step, saved.data_epoch, saved.data_position,
                      saved.optimizer_kind, scaler_note.empty() ? "" : ", " + scaler_note,
                      stage_note);
-  return {saved.data_epoch, saved.data_position};
+  return resume_position(saved, note);
+}
+
+data::LoaderState Run::resume_position(const checkpoint::Checkpoint& saved, std::string& note) const {
+  const data::LoaderState state{saved.data_epoch, saved.data_position};
+  const int64_t batch_samples = config_.batch_size * dist_.world_size();
+  const int64_t saved_batch_samples = saved.batch_size * saved.world_size;
+  if (saved_batch_samples == 0 || saved_batch_samples == batch_samples) return state;
+  // Other ranks or another batch_size: a position counts other batches, the samples stay.
+  const auto moved =
+      data::rebatch(state, saved_batch_samples, batch_samples, splits_.train->size());
+  note += fmt::format("; its batches held {} samples ({} ranks x batch_size {}), this run's {} ({} "
+                      "x {}): ",
+                      saved_batch_samples, saved.world_size, saved.batch_size, batch_samples,
+                      dist_.world_size(), config_.batch_size);
+  const int64_t from = moved.state.position * batch_samples;
+  if (moved.state.epoch != saved.data_epoch) {
+    note += fmt::format("the data continues at epoch {} (the checkpoint stopped at sample {} of "
+                        "epoch {}, less than a batch before its end)",
+                        moved.state.epoch, moved.sample, saved.data_epoch);
+  } else if (moved.samples_read_again > 0) {
+    note += fmt::format("the data continues at sample {} of epoch {} (the checkpoint stopped at "
+                        "{}; rounded down to a whole batch, {} samples are read again)",
+                        from, moved.state.epoch, moved.sample, moved.samples_read_again);
+  } else {
+    note += fmt::format("the data continues at sample {} of epoch {}", from, moved.state.epoch);
+  }
+  return moved.state;
 }
 
 NamedTensors Run::model_tensors() const {
@@ -316,6 +345,8 @@ void Run::save_checkpoint(int64_t steps_done, RunSummary& summary) {
   c.step = steps_done;
   c.data_epoch = batches_->state().epoch;
   c.data_position = batches_->state().position;
+  c.batch_size = config_.batch_size;
+  c.world_size = dist_.world_size();
   c.skipped_steps = static_cast<int64_t>(overflow_steps_.item<double>());
   c.initial_loss = initial_loss_;
   c.model = model_tensors();
@@ -345,7 +376,8 @@ EvalReport Run::evaluate(int64_t step) {
   EvalReport report;
   report.step = step;
   if (!splits_.val) return report;
-  data::Loader val(splits_.val, data::val_loader_options(config_, device_.device));
+  data::Loader val(splits_.val,
+                   data::val_loader_options(config_, device_.device, splits_.val->size()));
   report.batches = config_.eval_batches > 0
                        ? std::min(config_.eval_batches, val.batches_per_epoch())
                        : val.batches_per_epoch();
@@ -362,12 +394,13 @@ EvalReport Run::evaluate(int64_t step) {
     targets += batch.targets.numel();
   }
   model_.module->train();
-  // Every batch has batch_size samples (the loader drops a short last one): a plain mean.
-  report.loss = loss_sum.item<double>() / static_cast<double>(report.batches);
+  // Every batch has batch_size samples (the loader drops a short last one) and every rank as
+  // many batches: plain means, over batches and then over ranks.
+  report.loss = dist_.mean(loss_sum).item<double>() / static_cast<double>(report.batches);
   if (splits_.spec.task == data::Task::language_model) {
     report.perplexity = std::exp(report.loss);
   } else {
-    report.accuracy = static_cast<double>(correct_sum.item<int64_t>()) / static_cast<double>(targets);
+    report.accuracy = dist_.mean(correct_sum).item<double>() / static_cast<double>(targets);
   }
   observer_.on_eval(report);
   return report;
