@@ -1,6 +1,8 @@
 // Whole-program data parallelism: several ampt processes on loopback with Gloo, against one
 // process with the same global batch; lost ranks, unreachable masters, mismatched world sizes.
 #include "ampt/checkpoint/checkpoint.h"
+#include "ampt/data/registry.h"
+#include "ampt/models/registry.h"
 #include "support/json_field.h"
 #include "support/process.h"
 
@@ -17,6 +19,7 @@
 #include <filesystem>
 #include <csignal>
 #include <memory>
+#include <numeric>
 #include <sstream>
 
 using namespace ampt::test;
@@ -234,4 +237,42 @@ TEST_CASE("a 2-rank checkpoint resumed by one process reads on from the same sam
   CHECK(saved.data_position == 8);
   CHECK(saved.world_size == 1);
   CHECK(saved.batch_size == 8);
+}
+
+TEST_CASE("2 Gloo ranks evaluate the CNN with rank 0's BatchNorm statistics", "[dist][cli]") {
+  const auto dir = make_temp_dir();
+  const std::vector<std::string> argv{
+      AMPT_BINARY, "train", "--output_dir", dir + "/out", "--model", "cnn", "--cnn_channels", "8",
+      "--synthetic_samples", "320", "--batch_size", "8", "--max_steps", "3", "--eval_batches",
+      "1", "--loader_workers", "0", "--mixed_precision", "no", "--seed", "5", "--dist_timeout",
+      "30"};
+  const auto ranks = run_ranks(2, argv, dir + "/logs");
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << ":\n" << ranks.err[r]);
+    REQUIRE(ranks.status[r] == 0);
+  }
+  const double logged = json_field(last_eval(dir + "/out"), "val_loss");
+
+  // Rank 0's saved model on the validation batch the two ranks shared out (samples 0..15): the
+  // running statistics each rank gathered from its own slice would give another loss.
+  ampt::config::Config config;
+  config.model = "cnn";
+  config.cnn_channels = 8;
+  config.synthetic_samples = 320;
+  config.seed = 5;
+  const auto splits = ampt::data::open_dataset(config);
+  const auto model = ampt::models::make_model(config, splits.spec);
+  ampt::NamedTensors tensors;
+  for (const auto& p : model.module->named_parameters()) tensors.emplace_back(p.key(), p.value());
+  for (const auto& b : model.module->named_buffers()) tensors.emplace_back(b.key(), b.value());
+  const auto latest = *ampt::checkpoint::find_latest(dir + "/out");
+  ampt::checkpoint::copy_into(ampt::checkpoint::load(latest).model, tensors, "model", latest);
+  model.module->eval();
+  torch::NoGradGuard no_grad;
+  std::vector<int64_t> first(16);
+  std::iota(first.begin(), first.end(), 0);
+  const auto batch = splits.val->gather(first);
+  const double expected =
+      torch::nn::functional::cross_entropy(model.forward(batch.inputs), batch.targets).item<double>();
+  CHECK(logged == Approx(expected).epsilon(1e-5));
 }

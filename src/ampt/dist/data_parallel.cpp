@@ -79,6 +79,10 @@ void DataParallel::agree_found_inf(at::Tensor& found_inf) {
   if (group_) group_->all_reduce(found_inf, Reduce::max, "the all-reduce of found_inf");
 }
 
+void DataParallel::share_buffers(const std::vector<at::Tensor>& buffers) {
+  if (group_ && !buffers.empty()) group_->broadcast(buffers, 0, "the broadcast of rank 0's buffers");
+}
+
 at::Tensor DataParallel::mean(const at::Tensor& value) {
   if (!group_) return value;
   auto total = value.detach().to(at::kFloat).clone();

@@ -42,6 +42,9 @@ class DataParallel {
   void after_backward();
   // found_inf := max over ranks, so every rank skips the same steps and keeps the same scale.
   void agree_found_inf(at::Tensor& found_inf);
+  // Copies rank 0's buffers (BatchNorm running statistics, which each rank updates from its own
+  // slice) to every rank, so that the ranks evaluate the model rank 0 saves.
+  void share_buffers(const std::vector<at::Tensor>& buffers);
   // The mean of a 0-dim tensor over ranks (a new tensor; `value` itself in a single process).
   at::Tensor mean(const at::Tensor& value);
   // A stop request (signal number) that every rank acts on at the same step; see Group.

@@ -382,6 +382,7 @@ EvalReport Run::evaluate(int64_t step) {
                        ? std::min(config_.eval_batches, val.batches_per_epoch())
                        : val.batches_per_epoch();
   torch::NoGradGuard no_grad;
+  dist_.share_buffers(model_.module->buffers());
   model_.module->eval();
   auto loss_sum = torch::zeros({}, torch::dtype(torch::kFloat64).device(device_.device));
   auto correct_sum = torch::zeros({}, torch::dtype(torch::kInt64).device(device_.device));
