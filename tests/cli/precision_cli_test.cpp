@@ -6,25 +6,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <sstream>
 
 using ampt::test::json_field;
+using ampt::test::lines_with;
 using ampt::test::make_temp_dir;
 using ampt::test::read_file;
 using ampt::test::run_ampt;
-
-namespace {
-
-std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
-  std::vector<std::string> found;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find(needle) != std::string::npos) found.push_back(line);
-  }
-  return found;
-}
-
-}  // namespace
 
 TEST_CASE("cli train: a schedule fp32 then bf16 then fp16 switches mid-run, the scaler comes with fp16", "[cli][schedule]") {
   const auto dir = make_temp_dir();

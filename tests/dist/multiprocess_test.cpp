@@ -20,7 +20,6 @@
 #include <csignal>
 #include <memory>
 #include <numeric>
-#include <sstream>
 
 using namespace ampt::test;
 
@@ -87,13 +86,9 @@ ampt::NamedTensors final_weights(const std::string& dir) {
 
 // The last evaluation line of a run's metrics.jsonl.
 std::string last_eval(const std::string& dir) {
-  std::istringstream lines(read_file(dir + "/metrics.jsonl"));
-  std::string line, eval;
-  while (std::getline(lines, line)) {
-    if (line.find("\"val_loss\"") != std::string::npos) eval = line;
-  }
-  REQUIRE_FALSE(eval.empty());
-  return eval;
+  const auto evals = lines_with(read_file(dir + "/metrics.jsonl"), "\"val_loss\"");
+  REQUIRE_FALSE(evals.empty());
+  return evals.back();
 }
 
 void check_like_one_process(int world, const std::string& precision, int64_t accum, double tol) {

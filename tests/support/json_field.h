@@ -1,12 +1,24 @@
-// Reads one numeric field from a JSON line (metrics.jsonl, summary.json) in whole-process tests.
+// Reads a run's line-oriented output (stdout, metrics.jsonl, summary.json) in whole-process tests:
+// the lines holding some text, and one numeric field of a JSON line.
 #pragma once
 
 #include <catch2/catch.hpp>
 
 #include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace ampt::test {
+
+inline std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
+  std::vector<std::string> found;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(needle) != std::string::npos) found.push_back(line);
+  }
+  return found;
+}
 
 inline double json_field(const std::string& json, const std::string& key) {
   std::smatch match;
