@@ -1,27 +1,18 @@
-// ampt's entry point: parse the command line, run a subcommand, turn errors into exit codes.
-#include "ampt/checkpoint/export_command.h"
-#include "ampt/config/describe.h"
+// ampt's entry point: argv → a command → an exit code. Errors thrown anywhere below become one
+// line on stderr and a non-zero status here.
+#include "ampt/commands/command.h"
 #include "ampt/config/resolve.h"
+#include "ampt/config/suggest.h"
 #include "ampt/core/errors.h"
 #include "ampt/core/version.h"
-#include "ampt/config/suggest.h"
-#include "ampt/log/console_reporter.h"
 #include "ampt/log/logger.h"
-#include "ampt/log/metrics_writer.h"
-#include "ampt/train/compare.h"
-#include "ampt/train/preemption.h"
-#include "ampt/train/recommend.h"
-#include "ampt/train/trainer.h"
 
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 #include <torch/version.h>
-#include <unistd.h>
 
-#include <csignal>
+#include <algorithm>
 #include <cstdio>
-#include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,28 +20,22 @@ extern char** environ;
 
 namespace {
 
-constexpr int kUsageError = 2;
-constexpr int kRuntimeError = 1;
-// Stopped by a preemption signal after saving: the sbatch script requeues the job on this status
-// (EX_TEMPFAIL: "try again later").
-constexpr int kRequeue = 75;
-constexpr int kInterrupted = 130;
+using ampt::commands::kRuntimeError;
+using ampt::commands::kUsageError;
 
-const char* kUsage =
-    "usage: ampt <command> [flags]\n"
-    "\n"
-    "commands:\n"
-    "  train     train a model with automatic mixed precision\n"
-    "  config    print the resolved configuration and where each value came from\n"
-    "  export    write a checkpoint's weights as safetensors\n"
-    "  compare   train the same configuration in fp32, bf16, fp16 and compare them in one table\n"
-    "  recommend estimate memory per precision and opt level; recommend a setup for a GPU\n"
-    "\n"
-    "  ampt <command> --help   flags of a command\n"
-    "  ampt --version          version and build\n";
+std::string usage() {
+  std::string text = "usage: ampt <command> [flags]\n\ncommands:\n";
+  for (const auto& command : ampt::commands::all()) {
+    text += fmt::format("  {:<9} {}\n", command.name, command.summary);
+  }
+  return text +
+         "\n"
+         "  ampt <command> --help   flags of a command\n"
+         "  ampt --version          version and build\n";
+}
 
-std::map<std::string, std::string> environment() {
-  std::map<std::string, std::string> env;
+ampt::commands::Environment environment() {
+  ampt::commands::Environment env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry(*e);
     const auto eq = entry.find('=');
@@ -59,94 +44,36 @@ std::map<std::string, std::string> environment() {
   return env;
 }
 
-int run_train(const std::vector<std::string>& args) {
-  const auto resolved = ampt::config::resolve(args, environment());
-  const auto& config = resolved.config();
-  ampt::log::set_debug(config.debug);
-  // In a distributed run rank 0 alone speaks and writes metrics; the others train silently.
-  const bool main_rank = config.launch.is_main();
-  if (main_rank) ampt::log::info("ampt {} (git {}, LibTorch {})", ampt::kVersion, ampt::kGitRevision,
-                  TORCH_VERSION);
-  const auto config_text = ampt::config::describe(resolved);
-  if (config.debug && main_rank) ampt::log::write_line(config_text);
-  std::optional<ampt::log::MetricsWriter> metrics;
-  std::optional<ampt::log::ConsoleReporter> console;
-  ampt::train::ObserverList observers;
-  if (main_rank) {
-    metrics.emplace(config.output_dir);
-    console.emplace(isatty(STDOUT_FILENO) != 0, metrics->path());
-    observers.add(*console);
-    observers.add(*metrics);
-  }
-
-  const ampt::train::PreemptionWatch watch(ampt::train::signal_number(config.preempt_signal));
-  ampt::train::RunContext context;
-  context.precision_source = ampt::config::describe(resolved.source_of("mixed_precision"));
-  context.config_text = config_text;
-  context.stop_requested = &ampt::train::PreemptionWatch::requested;
-  const auto summary = ampt::train::run_training(config, context, observers);
-  if (summary.stop_signal == 0) return 0;
-  const bool interrupted = summary.stop_signal == SIGINT;
-  if (main_rank) ampt::log::info("[CKPT] Stopped by {} after step {}; resume with --resume auto{}",
-                  ampt::train::signal_name(summary.stop_signal), summary.steps,
-                  interrupted ? "" : fmt::format(" (exit status {}: requeue)", kRequeue));
-  return interrupted ? kInterrupted : kRequeue;
-}
-
 int dispatch(const std::vector<std::string>& argv) {
   if (argv.empty()) {
-    std::fputs(kUsage, stderr);
+    std::fputs(usage().c_str(), stderr);
     return kUsageError;
   }
-  const auto& command = argv.front();
+  const auto& name = argv.front();
   const std::vector<std::string> args(argv.begin() + 1, argv.end());
-  if (command == "--help" || command == "-h" || command == "help") {
-    std::fputs(kUsage, stdout);
+  if (name == "--help" || name == "-h" || name == "help") {
+    std::fputs(usage().c_str(), stdout);
     return 0;
   }
-  if (command == "--version") {
+  if (name == "--version") {
     fmt::print("ampt {} (git {}, LibTorch {})\n", ampt::kVersion, ampt::kGitRevision,
                TORCH_VERSION);
     return 0;
   }
-  if (command == "export") {
-    if (ampt::config::wants_help(args)) {
-      std::fputs(ampt::checkpoint::export_help().c_str(), stdout);
-      return 0;
-    }
-    std::fputs(ampt::checkpoint::run_export(args).c_str(), stdout);
+  const auto& table = ampt::commands::all();
+  const auto command = std::ranges::find(table, name, &ampt::commands::Command::name);
+  if (command == table.end()) {
+    std::vector<std::string> names;
+    for (const auto& c : table) names.emplace_back(c.name);
+    const auto near = ampt::config::closest(name, names);
+    throw ampt::UsageError("unknown command '" + name + "'" +
+                           (near ? " (did you mean '" + *near + "'?)" : "") + "; see ampt --help");
+  }
+  if (ampt::config::wants_help(args)) {
+    std::fputs(command->help().c_str(), stdout);
     return 0;
   }
-  if (command == "compare") {
-    if (ampt::config::wants_help(args)) {
-      std::fputs(ampt::train::compare_help().c_str(), stdout);
-      return 0;
-    }
-    return ampt::train::run_compare(args, environment());
-  }
-  if (command == "recommend") {
-    if (ampt::config::wants_help(args)) {
-      std::fputs(ampt::train::recommend_help().c_str(), stdout);
-      return 0;
-    }
-    std::fputs(ampt::train::run_recommend(args, environment()).c_str(), stdout);
-    return 0;
-  }
-  if (command == "train" || command == "config") {
-    if (ampt::config::wants_help(args)) {
-      std::fputs(ampt::config::help_text("ampt " + command).c_str(), stdout);
-      return 0;
-    }
-    if (command == "config") {
-      std::fputs(ampt::config::describe(ampt::config::resolve(args, environment())).c_str(),
-                 stdout);
-      return 0;
-    }
-    return run_train(args);
-  }
-  const auto near = ampt::config::closest(command, {"train", "config", "export", "compare", "recommend"});
-  throw ampt::UsageError("unknown command '" + command + "'" +
-                         (near ? " (did you mean '" + *near + "'?)" : "") + "; see ampt --help");
+  return command->run(args, environment());
 }
 
 // First line of a message: c10 errors append context and backtraces on later lines.
@@ -167,7 +94,8 @@ int main(int argc, char** argv) {
     return kRuntimeError;
   } catch (const c10::Error& e) {
     // The full message carries torch's context lines and backtrace: shown under --debug only.
-    const std::string message = ampt::log::debug_enabled() ? e.what() : first_line(e.what_without_backtrace());
+    const std::string message =
+        ampt::log::debug_enabled() ? e.what() : first_line(e.what_without_backtrace());
     std::fprintf(stderr, "ampt: error: torch: %s\n", message.c_str());
     return kRuntimeError;
   } catch (const std::exception& e) {

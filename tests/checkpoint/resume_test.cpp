@@ -14,11 +14,11 @@ namespace {
 using ampt::config::Config;
 using ampt::config::MixedPrecision;
 
-struct LastStep final : ampt::train::Observer {
-  ampt::train::RunInfo info;
-  std::vector<ampt::train::StepReport> steps;
-  void on_start(const ampt::train::RunInfo& i) override { info = i; }
-  void on_step(const ampt::train::StepReport& r) override { steps.push_back(r); }
+struct LastStep final : ampt::log::Observer {
+  ampt::log::RunInfo info;
+  std::vector<ampt::log::StepReport> steps;
+  void on_start(const ampt::log::RunInfo& i) override { info = i; }
+  void on_step(const ampt::log::StepReport& r) override { steps.push_back(r); }
 };
 
 Config small_run(MixedPrecision precision, const std::string& dir) {

@@ -21,6 +21,8 @@ using ampt::test::write_file;
 
 namespace {
 
+constexpr SampleRequest kImageRequest{SampleRequest::Form::images, 0, 0};
+
 uint8_t byte_at(const torch::Tensor& t, int64_t i, int64_t p) {
   return t[i].contiguous().view(-1)[p].item<uint8_t>();
 }
@@ -72,7 +74,7 @@ TEST_CASE("mnist, fashion-mnist, cifar10 specs: val from the test files, pixels 
           "[data][images][registry]") {
   const auto dir = mnist_dir();
   for (const std::string kind : {"mnist", "fashion-mnist"}) {
-    const auto splits = open_dataset(with_dataset(kind + ":" + dir));
+    const auto splits = open_dataset(with_dataset(kind + ":" + dir), kImageRequest);
     CHECK(splits.spec.sample_shape == std::vector<int64_t>{1, 28, 28});
     CHECK(splits.spec.classes == 10);
     CHECK(splits.train->size() == 12);
@@ -90,7 +92,7 @@ TEST_CASE("mnist, fashion-mnist, cifar10 specs: val from the test files, pixels 
   const auto cifar = make_temp_dir();
   for (int i = 1; i <= 5; ++i) write_file(cifar + "/data_batch_" + std::to_string(i) + ".bin", cifar_records(2));
   write_file(cifar + "/test_batch.bin", cifar_records(3));
-  const auto splits = open_dataset(with_dataset("cifar10:" + cifar));
+  const auto splits = open_dataset(with_dataset("cifar10:" + cifar), kImageRequest);
   CHECK(splits.spec.sample_shape == std::vector<int64_t>{3, 32, 32});
   CHECK(splits.train->size() == 10);
   CHECK(splits.val->size() == 3);
@@ -117,18 +119,18 @@ TEST_CASE("image files: bad data is a one-line error naming the file", "[data][i
 
   const auto mnist = mnist_dir();
   write_file(mnist + "/train-labels-idx1-ubyte", idx_labels(11));
-  CHECK_THROWS_WITH(open_dataset(with_dataset("mnist:" + mnist)),
+  CHECK_THROWS_WITH(open_dataset(with_dataset("mnist:" + mnist), kImageRequest),
                     Catch::Equals(mnist + "/train-labels-idx1-ubyte: 11 labels but " + mnist +
                                   "/train-images-idx3-ubyte holds 12 images"));
   const auto resized = mnist_dir();
   write_file(resized + "/t10k-images-idx3-ubyte", idx_images(5, 32, 32));
-  CHECK_THROWS_WITH(open_dataset(with_dataset("mnist:" + resized)),
+  CHECK_THROWS_WITH(open_dataset(with_dataset("mnist:" + resized), kImageRequest),
                     Catch::Equals(resized + ": t10k images are 1x32x32 but train images 1x28x28"));
   const auto gz = mnist_dir();
   std::filesystem::rename(gz + "/t10k-labels-idx1-ubyte", gz + "/t10k-labels-idx1-ubyte.gz");
-  CHECK_THROWS_WITH(open_dataset(with_dataset("mnist:" + gz)),
+  CHECK_THROWS_WITH(open_dataset(with_dataset("mnist:" + gz), kImageRequest),
                     Catch::Contains("t10k-labels-idx1-ubyte: missing; t10k-labels-idx1-ubyte.gz "
                                     "is there: decompress it with gunzip"));
-  CHECK_THROWS_WITH(open_dataset(with_dataset("cifar10:" + dir)),
+  CHECK_THROWS_WITH(open_dataset(with_dataset("cifar10:" + dir), kImageRequest),
                     Catch::Contains(dir + "/data_batch_1.bin: cannot open"));
 }

@@ -19,14 +19,17 @@ using ampt::test::write_file;
 
 namespace {
 
-Config small(const std::string& dataset, const std::string& model = "mlp") {
+Config small(const std::string& dataset) {
   Config config;
   config.dataset = dataset;
-  config.model = model;
   config.synthetic_samples = 200;
-  config.block_size = 8;
   return config;
 }
+
+constexpr SampleRequest kFeatures{SampleRequest::Form::features, 0, 0};
+constexpr SampleRequest kImages{SampleRequest::Form::images, 0, 0};
+// Windows of 8 over a byte vocabulary.
+constexpr SampleRequest kTokens{SampleRequest::Form::tokens, 8, 256};
 
 std::vector<uint16_t> tokens(int n) {
   std::vector<uint16_t> t(static_cast<size_t>(n));
@@ -36,8 +39,8 @@ std::vector<uint16_t> tokens(int n) {
 
 }  // namespace
 
-TEST_CASE("synthetic: features, images or tokens by model kind", "[data][registry]") {
-  const auto mlp = open_dataset(small("synthetic", "mlp"));
+TEST_CASE("synthetic: features, images or tokens as requested", "[data][registry]") {
+  const auto mlp = open_dataset(small("synthetic"), kFeatures);
   CHECK(mlp.spec.task == Task::classification);
   CHECK(mlp.spec.sample_shape == std::vector<int64_t>{32});
   CHECK(mlp.train->size() == 180);
@@ -51,7 +54,7 @@ TEST_CASE("synthetic: features, images or tokens by model kind", "[data][registr
   CHECK(train.inputs.sizes() == torch::IntArrayRef({180, 32}));
   CHECK(torch::isin(train.inputs.select(1, 0), reference.inputs.select(1, 0)).all().item<bool>());
 
-  const auto cnn = open_dataset(small("synthetic", "cnn"));
+  const auto cnn = open_dataset(small("synthetic"), kImages);
   CHECK(cnn.spec.sample_shape == std::vector<int64_t>{3, 32, 32});
   const auto images = cnn.train->gather({0, 1});
   CHECK(images.inputs.sizes() == torch::IntArrayRef({2, 3, 32, 32}));
@@ -59,16 +62,17 @@ TEST_CASE("synthetic: features, images or tokens by model kind", "[data][registr
   CHECK(images.inputs.max().item<float>() <= 1.0F);
   CHECK(torch::equal(images.inputs, cnn.train->gather({0, 1}).inputs));  // a pure function of index
 
-  for (const std::string model : {"gpt", "gpt-tiny", "gpt2-124m"}) {
-    const auto gpt = open_dataset(small("synthetic", model));
+  for (const int64_t vocab : {256, 50304}) {
+    const auto gpt = open_dataset(small("synthetic"), {SampleRequest::Form::tokens, 8, vocab});
     CHECK(gpt.spec.task == Task::language_model);
     CHECK(gpt.spec.sample_shape == std::vector<int64_t>{8});
-    CHECK(gpt.spec.classes == (model == "gpt2-124m" ? 50304 : 256));  // the preset vocabularies
+    CHECK(gpt.spec.classes == vocab);
     CHECK(gpt.train->size() + gpt.val->size() == 200);
   }
-  CHECK_THROWS_AS(open_dataset(small("synthetic", "resnet")), ampt::UsageError);
-  CHECK_THROWS_WITH(open_dataset(small("bogus:x")),
+  CHECK_THROWS_WITH(open_dataset(small("bogus:x"), kFeatures),
                     Catch::Contains("invalid dataset 'bogus:x': expected one of"));
+  // Token data for a model that takes none.
+  CHECK_THROWS_AS(open_dataset(small("text:README.md"), kFeatures), ampt::UsageError);
 }
 
 TEST_CASE("tokens: a directory or train.bin takes val.bin beside it", "[data][registry][tokens]") {
@@ -76,12 +80,12 @@ TEST_CASE("tokens: a directory or train.bin takes val.bin beside it", "[data][re
   write_file(dir + "/train.bin", uint16_tokens(tokens(81)));  // 10 windows of 8
   write_file(dir + "/val.bin", uint16_tokens(tokens(41)));    // 5
   for (const std::string& path : {dir, dir + "/train.bin"}) {
-    const auto splits = open_dataset(small("tokens:" + path, "gpt"));
+    const auto splits = open_dataset(small("tokens:" + path), kTokens);
     CHECK(splits.train->size() == 10);
     CHECK(splits.val->size() == 5);
     CHECK(splits.spec.classes == 256);
   }
-  CHECK(open_dataset(small("tokens:" + dir, "gpt")).description ==
+  CHECK(open_dataset(small("tokens:" + dir), kTokens).description ==
         "tokens:" + dir + ": 1 file (nanoGPT), 81 tokens; val: 1 file (nanoGPT), 41 tokens; "
         "train 10 / val 5 windows of 8");
 }
@@ -91,21 +95,21 @@ TEST_CASE("tokens: a glob takes every match, and the matching val glob", "[data]
   write_file(dir + "/web_train_000001.bin", llmc_shard(tokens(17)));  // 2 windows each
   write_file(dir + "/web_train_000002.bin", uint16_tokens(tokens(17)));
   write_file(dir + "/web_val_000000.bin", llmc_shard(tokens(9)));
-  const auto splits = open_dataset(small("tokens:" + dir + "/web_train_*.bin", "gpt"));
+  const auto splits = open_dataset(small("tokens:" + dir + "/web_train_*.bin"), kTokens);
   CHECK(splits.train->size() == 4);
   CHECK(splits.val->size() == 1);
   CHECK_THAT(splits.description, Catch::Contains("2 files (llm.c + nanoGPT), 34 tokens; val: 1 file (llm.c)"));
 
   // No val files by name: a seeded val_fraction is held out.
-  auto config = small("tokens:" + dir + "/web_*_00000[12].bin", "gpt");
+  auto config = small("tokens:" + dir + "/web_*_00000[12].bin");
   config.val_fraction = 0.25;
-  const auto held = open_dataset(config);
+  const auto held = open_dataset(config, kTokens);
   CHECK(held.train->size() == 3);
   CHECK(held.val->size() == 1);
 
-  CHECK_THROWS_WITH(open_dataset(small("tokens:" + dir + "/nothing_*.bin", "gpt")),
+  CHECK_THROWS_WITH(open_dataset(small("tokens:" + dir + "/nothing_*.bin"), kTokens),
                     Catch::Equals(dir + "/nothing_*.bin: no file matches"));
-  CHECK_THROWS_WITH(open_dataset(small("tokens:" + dir + "/absent.bin", "gpt")),
+  CHECK_THROWS_WITH(open_dataset(small("tokens:" + dir + "/absent.bin"), kTokens),
                     Catch::Contains(dir + "/absent.bin: cannot open"));
 }
 
@@ -113,12 +117,12 @@ TEST_CASE("text: byte windows with a held-out fraction; none when val_fraction i
           "[data][registry][text]") {
   const auto dir = make_temp_dir();
   write_file(dir + "/t.txt", std::string(801, 'a'));  // 100 windows of 8
-  auto config = small("text:" + dir + "/t.txt", "gpt");
-  const auto splits = open_dataset(config);
+  auto config = small("text:" + dir + "/t.txt");
+  const auto splits = open_dataset(config, kTokens);
   CHECK(splits.train->size() == 90);
   CHECK(splits.val->size() == 10);
   config.val_fraction = 0;
-  const auto all = open_dataset(config);
+  const auto all = open_dataset(config, kTokens);
   CHECK(all.train->size() == 100);
   CHECK(all.val == nullptr);
   CHECK_THAT(all.description, Catch::EndsWith("train 100 / val none windows of 8"));

@@ -15,7 +15,7 @@ TEST_CASE("metrics writer: one JSON object per logged step, non-finite as null",
   {
     ampt::log::MetricsWriter writer(dir);
     writer.on_start({});
-    ampt::train::StepReport r;
+    ampt::log::StepReport r;
     r.step = 10;
     r.loss = 1.5;
     r.lr = 0.001;
@@ -59,10 +59,10 @@ TEST_CASE("metrics writer: a resumed run continues the file from its checkpoint 
                          "{\"step\": 10, \"loss\": 1}\n{\"step\": 20, \"loss\": 2}\n"
                          "{\"step\": 30, \"loss\": 3}\n{\"step\": 40, \"lo");
   ampt::log::MetricsWriter writer(dir);
-  ampt::train::RunInfo info;
+  ampt::log::RunInfo info;
   info.start_step = 20;
   writer.on_start(info);
-  ampt::train::StepReport r;
+  ampt::log::StepReport r;
   r.step = 30;
   writer.on_step(r);
   const auto text = read_file(dir + "/metrics.jsonl");

@@ -1,7 +1,7 @@
 // The benchmark suite's PyTorch reference (benchmarks/reference.py) trains exactly ampt's models:
 // its parameter count for every model and preset equals ampt's.
 #include "ampt/models/registry.h"
-#include "ampt/train/memory_estimate.h"
+#include "ampt/models/memory_estimate.h"
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
@@ -34,16 +34,16 @@ TEST_CASE("benchmark reference models have ampt's parameter counts", "[models][b
   for (const auto& model : models) {
     ampt::config::Config config;
     config.model = model;
-    const auto dims = ampt::train::model_dims(config, {}, 0);
+    const auto dims = ampt::models::model_dims(config, {}, 0);
     INFO(model);
     // Building the GPT-2 sizes here would take seconds and gigabytes; memory_estimate_test
     // checks the count formula against the built presets.
-    if (dims.family == ampt::train::ModelDims::Family::gpt && model != "gpt-tiny") {
-      CHECK(python.at(model) == ampt::train::count_parameters(dims).total);
+    if (dims.family == ampt::models::ModelDims::Family::gpt && model != "gpt-tiny") {
+      CHECK(python.at(model) == ampt::models::count_parameters(dims).total);
       continue;
     }
     ampt::data::DataSpec spec;
-    if (dims.family == ampt::train::ModelDims::Family::gpt) {
+    if (dims.family == ampt::models::ModelDims::Family::gpt) {
       spec = {ampt::data::Task::language_model, {dims.seq_len}, dims.gpt.vocab_size};
     } else {
       spec = {ampt::data::Task::classification, dims.input_shape, dims.classes};

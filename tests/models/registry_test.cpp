@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <tuple>
+
 using ampt::data::DataSpec;
 using ampt::data::Task;
 
@@ -35,4 +37,33 @@ TEST_CASE("models: an unknown name is a usage error listing the models", "[model
   CHECK_THROWS_WITH(ampt::models::make_model(config, DataSpec{Task::classification, {4}, 3}),
                     "unknown model 'resnet': expected one of mlp, cnn, gpt, gpt-tiny, gpt2-124m, "
                     "gpt2-350m");
+}
+
+TEST_CASE("models: what each model asks of the data", "[models]") {
+  using Form = ampt::data::SampleRequest::Form;
+  ampt::config::Config config;
+  CHECK(ampt::models::sample_request(config).form == Form::features);  // mlp, the default
+  config.model = "cnn";
+  CHECK(ampt::models::sample_request(config).form == Form::images);
+  // A GPT asks for windows of its resolved dimensions: the preset's, or the options' overrides.
+  for (const auto& [model, block, vocab] : {std::tuple{"gpt", 64, 256}, {"gpt-tiny", 64, 256},
+                                            {"gpt2-124m", 1024, 50304}}) {
+    INFO(model);
+    config.model = model;
+    const auto request = ampt::models::sample_request(config);
+    CHECK(request.form == Form::tokens);
+    CHECK(request.block_size == block);
+    CHECK(request.vocab_size == vocab);
+  }
+  config.block_size = 8;
+  CHECK(ampt::models::sample_request(config).block_size == 8);
+
+  config.model = "resnet";
+  CHECK_THROWS_WITH(ampt::models::sample_request(config),
+                    Catch::StartsWith("unknown model 'resnet': expected one of mlp, cnn, gpt"));
+  config.model = "mlp";
+  config.dataset = "text:README.md";
+  CHECK_THROWS_WITH(ampt::models::sample_request(config),
+                    "dataset 'text:README.md' is language-model data but model mlp is not a GPT: "
+                    "use --model gpt-tiny, gpt, gpt2-124m or gpt2-350m");
 }

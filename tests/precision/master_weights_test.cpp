@@ -1,7 +1,7 @@
 // O2's master weights and the fp32 islands, on a real GPT and MLP: dtypes, the gradient path
 // into fp32 masters, the refresh of the half weights, dtype switches and the island forward.
 #include "ampt/core/errors.h"
-#include "ampt/models/precision_islands.h"
+#include "ampt/precision/precision_islands.h"
 #include "ampt/models/registry.h"
 #include "ampt/precision/autocast_guard.h"
 #include "ampt/precision/master_weights.h"
@@ -31,12 +31,12 @@ std::map<std::string, torch::Tensor> params_of(const torch::nn::Module& module) 
   return out;
 }
 
-torch::Tensor gpt_loss(ampt::models::Model& model, const ampt::models::PrecisionIslands& islands,
+torch::Tensor gpt_loss(ampt::models::Model& model, const ampt::precision::PrecisionIslands& islands,
                        c10::ScalarType dtype) {
   torch::manual_seed(3);
   const auto tokens = torch::randint(256, {4, 17});
   ampt::precision::AutocastGuard autocast(torch::kCPU, dtype, true);
-  ampt::models::IslandScope scope(&islands);
+  ampt::precision::IslandScope scope(&islands);
   const auto logits = model.forward(tokens.narrow(1, 0, 16));
   return torch::nn::functional::cross_entropy(logits.flatten(0, -2),
                                               tokens.narrow(1, 1, 16).flatten());
@@ -49,7 +49,7 @@ TEST_CASE("master weights: O2 stores half weights over fp32 masters, islands sta
   const auto original = params_of(*model.module);
   std::map<std::string, torch::Tensor> before;
   for (const auto& [name, p] : original) before[name] = p.detach().clone();
-  const auto islands = ampt::models::select_islands(*model.module, {"wte"}, /*norms=*/true);
+  const auto islands = ampt::precision::select_islands(*model.module, {"wte"}, /*norms=*/true);
   ampt::precision::MasterWeights masters(*model.module, true, [&](const std::string& name) {
     return islands.owns_parameter(name);
   });
@@ -75,7 +75,7 @@ TEST_CASE("master weights: O2 stores half weights over fp32 masters, islands sta
 
 TEST_CASE("master weights: half gradients reach the fp32 masters and the step refreshes the half weights", "[precision][o2]") {
   auto model = tiny_gpt();
-  const auto islands = ampt::models::select_islands(*model.module, {}, /*norms=*/true);
+  const auto islands = ampt::precision::select_islands(*model.module, {}, /*norms=*/true);
   ampt::precision::MasterWeights masters(*model.module, true, [&](const std::string& name) {
     return islands.owns_parameter(name);
   });
@@ -111,7 +111,7 @@ TEST_CASE("master weights: half gradients reach the fp32 masters and the step re
 
 TEST_CASE("master weights: a dtype switch re-casts from the masters, fp32 shares their storage", "[precision][o2]") {
   auto model = tiny_gpt();
-  const auto islands = ampt::models::select_islands(*model.module, {}, /*norms=*/true);
+  const auto islands = ampt::precision::select_islands(*model.module, {}, /*norms=*/true);
   ampt::precision::MasterWeights masters(*model.module, true, [&](const std::string& name) {
     return islands.owns_parameter(name);
   });
@@ -154,13 +154,13 @@ TEST_CASE("fp32 islands: a keep_fp32_modules module runs in fp32 under autocast,
   config.mlp_layers = 2;
   torch::manual_seed(1);
   auto model = ampt::models::make_model(config, {Task::classification, {8}, 3});
-  const auto islands = ampt::models::select_islands(*model.module, {"head"}, /*norms=*/false);
+  const auto islands = ampt::precision::select_islands(*model.module, {"head"}, /*norms=*/false);
   REQUIRE(islands.list().size() == 1);
   CHECK(islands.list()[0].reason == "keep_fp32_modules pattern 'head'");
   const auto x = torch::randn({5, 8});
   ampt::precision::AutocastGuard autocast(torch::kCPU, torch::kBFloat16, true);
   CHECK(model.forward(x).scalar_type() == torch::kBFloat16);  // no scope: plain autocast
-  ampt::models::IslandScope scope(&islands);
+  ampt::precision::IslandScope scope(&islands);
   const auto y = model.forward(x);
   CHECK(y.scalar_type() == torch::kFloat);
   // The head computed in fp32 from the bf16 hidden activations, exactly as an fp32 linear would.
@@ -170,14 +170,14 @@ TEST_CASE("fp32 islands: a keep_fp32_modules module runs in fp32 under autocast,
 
 TEST_CASE("fp32 islands: patterns match dotted suffixes and globs, unknown ones are usage errors", "[precision][islands]") {
   auto model = tiny_gpt();
-  const auto islands = ampt::models::select_islands(*model.module, {"ln_*", "h.1.attn"}, false);
+  const auto islands = ampt::precision::select_islands(*model.module, {"ln_*", "h.1.attn"}, false);
   std::vector<std::string> names;
   for (const auto& island : islands.list()) names.push_back(island.name);
   CHECK(names == std::vector<std::string>{"h.0.ln_1", "h.0.ln_2", "h.1.ln_1", "h.1.attn", "h.1.ln_2", "ln_f"});
   CHECK(islands.owns_parameter("h.1.attn.c_attn.weight"));
   CHECK_FALSE(islands.owns_parameter("h.0.attn.c_attn.weight"));
   try {
-    ampt::models::select_islands(*model.module, {"lm_head"}, false);
+    ampt::precision::select_islands(*model.module, {"lm_head"}, false);
     FAIL("no error");
   } catch (const ampt::UsageError& e) {
     const std::string message = e.what();

@@ -1,7 +1,7 @@
 // O2 against O1 on real runs (loss agreement, memory), O2 checkpoints, and precision schedules
 // switching mid-run and resuming in the middle.
 #include "ampt/checkpoint/checkpoint.h"
-#include "ampt/models/precision_islands.h"
+#include "ampt/precision/precision_islands.h"
 #include "ampt/models/registry.h"
 #include "ampt/precision/autocast_guard.h"
 #include "ampt/precision/master_weights.h"
@@ -26,13 +26,13 @@ using ampt::config::Config;
 using ampt::config::MixedPrecision;
 using ampt::config::OptLevel;
 
-struct Recorder final : ampt::train::Observer {
-  ampt::train::RunInfo info;
-  std::vector<ampt::train::StepReport> steps;
-  std::vector<ampt::train::PrecisionSwitch> switches;
-  void on_start(const ampt::train::RunInfo& i) override { info = i; }
-  void on_step(const ampt::train::StepReport& r) override { steps.push_back(r); }
-  void on_precision_switch(const ampt::train::PrecisionSwitch& c) override { switches.push_back(c); }
+struct Recorder final : ampt::log::Observer {
+  ampt::log::RunInfo info;
+  std::vector<ampt::log::StepReport> steps;
+  std::vector<ampt::log::PrecisionSwitch> switches;
+  void on_start(const ampt::log::RunInfo& i) override { info = i; }
+  void on_step(const ampt::log::StepReport& r) override { steps.push_back(r); }
+  void on_precision_switch(const ampt::log::PrecisionSwitch& c) override { switches.push_back(c); }
 };
 
 Config run_of(const std::string& model, MixedPrecision precision, OptLevel level, int64_t steps) {
@@ -170,7 +170,7 @@ TEST_CASE("O2 holds less memory than O1 at the end of the forward pass", "[train
       config.model = "gpt-tiny";
       torch::manual_seed(5);
       auto model = ampt::models::make_model(config, {ampt::data::Task::language_model, {64}, 256});
-      const auto islands = ampt::models::select_islands(*model.module, {}, level == OptLevel::O2);
+      const auto islands = ampt::precision::select_islands(*model.module, {}, level == OptLevel::O2);
       ampt::precision::MasterWeights masters(*model.module, level == OptLevel::O2,
                                              [&](const std::string& n) { return islands.owns_parameter(n); });
       masters.set_dtype(level == OptLevel::O2 ? torch::kBFloat16 : torch::kFloat);
@@ -179,7 +179,7 @@ TEST_CASE("O2 holds less memory than O1 at the end of the forward pass", "[train
       const auto found_inf = torch::zeros({});
       for (int step = 0; step < 3; ++step) {
         ampt::precision::AutocastGuard autocast(torch::kCPU, torch::kBFloat16, true);
-        ampt::models::IslandScope scope(&islands);
+        ampt::precision::IslandScope scope(&islands);
         const auto loss = torch::nn::functional::cross_entropy(
             model.forward(tokens.narrow(1, 0, 64)).flatten(0, -2), tokens.narrow(1, 1, 64).flatten());
         if (step == 2) {

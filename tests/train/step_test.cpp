@@ -15,11 +15,11 @@ namespace {
 
 using ampt::config::Config;
 
-struct Recorder final : ampt::train::Observer {
-  ampt::train::RunInfo info;
+struct Recorder final : ampt::log::Observer {
+  ampt::log::RunInfo info;
   std::vector<double> losses;
-  void on_start(const ampt::train::RunInfo& i) override { info = i; }
-  void on_step(const ampt::train::StepReport& r) override { losses.push_back(r.loss); }
+  void on_start(const ampt::log::RunInfo& i) override { info = i; }
+  void on_step(const ampt::log::StepReport& r) override { losses.push_back(r.loss); }
 };
 
 Config gpt_run() {

@@ -12,9 +12,9 @@ namespace {
 using ampt::config::Config;
 using ampt::config::MixedPrecision;
 
-struct Recorder final : ampt::train::Observer {
-  std::vector<ampt::train::StepReport> steps;
-  void on_step(const ampt::train::StepReport& r) override { steps.push_back(r); }
+struct Recorder final : ampt::log::Observer {
+  std::vector<ampt::log::StepReport> steps;
+  void on_step(const ampt::log::StepReport& r) override { steps.push_back(r); }
 };
 
 Config small_run(MixedPrecision precision) {
@@ -103,9 +103,9 @@ TEST_CASE("training: every model learns its synthetic data in fp32, bf16 and fp1
 }
 
 TEST_CASE("training: evaluation reports accuracy for classifiers, perplexity for language models", "[train][trainer][eval]") {
-  struct Evals final : ampt::train::Observer {
-    std::vector<ampt::train::EvalReport> reports;
-    void on_eval(const ampt::train::EvalReport& r) override { reports.push_back(r); }
+  struct Evals final : ampt::log::Observer {
+    std::vector<ampt::log::EvalReport> reports;
+    void on_eval(const ampt::log::EvalReport& r) override { reports.push_back(r); }
   };
   for (const std::string model : {"mlp", "gpt-tiny"}) {
     auto config = small_run(MixedPrecision::bf16);

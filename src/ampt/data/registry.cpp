@@ -13,13 +13,13 @@
 #include "ampt/data/text_file.h"
 #include "ampt/data/token_file.h"
 #include "ampt/data/token_windows.h"
-#include "ampt/models/gpt_presets.h"
 
 #include <fmt/format.h>
 #include <glob.h>
 
 #include <filesystem>
 #include <set>
+#include <stdexcept>
 
 namespace ampt::data {
 namespace {
@@ -50,56 +50,59 @@ DataSplits held_out(std::shared_ptr<const Dataset> all, DataSpec spec, const Con
   return {std::move(spec), std::move(train), std::move(val), ""};
 }
 
-DataSpec token_spec(const Config& config) {
-  return {Task::language_model, {config.block_size}, config.vocab_size};
+DataSpec token_spec(const SampleRequest& request) {
+  return {Task::language_model, {request.block_size}, request.vocab_size};
 }
 
-DataSplits open_synthetic(const Config& config) {
+DataSplits open_synthetic(const Config& config, const SampleRequest& request) {
   const auto seed = static_cast<uint64_t>(config.seed);
-  if (config.model == "mlp") {
-    const SyntheticClassification data(config.synthetic_samples, config.synthetic_features,
-                                       config.synthetic_classes, seed);
-    auto splits = held_out(std::make_shared<TensorDataset>(data.inputs, data.targets),
-                           {Task::classification, {data.features}, data.classes}, config);
-    splits.description = fmt::format("synthetic features: {} features, {} classes; {}",
-                                     data.features, data.classes, split_counts(splits, "samples"));
-    return splits;
+  switch (request.form) {
+    case SampleRequest::Form::features: {
+      const SyntheticClassification data(config.synthetic_samples, config.synthetic_features,
+                                         config.synthetic_classes, seed);
+      auto splits = held_out(std::make_shared<TensorDataset>(data.inputs, data.targets),
+                             {Task::classification, {data.features}, data.classes}, config);
+      splits.description = fmt::format("synthetic features: {} features, {} classes; {}",
+                                       data.features, data.classes,
+                                       split_counts(splits, "samples"));
+      return splits;
+    }
+    case SampleRequest::Form::images: {
+      constexpr int64_t C = SyntheticImages::kChannels, S = SyntheticImages::kSide;
+      auto splits = held_out(std::make_shared<SyntheticImages>(config.synthetic_samples,
+                                                               config.synthetic_classes, seed),
+                             {Task::classification, {C, S, S}, config.synthetic_classes}, config);
+      splits.description = fmt::format("synthetic images: {}x{}x{}, {} classes; {}", C, S, S,
+                                       config.synthetic_classes, split_counts(splits, "samples"));
+      return splits;
+    }
+    case SampleRequest::Form::tokens: {
+      const int64_t tokens = config.synthetic_samples * request.block_size + 1;
+      auto splits = held_out(
+          std::make_shared<TokenWindows>(
+              std::vector{synthetic_token_span(tokens, request.vocab_size, seed)},
+              request.block_size, request.vocab_size),
+          token_spec(request), config);
+      splits.description = fmt::format(
+          "synthetic tokens: Markov chain over {} ids, {} tokens; {}", request.vocab_size,
+          human_count(tokens),
+          split_counts(splits, fmt::format("windows of {}", request.block_size)));
+      return splits;
+    }
   }
-  if (config.model == "cnn") {
-    constexpr int64_t C = SyntheticImages::kChannels, S = SyntheticImages::kSide;
-    auto splits = held_out(
-        std::make_shared<SyntheticImages>(config.synthetic_samples, config.synthetic_classes, seed),
-        {Task::classification, {C, S, S}, config.synthetic_classes}, config);
-    splits.description = fmt::format("synthetic images: {}x{}x{}, {} classes; {}", C, S, S,
-                                     config.synthetic_classes, split_counts(splits, "samples"));
-    return splits;
-  }
-  if (models::is_gpt(config.model)) {
-    const int64_t tokens = config.synthetic_samples * config.block_size + 1;
-    auto splits = held_out(
-        std::make_shared<TokenWindows>(
-            std::vector{synthetic_token_span(tokens, config.vocab_size, seed)}, config.block_size,
-            config.vocab_size),
-        token_spec(config), config);
-    splits.description = fmt::format(
-        "synthetic tokens: Markov chain over {} ids, {} tokens; {}", config.vocab_size,
-        human_count(tokens), split_counts(splits, fmt::format("windows of {}", config.block_size)));
-    return splits;
-  }
-  throw UsageError(fmt::format(
-      "no synthetic dataset for model '{}': synthetic data exists for mlp, cnn and gpt* models",
-      config.model));
+  throw std::invalid_argument("unhandled sample form");  // unreachable: the enum is closed
 }
 
-DataSplits open_text(const std::string& path, const Config& config) {
+DataSplits open_text(const std::string& path, const Config& config,
+                     const SampleRequest& request) {
   auto span = open_text_file(path);
   const int64_t bytes = span.count;
   auto splits = held_out(std::make_shared<TokenWindows>(std::vector{std::move(span)},
-                                                        config.block_size, config.vocab_size),
-                         token_spec(config), config);
+                                                        request.block_size, request.vocab_size),
+                         token_spec(request), config);
   splits.description =
       fmt::format("text:{}: {} bytes as tokens; {}", path, human_count(bytes),
-                  split_counts(splits, fmt::format("windows of {}", config.block_size)));
+                  split_counts(splits, fmt::format("windows of {}", request.block_size)));
   return splits;
 }
 
@@ -152,7 +155,7 @@ struct TokenShards {
   std::string summary;  // "2 files (llm.c), 1.20M tokens"
 };
 
-TokenShards open_token_shards(const std::vector<std::string>& paths, const Config& config) {
+TokenShards open_token_shards(const std::vector<std::string>& paths, const SampleRequest& request) {
   std::vector<TokenSpan> spans;
   std::set<std::string> formats;
   int64_t tokens = 0;
@@ -162,27 +165,28 @@ TokenShards open_token_shards(const std::vector<std::string>& paths, const Confi
     tokens += file.span.count;
     spans.push_back(std::move(file.span));
   }
-  return {std::make_shared<TokenWindows>(std::move(spans), config.block_size, config.vocab_size),
+  return {std::make_shared<TokenWindows>(std::move(spans), request.block_size, request.vocab_size),
           fmt::format("{} file{} ({}), {} tokens", paths.size(), paths.size() == 1 ? "" : "s",
                       fmt::join(formats, " + "), human_count(tokens))};
 }
 
-DataSplits open_tokens(const std::string& path, const Config& config) {
+DataSplits open_tokens(const std::string& path, const Config& config,
+                       const SampleRequest& request) {
   const auto paths = token_paths(path);
-  auto train = open_token_shards(paths.train, config);
+  auto train = open_token_shards(paths.train, request);
   DataSplits splits;
   std::string val_summary;
   if (paths.val.empty()) {
-    splits = held_out(train.windows, token_spec(config), config);
+    splits = held_out(train.windows, token_spec(request), config);
     val_summary = fmt::format("val: {} held out", config.val_fraction);
   } else {
-    auto val = open_token_shards(paths.val, config);
-    splits = {token_spec(config), train.windows, val.windows, ""};
+    auto val = open_token_shards(paths.val, request);
+    splits = {token_spec(request), train.windows, val.windows, ""};
     val_summary = "val: " + val.summary;
   }
   splits.description =
       fmt::format("tokens:{}: {}; {}; {}", path, train.summary, val_summary,
-                  split_counts(splits, fmt::format("windows of {}", config.block_size)));
+                  split_counts(splits, fmt::format("windows of {}", request.block_size)));
   return splits;
 }
 
@@ -249,38 +253,23 @@ DataSplits open_cifar10(const std::string& dir) {
 
 }  // namespace
 
-namespace {
-
-// Token datasets cut windows of the model's context and check ids against its vocabulary, so
-// they read the GPT's resolved dimensions (presets applied) rather than the raw options.
-Config with_model_dims(const Config& config, config::DatasetKind kind) {
-  const bool tokens = kind == config::DatasetKind::text || kind == config::DatasetKind::tokens;
-  if (!models::is_gpt(config.model)) {
-    if (!tokens) return config;
-    throw UsageError(fmt::format("dataset '{}' is language-model data but model {} is not a GPT: "
-                                 "use --model gpt-tiny, gpt, gpt2-124m or gpt2-350m",
-                                 config.dataset, config.model));
-  }
-  Config resolved = config;
-  const auto dims = models::resolve_gpt_dims(config);
-  resolved.block_size = dims.block_size;
-  resolved.vocab_size = dims.vocab_size;
-  return resolved;
-}
-
-}  // namespace
-
-DataSplits open_dataset(const Config& options) {
-  const auto spec = config::parse_dataset_spec(options.dataset);
+DataSplits open_dataset(const Config& config, const SampleRequest& request) {
+  const auto spec = config::parse_dataset_spec(config.dataset);
   if (!spec) {
-    throw UsageError(fmt::format("invalid dataset '{}': expected one of {}", options.dataset,
+    throw UsageError(fmt::format("invalid dataset '{}': expected one of {}", config.dataset,
                                  config::kDatasetSpecExpected));
   }
-  const Config config = with_model_dims(options, spec->kind);
+  const bool tokens =
+      spec->kind == config::DatasetKind::text || spec->kind == config::DatasetKind::tokens;
+  if (tokens && request.form != SampleRequest::Form::tokens) {
+    throw UsageError(fmt::format(
+        "dataset '{}' is language-model data but the model does not take token windows",
+        config.dataset));
+  }
   switch (spec->kind) {
-    case config::DatasetKind::synthetic: return open_synthetic(config);
-    case config::DatasetKind::text: return open_text(spec->path, config);
-    case config::DatasetKind::tokens: return open_tokens(spec->path, config);
+    case config::DatasetKind::synthetic: return open_synthetic(config, request);
+    case config::DatasetKind::text: return open_text(spec->path, config, request);
+    case config::DatasetKind::tokens: return open_tokens(spec->path, config, request);
     case config::DatasetKind::mnist: return open_mnist("mnist", spec->path);
     case config::DatasetKind::fashion_mnist: return open_mnist("fashion-mnist", spec->path);
     case config::DatasetKind::cifar10: return open_cifar10(spec->path);

@@ -4,6 +4,7 @@
 #include "ampt/config/config.h"
 #include "ampt/data/dataset.h"
 #include "ampt/data/loader.h"
+#include "ampt/data/sample_request.h"
 
 #include <memory>
 #include <string>
@@ -17,12 +18,13 @@ struct DataSplits {
   std::string description;             // one line for the startup log
 };
 
-// Opens config.dataset: `synthetic` picks features, images or tokens by config.model ("mlp",
-// "cnn", "gpt*"); text:, tokens:, mnist:, fashion-mnist: and cifar10: read files. Validation data
-// comes from the format's own files (val.bin, t10k-*, test_batch.bin), else a seeded
-// val_fraction of the samples. Throws UsageError for a malformed spec or a model with no
-// synthetic data, RuntimeError naming the file for bad data.
-DataSplits open_dataset(const config::Config& config);
+// Opens config.dataset for a model that consumes `request`: `synthetic` makes feature vectors,
+// images or token windows as requested; text: and tokens: cut windows of request.block_size and
+// check ids against request.vocab_size; mnist:, fashion-mnist: and cifar10: read files.
+// Validation data comes from the format's own files (val.bin, t10k-*, test_batch.bin), else a
+// seeded val_fraction of the samples. Throws UsageError for a malformed spec or token data asked
+// of a model that takes no tokens, RuntimeError naming the file for bad data.
+DataSplits open_dataset(const config::Config& config, const SampleRequest& request);
 
 // Training batches: shuffled unless data_sampling is sequential, workers and prefetch from config.
 LoaderOptions train_loader_options(const config::Config& config, const torch::Device& device);

@@ -21,7 +21,7 @@ std::string format_bytes(int64_t bytes) {
 ConsoleReporter::ConsoleReporter(bool progress_bar, std::string metrics_path)
     : progress_bar_(progress_bar), metrics_path_(std::move(metrics_path)) {}
 
-void ConsoleReporter::on_start(const train::RunInfo& info) {
+void ConsoleReporter::on_start(const RunInfo& info) {
   language_model_ = info.language_model;
   log::info("[AMP] Device: {} ({})", info.device, info.device_reason);
   log::info("[AMP] Model: {} ({}), {} parameters", info.model, info.architecture, info.parameters);
@@ -80,7 +80,7 @@ void ConsoleReporter::on_start(const train::RunInfo& info) {
   if (!info.resume_note.empty()) log::info("[CKPT] {}", info.resume_note);
 }
 
-void ConsoleReporter::on_eval(const train::EvalReport& r) {
+void ConsoleReporter::on_eval(const EvalReport& r) {
   if (r.batches == 0) return;
   const auto quality = r.perplexity >= 0.0
                            ? fmt::format("val perplexity {:.3f}", r.perplexity)
@@ -88,7 +88,7 @@ void ConsoleReporter::on_eval(const train::EvalReport& r) {
   log::info("eval step {} | val loss {:.4f} | {} ({} batches)", r.step, r.loss, quality, r.batches);
 }
 
-void ConsoleReporter::on_precision_switch(const train::PrecisionSwitch& c) {
+void ConsoleReporter::on_precision_switch(const PrecisionSwitch& c) {
   log::info("[AMP] Precision switch at step {} (epoch {}): {} → {}, stage {} of {} ({}); "
             "GradScaler {}",
             c.step, c.epoch, c.from, c.to, c.stage, c.stages, c.stage_text,
@@ -108,7 +108,7 @@ void ConsoleReporter::on_progress(int64_t step, int64_t total_steps, double elap
   set_status_line(step == total_steps ? "" : format_progress(step, total_steps, elapsed_seconds));
 }
 
-void ConsoleReporter::on_step(const train::StepReport& r) {
+void ConsoleReporter::on_step(const StepReport& r) {
   const auto throughput = language_model_
                               ? fmt::format("{:.0f} tok/s", r.tokens_per_sec)
                               : fmt::format("{:.0f} samples/s", r.samples_per_sec);
@@ -134,7 +134,7 @@ void ConsoleReporter::on_nonfinite(int64_t step, const std::string& what) {
   log::info("[AMP] Skipped step {}: {}", step, what);
 }
 
-void ConsoleReporter::on_end(const train::RunSummary& s) {
+void ConsoleReporter::on_end(const RunSummary& s) {
   set_status_line("");
   log::info("==================== ampt summary ====================");
   log::info("Precision:        {}", s.precision);

@@ -1,26 +1,26 @@
 // Prints a run to the console: the startup block, one line per logged step, the summary.
 #pragma once
 
-#include "ampt/train/events.h"
+#include "ampt/log/events.h"
 
 #include <string>
 
 namespace ampt::log {
 
-class ConsoleReporter final : public train::Observer {
+class ConsoleReporter final : public Observer {
  public:
   // `progress_bar`: draw a progress bar with ETA (for a terminal; Slurm logs get plain lines).
   // `metrics_path` is named in the summary.
   ConsoleReporter(bool progress_bar, std::string metrics_path);
 
-  void on_start(const train::RunInfo& info) override;
+  void on_start(const RunInfo& info) override;
   void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) override;
-  void on_step(const train::StepReport& report) override;
-  void on_eval(const train::EvalReport& report) override;
-  void on_precision_switch(const train::PrecisionSwitch& change) override;
+  void on_step(const StepReport& report) override;
+  void on_eval(const EvalReport& report) override;
+  void on_precision_switch(const PrecisionSwitch& change) override;
   void on_checkpoint(const std::string& path, int64_t step) override;
   void on_nonfinite(int64_t step, const std::string& what) override;
-  void on_end(const train::RunSummary& summary) override;
+  void on_end(const RunSummary& summary) override;
 
  private:
   bool progress_bar_;

@@ -25,7 +25,7 @@ void write_or_throw(std::ofstream& out, const std::string& text, const std::stri
 MetricsWriter::MetricsWriter(const std::string& output_dir)
     : output_dir_(output_dir), path_((fs::path(output_dir) / "metrics.jsonl").string()) {}
 
-void MetricsWriter::on_start(const train::RunInfo& info) {
+void MetricsWriter::on_start(const RunInfo& info) {
   std::error_code ec;
   fs::create_directories(output_dir_, ec);
   if (ec) {
@@ -71,7 +71,7 @@ void MetricsWriter::keep_lines_up_to(int64_t step) const {
   if (!out) throw RuntimeError("cannot rewrite '" + path_ + "'");
 }
 
-void MetricsWriter::on_step(const train::StepReport& r) {
+void MetricsWriter::on_step(const StepReport& r) {
   std::string line = fmt::format(
       R"({{"step": {}, "epoch": {}, "loss": {}, "lr": {}, "grad_norm": {}, "samples_per_sec": {}, )"
       R"("tokens_per_sec": {}, "mfu": {}, "loss_scaling": {}, "scale": {}, "growth_tracker": {}, )"
@@ -84,7 +84,7 @@ void MetricsWriter::on_step(const train::StepReport& r) {
   write_or_throw(out_, line, path_);
 }
 
-void MetricsWriter::on_eval(const train::EvalReport& r) {
+void MetricsWriter::on_eval(const EvalReport& r) {
   if (r.batches == 0) return;
   const auto quality = r.perplexity >= 0.0
                            ? fmt::format(R"("val_perplexity": {})", json_number(r.perplexity))
@@ -95,7 +95,7 @@ void MetricsWriter::on_eval(const train::EvalReport& r) {
                  path_);
 }
 
-void MetricsWriter::on_precision_switch(const train::PrecisionSwitch& c) {
+void MetricsWriter::on_precision_switch(const PrecisionSwitch& c) {
   write_or_throw(out_,
                  fmt::format(R"({{"step": {}, "event": "precision_switch", "epoch": {}, "from": "{}", )"
                              R"("to": "{}", "stage": {}, "stages": {}, "stage_text": "{}", )"
@@ -105,7 +105,7 @@ void MetricsWriter::on_precision_switch(const train::PrecisionSwitch& c) {
                  path_);
 }
 
-void MetricsWriter::on_end(const train::RunSummary& s) {
+void MetricsWriter::on_end(const RunSummary& s) {
   const auto summary_path = (fs::path(output_dir_) / "summary.json").string();
   std::ofstream summary(summary_path, std::ios::out | std::ios::trunc);
   write_or_throw(

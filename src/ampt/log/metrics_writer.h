@@ -1,7 +1,7 @@
 // Writes one JSON object per logged step to <output_dir>/metrics.jsonl, and summary.json.
 #pragma once
 
-#include "ampt/train/events.h"
+#include "ampt/log/events.h"
 
 #include <fstream>
 #include <string>
@@ -10,7 +10,7 @@ namespace ampt::log {
 
 // Nothing is written before on_start, so a run that fails while setting up (a bad checkpoint,
 // say) leaves output_dir as it was.
-class MetricsWriter final : public train::Observer {
+class MetricsWriter final : public Observer {
  public:
   explicit MetricsWriter(const std::string& output_dir);
 
@@ -19,12 +19,12 @@ class MetricsWriter final : public train::Observer {
   // Creates output_dir. A fresh run keeps an earlier run's metrics.jsonl as metrics.N.jsonl;
   // a resumed run continues the file, dropping lines past the step it resumed from (they were
   // logged after the checkpoint and will be logged again).
-  void on_start(const train::RunInfo& info) override;
-  void on_step(const train::StepReport& report) override;
-  void on_eval(const train::EvalReport& report) override;
+  void on_start(const RunInfo& info) override;
+  void on_step(const StepReport& report) override;
+  void on_eval(const EvalReport& report) override;
   // {"step": 500, "event": "precision_switch", "from": "FP32", "to": "BF16", ...}
-  void on_precision_switch(const train::PrecisionSwitch& change) override;
-  void on_end(const train::RunSummary& summary) override;
+  void on_precision_switch(const PrecisionSwitch& change) override;
+  void on_end(const RunSummary& summary) override;
 
  private:
   void keep_earlier_run() const;

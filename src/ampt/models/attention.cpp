@@ -1,11 +1,14 @@
 #include "ampt/models/attention.h"
 
 #include "ampt/models/activation_checkpoint.h"
-#include "ampt/models/precision_islands.h"
+#include "ampt/precision/precision_islands.h"
 
 #include <ATen/ops/scaled_dot_product_attention.h>
 
 namespace ampt::models {
+
+// The fp32-island hooks every submodule call goes through (precision/precision_islands.h).
+using precision::call;
 
 torch::Tensor project(torch::nn::Linear& linear, const c10::intrusive_ptr<precision::Fp8Linear>& fp8,
                       const torch::Tensor& x) {

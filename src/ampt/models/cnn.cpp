@@ -1,9 +1,13 @@
 #include "ampt/models/cnn.h"
 
-#include "ampt/models/precision_islands.h"
+#include "ampt/precision/precision_islands.h"
 #include <torch/nn/init.h>
 
 namespace ampt::models {
+
+// The fp32-island hooks every submodule call goes through (precision/precision_islands.h).
+using precision::call;
+using precision::call_sequence;
 
 namespace {
 

@@ -1,6 +1,6 @@
 #include "ampt/models/gpt.h"
 
-#include "ampt/models/precision_islands.h"
+#include "ampt/precision/precision_islands.h"
 
 #include "ampt/core/errors.h"
 #include "ampt/models/activation_checkpoint.h"
@@ -13,6 +13,12 @@
 #include <cmath>
 
 namespace ampt::models {
+
+// The fp32-island hooks every submodule call goes through (precision/precision_islands.h).
+using precision::active_islands;
+using precision::call;
+using precision::IslandScope;
+using precision::through_island;
 
 namespace {
 

@@ -1,9 +1,12 @@
 #include "ampt/models/mlp.h"
 
-#include "ampt/models/precision_islands.h"
+#include "ampt/precision/precision_islands.h"
 #include <torch/nn/functional/activation.h>
 
 namespace ampt::models {
+
+// The fp32-island hooks every submodule call goes through (precision/precision_islands.h).
+using precision::call;
 
 MlpImpl::MlpImpl(int64_t in_features, int64_t hidden, int64_t layers, int64_t classes) {
   int64_t width = in_features;

@@ -1,5 +1,6 @@
 #include "ampt/models/registry.h"
 
+#include "ampt/config/dataset_spec.h"
 #include "ampt/core/errors.h"
 #include "ampt/models/cnn.h"
 #include "ampt/models/flops.h"
@@ -110,17 +111,38 @@ void require_transformer(const config::Config& config) {
   }
 }
 
+[[noreturn]] void unknown_model(const std::string& model) {
+  std::vector<std::string> names = {"mlp", "cnn", "gpt"};
+  for (const auto& preset : gpt_presets()) names.push_back(preset.name);
+  throw UsageError(
+      fmt::format("unknown model '{}': expected one of {}", model, fmt::join(names, ", ")));
+}
+
 }  // namespace
+
+data::SampleRequest sample_request(const config::Config& config) {
+  using Form = data::SampleRequest::Form;
+  if (is_gpt(config.model)) {
+    const auto dims = resolve_gpt_dims(config);
+    return {Form::tokens, dims.block_size, dims.vocab_size};
+  }
+  if (config.model != "mlp" && config.model != "cnn") unknown_model(config.model);
+  const auto dataset = config::parse_dataset_spec(config.dataset);
+  if (dataset && (dataset->kind == config::DatasetKind::text ||
+                  dataset->kind == config::DatasetKind::tokens)) {
+    throw UsageError(fmt::format("dataset '{}' is language-model data but model {} is not a GPT: "
+                                 "use --model gpt-tiny, gpt, gpt2-124m or gpt2-350m",
+                                 config.dataset, config.model));
+  }
+  return {config.model == "mlp" ? Form::features : Form::images, 0, 0};
+}
 
 Model make_model(const config::Config& config, const data::DataSpec& spec) {
   if (is_gpt(config.model)) return make_gpt(config, spec);
   if (config.model == "mlp" || config.model == "cnn") require_transformer(config);
   if (config.model == "mlp") return make_mlp(config, spec);
   if (config.model == "cnn") return make_cnn(config, spec);
-  std::vector<std::string> names = {"mlp", "cnn", "gpt"};
-  for (const auto& preset : gpt_presets()) names.push_back(preset.name);
-  throw UsageError(
-      fmt::format("unknown model '{}': expected one of {}", config.model, fmt::join(names, ", ")));
+  unknown_model(config.model);
 }
 
 int64_t parameter_count(const torch::nn::Module& module) {

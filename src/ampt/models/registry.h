@@ -3,6 +3,7 @@
 
 #include "ampt/config/config.h"
 #include "ampt/data/dataset.h"
+#include "ampt/data/sample_request.h"
 #include "ampt/precision/fp8_linear.h"
 
 #include <torch/nn/module.h>
@@ -30,6 +31,12 @@ struct Model {
   // Set for models with Linear layers that can run in fp8 (GPTs): switches them to fp8.
   std::function<void(const precision::Fp8Recipe&)> use_fp8;
 };
+
+// What the configured model consumes, for the data layer: token windows of the GPT's resolved
+// block_size over its vocab_size, feature vectors (mlp) or images (cnn). Throws UsageError for
+// an unknown model, a GPT's inconsistent dimensions, and language-model data (text:, tokens:)
+// given to a model that is not a GPT.
+data::SampleRequest sample_request(const config::Config& config);
 
 // Builds the configured model with its parameters initialised from the torch seed that the
 // caller set, so the same seed always gives the same weights. Throws UsageError (one line) when

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "ampt/config/config.h"
-#include "ampt/train/events.h"
+#include "ampt/log/events.h"
 
 #include <functional>
 #include <string>
@@ -21,7 +21,7 @@ struct RunContext {
 // Trains the configured model (resuming first when config.resume asks for it) and returns the
 // end-of-run summary, reporting to `observer`. A checkpoint is checked completely before
 // anything is written. The only host synchronisations are on logged and saved steps.
-RunSummary run_training(const config::Config& config, const RunContext& context,
-                        Observer& observer);
+log::RunSummary run_training(const config::Config& config, const RunContext& context,
+                        log::Observer& observer);
 
 }  // namespace ampt::train

@@ -1,0 +1,25 @@
+#include "ampt/commands/command.h"
+
+#include "ampt/commands/compare.h"
+#include "ampt/commands/config.h"
+#include "ampt/commands/export.h"
+#include "ampt/commands/recommend.h"
+#include "ampt/commands/train.h"
+
+namespace ampt::commands {
+
+const std::vector<Command>& all() {
+  static const std::vector<Command> table = {
+      {"train", "train a model with automatic mixed precision", train_help, run_train},
+      {"config", "print the resolved configuration and where each value came from", config_help,
+       run_config},
+      {"export", "write a checkpoint's weights as safetensors", export_help, run_export},
+      {"compare", "train the same configuration in fp32, bf16, fp16 and compare them in one table",
+       compare_help, run_compare},
+      {"recommend", "estimate memory per precision and opt level; recommend a setup for a GPU",
+       recommend_help, run_recommend},
+  };
+  return table;
+}
+
+}  // namespace ampt::commands

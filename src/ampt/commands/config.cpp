@@ -1,0 +1,17 @@
+#include "ampt/commands/config.h"
+
+#include "ampt/config/describe.h"
+#include "ampt/config/resolve.h"
+
+#include <cstdio>
+
+namespace ampt::commands {
+
+std::string config_help() { return config::help_text("ampt config"); }
+
+int run_config(const std::vector<std::string>& args, const Environment& env) {
+  std::fputs(config::describe(config::resolve(args, env)).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace ampt::commands

@@ -1,0 +1,192 @@
+#include "ampt/commands/recommend.h"
+
+#include "ampt/models/memory_plan.h"
+
+#include "ampt/config/resolve.h"
+#include "ampt/config/subcommand_flags.h"
+#include "ampt/core/errors.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cmath>
+#include <optional>
+#include <sstream>
+
+namespace ampt::commands {
+namespace {
+
+const std::vector<config::SubcommandFlag>& own_flags() {
+  static const std::vector<config::SubcommandFlag> flags = {
+      {"gpu_memory_gb", "GB", "80", "Memory of the GPU to plan for, in GiB"},
+      {"compute_capability", "X.Y", "9.0",
+       "The GPU's compute capability: bf16 needs 8.0 (Ampere), fp8 8.9 (Ada, Hopper)"},
+      {"global_batch", "N", "",
+       "Samples per optimizer step to reach [default: batch_size x grad_accum_steps]"},
+      {"seq_len", "T", "", "Tokens per sample of a GPT [default: its block_size]"},
+      {"input_shape", "SHAPE", "",
+       "One MLP/CNN sample, e.g. 784 or 3,32,32 [default: the synthetic data's]"},
+  };
+  return flags;
+}
+
+double parse_number(const std::string& flag, const std::string& text, double above) {
+  double value = 0.0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !(value > above) ||
+      !std::isfinite(value)) {
+    throw UsageError(
+        fmt::format("invalid value '{}' for --{}: expected a number > {}", text, flag, above));
+  }
+  return value;
+}
+
+int64_t parse_count(const std::string& flag, const std::string& text) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 1) {
+    throw UsageError(
+        fmt::format("invalid value '{}' for --{}: expected an integer >= 1", text, flag));
+  }
+  return value;
+}
+
+std::vector<int64_t> parse_shape(const std::string& text) {
+  std::vector<int64_t> shape;
+  std::string normalised = text;
+  for (auto& c : normalised) {
+    if (c == 'x') c = ',';
+  }
+  std::stringstream in(normalised);
+  for (std::string part; std::getline(in, part, ',');) {
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || value < 1) {
+      throw UsageError(fmt::format(
+          "invalid value '{}' for --input_shape: expected positive integers like 784 or 3,32,32",
+          text));
+    }
+    shape.push_back(value);
+  }
+  return shape;
+}
+
+std::string grouped(int64_t n) {
+  const auto digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string describe_model(const models::ModelDims& d) {
+  switch (d.family) {
+    case models::ModelDims::Family::gpt:
+      return fmt::format("n_layer {}, n_embd {}, n_head {}, vocab_size {}, seq_len {}",
+                         d.gpt.n_layer, d.gpt.n_embd, d.gpt.n_head, d.gpt.vocab_size, d.seq_len);
+    case models::ModelDims::Family::mlp:
+      return fmt::format("input {}, hidden {} x {} layers, classes {}", fmt::join(d.input_shape, "x"),
+                         d.mlp_hidden, d.mlp_layers, d.classes);
+    case models::ModelDims::Family::cnn:
+      return fmt::format("input {}, channels {}, {} blocks per stage, classes {}",
+                         fmt::join(d.input_shape, "x"), d.cnn_channels, d.cnn_blocks, d.classes);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string recommend_help() {
+  return config::subcommand_help(
+      "ampt recommend",
+      "Usage: ampt recommend [--gpu_memory_gb GB] [--global_batch N] [TRAINING OPTIONS]...\n\n"
+      "Estimates the training memory of the configured model (--model and its dimensions,\n"
+      "--batch_size as the micro-batch, --optimizer) for each precision and opt level: weights,\n"
+      "gradients, fp32 masters, optimizer state, cast copies and activations, with and without\n"
+      "activation checkpointing; then recommends the precision, opt level, micro-batch and\n"
+      "gradient accumulation for the global batch on the given GPU, and says why.",
+      own_flags());
+}
+
+int run_recommend(const std::vector<std::string>& args, const Environment& env) {
+  const auto split = config::split_subcommand_flags(args, own_flags());
+  const auto resolved = config::resolve(split.rest, env);
+  const auto& config = resolved.config();
+  models::GpuTarget gpu;
+  gpu.memory_gb = parse_number("gpu_memory_gb", split.values.at("gpu_memory_gb"), 0.0);
+  gpu.compute_capability =
+      parse_number("compute_capability", split.values.at("compute_capability"), 0.0);
+  const auto& global_text = split.values.at("global_batch");
+  const int64_t global_batch = global_text.empty() ? config.batch_size * config.grad_accum_steps
+                                                   : parse_count("global_batch", global_text);
+  const auto& seq_text = split.values.at("seq_len");
+  const auto& shape_text = split.values.at("input_shape");
+  const auto dims = models::model_dims(config, shape_text.empty() ? std::vector<int64_t>{} : parse_shape(shape_text),
+                               seq_text.empty() ? 0 : parse_count("seq_len", seq_text));
+  const int64_t usable = models::usable_bytes(gpu);
+  if (usable <= 0) {
+    throw UsageError(fmt::format("--gpu_memory_gb {} leaves nothing after the 1 GiB CUDA context",
+                                 gpu.memory_gb));
+  }
+
+  const auto params = models::count_parameters(dims);
+  std::string text = fmt::format(
+      "Model {}: {} parameters ({}); optimizer {}\n"
+      "GPU: {:.0f} GiB, compute capability {:.1f}; usable {:.1f} GiB = {:.0f} GiB x {:.2f} "
+      "(allocator fragmentation) - 1 GiB (CUDA context, cuBLAS/cuDNN workspaces)\n\n"
+      "Estimated peak memory in GiB at micro-batch {} (--batch_size):\n\n"
+      "| precision/opt level | weights | gradients | fp32 masters | optimizer | cast copies | "
+      "activations | total | with --grad_ckpt | fits |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+      dims.name, grouped(params.total), describe_model(dims),
+      config.optimizer == config::OptimizerKind::adamw ? "adamw (2 fp32 states per parameter)"
+                                                       : "sgd",
+      gpu.memory_gb, gpu.compute_capability, models::gib(usable), gpu.memory_gb, 1.0 - models::kFragmentation,
+      config.batch_size);
+  for (const auto& scheme : models::memory_schemes()) {
+    if (!models::scheme_applies(scheme, dims)) continue;
+    const auto m = models::estimate_memory(dims, scheme, config.optimizer, config.momentum, config.batch_size);
+    const bool fits = m.total() <= usable;
+    const bool fits_ckpt = m.activations_checkpointed >= 0 && m.total_checkpointed() <= usable;
+    text += fmt::format(
+        "| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {} | {} |\n",
+        scheme.name(), models::gib(m.weights), models::gib(m.gradients), models::gib(m.masters), models::gib(m.optimizer),
+        models::gib(m.cast_copies), models::gib(m.activations), models::gib(m.total()),
+        m.activations_checkpointed < 0 ? "–" : fmt::format("{:.2f}", models::gib(m.total_checkpointed())),
+        fits ? "yes" : fits_ckpt ? "with --grad_ckpt" : "no");
+  }
+
+  const auto r = models::recommend(dims, config.optimizer, config.momentum, global_batch, gpu);
+  if (r.fits) {
+    // The user's own training flags (model, data ...) with the recommended settings in place of
+    // theirs; YAML and environment settings still apply when the command runs.
+    static const std::vector<config::SubcommandFlag> replaced = {
+        {"batch_size", "N", "", ""},
+        {"grad_accum_steps", "N", "", ""},
+        {"mixed_precision", "P", "", ""},
+        {"amp_opt_level", "L", "", ""}};
+    std::string command = "ampt train";
+    for (const auto& arg : config::split_subcommand_flags(split.rest, replaced).rest) {
+      command += arg.find(' ') == std::string::npos ? " " + arg : " '" + arg + "'";
+    }
+    text += fmt::format(
+        "\nRecommendation for a global batch of {}: {} {}, micro-batch {} x {} accumulation "
+        "steps{}\n  {} --mixed_precision {} --amp_opt_level {} --batch_size {} "
+        "--grad_accum_steps {}{}\n",
+        global_batch, r.scheme.precision, r.scheme.opt_level, r.micro_batch, r.grad_accum,
+        r.checkpointing ? ", activation checkpointing" : "", command, r.scheme.precision,
+        r.scheme.opt_level, r.micro_batch, r.grad_accum, r.checkpointing ? " --grad_ckpt" : "");
+  } else {
+    text += fmt::format("\nNo setup fits a {:.0f} GiB GPU.\n", gpu.memory_gb);
+  }
+  text += "\nWhy:\n";
+  for (const auto& reason : r.reasons) text += "- " + reason + "\n";
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace ampt::commands

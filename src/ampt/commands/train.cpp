@@ -1,0 +1,58 @@
+#include "ampt/commands/train.h"
+
+#include "ampt/config/describe.h"
+#include "ampt/config/resolve.h"
+#include "ampt/core/version.h"
+#include "ampt/log/console_reporter.h"
+#include "ampt/log/logger.h"
+#include "ampt/log/metrics_writer.h"
+#include "ampt/train/preemption.h"
+#include "ampt/train/trainer.h"
+
+#include <fmt/format.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <optional>
+
+namespace ampt::commands {
+
+std::string train_help() { return config::help_text("ampt train"); }
+
+int run_train(const std::vector<std::string>& args, const Environment& env) {
+  const auto resolved = config::resolve(args, env);
+  const auto& config = resolved.config();
+  log::set_debug(config.debug);
+  // In a distributed run rank 0 alone speaks and writes metrics; the others train silently.
+  const bool main_rank = config.launch.is_main();
+  if (main_rank) log::info("ampt {} (git {}, LibTorch {})", kVersion, kGitRevision, TORCH_VERSION);
+  const auto config_text = config::describe(resolved);
+  if (config.debug && main_rank) log::write_line(config_text);
+  std::optional<log::MetricsWriter> metrics;
+  std::optional<log::ConsoleReporter> console;
+  log::ObserverList observers;
+  if (main_rank) {
+    metrics.emplace(config.output_dir);
+    console.emplace(isatty(STDOUT_FILENO) != 0, metrics->path());
+    observers.add(*console);
+    observers.add(*metrics);
+  }
+
+  const train::PreemptionWatch watch(train::signal_number(config.preempt_signal));
+  train::RunContext context;
+  context.precision_source = config::describe(resolved.source_of("mixed_precision"));
+  context.config_text = config_text;
+  context.stop_requested = &train::PreemptionWatch::requested;
+  const auto summary = train::run_training(config, context, observers);
+  if (summary.stop_signal == 0) return 0;
+  const bool interrupted = summary.stop_signal == SIGINT;
+  if (main_rank) {
+    log::info("[CKPT] Stopped by {} after step {}; resume with --resume auto{}",
+              train::signal_name(summary.stop_signal), summary.steps,
+              interrupted ? "" : fmt::format(" (exit status {}: requeue)", kRequeue));
+  }
+  return interrupted ? kInterrupted : kRequeue;
+}
+
+}  // namespace ampt::commands

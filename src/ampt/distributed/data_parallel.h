@@ -1,0 +1,68 @@
+// What the training loop does differently on several ranks, behind calls that do nothing in a
+// single process: identical initial weights, gradient averaging, agreed skip and stop decisions,
+// and global metrics.
+#pragma once
+
+#include "ampt/config/config.h"
+#include "ampt/core/named_tensors.h"
+#include "ampt/device/device.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ampt::distributed {
+
+class Group;
+class GradSync;
+
+// A distributed run on CUDA trains on GPU LOCAL_RANK; a process that sees a single GPU (Slurm's
+// per-task binding) uses it. Throws RuntimeError when LOCAL_RANK has no GPU of its own.
+device::DeviceChoice place_on_local_gpu(device::DeviceChoice chosen, const config::Launch& launch);
+
+class DataParallel {
+ public:
+  // Joins the other ranks when config.launch is distributed; otherwise every call below is a
+  // no-op (or the identity).
+  DataParallel(const config::Config& config, const c10::Device& device);
+  ~DataParallel();
+
+  bool active() const { return group_ != nullptr; }
+  bool is_main() const { return rank_ == 0; }
+  int64_t world_size() const { return world_size_; }
+  // "2 ranks, gloo, torchrun rank 0 of 2 (...)"; empty in a single process.
+  std::string describe() const;
+
+  // Copies rank 0's model tensors to every rank and starts averaging the parameters' gradients.
+  void attach(const NamedTensors& model_tensors, const std::vector<at::Tensor>& parameters);
+  // Around the backward passes of one optimizer step: communication happens only on the last.
+  void before_backward(bool last_micro_batch);
+  void after_backward();
+  // found_inf := max over ranks, so every rank skips the same steps and keeps the same scale.
+  void agree_found_inf(at::Tensor& found_inf);
+  // Copies rank 0's buffers (BatchNorm running statistics, which each rank updates from its own
+  // slice) to every rank, so that the ranks evaluate the model rank 0 saves.
+  void share_buffers(const std::vector<at::Tensor>& buffers);
+  // The mean of a 0-dim tensor over ranks (a new tensor; `value` itself in a single process).
+  at::Tensor mean(const at::Tensor& value);
+  // A stop request (signal number) that every rank acts on at the same step; see Group.
+  int agree_stop(int local_signal);
+  // Checks that every rank ends with rank 0's parameters bit for bit (a divergence would mean a
+  // broken all-reduce or nondeterministic data: a RuntimeError naming the rank and the largest
+  // difference), waits for every rank (rank 0's last checkpoint is written), then stops
+  // watching them.
+  void finish();
+
+ private:
+  config::AllreduceDtype allreduce_dtype_;
+  int64_t rank_ = 0;
+  int64_t world_size_ = 1;
+  std::string launch_;
+  std::unique_ptr<Group> group_;
+  std::unique_ptr<GradSync> grad_sync_;
+  std::vector<at::Tensor> parameters_;
+};
+
+}  // namespace ampt::distributed

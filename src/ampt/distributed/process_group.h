@@ -1,0 +1,89 @@
+// The ranks of a distributed run and the collectives training needs, on PyTorch's c10d: a
+// TCPStore rendezvous, ProcessGroupNCCL for CUDA tensors or ProcessGroupGloo for CPU ones, and a
+// Gloo group on the CPU for control messages (stop requests, barriers).
+#pragma once
+
+#include "ampt/config/config.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace c10d {
+class Backend;
+class Store;
+class Work;
+}  // namespace c10d
+
+namespace ampt::distributed {
+
+class Heartbeat;
+
+enum class Reduce { sum, max };
+
+class Group {
+ public:
+  // Joins the job config.launch describes: rank 0 serves the store at master_addr:master_port,
+  // every rank connects and waits for all the others (each bounded by config.dist_timeout, then
+  // an error naming the host, port and missing ranks), checks that all agree on the world size
+  // and, on CUDA, that no two share a GPU; then builds the backend config.dist_backend names.
+  static std::unique_ptr<Group> connect(const config::Config& config, const c10::Device& device);
+
+  // A group over an existing store (tests: threads sharing a c10d::HashStore). Gloo binds to
+  // `gloo_interface` when given, else to 127.0.0.1 when `loopback`, else to the host name's
+  // address.
+  Group(c10::intrusive_ptr<c10d::Store> store, int64_t rank, int64_t world_size,
+        config::DistBackend backend, const c10::Device& device, std::chrono::milliseconds timeout,
+        std::string where, bool loopback, std::string gloo_interface = "");
+  ~Group();
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+  int64_t rank() const { return rank_; }
+  int64_t world_size() const { return world_size_; }
+  const c10::Device& device() const { return device_; }
+  const std::string& backend_name() const { return backend_name_; }
+
+  // Starts an all-reduce of one tensor on the data backend; finish it with wait().
+  c10::intrusive_ptr<c10d::Work> all_reduce_async(at::Tensor& tensor, Reduce op);
+  // Waits for `work`; a failure becomes a RuntimeError that names `what` and the lost rank.
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, std::string_view what);
+
+  void all_reduce(at::Tensor& tensor, Reduce op, std::string_view what);
+  // Rank `root`'s values into `tensors` everywhere (one collective per dtype).
+  void broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std::string_view what);
+  void barrier(std::string_view what);
+
+  // Stop requests (signal numbers, 0 for none) agreed by every rank without stalling the step:
+  // returns the largest request any rank made at the previous call, and sends this one's.
+  int agree_stop(int local_signal);
+  // Waits for every rank, then stops watching the others: call once when training ends well.
+  void finish();
+
+ private:
+  [[noreturn]] void fail(std::string_view what, const std::exception& error);
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  int64_t rank_;
+  int64_t world_size_;
+  c10::Device device_;
+  std::chrono::milliseconds timeout_;
+  std::string where_;  // "the rendezvous at host:port"
+  std::string backend_name_;
+  c10::intrusive_ptr<c10d::Backend> data_;
+  c10::intrusive_ptr<c10d::Backend> control_;  // Gloo on the CPU; data_ itself on a CPU run
+  c10::intrusive_ptr<c10d::Work> stop_work_;
+  at::Tensor stop_flag_;
+  std::unique_ptr<Heartbeat> heartbeat_;
+};
+
+// How long a rank may miss heartbeats before the others call it lost, for a given dist_timeout.
+std::chrono::milliseconds heartbeat_stale(std::chrono::milliseconds timeout);
+
+}  // namespace ampt::distributed

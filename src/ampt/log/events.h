@@ -1,0 +1,178 @@
+// What the training loop reports while it runs: plain data, formatted by the observers in this folder.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ampt::log {
+
+// Fixed facts about a run, reported once before the first step.
+struct RunInfo {
+  std::string device;              // "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)"
+  std::string device_reason;       // why this device was chosen
+  std::string model;
+  std::string architecture;        // the model's resolved dimensions
+  int64_t parameters = 0;
+  std::string dataset;
+  std::string data_description;    // what the dataset holds and how it was split
+  bool language_model = false;     // throughput in tokens rather than samples
+  double peak_flops = 0.0;         // the device's dense peak for this precision; 0 if unknown
+  std::string precision;           // "BF16", "FP16", "FP32"
+  std::string precision_source;    // where mixed_precision was set: "default", "flag ..."
+  std::string precision_reason;    // why `auto` chose it, or why a request was replaced
+  bool precision_fell_back = false;  // the requested precision could not be used
+  std::string precision_explanation;
+  std::string opt_level;           // "O0", "O1", "O2"
+  std::vector<std::string> precision_schedule;  // stages as written ("fp32:500"); empty: none
+  int64_t precision_stage = 0;     // 1-based stage the run starts in (0: no schedule)
+  std::vector<std::string> compat_report;  // O2/fp16 runs: fp32 modules and risky ops, one per line
+  bool loss_scaling = false;
+  double init_scale = 0.0;
+  double growth_factor = 0.0;
+  double backoff_factor = 0.0;
+  int64_t growth_interval = 0;
+  std::string scaler_rules;         // "torch", "deepspeed"
+  double static_scale = 0.0;        // > 0: a fixed loss scale
+  int64_t hysteresis = 1;
+  bool consecutive_hysteresis = false;
+  double min_loss_scale = 0.0;      // 0: none
+  double max_loss_scale = 0.0;      // 0: none
+  int64_t max_consecutive_skips = 0;  // 0: never stop
+  bool deterministic = false;
+  bool autocast_cache = true;
+  int64_t seed = 0;
+  std::string optimizer;
+  int64_t batch_size = 0;
+  int64_t grad_accum_steps = 0;
+  int64_t total_steps = 0;
+  int64_t steps_per_epoch = 0;
+  double peak_lr = 0.0;
+  double min_lr = 0.0;
+  int64_t warmup_steps = 0;
+  double max_grad_norm = 0.0;
+  int64_t start_step = 0;       // optimizer steps already done (0 unless resumed)
+  std::string resume_note;      // what a resume restored, or why it started fresh; empty if neither
+  std::vector<std::string> speed_notes;  // TF32, channels-last, CUDA graphs: on, or why not
+  std::string distributed;      // the ranks and the global batch; empty in a single process
+};
+
+// The state at a logged optimizer step (values read from the device only on such steps).
+struct StepReport {
+  int64_t step = 0;          // 1-based optimizer step
+  int64_t total_steps = 0;
+  int64_t epoch = 0;         // 0-based
+  double loss = 0.0;         // mean over this step's micro-batches
+  double lr = 0.0;
+  double grad_norm = 0.0;    // before clipping, after unscaling
+  double samples_per_sec = 0.0;  // since the previous logged step
+  double tokens_per_sec = 0.0;   // samples/s times tokens per sample
+  double mfu = 0.0;              // model FLOPs utilisation, 0 when the device's peak is unknown
+  bool loss_scaling = false;
+  double scale = 1.0;
+  int64_t growth_tracker = 0;
+  int64_t overflows = 0;     // steps whose gradients held inf/NaN, so far
+  int64_t skipped_steps = 0; // optimizer steps not applied, so far
+  int64_t hysteresis = -1;   // deepspeed rules: overflows left before a backoff; -1 otherwise
+  // Of this step's non-zero fp32 gradient values (scaled, as backward left them), the fraction
+  // that become 0 in the half dtype; -1 when the run has no half dtype (fp32).
+  double grad_underflow = -1.0;
+};
+
+// A precision_schedule stage begins (before optimizer step `step` + 1).
+struct PrecisionSwitch {
+  int64_t step = 0;        // optimizer steps done before the switch
+  int64_t epoch = 0;
+  std::string from;        // "FP32", "BF16", "FP16"
+  std::string to;
+  int64_t stage = 0;       // 1-based
+  int64_t stages = 0;
+  std::string stage_text;  // the stage as the schedule writes it: "bf16:2000"
+  bool loss_scaling = false;  // the new stage has the loss scaler (restarting at init_scale)
+  double init_scale = 0.0;
+  std::string reason;      // why the device's precision differs from the stage's, if it does
+};
+
+// A pass over (part of) the validation split, under the training precision, without gradients.
+struct EvalReport {
+  int64_t step = 0;
+  double loss = 0.0;
+  double accuracy = -1.0;    // classifiers, in [0, 1]; -1 for language models
+  double perplexity = -1.0;  // language models: exp(loss); -1 for classifiers
+  int64_t batches = 0;
+};
+
+struct RunSummary {
+  std::string precision;
+  bool loss_scaling = false;
+  int64_t steps = 0;           // optimizer steps done, counting those before a resume
+  int64_t steps_this_run = 0;
+  double initial_loss = 0.0;
+  double final_loss = 0.0;
+  int64_t skipped_steps = 0;
+  double initial_scale = 0.0;
+  double final_scale = 0.0;
+  double samples_per_sec = 0.0;   // whole-run average
+  double tokens_per_sec = 0.0;
+  double seconds = 0.0;
+  double final_val_loss = -1.0;   // -1 when there is no validation split
+  int64_t peak_memory_bytes = 0;
+  std::string peak_memory_kind;   // "CUDA allocator peak" or "process peak RSS"
+  std::string checkpoint;         // the last checkpoint written, empty if none
+  int stop_signal = 0;            // the signal that stopped the run early, 0 if it finished
+};
+
+// Receives the run's events; implemented by the console, progress and metrics writers.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void on_start(const RunInfo& info) {}
+  // Every optimizer step, without values: cheap enough for a progress bar.
+  virtual void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) {}
+  virtual void on_step(const StepReport& report) {}
+  virtual void on_eval(const EvalReport& report) {}
+  virtual void on_precision_switch(const PrecisionSwitch& change) {}
+  virtual void on_checkpoint(const std::string& path, int64_t step) {}
+  // A step skipped for a non-finite loss, gradient or weight; `what` names the first offender.
+  virtual void on_nonfinite(int64_t step, const std::string& what) {}
+  virtual void on_end(const RunSummary& summary) {}
+};
+
+}  // namespace ampt::log
+
+namespace ampt::log {
+
+// Forwards every event to each observer in order.
+class ObserverList final : public Observer {
+ public:
+  void add(Observer& observer) { observers_.push_back(&observer); }
+  void on_start(const RunInfo& info) override {
+    for (auto* o : observers_) o->on_start(info);
+  }
+  void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) override {
+    for (auto* o : observers_) o->on_progress(step, total_steps, elapsed_seconds);
+  }
+  void on_step(const StepReport& report) override {
+    for (auto* o : observers_) o->on_step(report);
+  }
+  void on_eval(const EvalReport& report) override {
+    for (auto* o : observers_) o->on_eval(report);
+  }
+  void on_precision_switch(const PrecisionSwitch& change) override {
+    for (auto* o : observers_) o->on_precision_switch(change);
+  }
+  void on_checkpoint(const std::string& path, int64_t step) override {
+    for (auto* o : observers_) o->on_checkpoint(path, step);
+  }
+  void on_nonfinite(int64_t step, const std::string& what) override {
+    for (auto* o : observers_) o->on_nonfinite(step, what);
+  }
+  void on_end(const RunSummary& summary) override {
+    for (auto* o : observers_) o->on_end(summary);
+  }
+
+ private:
+  std::vector<Observer*> observers_;
+};
+
+}  // namespace ampt::log

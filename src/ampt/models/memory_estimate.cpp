@@ -1,0 +1,232 @@
+#include "ampt/models/memory_estimate.h"
+
+#include "ampt/core/errors.h"
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+namespace ampt::models {
+namespace {
+
+using Family = ModelDims::Family;
+
+int64_t product(const std::vector<int64_t>& shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+}
+
+// Bytes per element of what a scheme saves for backward: `residual` for the residual stream and
+// the norms' inputs (fp32 under O0/O1, where autocast leaves adds and norms in fp32; half under
+// O2), `matmul` for what the matmuls and convolutions produce and consume.
+struct Widths {
+  int64_t residual, matmul;
+};
+Widths widths(const Scheme& s) {
+  if (s.precision == "fp32") return {4, 4};
+  return {s.opt_level == "O2" ? 2 : 4, 2};
+}
+
+// Cross-entropy's peak at the start of backward, per logit: the fp32 log-probabilities saved by
+// log_softmax, the gradient arriving from nll_loss, and the gradient log_softmax produces.
+constexpr int64_t kLossBytesPerLogit = 12;
+
+// A GPT block's saved tensors per token and channel (measured with torch's saved-tensor hooks;
+// README "ampt recommend"): the block input (ln_1), ln_1's output as the matmul sees it, q/k/v
+// (3), the attention output (SDPA keeps it; c_proj reads the same storage), the mid-block
+// residual (ln_2), ln_2's output, c_fc's output (4, kept by GELU) and GELU's output (4, kept by
+// c_proj). fp8 Linear layers keep their e4m3 inputs (1 byte) instead: ln_1/ln_2 outputs, the
+// attention output as c_proj's input (besides SDPA's bf16 copy), and GELU's output.
+int64_t gpt_block_bytes_per_token_channel(const Scheme& s) {
+  const auto [r, h] = widths(s);
+  if (s.precision == "fp8") return 2 * r + 1 + 3 * h + h + 1 + 1 + 4 * h + 4;
+  return 2 * r + h + 3 * h + h + h + 4 * h + 4 * h;
+}
+
+int64_t gpt_activations(const ModelDims& d, const Scheme& s, int64_t b, bool checkpointed) {
+  const auto [r, h] = widths(s);
+  const int64_t T = d.seq_len, C = d.gpt.n_embd, L = d.gpt.n_layer, V = d.gpt.vocab_size;
+  const int64_t tokens = b * T;
+  // Per block besides the channel-wide tensors: SDPA's fp32 log-sum-exp per head and token, and
+  // the two LayerNorms' fp32 mean and rstd per token.
+  const int64_t block =
+      tokens * C * gpt_block_bytes_per_token_channel(s) + tokens * d.gpt.n_head * 4 + tokens * 16;
+  // Checkpointing keeps each block's input and recomputes one block at a time in backward.
+  const int64_t blocks = checkpointed ? L * tokens * C * r + block : L * block;
+  const int64_t data = tokens * 2 * 8;  // int64 inputs and targets
+  const int64_t head = tokens * C * (r + h) + tokens * 8;  // ln_f's input and output, its stats
+  return data + blocks + head + tokens * V * kLossBytesPerLogit;
+}
+
+int64_t mlp_activations(const ModelDims& d, const Scheme& s, int64_t b) {
+  const auto [r, h] = widths(s);
+  // The input as the first matmul sees it, then per layer the pre-GELU output (kept by GELU)
+  // and GELU's output (kept by the next matmul).
+  return b * product(d.input_shape) * h + d.mlp_layers * 2 * b * d.mlp_hidden * h +
+         b * d.classes * kLossBytesPerLogit + b * 8;
+}
+
+// Elements of one sample's feature maps that the CNN keeps for backward: two per conv-BN-ReLU
+// (BN's input, ReLU's output) and per basic block four (conv1/BN1 input, ReLU, conv2/BN2
+// input, the block's ReLU output) plus one for a projection shortcut's conv output.
+int64_t cnn_saved_elements(const ModelDims& d) {
+  int64_t height = d.input_shape[1], width = d.input_shape[2];
+  const auto strided = [](int64_t length, int64_t stride) { return (length - 1) / stride + 1; };
+  int64_t elements = 2 * d.cnn_channels * height * width;
+  int64_t in = d.cnn_channels;
+  for (int64_t stage = 0; stage < 3; ++stage) {
+    const int64_t out = d.cnn_channels << stage;
+    for (int64_t i = 0; i < d.cnn_blocks; ++i) {
+      const int64_t stride = stage > 0 && i == 0 ? 2 : 1;
+      height = strided(height, stride);
+      width = strided(width, stride);
+      const bool projection = stride != 1 || (i == 0 ? in : out) != out;
+      elements += (projection ? 5 : 4) * out * height * width;
+    }
+    in = out;
+  }
+  return elements;
+}
+
+int64_t cnn_activations(const ModelDims& d, const Scheme& s, int64_t b) {
+  const auto [r, h] = widths(s);
+  return b * product(d.input_shape) * h + b * cnn_saved_elements(d) * h +
+         b * d.classes * kLossBytesPerLogit + b * 8;
+}
+
+}  // namespace
+
+ModelDims model_dims(const config::Config& config, std::vector<int64_t> input_shape,
+                     int64_t seq_len) {
+  ModelDims d;
+  d.name = config.model;
+  d.classes = config.synthetic_classes;
+  if (is_gpt(config.model)) {
+    d.family = Family::gpt;
+    d.gpt = resolve_gpt_dims(config);
+    d.seq_len = seq_len > 0 ? seq_len : d.gpt.block_size;
+    if (d.seq_len > d.gpt.block_size) {
+      throw UsageError(fmt::format("seq_len {} exceeds block_size {} of model {}", d.seq_len,
+                                   d.gpt.block_size, config.model));
+    }
+    d.classes = d.gpt.vocab_size;
+  } else if (config.model == "mlp") {
+    d.family = Family::mlp;
+    d.input_shape = input_shape.empty() ? std::vector<int64_t>{config.synthetic_features}
+                                        : std::move(input_shape);
+    d.mlp_hidden = config.mlp_hidden;
+    d.mlp_layers = config.mlp_layers;
+  } else if (config.model == "cnn") {
+    d.family = Family::cnn;
+    d.input_shape = input_shape.empty() ? std::vector<int64_t>{3, 32, 32} : std::move(input_shape);
+    if (d.input_shape.size() != 3) {
+      throw UsageError(fmt::format("model cnn needs an input shape C,H,W; got {} dimensions",
+                                   d.input_shape.size()));
+    }
+    d.cnn_channels = config.cnn_channels;
+    d.cnn_blocks = config.cnn_blocks;
+  } else {
+    throw UsageError(fmt::format("unknown model '{}': expected mlp, cnn, gpt or a GPT preset",
+                                 config.model));
+  }
+  return d;
+}
+
+ParameterCounts count_parameters(const ModelDims& d) {
+  ParameterCounts p;
+  switch (d.family) {
+    case Family::gpt: {
+      const int64_t L = d.gpt.n_layer, C = d.gpt.n_embd;
+      p.fp8_linear_weights = L * 12 * C * C;
+      p.matmul_weights = p.fp8_linear_weights + d.gpt.vocab_size * C;  // the tied head
+      p.norm = (2 * L + 1) * 2 * C;
+      // Linear biases 3C + C + 4C + C per block, the embeddings (wte once: it is the head).
+      p.total = p.matmul_weights + p.norm + L * 9 * C + d.gpt.block_size * C;
+      break;
+    }
+    case Family::mlp: {
+      int64_t width = product(d.input_shape);
+      for (int64_t i = 0; i < d.mlp_layers; ++i) {
+        p.matmul_weights += width * d.mlp_hidden;
+        p.total += width * d.mlp_hidden + d.mlp_hidden;
+        width = d.mlp_hidden;
+      }
+      p.matmul_weights += width * d.classes;
+      p.total += width * d.classes + d.classes;
+      break;
+    }
+    case Family::cnn: {
+      const int64_t c = d.cnn_channels;
+      p.matmul_weights = 9 * d.input_shape[0] * c;
+      p.norm = 2 * c;
+      int64_t in = c;
+      for (int64_t stage = 0; stage < 3; ++stage) {
+        const int64_t out = c << stage;
+        for (int64_t i = 0; i < d.cnn_blocks; ++i) {
+          const int64_t block_in = i == 0 ? in : out;
+          const bool projection = (stage > 0 && i == 0) || block_in != out;
+          p.matmul_weights += 9 * block_in * out + 9 * out * out + (projection ? block_in * out : 0);
+          p.norm += (projection ? 3 : 2) * 2 * out;
+        }
+        in = out;
+      }
+      p.matmul_weights += in * d.classes;
+      p.total = p.matmul_weights + p.norm + d.classes;
+      break;
+    }
+  }
+  return p;
+}
+
+const std::vector<Scheme>& memory_schemes() {
+  static const std::vector<Scheme> schemes = {
+      {"fp32", "O0"}, {"bf16", "O1"}, {"bf16", "O2"},
+      {"fp16", "O1"}, {"fp16", "O2"}, {"fp8", "O1"},
+  };
+  return schemes;
+}
+
+bool scheme_applies(const Scheme& scheme, const ModelDims& dims) {
+  return scheme.precision != "fp8" || dims.family == Family::gpt;
+}
+
+MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
+                               config::OptimizerKind optimizer, double momentum,
+                               int64_t micro_batch) {
+  const auto p = count_parameters(dims);
+  MemoryEstimate m;
+  if (scheme.opt_level == "O2") {
+    // Half weights and gradients, norms kept in fp32 (their own masters); fp32 masters of the
+    // rest (Apex's O2), the optimizer stepping them. The fp32 master gradients exist only
+    // around the optimizer step (precision/master_weights.h).
+    const int64_t half = p.total - p.norm;
+    m.weights = 2 * half + 4 * p.norm;
+    m.gradients = m.weights;
+    m.masters = 4 * half;
+    m.step_transient = 4 * half;
+  } else {
+    m.weights = 4 * p.total;
+    m.gradients = 4 * p.total;
+  }
+  const int64_t states = optimizer == config::OptimizerKind::adamw ? 2 : momentum > 0.0 ? 1 : 0;
+  m.optimizer = 4 * states * p.total;
+  if (scheme.opt_level == "O1" && scheme.precision == "fp8") {
+    m.cast_copies = p.fp8_linear_weights + 2 * (p.matmul_weights - p.fp8_linear_weights);
+  } else if (scheme.opt_level == "O1") {
+    m.cast_copies = 2 * p.matmul_weights;
+  }
+  switch (dims.family) {
+    case Family::gpt:
+      m.activations = gpt_activations(dims, scheme, micro_batch, false);
+      m.activations_checkpointed = gpt_activations(dims, scheme, micro_batch, true);
+      break;
+    case Family::mlp:
+      m.activations = mlp_activations(dims, scheme, micro_batch);
+      break;
+    case Family::cnn:
+      m.activations = cnn_activations(dims, scheme, micro_batch);
+      break;
+  }
+  return m;
+}
+
+}  // namespace ampt::models

@@ -1,0 +1,80 @@
+// Training memory estimated from a model's dimensions, without building it: weights, gradients,
+// master weights, optimizer state, per-op cast copies and saved activations, for each precision
+// and opt level, with and without activation checkpointing. `ampt recommend` plans with it.
+#pragma once
+
+#include "ampt/config/config.h"
+#include "ampt/models/gpt_presets.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ampt::models {
+
+// What the estimate needs to know about a model and one sample of its data.
+struct ModelDims {
+  enum class Family { mlp, cnn, gpt };
+  Family family = Family::mlp;
+  std::string name;                  // the --model value
+  GptDims gpt;               // GPT only
+  int64_t seq_len = 0;               // GPT: tokens per sample
+  std::vector<int64_t> input_shape;  // MLP: {features} (or any shape, flattened); CNN: {C, H, W}
+  int64_t classes = 0;
+  int64_t mlp_hidden = 0, mlp_layers = 0;
+  int64_t cnn_channels = 0, cnn_blocks = 0;
+};
+
+// The configured model; `input_shape` (MLP/CNN) empty means the synthetic data's (features, or
+// 3x32x32 images) and `seq_len` 0 means the GPT's block_size. Throws UsageError for a GPT whose
+// seq_len exceeds block_size and for an unknown model.
+ModelDims model_dims(const config::Config& config, std::vector<int64_t> input_shape,
+                     int64_t seq_len);
+
+struct ParameterCounts {
+  int64_t total = 0;           // equals models::parameter_count of the built model
+  int64_t matmul_weights = 0;  // weights of linear layers and convolutions (the head included)
+  int64_t norm = 0;            // LayerNorm / BatchNorm weights and biases (fp32 under O2)
+  int64_t fp8_linear_weights = 0;  // GPT block Linear weights (the ones fp8 runs in e4m3)
+};
+ParameterCounts count_parameters(const ModelDims& dims);
+
+// A precision with an opt level: fp32/O0, bf16/O1, bf16/O2, fp16/O1, fp16/O2, fp8/O1.
+struct Scheme {
+  std::string precision;
+  std::string opt_level;
+  std::string name() const { return precision + "/" + opt_level; }
+};
+const std::vector<Scheme>& memory_schemes();
+// fp8 runs only a GPT's Linear layers in fp8.
+bool scheme_applies(const Scheme& scheme, const ModelDims& dims);
+
+// Bytes at the training step's peak (the loss's backward), at one micro-batch size.
+// Bytes in GiB, as the estimates are printed.
+inline double gib(int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1 << 30); }
+
+struct MemoryEstimate {
+  int64_t weights = 0;
+  int64_t gradients = 0;
+  int64_t masters = 0;      // O2: fp32 master weights
+  int64_t optimizer = 0;    // AdamW: two fp32 moments; SGD: one momentum buffer
+  int64_t cast_copies = 0;  // O1: the half (fp8: e4m3) copies of matmul weights autocast makes
+  int64_t activations = 0;  // saved for backward, plus the loss's transient
+  int64_t activations_checkpointed = -1;  // with --grad_ckpt (GPT blocks); -1: not applicable
+  // O2: the fp32 master gradients, made from the half ones at the optimizer step, when the
+  // activations are gone, and released after it.
+  int64_t step_transient = 0;
+  int64_t persistent() const { return weights + gradients + masters + optimizer + cast_copies; }
+  int64_t total() const { return persistent() + std::max(activations, step_transient); }
+  int64_t total_checkpointed() const {
+    return activations_checkpointed < 0
+               ? -1
+               : persistent() + std::max(activations_checkpointed, step_transient);
+  }
+};
+MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
+                               config::OptimizerKind optimizer, double momentum,
+                               int64_t micro_batch);
+
+}  // namespace ampt::models

@@ -1,0 +1,151 @@
+#include "ampt/models/memory_plan.h"
+
+#include <fmt/format.h>
+
+namespace ampt::models {
+namespace {
+
+struct Candidate {
+  Scheme scheme;
+  bool checkpointing;
+};
+
+int64_t total_of(const ModelDims& dims, const Candidate& c, config::OptimizerKind optimizer,
+                 double momentum, int64_t micro_batch) {
+  const auto m = estimate_memory(dims, c.scheme, optimizer, momentum, micro_batch);
+  return c.checkpointing ? m.total_checkpointed() : m.total();
+}
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+// The largest divisor of global_batch that fits, 0 when not even 1 does.
+int64_t largest_fitting(const ModelDims& dims, const Candidate& c, config::OptimizerKind optimizer,
+                        double momentum, int64_t global_batch, int64_t budget) {
+  int64_t best = 0;
+  for (const int64_t b : divisors(global_batch)) {
+    if (total_of(dims, c, optimizer, momentum, b) > budget) break;  // grows with b
+    best = b;
+  }
+  return best;
+}
+
+}  // namespace
+
+int64_t usable_bytes(const GpuTarget& gpu) {
+  return static_cast<int64_t>(gpu.memory_gb * (1.0 - kFragmentation) * static_cast<double>(1 << 30)) -
+         kContextBytes;
+}
+
+Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer, double momentum,
+                         int64_t global_batch, const GpuTarget& gpu) {
+  const int64_t budget = usable_bytes(gpu);
+  const std::string precision = gpu.compute_capability >= 8.0 ? "bf16" : "fp16";
+  const bool can_checkpoint = dims.family == ModelDims::Family::gpt;
+  std::vector<Candidate> candidates;
+  for (const auto* level : {"O1", "O2"}) {
+    candidates.push_back({{precision, level}, false});
+    if (can_checkpoint) candidates.push_back({{precision, level}, true});
+  }
+  const int64_t wanted = std::min<int64_t>(8, global_batch);
+
+  Recommendation r;
+  std::optional<Candidate> chosen;
+  int64_t chosen_batch = 0;
+  for (const auto& c : candidates) {
+    const int64_t b = largest_fitting(dims, c, optimizer, momentum, global_batch, budget);
+    if (b >= wanted && !chosen_batch) {
+      chosen = c;
+      chosen_batch = b;
+      break;
+    }
+    if (b > chosen_batch) {
+      chosen = c;
+      chosen_batch = b;
+    }
+  }
+  const auto base = estimate_memory(dims, candidates.front().scheme, optimizer, momentum, 1);
+  if (!chosen) {
+    r.reasons.push_back(fmt::format(
+        "Nothing fits: even a micro-batch of 1 needs more than the {:.1f} GiB usable under every "
+        "precision and opt level; the weights, gradients and optimizer state alone take {:.1f} "
+        "GiB in {}/O1. Use a GPU with more memory, or shard the model across GPUs (ZeRO/FSDP).",
+        gib(budget), gib(base.persistent()), precision));
+    return r;
+  }
+  r.fits = true;
+  r.scheme = chosen->scheme;
+  r.checkpointing = chosen->checkpointing;
+  r.micro_batch = chosen_batch;
+  r.grad_accum = global_batch / chosen_batch;
+  r.estimate_bytes = total_of(dims, *chosen, optimizer, momentum, chosen_batch);
+
+  if (precision == "bf16") {
+    r.reasons.push_back(fmt::format(
+        "bf16: compute capability {:.1f} has bf16 tensor cores; bf16 keeps fp32's exponent "
+        "range, so there is no loss scaler and no skipped steps, at the same memory as fp16.",
+        gpu.compute_capability));
+  } else {
+    r.reasons.push_back(fmt::format(
+        "fp16 with the dynamic loss scaler: compute capability {:.1f} has no bf16 tensor cores "
+        "(they start at 8.0).",
+        gpu.compute_capability));
+  }
+  if (gpu.compute_capability >= 8.9 && dims.family == ModelDims::Family::gpt) {
+    const Candidate fp8{{"fp8", "O1"}, r.checkpointing};
+    r.reasons.push_back(fmt::format(
+        "fp8 (--mixed_precision fp8) would run the blocks' Linear layers in e4m3 on this GPU, "
+        "faster at about the same memory ({:.1f} GiB at this micro-batch); check its loss "
+        "against bf16 with `ampt compare` first.",
+        gib(total_of(dims, fp8, optimizer, momentum, chosen_batch))));
+  }
+  const auto o1 = estimate_memory(dims, {precision, "O1"}, optimizer, momentum, chosen_batch);
+  const auto o2 = estimate_memory(dims, {precision, "O2"}, optimizer, momentum, chosen_batch);
+  const double params = static_cast<double>(count_parameters(dims).total);
+  if (r.scheme.opt_level == "O1") {
+    r.reasons.push_back(fmt::format(
+        "O1: fp32 weights with per-op casts ({:.0f} bytes per parameter with the cast copies) "
+        "fit, without O2's second copy of the weights to keep consistent; O2 (half weights and "
+        "gradients, fp32 masters: {:.0f} bytes per parameter) would save {:.1f} GiB at this "
+        "micro-batch.",
+        static_cast<double>(o1.persistent()) / params, static_cast<double>(o2.persistent()) / params,
+        gib(o1.total() - o2.total())));
+  } else {
+    r.reasons.push_back(fmt::format(
+        "O2: its half-precision activations ({:.1f} GiB less than O1 at this micro-batch) are what "
+        "lets micro-batch {} fit; O1 fits at most {}.",
+        gib(o1.activations - o2.activations), chosen_batch,
+        largest_fitting(dims, {{precision, "O1"}, r.checkpointing}, optimizer, momentum,
+                        global_batch, budget)));
+  }
+  if (can_checkpoint) {
+    const int64_t without = largest_fitting(dims, {r.scheme, false}, optimizer, momentum,
+                                            global_batch, budget);
+    r.reasons.push_back(
+        r.checkpointing
+            ? fmt::format("Activation checkpointing (--grad_ckpt) on: without it only a "
+                          "micro-batch of {} fits; recomputing each block costs about a third "
+                          "more compute.",
+                          without)
+            : "Activation checkpointing off: the micro-batch fits without recomputation.");
+  }
+  const auto all = divisors(global_batch);
+  const auto next = std::ranges::upper_bound(all, chosen_batch);
+  r.reasons.push_back(fmt::format(
+      "Micro-batch {}: the largest divisor of the global batch {} whose estimate ({:.1f} GiB) fits "
+      "the {:.1f} GiB usable{}; gradient accumulation {} gives the global batch.",
+      chosen_batch, global_batch, gib(r.estimate_bytes), gib(budget),
+      next == all.end()
+          ? ""
+          : fmt::format(" ({} would need {:.1f} GiB)", *next,
+                        gib(total_of(dims, *chosen, optimizer, momentum, *next))),
+      r.grad_accum));
+  return r;
+}
+
+}  // namespace ampt::models

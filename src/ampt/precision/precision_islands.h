@@ -1,0 +1,81 @@
+// fp32 islands: modules whose forward runs in fp32 (autocast off, fp32 weights) whatever
+// precision the rest of the model runs in. Models call their submodules through
+// `call`, which routes a module that the active IslandScope lists through that fp32 path.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/types.h>
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ampt::precision {
+
+// Why a module is an island; also what its output becomes.
+enum class IslandKind {
+  norm,     // a norm layer under O2: fp32 weights and statistics on the half activations as
+            // they come, output in their dtype
+  pattern,  // matched by keep_fp32_modules: floating inputs cast to fp32, output fp32
+};
+
+struct Island {
+  std::string name;     // the module's dotted name, e.g. "h.0.ln_1"
+  IslandKind kind = IslandKind::norm;
+  std::string reason;   // "norm layer" or "keep_fp32_modules pattern 'ln_*'"
+};
+
+// The islands of one model, keyed by module; built by select_islands.
+class PrecisionIslands {
+ public:
+  void add(const torch::nn::Module* module, Island island);
+  const Island* find(const torch::nn::Module* module) const;
+  // In module-tree order.
+  const std::vector<Island>& list() const { return ordered_; }
+  // Whether the parameter named `name` ("h.0.ln_1.weight") belongs to an island.
+  bool owns_parameter(const std::string& name) const;
+
+ private:
+  std::unordered_map<const torch::nn::Module*, std::size_t> index_;
+  std::vector<Island> ordered_;
+};
+
+// Walks `root`'s module tree: every module matched by one of `patterns` (a glob matched against
+// the full dotted name or any dotted suffix of it, so "ln_*" matches "h.0.ln_1") is a pattern
+// island; with `norms`, every BatchNorm, LayerNorm and GroupNorm is a norm island. Throws
+// UsageError when a pattern matches no module, listing some of the model's module names.
+PrecisionIslands select_islands(const torch::nn::Module& root,
+                                const std::vector<std::string>& patterns, bool norms);
+
+// While alive, `call` on this thread consults `islands` (nullptr: none).
+class IslandScope {
+ public:
+  explicit IslandScope(const PrecisionIslands* islands);
+  ~IslandScope();
+  IslandScope(const IslandScope&) = delete;
+  IslandScope& operator=(const IslandScope&) = delete;
+
+ private:
+  const PrecisionIslands* previous_;
+};
+
+// The islands `call` consults on this thread now (nullptr: none).
+const PrecisionIslands* active_islands();
+
+// forward(x), or its fp32-island version when the active scope lists `module`.
+torch::Tensor through_island(const torch::nn::Module& module, const torch::Tensor& x,
+                             const std::function<torch::Tensor(const torch::Tensor&)>& forward);
+
+// `holder->forward(x)` through the island check: what the models use for every submodule.
+template <class Holder>
+torch::Tensor call(Holder&& holder, const torch::Tensor& x) {
+  return through_island(*holder, x, [&](const torch::Tensor& in) { return holder->forward(in); });
+}
+
+// A Sequential's children one after the other, each through the island check.
+torch::Tensor call_sequence(torch::nn::Sequential sequence, torch::Tensor x);
+
+}  // namespace ampt::precision

@@ -1,0 +1,100 @@
+// The state of one training run and the member functions that build, resume, evaluate and
+// run it: trainer.cpp (the loop), run_setup.cpp (device, data, model, precision, the step),
+// run_checkpoint.cpp (resume and save) and run_eval.cpp (losses and evaluation). Private to
+// src/ampt/train: the rest of ampt calls run_training (trainer.h).
+#pragma once
+
+#include "ampt/checkpoint/checkpoint.h"
+#include "ampt/config/precision_schedule.h"
+#include "ampt/core/named_tensors.h"
+#include "ampt/data/loader.h"
+#include "ampt/data/registry.h"
+#include "ampt/device/device.h"
+#include "ampt/distributed/data_parallel.h"
+#include "ampt/log/events.h"
+#include "ampt/models/registry.h"
+#include "ampt/precision/choice.h"
+#include "ampt/precision/loss_scaler.h"
+#include "ampt/precision/master_weights.h"
+#include "ampt/precision/policy.h"
+#include "ampt/precision/precision_islands.h"
+#include "ampt/precision/stability_monitor.h"
+#include "ampt/train/optimizer.h"
+#include "ampt/train/schedule.h"
+#include "ampt/train/step.h"
+#include "ampt/train/trainer.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ampt::train {
+
+// Everything one run holds, built once; run() is the loop.
+class Run {
+ public:
+  // Builds the run and resumes it when config.resume asks: a checkpoint is checked completely
+  // before anything is written.
+  Run(const config::Config& config, const RunContext& context, log::Observer& observer);
+
+  log::RunSummary run();
+
+ private:
+  // run_setup.cpp
+  // TF32, channels-last, fp8 and CUDA graphs as configured; builds the step.
+  void set_up_speed_features();
+  // Parameters (the fp32 masters under O2) and buffers: what a checkpoint holds of the model.
+  NamedTensors model_tensors() const;
+  log::RunInfo describe() const;
+
+  // run_checkpoint.cpp
+  data::LoaderState restore(const std::string& path, std::string& note);
+  // Where the data continues, carried over to this run's batch shape.
+  data::LoaderState resume_position(const checkpoint::Checkpoint& saved, std::string& note) const;
+  void save_checkpoint(int64_t steps_done, log::RunSummary& summary);
+
+  // run_eval.cpp
+  torch::Tensor loss_of(const data::Batch& batch, torch::Tensor* correct);
+  log::EvalReport evaluate(int64_t step);
+
+  // trainer.cpp
+  // Switches to precision stage `index`: policy, loss scaler (fresh at init_scale when fp16
+  // starts, gone when it ends) and the dtype of O2's half weights, re-cast from the masters.
+  void enter_stage(std::size_t index, int64_t step, int64_t epoch, bool announce);
+  void report_bad_steps(bool wait, int64_t steps_done, log::RunSummary& summary);
+  [[noreturn]] void stop_unstable(const precision::BadStep& bad, int64_t steps_done,
+                                  log::RunSummary& summary);
+
+  const config::Config& config_;
+  const RunContext& context_;
+  log::Observer& observer_;
+  device::DeviceChoice device_;
+  distributed::DataParallel dist_;
+  data::DataSplits splits_;
+  models::Model model_;
+  std::vector<torch::Tensor> parameters_;
+  std::vector<config::PrecisionStage> stages_;
+  std::size_t stage_ = 0;
+  precision::PrecisionChoice choice_;
+  precision::PrecisionPolicy policy_;
+  precision::LossScaler scaler_;
+  precision::StabilityMonitor monitor_;
+  precision::PrecisionIslands islands_;
+  precision::MasterWeights masters_;
+  std::vector<std::string> precisions_used_;  // "FP32", "BF16": each stage's, in order
+  std::unique_ptr<Optimizer> optimizer_;
+  torch::Tensor overflow_steps_;  // counted on the device: a skipped step costs no sync
+  std::optional<data::Loader> batches_;
+  int64_t steps_per_epoch_ = 0;
+  int64_t total_steps_ = 0;
+  LrSchedule schedule_;
+  double peak_flops_ = 0.0;
+  int64_t start_step_ = 0;
+  double initial_loss_ = 0.0;
+  std::string resume_note_;
+  std::vector<std::string> speed_notes_;
+  std::unique_ptr<TrainStep> step_;
+};
+
+}  // namespace ampt::train

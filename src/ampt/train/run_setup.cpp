@@ -1,0 +1,225 @@
+#include "ampt/train/run.h"
+
+#include "ampt/config/enum_names.h"
+#include "ampt/core/errors.h"
+#include "ampt/models/compat_report.h"
+#include "ampt/train/tuning.h"
+
+#include <fmt/format.h>
+
+namespace ampt::train {
+namespace {
+
+// Which checkpoint config.resume names: none, output_dir's latest, or a path.
+std::optional<std::string> checkpoint_to_resume(const config::Config& config, std::string& note) {
+  if (config.resume.empty()) return std::nullopt;
+  if (config.resume != "auto") return config.resume;
+  auto latest = checkpoint::find_latest(config.output_dir);
+  if (!latest) note = "no checkpoint in " + config.output_dir + ": starting fresh";
+  return latest;
+}
+
+models::Model make_model(const config::Config& config, const data::DataSpec& spec,
+                         const c10::Device& device) {
+  torch::manual_seed(config.seed);
+  auto model = models::make_model(config, spec);
+  model.module->to(device);
+  model.module->train();
+  if (channels_last_applies(config, device)) to_channels_last(model);
+  return model;
+}
+
+precision::StabilityMonitor make_monitor(const config::Config& config,
+                                         const torch::nn::Module& module,
+                                         const c10::Device& device) {
+  std::vector<torch::Tensor> params;
+  std::vector<std::string> names;
+  for (const auto& item : module.named_parameters()) {
+    names.push_back(item.key());
+    params.push_back(item.value());
+  }
+  return {std::move(params), std::move(names), device, config.max_consecutive_skips};
+}
+
+}  // namespace
+
+Run::Run(const config::Config& config, const RunContext& context, log::Observer& observer)
+    : config_(config),
+      context_(context),
+      observer_(observer),
+      device_(distributed::place_on_local_gpu(device::select_device(config.device), config.launch)),
+      dist_(config, device_.device),
+      splits_(data::open_dataset(config, models::sample_request(config))),
+      model_(make_model(config, splits_.spec, device_.device)),
+      parameters_(model_.module->parameters()),
+      stages_(config::precision_stages(config)),
+      choice_(precision::choose_precision(stages_.front().precision, config.strict_precision,
+                                          device_.device)),
+      policy_(precision::make_policy(choice_.precision, config.amp_opt_level)),
+      scaler_(precision::scaler_options(config, policy_.loss_scaling), device_.device),
+      monitor_(make_monitor(config, *model_.module, device_.device)),
+      islands_(precision::select_islands(*model_.module,
+                                         config::split_module_patterns(config.keep_fp32_modules),
+                                         config.amp_opt_level == config::OptLevel::O2)),
+      masters_(*model_.module, config.amp_opt_level == config::OptLevel::O2,
+               [this](const std::string& name) { return islands_.owns_parameter(name); }),
+      optimizer_(make_optimizer(config, masters_.masters())),
+      overflow_steps_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device_.device))) {
+  masters_.set_dtype(policy_.weight_dtype);
+  precisions_used_.push_back(policy_.name());
+  // Resume before the loader exists: the checkpoint says where the data continues.
+  std::string note;
+  data::LoaderState data_start;
+  if (const auto path = checkpoint_to_resume(config, note)) data_start = restore(*path, note);
+  dist_.attach(model_tensors(), parameters_);
+  masters_.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
+  batches_.emplace(splits_.train, data::train_loader_options(config, device_.device), data_start);
+  steps_per_epoch_ = batches_->batches_per_epoch() / config.grad_accum_steps;
+  if (steps_per_epoch_ == 0) {
+    throw RuntimeError(fmt::format(
+        "an epoch has {} batches of {}, fewer than grad_accum_steps {}: lower grad_accum_steps "
+        "or batch_size",
+        batches_->batches_per_epoch(), config.batch_size, config.grad_accum_steps));
+  }
+  total_steps_ = config.max_steps > 0 ? config.max_steps : config.epochs * steps_per_epoch_;
+  if (start_step_ >= total_steps_ && start_step_ > 0) {
+    note += fmt::format("; it is at or past the last step ({}): nothing to train, raise "
+                        "--max_steps or --epochs to train on",
+                        total_steps_);
+  }
+  schedule_ = {config.lr, config.lr * config.min_lr_ratio, config.warmup_steps, total_steps_};
+  resume_note_ = note;
+  set_up_speed_features();
+  peak_flops_ = device::peak_flops(device_.device, policy_.compute_dtype);
+  if (splits_.val && splits_.val->size() < config.batch_size) {
+    throw RuntimeError(fmt::format(
+        "the validation split of {} has {} samples, fewer than one batch of batch_size {}; "
+        "lower batch_size or raise val_fraction",
+        config.dataset, splits_.val->size(), config.batch_size));
+  }
+}
+
+void Run::set_up_speed_features() {
+  if (policy_.fp8) model_.use_fp8(precision::fp8_recipe(config_));
+  if (auto note = apply_tf32(config_.allow_tf32, device_.device); !note.empty()) {
+    speed_notes_.push_back(std::move(note));
+  }
+  if (channels_last_applies(config_, device_.device)) {
+    speed_notes_.emplace_back("Channels-last: the CNN's weights and activations in NHWC");
+  }
+  const auto obstacle =
+      dist_.active() ? std::string("a distributed step waits for the other ranks on the host")
+                     : cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout);
+  // O2 allocates its fp32 gradients per step and a schedule changes dtypes: both stay eager.
+  const bool eager_precision = masters_.enabled() || stages_.size() > 1;
+  const bool graphed = config_.cuda_graphs && obstacle.empty() && !eager_precision;
+  if (graphed) {
+    speed_notes_.push_back(fmt::format("CUDA graphs: the step is captured after {} warm-up steps "
+                                       "and replayed",
+                                       TrainStep::kWarmupSteps));
+  } else if (config_.cuda_graphs) {
+    speed_notes_.push_back(
+        "CUDA graphs: off, " +
+        (obstacle.empty() ? std::string("O2 master weights and precision schedules run eagerly")
+                          : obstacle) +
+        "; the step runs eagerly");
+  }
+  StepParts parts;
+  parts.loss = [this](const data::Batch& batch) { return loss_of(batch, nullptr); };
+  parts.parameters = parameters_;
+  parts.scaler = &scaler_;
+  parts.masters = &masters_;
+  parts.optimizer = optimizer_.get();
+  parts.max_grad_norm = config_.max_grad_norm;
+  parts.overflow_steps = overflow_steps_;
+  parts.monitor = &monitor_;
+  // Underflow is measured against the dtype autocast computes in (fp8 runs report bf16's).
+  if (policy_.compute_dtype == torch::kHalf || policy_.compute_dtype == torch::kBFloat16) {
+    parts.underflow_dtype = policy_.compute_dtype;
+  }
+  if (dist_.active()) {
+    parts.before_backward = [this](bool last) { dist_.before_backward(last); };
+    parts.after_backward = [this] { dist_.after_backward(); };
+    parts.agree_found_inf = [this](torch::Tensor& found_inf) { dist_.agree_found_inf(found_inf); };
+  }
+  step_ = std::make_unique<TrainStep>(std::move(parts), graphed);
+}
+
+NamedTensors Run::model_tensors() const {
+  auto out = masters_.masters();
+  for (const auto& item : model_.module->named_buffers()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+log::RunInfo Run::describe() const {
+  log::RunInfo info;
+  info.device = device::device_description(device_.device);
+  info.device_reason = device_.reason;
+  info.model = config_.model;
+  info.architecture = model_.architecture;
+  info.parameters = models::parameter_count(*model_.module);
+  info.dataset = config_.dataset;
+  info.data_description = splits_.description;
+  info.language_model = splits_.spec.task == data::Task::language_model;
+  info.peak_flops = peak_flops_;
+  info.precision = policy_.name();
+  info.precision_source = context_.precision_source;
+  info.precision_reason = choice_.reason;
+  info.precision_fell_back = choice_.fell_back;
+  info.precision_explanation = policy_.explanation();
+  info.opt_level = std::string(config::to_string(config_.amp_opt_level));
+  if (stages_.size() > 1) {
+    for (const auto& stage : stages_) info.precision_schedule.push_back(config::stage_text(stage));
+    info.precision_stage = static_cast<int64_t>(stage_) + 1;
+  }
+  std::vector<precision::PrecisionPolicy> policies;
+  for (const auto& stage : stages_) {
+    policies.push_back(precision::make_policy(
+        precision::choose_precision(stage.precision, false, device_.device).precision,
+        config_.amp_opt_level));
+  }
+  if (models::wants_compat_report(policies)) {
+    // The riskiest stage speaks for the schedule: fp16 if there is one, else the first half one.
+    auto riskiest = std::ranges::find_if(policies, [](const auto& p) { return p.loss_scaling; });
+    if (riskiest == policies.end()) {
+      riskiest = std::ranges::find_if(policies, [](const auto& p) { return p.autocast; });
+    }
+    info.compat_report = models::compat_report(*model_.module, islands_, *riskiest);
+  }
+  info.loss_scaling = scaler_.enabled();
+  info.init_scale = config_.grad_scaler_init;
+  info.growth_factor = config_.grad_scaler_growth_factor;
+  info.backoff_factor = config_.grad_scaler_backoff;
+  info.growth_interval = config_.grad_scaler_growth_interval;
+  info.scaler_rules = config::to_string(config_.grad_scaler_rules);
+  info.static_scale = config_.loss_scale;
+  info.hysteresis = config_.hysteresis;
+  info.consecutive_hysteresis = config_.consecutive_hysteresis;
+  info.min_loss_scale = config_.min_loss_scale;
+  info.max_loss_scale = config_.max_loss_scale;
+  info.max_consecutive_skips = config_.max_consecutive_skips;
+  info.deterministic = config_.deterministic;
+  info.autocast_cache = config_.autocast_cache;
+  info.seed = config_.seed;
+  info.optimizer = optimizer_->describe();
+  info.batch_size = config_.batch_size;
+  info.grad_accum_steps = config_.grad_accum_steps;
+  info.total_steps = total_steps_;
+  info.steps_per_epoch = steps_per_epoch_;
+  info.peak_lr = schedule_.peak_lr;
+  info.min_lr = schedule_.min_lr;
+  info.warmup_steps = config_.warmup_steps;
+  info.max_grad_norm = config_.max_grad_norm;
+  info.start_step = start_step_;
+  info.resume_note = resume_note_;
+  if (dist_.active()) {
+    info.distributed = fmt::format(
+        "{}; global batch {} = {} ranks x {} x {} accumulation", dist_.describe(),
+        dist_.world_size() * config_.batch_size * config_.grad_accum_steps, dist_.world_size(),
+        config_.batch_size, config_.grad_accum_steps);
+  }
+  info.speed_notes = speed_notes_;
+  return info;
+}
+
+}  // namespace ampt::train

@@ -1,0 +1,2 @@
+#include "ampt/low/thing.h"
+#include "ampt/core/errors.h"

@@ -1,0 +1,1 @@
+#include "ampt/high/thing.h"
