@@ -8,6 +8,7 @@
 #include "ampt/log/logger.h"
 
 #include <c10/util/Exception.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <torch/version.h>
 
@@ -44,6 +45,11 @@ ampt::commands::Environment environment() {
   return env;
 }
 
+// The allocator malloc resolves to: the build links tcmalloc ahead of glibc (CMakeLists.txt).
+const char* malloc_in_use() {
+  return dlsym(RTLD_DEFAULT, "tc_malloc") != nullptr ? "tcmalloc" : "glibc";
+}
+
 int dispatch(const std::vector<std::string>& argv) {
   if (argv.empty()) {
     std::fputs(usage().c_str(), stderr);
@@ -56,8 +62,8 @@ int dispatch(const std::vector<std::string>& argv) {
     return 0;
   }
   if (name == "--version") {
-    fmt::print("ampt {} (git {}, LibTorch {})\n", ampt::kVersion, ampt::kGitRevision,
-               TORCH_VERSION);
+    fmt::print("ampt {} (git {}, LibTorch {}, malloc {})\n", ampt::kVersion, ampt::kGitRevision,
+               TORCH_VERSION, malloc_in_use());
     return 0;
   }
   const auto& table = ampt::commands::all();

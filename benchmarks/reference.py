@@ -15,6 +15,7 @@ time, peak memory (CUDA allocator peak, or process peak RSS on CPU) and the para
 import argparse
 import json
 import math
+import pathlib
 import resource
 import time
 
@@ -219,17 +220,29 @@ def train(args):
 
     forward = torch.compile(loss_fn) if args.compile else loss_fn
 
+    phase = torch.profiler.record_function
+
     def step(i):
         for group in optimizer.param_groups:
             group["lr"] = lr_at(i, args.steps)
-        loss = forward(x, y)
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=False)
+        with phase("ref::forward"):
+            loss = forward(x, y)
+        with phase("ref::backward"):
+            scaler.scale(loss).backward()
+        with phase("ref::unscale"):
+            scaler.unscale_(optimizer)
+        with phase("ref::clip"):
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
+        with phase("ref::optimizer"):
+            scaler.step(optimizer)
+        with phase("ref::scaler_update"):
+            scaler.update()
+        with phase("ref::zero_grad"):
+            optimizer.zero_grad(set_to_none=False)
         return loss
+
+    if args.profile:
+        return profile(args, step, device)
 
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     # The first half warms up (compilation, autotuning, allocator); the second half is timed, as
@@ -261,6 +274,42 @@ def train(args):
     }
 
 
+def profile(args, step, device):
+    """Runs the steps, tracing steps A..B (1-based) as ampt's --profile does: a Chrome trace and an
+    operator table (per name and kind: calls and inclusive ms per optimizer step) in the same
+    format as ampt's profile-steps-A-B.txt, so benchmarks/op_profile.py can compare them."""
+    first, last = (int(v) for v in (args.profile.split("-") + [args.profile])[:2])
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    out = pathlib.Path(args.profile_out)
+    out.mkdir(parents=True, exist_ok=True)
+    for i in range(first - 1):
+        step(i)
+    with torch.profiler.profile(activities=activities) as prof:
+        for i in range(first - 1, last):
+            step(i)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    base = out / f"profile-steps-{first}-{last}"
+    prof.export_chrome_trace(str(base.with_suffix(".json")))
+    steps = last - first + 1
+    totals = {}
+    for event in prof.events():
+        kind = ("phase" if event.name.startswith("ref::") else
+                "cuda" if event.device_type == torch.autograd.DeviceType.CUDA else "cpu")
+        calls, us = totals.get((kind, event.name), (0, 0.0))
+        totals[(kind, event.name)] = (calls + 1, us + event.time_range.elapsed_us())
+    rows = sorted(totals.items(), key=lambda kv: (kv[0][0] != "phase", -kv[1][1]))
+    width = max([4] + [len(name) for (_, name), _ in rows])
+    lines = [f"# reference profile of steps {first}-{last}: per optimizer step, inclusive time",
+             f"{'name':<{width}}  {'kind':<5}  {'calls/step':>10}  {'ms/step':>12}"]
+    for (kind, name), (calls, us) in rows:
+        lines.append(f"{name:<{width}}  {kind:<5}  {calls / steps:>10.1f}  {us / 1000 / steps:>12.3f}")
+    base.with_suffix(".txt").write_text("\n".join(lines) + "\n")
+    return {"profile_table": str(base.with_suffix(".txt")), "profile_trace": str(base.with_suffix(".json"))}
+
+
 def parser():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="mlp", choices=["mlp", "cnn", *GPT_PRESETS])
@@ -278,6 +327,9 @@ def parser():
     parser.add_argument("--mlp_layers", type=int, default=3)
     parser.add_argument("--cnn_channels", type=int, default=32)
     parser.add_argument("--cnn_blocks", type=int, default=1)
+    parser.add_argument("--profile", default="", metavar="A-B",
+                        help="trace optimizer steps A..B (1-based) instead of timing the run")
+    parser.add_argument("--profile_out", default="ref_profile", help="directory for --profile's files")
     parser.add_argument("--count-parameters", action="store_true",
                         help="print the model's parameter count and exit")
     return parser

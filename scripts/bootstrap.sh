@@ -5,7 +5,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 torch_version="2.11.0"
-debian_packages=(cmake g++ ninja-build ccache git libyaml-cpp-dev libcxxopts-dev libfmt-dev catch2 libgloo-dev)
+debian_packages=(cmake g++ ninja-build ccache git libyaml-cpp-dev libcxxopts-dev libfmt-dev catch2 libgloo-dev libgoogle-perftools-dev)
 
 fail() { echo "bootstrap: error: $*" >&2; exit 1; }
 note() { echo "bootstrap: $*"; }

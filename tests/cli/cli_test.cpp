@@ -33,6 +33,8 @@ TEST_CASE("cli: --help, --version and bare ampt", "[cli]") {
   CHECK(version.exit_code == 0);
   CHECK_THAT(version.out, Catch::StartsWith("ampt 0.1.0 (git "));
   CHECK_THAT(version.out, Catch::Contains("LibTorch 2.11.0"));
+  // The binary allocates through tcmalloc, linked ahead of glibc's malloc.
+  CHECK_THAT(version.out, Catch::EndsWith(", malloc tcmalloc)\n"));
 
   const auto bare = run_ampt({});
   CHECK(bare.exit_code == 2);

@@ -166,3 +166,40 @@ TEST_CASE("gpt: overfits one batch in fp32, bf16 and fp16", "[models][gpt]") {
     CHECK(loss.last < 0.5 * loss.first);
   }
 }
+
+TEST_CASE("gpt: the fused head's loss and gradients equal the logits' cross_entropy",
+          "[models][gpt][fused_classifier]") {
+  const auto tokens = random_tokens(3, kContext + 1);
+  const auto inputs = tokens.narrow(1, 0, kContext), targets = tokens.narrow(1, 1, kContext);
+  std::vector<std::vector<torch::Tensor>> grads;
+  std::vector<double> losses;
+  for (const bool fused : {false, true}) {
+    auto config = small_gpt();
+    config.fused_kernels = fused;
+    torch::manual_seed(3);
+    auto model = ampt::models::make_model(config, token_blocks(kContext, kVocab));
+    const auto loss = model.loss(inputs, targets);
+    loss.backward();
+    losses.push_back(loss.item<double>());
+    grads.emplace_back();
+    for (const auto& p : model.module->parameters()) grads.back().push_back(p.grad().clone());
+  }
+  CHECK(losses[1] == Approx(losses[0]).epsilon(1e-6));
+  // The plain path is the reference: cross_entropy of the [B, T, vocab] logits from forward().
+  CHECK(losses[0] == Approx(torch::nn::functional::cross_entropy(
+                                 [&] {
+                                   auto config = small_gpt();
+                                   torch::manual_seed(3);
+                                   return ampt::models::make_model(config, token_blocks(kContext, kVocab))
+                                       .forward(inputs)
+                                       .flatten(0, 1);
+                                 }(),
+                                 targets.flatten())
+                                 .item<double>())
+                        .epsilon(1e-6));
+  REQUIRE(grads[0].size() == grads[1].size());
+  for (size_t i = 0; i < grads[0].size(); ++i) {
+    INFO("parameter " << i);
+    CHECK(torch::allclose(grads[1][i], grads[0][i], 1e-4, 1e-6));
+  }
+}

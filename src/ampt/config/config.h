@@ -33,6 +33,7 @@ struct Config {
   int64_t eval_every = 0;    // 0: evaluate only at the end
   int64_t eval_batches = 20;  // validation batches per evaluation; 0: the whole split
   bool debug = false;
+  std::string profile;  // steps to trace, "N" or "A-B" (step_range.h); empty: none
 
   // checkpoint
   int64_t save_every = 0;  // 0: save only at the end and on preemption
@@ -57,6 +58,7 @@ struct Config {
   // perf
   bool grad_ckpt = false;      // recompute each transformer block in backward
   bool cuda_graphs = false;    // capture the training step once, replay it
+  bool fused_kernels = true;   // the GPT's fused head + loss (kernels/); false: plain ATen ops
   bool allow_tf32 = false;     // fp32 matmuls and convolutions on TF32 tensor cores (CUDA)
   bool channels_last = true;   // the CNN in NHWC on CUDA
 

@@ -2,6 +2,7 @@
 
 #include "ampt/config/dataset_spec.h"
 #include "ampt/config/precision_schedule.h"
+#include "ampt/config/step_range.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -40,6 +41,12 @@ std::vector<Option> build_table() {
                   "losses"),
       bool_option("debug", "run.debug", &C::debug,
                   "Print the resolved configuration at startup and full torch error context on failure"),
+      checked_string_option(
+          "profile", "run.profile", &C::profile,
+          [](std::string_view text) { return text.empty() || parse_step_range(text).has_value(); },
+          std::string(kStepRangeExpected), "STEPS",
+          "Trace these optimizer steps (e.g. 10-12) with LibTorch's profiler: a Chrome/Perfetto "
+          "trace and an operator table in output_dir, ampt's step phases as named ranges"),
 
       // checkpoint
       integer_option("save_every", "checkpoint.save_every", &C::save_every, at_least_0,
@@ -94,6 +101,9 @@ std::vector<Option> build_table() {
                   "activations (GPT models)"),
       bool_option("cuda_graphs", "perf.cuda_graphs", &C::cuda_graphs,
                   "Capture the whole training step as a CUDA graph and replay it (CUDA)"),
+      bool_option("fused_kernels", "perf.fused_kernels", &C::fused_kernels,
+                  "Fused kernels (the GPT's head and cross-entropy in row chunks, never the "
+                  "whole logits); false runs the plain ATen ops, for comparison"),
       bool_option("allow_tf32", "perf.allow_tf32", &C::allow_tf32,
                   "Let fp32 matmuls and convolutions use TF32 tensor cores (CUDA, Ampere+)"),
       bool_option("channels_last", "perf.channels_last", &C::channels_last,

@@ -31,6 +31,7 @@ class DataParallel {
 
   bool active() const { return group_ != nullptr; }
   bool is_main() const { return rank_ == 0; }
+  int64_t rank() const { return rank_; }
   int64_t world_size() const { return world_size_; }
   // "2 ranks, gloo, torchrun rank 0 of 2 (...)"; empty in a single process.
   std::string describe() const;

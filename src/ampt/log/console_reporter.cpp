@@ -100,6 +100,13 @@ void ConsoleReporter::on_checkpoint(const std::string& path, int64_t step) {
   log::info("[CKPT] Saved step {} to {}", step, path);
 }
 
+void ConsoleReporter::on_profile(int64_t first, int64_t last, const std::string& trace,
+                                 const std::string& table) {
+  log::info("[PERF] Profile of steps {}-{}: trace {} (open in ui.perfetto.dev or "
+            "chrome://tracing), operators per step {}",
+            first, last, trace, table);
+}
+
 void ConsoleReporter::on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) {
   if (!progress_bar_) return;
   // Redrawing at most ten times a second keeps the terminal cheap on fast steps.

@@ -133,6 +133,9 @@ class Observer {
   virtual void on_eval(const EvalReport& report) {}
   virtual void on_precision_switch(const PrecisionSwitch& change) {}
   virtual void on_checkpoint(const std::string& path, int64_t step) {}
+  // --profile wrote its trace and operator table for optimizer steps first..last.
+  virtual void on_profile(int64_t first, int64_t last, const std::string& trace,
+                          const std::string& table) {}
   // A step skipped for a non-finite loss, gradient or weight; `what` names the first offender.
   virtual void on_nonfinite(int64_t step, const std::string& what) {}
   virtual void on_end(const RunSummary& summary) {}
@@ -163,6 +166,10 @@ class ObserverList final : public Observer {
   }
   void on_checkpoint(const std::string& path, int64_t step) override {
     for (auto* o : observers_) o->on_checkpoint(path, step);
+  }
+  void on_profile(int64_t first, int64_t last, const std::string& trace,
+                  const std::string& table) override {
+    for (auto* o : observers_) o->on_profile(first, last, trace, table);
   }
   void on_nonfinite(int64_t step, const std::string& what) override {
     for (auto* o : observers_) o->on_nonfinite(step, what);

@@ -3,11 +3,12 @@
 #include "ampt/precision/precision_islands.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/kernels/fused_classifier.h"
 #include "ampt/models/activation_checkpoint.h"
 
 #include <fmt/format.h>
 #include <torch/nn/functional/activation.h>
-#include <torch/nn/functional/linear.h>
+#include <torch/nn/functional/loss.h>
 #include <torch/nn/init.h>
 
 #include <cmath>
@@ -88,7 +89,7 @@ GptImpl::GptImpl(const GptDims& dims) : dims_(dims) {
   }
 }
 
-torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
+torch::Tensor GptImpl::hidden(const torch::Tensor& tokens) {
   const int64_t time = tokens.size(1);
   if (time > dims_.block_size) {
     throw RuntimeError(fmt::format("a block of {} tokens exceeds the model's context block_size {}",
@@ -110,9 +111,24 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
         }, x,
                    b->parameters(), /*preserve_rng=*/dims_.dropout > 0.0);
   }
+  return call(ln_f_, x);
+}
+
+torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
   // The head is wte used backwards (tied weights), so it shares wte's island, if any.
-  return through_island(*wte_, call(ln_f_, x), [&](const torch::Tensor& h) {
-    return torch::nn::functional::linear(h, wte_->weight);
+  return through_island(*wte_, hidden(tokens), [&](const torch::Tensor& h) {
+    return at::linear(h, wte_->weight);
+  });
+}
+
+torch::Tensor GptImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
+  const auto h = hidden(tokens);
+  return through_island(*wte_, h, [&](const torch::Tensor& x) {
+    if (!fused_) {
+      return torch::nn::functional::cross_entropy(at::linear(x, wte_->weight).flatten(0, -2),
+                                                  targets.flatten());
+    }
+    return kernels::classifier_loss(x.flatten(0, -2), wte_->weight, targets.flatten(), {});
   });
 }
 

@@ -58,6 +58,11 @@ class GptImpl : public torch::nn::Module {
 
   // tokens: [B, T] int64 with T ≤ block_size → logits [B, T, vocab_size].
   torch::Tensor forward(const torch::Tensor& tokens);
+  // The mean cross-entropy of the next-token targets [B, T] without forming the logits whole:
+  // the head and the loss run fused, chunk by chunk (kernels/fused_classifier.h), unless
+  // set_fused(false) asks for the plain logits and cross_entropy.
+  torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
+  void set_fused(bool fused) { fused_ = fused; }
 
   const GptDims& dims() const { return dims_; }
 
@@ -69,8 +74,12 @@ class GptImpl : public torch::nn::Module {
   void enable_fp8(const precision::Fp8Recipe& recipe);
 
  private:
+  // The final LayerNorm's output [B, T, n_embd]: what the head reads.
+  torch::Tensor hidden(const torch::Tensor& tokens);
+
   GptDims dims_;
   bool grad_ckpt_ = false;
+  bool fused_ = true;
   torch::nn::Embedding wte_{nullptr};
   torch::nn::Embedding wpe_{nullptr};
   torch::nn::Dropout drop_{nullptr};

@@ -9,6 +9,7 @@
 #include "ampt/models/mlp.h"
 
 #include <fmt/format.h>
+#include <torch/nn/functional/loss.h>
 #include <fmt/ranges.h>
 
 #include <functional>
@@ -38,13 +39,21 @@ std::function<torch::Tensor(const torch::Tensor&)> forward_of(Holder holder) {
   return [holder](const torch::Tensor& x) mutable { return holder->forward(x); };
 }
 
+// A classifier's loss: cross_entropy of its [B, classes] logits.
+template <class Holder>
+std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)> loss_of(Holder holder) {
+  return [holder](const torch::Tensor& x, const torch::Tensor& y) mutable {
+    return torch::nn::functional::cross_entropy(holder->forward(x), y);
+  };
+}
+
 Model make_mlp(const config::Config& config, const data::DataSpec& spec) {
   require(spec.task == data::Task::classification && !spec.sample_shape.empty(), "mlp",
           "classification samples", spec);
   const int64_t features = std::accumulate(spec.sample_shape.begin(), spec.sample_shape.end(),
                                            int64_t{1}, std::multiplies<>());
   Mlp mlp(features, config.mlp_hidden, config.mlp_layers, spec.classes);
-  return {mlp.ptr(), forward_of(mlp), training_flops_from_macs(mlp->macs_per_sample()), 1,
+  return {mlp.ptr(), forward_of(mlp), loss_of(mlp), training_flops_from_macs(mlp->macs_per_sample()), 1,
           fmt::format("in {}, hidden {} x {} layers, classes {}", features, config.mlp_hidden,
                       config.mlp_layers, spec.classes),
           {}};
@@ -56,7 +65,7 @@ Model make_cnn(const config::Config& config, const data::DataSpec& spec) {
   const auto& shape = spec.sample_shape;
   Cnn cnn(shape[0], shape[1], shape[2], config.cnn_channels, config.cnn_blocks, spec.classes);
   return {
-      cnn.ptr(), forward_of(cnn), training_flops_from_macs(cnn->macs_per_sample()), 1,
+      cnn.ptr(), forward_of(cnn), loss_of(cnn), training_flops_from_macs(cnn->macs_per_sample()), 1,
       fmt::format("input {}x{}x{}, {} stages of {} blocks, channels {}..{}, classes {}", shape[0],
                   shape[1], shape[2], CnnImpl::kStages, config.cnn_blocks, config.cnn_channels,
                   config.cnn_channels << (CnnImpl::kStages - 1), spec.classes),
@@ -89,7 +98,9 @@ Model make_gpt(const config::Config& config, const data::DataSpec& spec) {
   }
   Gpt gpt(dims);
   gpt->set_grad_ckpt(config.grad_ckpt);
+  gpt->set_fused(config.fused_kernels);
   return {gpt.ptr(), forward_of(gpt),
+          [gpt](const torch::Tensor& x, const torch::Tensor& y) mutable { return gpt->loss(x, y); },
           gpt_training_flops_per_token(parameter_count(*gpt), dims, tokens) * tokens, tokens,
           fmt::format("n_layer {}, n_embd {}, n_head {}, block_size {}, vocab_size {}, dropout {}{}",
                       dims.n_layer, dims.n_embd, dims.n_head, dims.block_size, dims.vocab_size,

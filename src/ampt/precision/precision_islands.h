@@ -6,10 +6,12 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/types.h>
 
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -70,9 +72,20 @@ torch::Tensor through_island(const torch::nn::Module& module, const torch::Tenso
                              const std::function<torch::Tensor(const torch::Tensor&)>& forward);
 
 // `holder->forward(x)` through the island check: what the models use for every submodule.
+// A Linear runs as at::linear (one addmm with the bias fused in, one AddmmBackward): LibTorch's
+// LinearImpl::forward does a matmul and then a separate in-place bias add for inputs of 3 or
+// more dimensions, which under autocast adds an fp32 bias into the half output and doubles the
+// autograd nodes.
 template <class Holder>
 torch::Tensor call(Holder&& holder, const torch::Tensor& x) {
-  return through_island(*holder, x, [&](const torch::Tensor& in) { return holder->forward(in); });
+  auto& module = *holder;
+  if constexpr (std::is_same_v<std::remove_cvref_t<decltype(module)>, torch::nn::LinearImpl>) {
+    return through_island(module, x, [&](const torch::Tensor& in) {
+      return at::linear(in, module.weight, module.bias);
+    });
+  } else {
+    return through_island(module, x, [&](const torch::Tensor& in) { return module.forward(in); });
+  }
 }
 
 // A Sequential's children one after the other, each through the island check.

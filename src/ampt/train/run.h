@@ -55,6 +55,8 @@ class Run {
   void save_checkpoint(int64_t steps_done, log::RunSummary& summary);
 
   // run_eval.cpp
+  // The batch's loss under the run's precision; with `correct`, also the count of right argmax
+  // predictions (classifiers), which needs the logits.
   torch::Tensor loss_of(const data::Batch& batch, torch::Tensor* correct);
   log::EvalReport evaluate(int64_t step);
 

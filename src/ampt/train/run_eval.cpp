@@ -12,10 +12,11 @@ torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
   precision::AutocastGuard autocast(device_.device.type(), policy_.compute_dtype, policy_.autocast,
                                     config_.autocast_cache);
   precision::IslandScope islands(&islands_);
+  if (correct == nullptr) return model_.loss(batch.inputs, batch.targets);
   // A language model's [B, T, vocab] logits are scored per token, a classifier's per sample.
   const auto logits = model_.forward(batch.inputs).flatten(0, -2);
   const auto targets = batch.targets.flatten();
-  if (correct != nullptr) *correct = (logits.argmax(-1) == targets).sum();
+  *correct = (logits.argmax(-1) == targets).sum();
   return torch::nn::functional::cross_entropy(logits, targets);
 }
 
@@ -34,18 +35,20 @@ log::EvalReport Run::evaluate(int64_t step) {
   auto loss_sum = torch::zeros({}, torch::dtype(torch::kFloat64).device(device_.device));
   auto correct_sum = torch::zeros({}, torch::dtype(torch::kInt64).device(device_.device));
   int64_t targets = 0;
+  const bool language_model = splits_.spec.task == data::Task::language_model;
   for (int64_t b = 0; b < report.batches; ++b) {
     const auto batch = val.next();
+    // Language models report perplexity only: their loss needs no logits (the fused head).
     torch::Tensor correct;
-    loss_sum.add_(loss_of(batch, &correct));
-    correct_sum.add_(correct);
+    loss_sum.add_(loss_of(batch, language_model ? nullptr : &correct));
+    if (!language_model) correct_sum.add_(correct);
     targets += batch.targets.numel();
   }
   model_.module->train();
   // Every batch has batch_size samples (the loader drops a short last one) and every rank as
   // many batches: plain means, over batches and then over ranks.
   report.loss = dist_.mean(loss_sum).item<double>() / static_cast<double>(report.batches);
-  if (splits_.spec.task == data::Task::language_model) {
+  if (language_model) {
     report.perplexity = std::exp(report.loss);
   } else {
     report.accuracy = dist_.mean(correct_sum).item<double>() / static_cast<double>(targets);

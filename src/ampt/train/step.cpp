@@ -3,6 +3,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/precision/grad_underflow.h"
 #include "ampt/train/grad_clip.h"
+#include "ampt/train/step_phase.h"
 
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAEvent.h>
@@ -56,12 +57,16 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   StepResult result;
   const double micro = static_cast<double>(micro_batches.size());
   for (size_t m = 0; m < micro_batches.size(); ++m) {
+    StepPhase forward("ampt::forward");
     const auto loss = parts_.loss(micro_batches[m]);
     result.loss_sum = result.loss_sum.defined() ? result.loss_sum.add_(loss.detach())
                                                 : loss.detach().clone();
+    forward.end();
+    StepPhase backward("ampt::backward");
     if (parts_.before_backward) parts_.before_backward(m + 1 == micro_batches.size());
     parts_.scaler->scale(loss / micro).backward();
   }
+  StepPhase unscale("ampt::unscale");
   if (parts_.after_backward) parts_.after_backward();
   std::vector<torch::Tensor> grads;
   if (parts_.masters != nullptr) {
@@ -80,6 +85,8 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   auto skip = parts_.monitor ? parts_.monitor->skip_flag(result.loss_sum, found_inf) : found_inf;
   // Every rank must skip the same steps, or their weights and scales drift apart.
   if (parts_.agree_found_inf) parts_.agree_found_inf(skip);
+  unscale.end();
+  StepPhase clip("ampt::clip");
   // Per-gradient norms, shared by clipping and the monitor (a non-finite norm marks the gradient).
   const auto norms = grad_norms(grads);
   if (parts_.max_grad_norm > 0.0) {
@@ -87,11 +94,19 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   } else if (want_grad_norm) {
     result.grad_norm = total_grad_norm_of(norms);
   }
+  clip.end();
+  StepPhase optimizer("ampt::optimizer");
   parts_.optimizer->step(lr, skip);
   if (parts_.masters != nullptr) parts_.masters->refresh_model();
+  optimizer.end();
+  StepPhase scaler("ampt::scaler_update");
   const auto floor_hit = parts_.scaler->update(skip);
   parts_.overflow_steps.add_(skip);
+  scaler.end();
+  StepPhase monitor("ampt::monitor");
   if (parts_.monitor) parts_.monitor->observe(norms, floor_hit, skip);
+  monitor.end();
+  StepPhase zero("ampt::zero_grad");
   // O2 released its half gradients in the step: only fp32 parameters' gradients may be left.
   std::vector<torch::Tensor> left;
   for (const auto& p : parts_.parameters) {

@@ -3,6 +3,8 @@
 #include "ampt/core/errors.h"
 #include "ampt/train/determinism.h"
 #include "ampt/train/run.h"
+#include "ampt/train/step_phase.h"
+#include "ampt/train/step_profiler.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -89,8 +91,14 @@ log::RunSummary Run::run() {
   auto last_log = start;
   int64_t last_log_step = start_step_;
   int64_t step = start_step_;
+  StepProfiler profiler(config::parse_step_range(config_.profile), config_.output_dir,
+                        device_.device, dist_.rank());
+  const auto report_profile = [this](const std::optional<ProfileFiles>& files) {
+    if (files) observer_.on_profile(files->steps.first, files->steps.last, files->trace, files->table);
+  };
 
   for (; step < total_steps_; ++step) {
+    profiler.before_step(step + 1);
     const int64_t epoch = batches_->state().epoch;
     if (const auto stage = config::stage_at(stages_, step, epoch); stage != stage_) {
       enter_stage(stage, step, epoch, /*announce=*/true);
@@ -100,9 +108,11 @@ log::RunSummary Run::run() {
     const bool log_step = step == 0 || (step + 1) % config_.log_every == 0 ||
                           step + 1 == total_steps_ || stop != 0;
     std::vector<data::Batch> micro_batches;
+    StepPhase data_wait("ampt::data_wait");
     for (int64_t micro = 0; micro < config_.grad_accum_steps; ++micro) {
       micro_batches.push_back(batches_->next());
     }
+    data_wait.end();
     const auto result = step_->run(micro_batches, lr, log_step);
     monitor_.record(step + 1);
     report_bad_steps(/*wait=*/false, step + 1, summary);
@@ -145,6 +155,7 @@ log::RunSummary Run::run() {
       if (step == 0) initial_loss_ = summary.initial_loss = report.loss;
       summary.final_loss = report.loss;
     }
+    report_profile(profiler.after_step(step + 1));
 
     if (stop != 0) {
       summary.stop_signal = stop;
@@ -157,6 +168,7 @@ log::RunSummary Run::run() {
       save_checkpoint(step + 1, summary);
     }
   }
+  report_profile(profiler.finish(step));
   // The last steps' records may still be on their way: every bad step gets reported.
   report_bad_steps(/*wait=*/true, step, summary);
   // A preempted run saves and leaves at once; a finished one is evaluated.

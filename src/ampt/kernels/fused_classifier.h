@@ -1,0 +1,38 @@
+// The classifier head and its loss as one operation: logits = hidden · weightᵀ and the mean
+// cross-entropy against the targets, worked through the rows in chunks so that the [rows, vocab]
+// logits and their gradient are never held whole (llm.c's fused_classifier, Liger-Kernel's fused
+// linear cross-entropy). Gradients are computed during the forward pass, chunk by chunk, and
+// scaled by the incoming gradient in backward.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+
+namespace ampt::kernels {
+
+constexpr int64_t kIgnoreIndex = -100;  // PyTorch's cross_entropy default
+
+struct ClassifierLossOptions {
+  // Columns (vocabulary rows of `weight`) that take part in the softmax; the rest are padding
+  // (a vocabulary rounded up for tensor cores): they never enter the softmax and get no gradient.
+  // 0: all of them.
+  int64_t valid_classes = 0;
+  // Rows per chunk; 0 picks about 2^26 logits per chunk.
+  int64_t chunk_rows = 0;
+};
+
+// hidden [rows, width], weight [classes, width], targets [rows] int64 (kIgnoreIndex: the row
+// does not count) → the mean loss over the counted rows, a 0-dim float32 tensor. The matmuls run
+// in autocast's dtype when autocast is on for the device (else the weight's dtype), the softmax in
+// float32. On CUDA the softmax, loss and gradient of a chunk are one kernel (cuda/launch.h);
+// elsewhere ATen ops. Gradients flow to hidden and weight.
+torch::Tensor classifier_loss(const torch::Tensor& hidden, const torch::Tensor& weight,
+                              const torch::Tensor& targets, const ClassifierLossOptions& options);
+
+// The unfused computation the fused one must agree with: cross_entropy over the logits of the
+// valid columns, with autograd's own backward.
+torch::Tensor classifier_loss_reference(const torch::Tensor& hidden, const torch::Tensor& weight,
+                                        const torch::Tensor& targets, int64_t valid_classes);
+
+}  // namespace ampt::kernels
