@@ -90,7 +90,7 @@ TEST_CASE("compare table: ratios and loss differences are taken against fp32", "
   CHECK_THAT(csv, Catch::Contains("\nbf16,209715200,0.5,160000,tokens/s,2.5,1.0125,"));
 }
 
-TEST_CASE("compare table: without fp32 the first format is the baseline; a failed run has no numbers",
+TEST_CASE("compare table: without fp32 the first format is the baseline, a failed run has no numbers",
           "[compare]") {
   CompareReport report;
   report.steps = 100;

@@ -113,7 +113,7 @@ TEST_CASE("tokens: a glob takes every match, and the matching val glob", "[data]
                     Catch::Contains(dir + "/absent.bin: cannot open"));
 }
 
-TEST_CASE("text: byte windows with a held-out fraction; none when val_fraction is 0",
+TEST_CASE("text: byte windows with a held-out fraction, none when val_fraction is 0",
           "[data][registry][text]") {
   const auto dir = make_temp_dir();
   write_file(dir + "/t.txt", std::string(801, 'a'));  // 100 windows of 8
