@@ -5,7 +5,9 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 torch_version="2.11.0"
-debian_packages=(cmake g++ ninja-build ccache git libyaml-cpp-dev libcxxopts-dev libfmt-dev catch2 libgloo-dev)
+# slurmctld, slurmd, slurm-client and munge: the tests start a one-node Slurm cluster of their own.
+debian_packages=(cmake g++ ninja-build ccache git libyaml-cpp-dev libcxxopts-dev libfmt-dev catch2 libgloo-dev
+                 slurmctld slurmd slurm-client munge)
 
 fail() { echo "bootstrap: error: $*" >&2; exit 1; }
 note() { echo "bootstrap: $*"; }
@@ -25,6 +27,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
   note "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   as_root apt-get update -qq >/dev/null 2>&1 || fail "apt-get update failed (root or sudo needed to install ${missing[*]})"
+  # Installing munge and Slurm would start their daemons through invoke-rc.d (the system's munged,
+  # Slurm's init scripts); the tests start their own. A policy-rc.d that denies every start keeps
+  # the install from launching any, on machines with or without systemd, and goes again after.
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null && as_root chmod 755 "$policy" \
+      || fail "could not write $policy (root or sudo needed to install ${missing[*]})"
+    trap 'as_root rm -f "$policy"' EXIT
+  fi
   as_root apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 || fail "could not install Debian packages: ${missing[*]}"
 fi
 
