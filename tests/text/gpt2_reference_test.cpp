@@ -19,6 +19,19 @@ namespace {
 
 const std::string kScript = AMPT_SOURCE_DIR "/tests/text/gpt2_reference.py";
 
+// The reference libraries (scripts/bootstrap.sh installs them); false after one warning line.
+bool have_references() {
+  if (!std::filesystem::exists(AMPT_PYTHON)) {
+    WARN("skipping the Python comparison: " AMPT_PYTHON " not found");
+    return false;
+  }
+  if (ampt::test::run_process({AMPT_PYTHON, "-c", "import tiktoken, tokenizers, transformers"}).exit_code != 0) {
+    WARN("skipping: tiktoken, tokenizers or transformers missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
+    return false;
+  }
+  return true;
+}
+
 std::vector<std::string> corpus() {
   std::vector<std::string> cases = {
       "Hello, world! It's a test. We'll see: they're, I've, I'm, he'd, she's, don't.",
@@ -65,10 +78,7 @@ TEST_CASE("GPT-2 ids equal tiktoken's and Hugging Face's from tokenizer.json, vo
     WARN("skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
     return;
   }
-  if (!std::filesystem::exists(AMPT_PYTHON)) {
-    WARN("skipping the Python comparison: " AMPT_PYTHON " not found");
-    return;
-  }
+  if (!have_references()) return;
   const std::string dir = ampt::test::make_temp_dir();
   const auto cases = corpus();
   for (std::size_t i = 0; i < cases.size(); ++i) ampt::test::write_file(dir + "/case" + std::to_string(i), cases[i]);
@@ -100,10 +110,7 @@ TEST_CASE("GPT-2 ids equal tiktoken's and Hugging Face's from tokenizer.json, vo
 }
 
 TEST_CASE("unicode tables agree with tiktoken's regex at both sides of every range edge", "[text][python]") {
-  if (!std::filesystem::exists(AMPT_PYTHON)) {
-    WARN("skipping the Python comparison: " AMPT_PYTHON " not found");
-    return;
-  }
+  if (!have_references()) return;
   std::vector<char32_t> points;
   for (std::size_t i = 0; i < ampt::text::detail::kCodeRangeCount; ++i) {
     const auto& range = ampt::text::detail::kCodeRanges[i];
