@@ -174,24 +174,18 @@ TEST_CASE("bad tokenizer.json files are refused with the file and the reason", "
         "only GPT-2's pre_tokenizer");
   check("nfc.json", tokenizer_json("BPE", R"({"type": "ByteLevel"})", R"({"type": "NFC"})"),
         "normalizer NFC is not supported");
-  std::string unknown = good;
-  unknown.replace(unknown.find("\"merges\": [") + 11, 0, R"(["\u0061", "zz"], )");
-  check("unknown_merge.json", unknown, "merge \"a zz\" names a token that is not in the vocabulary");
-  std::string gap = good;
-  gap.replace(gap.find("\": 258"), 6, "\": 300");
-  check("gap.json", gap, "has id 300, but ids must be 0..258");
-  std::string twice = good;
-  twice.replace(twice.find("\": 258"), 6, "\": 257");
-  check("twice.json", twice, "id 257 is given to two tokens");
-  std::string euro = good;
-  euro.replace(euro.find("\": 258"), 0, "\\u20ac");
-  check("euro.json", euro, "is not in GPT-2's byte-level alphabet");
-  std::string no_eot = good;
-  no_eot.replace(no_eot.find("\"content\": \"<|endoftext|>\""), 26, "\"content\": \"<|end|>\"");
-  check("no_eot.json", no_eot, "no special token <|endoftext|>");
-  std::string no_byte = good;
-  no_byte.replace(no_byte.find("\"\\u007a\": 122"), 13, "\"\\u007a\\u007a\": 122");
-  check("no_byte.json", no_byte, "no token for the byte 0x7A");
+  // The good file with the first `from` replaced by `to`.
+  const auto edited = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    return text.replace(text.find(from), from.size(), to);
+  };
+  check("unknown_merge.json", edited("\"merges\": [", R"("merges": [["\u0061", "zz"], )"),
+        "merge \"a zz\" names a token that is not in the vocabulary");
+  check("gap.json", edited("\": 258", "\": 300"), "has id 300, but ids must be 0..258");
+  check("twice.json", edited("\": 258", "\": 257"), "id 257 is given to two tokens");
+  check("euro.json", edited("\": 258", "\\u20ac\": 258"), "is not in GPT-2's byte-level alphabet");
+  check("no_eot.json", edited("\"<|endoftext|>\"", "\"<|end|>\""), "no special token <|endoftext|>");
+  check("no_byte.json", edited("\"\\u007a\": 122", "\"\\u007a\\u007a\": 122"), "no token for the byte 0x7A");
 }
 
 TEST_CASE("bad vocab.json and merges.txt files are refused with the file and the reason", "[text]") {

@@ -230,17 +230,10 @@ Vocabulary read_vocab_and_merges(const std::string& vocab_path, const std::strin
   reader.add_end_of_text_from_vocab();
   reader.set_source(merges_path);  // merge errors name merges.txt
   const std::string merges = read_whole_file(merges_path);
-  std::size_t line_number = 0;
-  for (std::size_t pos = 0; pos < merges.size();) {
-    std::size_t end = merges.find('\n', pos);
-    if (end == std::string::npos) end = merges.size();
-    std::string_view line(merges.data() + pos, end - pos);
-    pos = end + 1;
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty() || (line_number == 1 && line.starts_with("#version"))) continue;
-    reader.add_merge_line(line, fmt::format("line {}", line_number));
-  }
+  for_each_line(merges, [&](std::string_view line, std::size_t number) {
+    if (line.empty() || (number == 1 && line.starts_with("#version"))) return;
+    reader.add_merge_line(line, fmt::format("line {}", number));
+  });
   Vocabulary vocabulary = reader.take();
   vocabulary.source = vocab_path + " + " + merges_path;
   return vocabulary;

@@ -51,15 +51,8 @@ Vocabulary read_tiktoken(const std::string& path) {
   auto& tokens = vocabulary.tokens;
   std::unordered_map<std::string, int32_t> rank_of;
   std::vector<bool> given;
-  std::size_t line_number = 0;
-  for (std::size_t pos = 0; pos < text.size();) {
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + pos, end - pos);
-    pos = end + 1;
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
+  for_each_line(text, [&](std::string_view line, std::size_t line_number) {
+    if (line.empty()) return;
     const auto fail = [&](std::string_view what) {
       throw RuntimeError(fmt::format("{}: line {}: {}", path, line_number, what));
     };
@@ -81,7 +74,7 @@ Vocabulary read_tiktoken(const std::string& path) {
     if (given[rank]) fail(fmt::format("rank {} is given twice", rank));
     given[rank] = true;
     tokens[rank] = *bytes;
-  }
+  });
   if (tokens.empty()) throw RuntimeError(fmt::format("{}: no tokens", path));
   for (std::size_t rank = 0; rank < given.size(); ++rank) {
     if (!given[rank]) {

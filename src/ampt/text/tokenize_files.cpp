@@ -80,16 +80,11 @@ TokenizeFilesStats tokenize_files(const Tokenizer& tokenizer, const std::vector<
       batcher.emit(text.size(), tokenizer.encode_parallel(text, options.threads, options.specials));
       continue;
     }
-    std::size_t line_number = 0;
-    for (std::size_t pos = 0; pos < text.size();) {
-      std::size_t end = text.find('\n', pos);
-      if (end == std::string::npos) end = text.size();
-      const std::string_view line(text.data() + pos, end - pos);
-      pos = end + 1;
-      ++line_number;
-      if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-      batcher.add(document_text(path, line_number, line));
-    }
+    for_each_line(text, [&](std::string_view line, std::size_t number) {
+      if (line.find_first_not_of(" \t") != std::string_view::npos) {
+        batcher.add(document_text(path, number, line));
+      }
+    });
   }
   batcher.flush();
   return stats;
