@@ -1,5 +1,6 @@
 #include "ampt/text/unicode_class.h"
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <vector>
@@ -14,17 +15,26 @@ constexpr char32_t kBlockSize = char32_t{1} << kBlockBits;
 // A two-stage table built once from the generated ranges: block index per 256 code points, then
 // the deduplicated blocks (a few hundred), so a lookup is two loads instead of a binary search.
 class ClassTable {
+  using Block = std::array<CodeClass, kBlockSize>;
+
  public:
   ClassTable() {
-    std::vector<CodeClass> all(kCodeSpace, CodeClass::other);
-    for (std::size_t i = 0; i < detail::kCodeRangeCount; ++i) {
-      const auto& range = detail::kCodeRanges[i];
-      for (char32_t c = range.first; c <= range.last; ++c) all[c] = range.code_class;
-    }
-    std::map<std::vector<CodeClass>, uint16_t> seen;
+    std::map<Block, uint16_t> seen;
+    std::size_t next_range = 0;
     for (char32_t block = 0; block < kCodeSpace / kBlockSize; ++block) {
-      std::vector<CodeClass> classes(all.begin() + block * kBlockSize,
-                                     all.begin() + (block + 1) * kBlockSize);
+      const char32_t first = block * kBlockSize;
+      const char32_t last = first + kBlockSize - 1;
+      Block classes{};  // zero: CodeClass::other
+      while (next_range < detail::kCodeRangeCount && detail::kCodeRanges[next_range].last < first) {
+        ++next_range;
+      }
+      for (std::size_t i = next_range;
+           i < detail::kCodeRangeCount && detail::kCodeRanges[i].first <= last; ++i) {
+        const auto& range = detail::kCodeRanges[i];
+        for (char32_t c = std::max(range.first, first); c <= std::min(range.last, last); ++c) {
+          classes[c - first] = range.code_class;
+        }
+      }
       const auto [it, added] = seen.emplace(classes, static_cast<uint16_t>(seen.size()));
       if (added) classes_.insert(classes_.end(), classes.begin(), classes.end());
       block_of_[block] = it->second;
