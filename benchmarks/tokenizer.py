@@ -15,6 +15,7 @@ Implementations, in turns, --repeats times each (the median is reported, the ran
     1 thread), each a fresh build/ampt_tokenize_bench process, so its word cache starts empty.
 ampt's ids are checked against tiktoken's (count and an order-sensitive checksum). MB/s are wall
 clock; "MB per CPU-s" divides by the CPU time of all threads, which a busy machine disturbs less.
+Before and after, N concurrent busy loops against one measure how many cores are really free.
 Writes benchmarks/results/cpu-<date>-tokenizer.md. Not part of the tests.
 """
 import argparse
@@ -25,6 +26,7 @@ import os
 import pathlib
 import platform
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -78,6 +80,20 @@ def newline_pieces(text, count):
     return pieces + [text[start:]]
 
 
+def free_cores(n):
+    """How many cores this session really has, from n concurrent busy loops against one: on a
+    shared machine a second thread may find no core free, and then no parallel code gains."""
+    loop = [sys.executable, "-c", "x = 0\nfor i in range(10_000_000): x += i"]
+    start = time.perf_counter()
+    subprocess.run(loop, check=True)
+    one = time.perf_counter() - start
+    start = time.perf_counter()
+    procs = [subprocess.Popen(loop) for _ in range(n)]
+    for p in procs:
+        p.wait()
+    return n * one / (time.perf_counter() - start)
+
+
 def ampt_run(path, threads):
     proc = subprocess.run([str(BENCH), str(RANKS), str(path), str(threads)], capture_output=True,
                           text=True)
@@ -100,6 +116,7 @@ def main():
     enc = tiktoken.Encoding("gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks,
                             special_tokens={"<|endoftext|>": len(ranks)})
     n = args.threads
+    cores_before = free_cores(n)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, data in corpora(args.mb).items():
@@ -139,6 +156,7 @@ def main():
                 print(f"{name:12} {label:22} {rows[-1]['mbs']:7.2f} MB/s  "
                       f"{rows[-1]['mb_per_cpu']:7.2f} MB per CPU-s", flush=True)
 
+    cores_after = free_cores(n)
     date = datetime.date.today().isoformat()
     out = ROOT / "benchmarks" / "results" / f"cpu-{date}-tokenizer.md"
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
@@ -153,7 +171,9 @@ def main():
              "encode_parallel. ampt runs start with an empty word cache.",
              "MB per CPU-s: bytes over the CPU time of all threads, less disturbed by other work.", ""]
     lines += ["This CPU is shared with other work (other builds run at the same time): treat the "
-              "wall-clock ratios as indicative.", ""]
+              "wall-clock ratios as indicative. Cores free to this benchmark, from "
+              f"{n} concurrent busy loops against one: {cores_before:.1f} before the runs, "
+              f"{cores_after:.1f} after (N threads can beat 1 thread by at most that much).", ""]
     for corpus in dict.fromkeys(r["corpus"] for r in rows):
         crows = [r for r in rows if r["corpus"] == corpus]
         ours = {r["impl"]: r for r in crows if r["impl"].startswith("ampt")}

@@ -9,8 +9,8 @@ tiktoken 0.14; Hugging Face tokenizers' Oniguruma agrees on every code point), a
 point at a time: with a toy vocabulary that merges "a", "1" or "\\t" with any next byte, "a" + c
 comes out as a merged token exactly when c is a letter (the same piece), "1" + c when c is a
 number, and "\\t" + c at the end of the text when c is whitespace. Python's own tables are printed
-for comparison: the `regex` module's are newer (Unicode 17: it also calls the letters and numbers
-assigned since a letter or number) and `unicodedata`'s older (the Python's Unicode version, and
+for comparison: the `regex` module's are newer (a Unicode after 16: it also calls the letters and
+numbers assigned since a letter or number) and `unicodedata`'s older (the Python's Unicode version, and
 str.isspace() counts U+001C..U+001F), so neither gives tiktoken's ids on every text.
 """
 import pathlib

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <array>
 #include <cmath>
 #include <unordered_map>
 
