@@ -73,7 +73,7 @@ std::vector<int32_t> id_list(const ampt::text::JsonValue& array) {
 
 }  // namespace
 
-TEST_CASE("GPT-2 ids equal tiktoken's and Hugging Face's from tokenizer.json, vocab.json and tiktoken files", "[text][python]") {
+TEST_CASE("text: GPT-2 ids equal tiktoken's and Hugging Face's from tokenizer.json, vocab.json and tiktoken files", "[text][python]") {
   if (!ampt::test::have_gpt2_ranks()) {
     WARN("skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
     return;
@@ -109,7 +109,7 @@ TEST_CASE("GPT-2 ids equal tiktoken's and Hugging Face's from tokenizer.json, vo
   }
 }
 
-TEST_CASE("unicode tables agree with tiktoken's regex at both sides of every range edge", "[text][python]") {
+TEST_CASE("text: unicode tables agree with tiktoken's regex at both sides of every range edge", "[text][python]") {
   if (!have_references()) return;
   std::vector<char32_t> points;
   for (std::size_t i = 0; i < ampt::text::detail::kCodeRangeCount; ++i) {

@@ -6,7 +6,7 @@ using ampt::text::JsonError;
 using ampt::text::JsonValue;
 using ampt::text::parse_json;
 
-TEST_CASE("json reader reads objects, arrays, numbers and escaped strings", "[text]") {
+TEST_CASE("text: json reader reads objects, arrays, numbers and escaped strings", "[text]") {
   const JsonValue v = parse_json(
       R"( {"a": [1, -2.5e1, true, false, null], "s": "q\"\\\/\b\f\n\r\t\u0120\ud83d\ude00", "o": {}} )");
   REQUIRE(v.kind == JsonValue::Kind::object);
@@ -22,7 +22,7 @@ TEST_CASE("json reader reads objects, arrays, numbers and escaped strings", "[te
   CHECK(v.find("missing") == nullptr);
 }
 
-TEST_CASE("json reader names what is wrong and where", "[text]") {
+TEST_CASE("text: json reader names what is wrong and where", "[text]") {
   CHECK_THROWS_WITH(parse_json(R"({"a": [1, 2)"), Catch::Contains("unexpected end") && Catch::Contains("byte 11"));
   CHECK_THROWS_WITH(parse_json(R"({"a": "abc)"), Catch::Contains("in a string"));
   CHECK_THROWS_WITH(parse_json(R"({"a": 1} x)"), Catch::Contains("after the JSON value"));

@@ -11,7 +11,7 @@ using ampt::text::CodeClass;
 using ampt::text::code_class;
 using Pieces = std::vector<std::string>;
 
-TEST_CASE("pre-tokenizer splits words, numbers, punctuation and contractions as GPT-2's pattern", "[text]") {
+TEST_CASE("text: pre-tokenizer splits words, numbers, punctuation and contractions as GPT-2's pattern", "[text]") {
   CHECK(pieces("Hello world") == Pieces{"Hello", " world"});
   CHECK(pieces("it's they're I've we'll he'd I'm don't") ==
         Pieces{"it", "'s", " they", "'re", " I", "'ve", " we", "'ll", " he", "'d", " I", "'m", " don", "'t"});
@@ -23,7 +23,7 @@ TEST_CASE("pre-tokenizer splits words, numbers, punctuation and contractions as 
   CHECK(pieces("caf\xC3\xA9 \xD0\xBC\xD0\xB8\xD1\x80") == Pieces{"caf\xC3\xA9", " \xD0\xBC\xD0\xB8\xD1\x80"});
 }
 
-TEST_CASE("pre-tokenizer keeps the last space of a run for the next word and whitespace at the end whole", "[text]") {
+TEST_CASE("text: pre-tokenizer keeps the last space of a run for the next word and whitespace at the end whole", "[text]") {
   CHECK(pieces("a   b") == Pieces{"a", "  ", " b"});
   CHECK(pieces("a\n\nb") == Pieces{"a", "\n", "\n", "b"});
   CHECK(pieces("a \n\t b") == Pieces{"a", " \n\t", " b"});
@@ -33,7 +33,7 @@ TEST_CASE("pre-tokenizer keeps the last space of a run for the next word and whi
   CHECK(pieces("x \xE3\x80\x80y") == Pieces{"x", " ", "\xE3\x80\x80", "y"});  // U+3000 is \s
 }
 
-TEST_CASE("unicode classes follow tiktoken's tables", "[text]") {
+TEST_CASE("text: unicode classes follow tiktoken's tables", "[text]") {
   CHECK(code_class(U'a') == CodeClass::letter);
   CHECK(code_class(U'\u00E9') == CodeClass::letter);
   CHECK(code_class(U'\u4E2D') == CodeClass::letter);
@@ -50,7 +50,7 @@ TEST_CASE("unicode classes follow tiktoken's tables", "[text]") {
   CHECK(code_class(0x110000) == CodeClass::other);
 }
 
-TEST_CASE("a safe cut splits text into the same pieces as the whole text", "[text]") {
+TEST_CASE("text: a safe cut splits text into the same pieces as the whole text", "[text]") {
   // Random strings over characters that exercise every rule: contractions, spaces before words,
   // whitespace runs, several scripts, numbers, punctuation.
   const std::vector<std::string> alphabet = {"a", "s", "t", "l", "e", "'", " ", " ", "\n", "\t", "1",

@@ -22,7 +22,7 @@ std::vector<int32_t> run(const Tokenizer& tokenizer, const std::vector<std::stri
 
 }  // namespace
 
-TEST_CASE("tokenize_files puts <|endoftext|> before each text file and JSON Lines document", "[text]") {
+TEST_CASE("text: tokenize_files puts <|endoftext|> before each text file and JSON Lines document", "[text]") {
   const Tokenizer tokenizer(ampt::test::english_toy_vocabulary());
   const std::string dir = ampt::test::make_temp_dir();
   write_file(dir + "/a.txt", "the thing\n");
@@ -46,7 +46,7 @@ TEST_CASE("tokenize_files puts <|endoftext|> before each text file and JSON Line
   CHECK(std::count(as_text.begin(), as_text.end(), eot) == 2);
 }
 
-TEST_CASE("tokenize_files names the file and line of a bad JSON Lines document", "[text]") {
+TEST_CASE("text: tokenize_files names the file and line of a bad JSON Lines document", "[text]") {
   const Tokenizer tokenizer(ampt::test::english_toy_vocabulary());
   const std::string dir = ampt::test::make_temp_dir();
   write_file(dir + "/bad.jsonl", "{\"text\": \"ok\"}\n{\"text\": \"cut\n");

@@ -123,7 +123,7 @@ void expect_error(const std::string& path, const std::string& file, const std::s
 
 }  // namespace
 
-TEST_CASE("toy tokenizer gives the hand-computed ids in all three file formats", "[text]") {
+TEST_CASE("text: toy tokenizer gives the hand-computed ids in all three file formats", "[text]") {
   const std::string dir = make_temp_dir();
   write_file(dir + "/hf/tokenizer.json", tokenizer_json());
   write_file(dir + "/gpt2/vocab.json", vocab_json());
@@ -144,7 +144,7 @@ TEST_CASE("toy tokenizer gives the hand-computed ids in all three file formats",
   }
 }
 
-TEST_CASE("tokenizer paths that hold no tokenizer are named in the error", "[text]") {
+TEST_CASE("text: tokenizer paths that hold no tokenizer are named in the error", "[text]") {
   const std::string dir = make_temp_dir();
   expect_error(dir + "/nothing", dir + "/nothing", "tokenizer not found");
   write_file(dir + "/empty_dir/README", "x");
@@ -158,7 +158,7 @@ TEST_CASE("tokenizer paths that hold no tokenizer are named in the error", "[tex
   expect_error(dir + "/empty", dir + "/empty/tokenizer.json", "file is empty");
 }
 
-TEST_CASE("bad tokenizer.json files are refused with the file and the reason", "[text]") {
+TEST_CASE("text: bad tokenizer.json files are refused with the file and the reason", "[text]") {
   const std::string dir = make_temp_dir();
   const auto check = [&](const std::string& name, const std::string& text, const std::string& reason) {
     write_file(dir + "/" + name, text);
@@ -188,7 +188,7 @@ TEST_CASE("bad tokenizer.json files are refused with the file and the reason", "
   check("no_byte.json", edited("\"\\u007a\": 122", "\"\\u007a\\u007a\": 122"), "no token for the byte 0x7A");
 }
 
-TEST_CASE("bad vocab.json and merges.txt files are refused with the file and the reason", "[text]") {
+TEST_CASE("text: bad vocab.json and merges.txt files are refused with the file and the reason", "[text]") {
   const std::string dir = make_temp_dir();
   const auto check = [&](const std::string& name, const std::string& vocab, const std::string& merges,
                          const std::string& file, const std::string& reason) {
@@ -205,7 +205,7 @@ TEST_CASE("bad vocab.json and merges.txt files are refused with the file and the
   check("empty_merges", vocab_json(), "", "merges.txt", "file is empty");
 }
 
-TEST_CASE("bad tiktoken files are refused with the file, the line and the reason", "[text]") {
+TEST_CASE("text: bad tiktoken files are refused with the file, the line and the reason", "[text]") {
   const std::string dir = make_temp_dir();
   const auto check = [&](const std::string& name, const std::string& text, const std::string& reason) {
     write_file(dir + "/" + name + ".tiktoken", text);

@@ -64,11 +64,11 @@ void check_properties(const Tokenizer& tokenizer) {
 
 }  // namespace
 
-TEST_CASE("round trip and parallel encoding on random text with a toy vocabulary", "[text]") {
+TEST_CASE("text: round trip and parallel encoding on random text with a toy vocabulary", "[text]") {
   check_properties(Tokenizer(ampt::test::english_toy_vocabulary()));
 }
 
-TEST_CASE("round trip and parallel encoding on random text with GPT-2's vocabulary", "[text]") {
+TEST_CASE("text: round trip and parallel encoding on random text with GPT-2's vocabulary", "[text]") {
   if (!ampt::test::have_gpt2_ranks()) {
     WARN("skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
     return;

@@ -13,7 +13,7 @@ namespace {
 const std::string kFFFD = "\xEF\xBF\xBD";
 }
 
-TEST_CASE("ill-formed UTF-8 becomes one U+FFFD per maximal subpart", "[text]") {
+TEST_CASE("text: ill-formed UTF-8 becomes one U+FFFD per maximal subpart", "[text]") {
   CHECK(replace_invalid_utf8("caf\xC3\xA9") == "caf\xC3\xA9");
   CHECK(first_invalid_utf8("caf\xC3\xA9 \xF0\x9F\x98\x80") == 10);
   CHECK(replace_invalid_utf8("a\xFF" "b") == "a" + kFFFD + "b");
@@ -25,7 +25,7 @@ TEST_CASE("ill-formed UTF-8 becomes one U+FFFD per maximal subpart", "[text]") {
   CHECK(first_invalid_utf8("abcdefghij\x80") == 10);
 }
 
-TEST_CASE("ill-formed UTF-8 is replaced as Python's bytes.decode(errors='replace') does", "[text]") {
+TEST_CASE("text: ill-formed UTF-8 is replaced as Python's bytes.decode(errors='replace') does", "[text]") {
   if (!std::filesystem::exists(AMPT_PYTHON)) {
     WARN("skipping the Python comparison: " AMPT_PYTHON " not found");
     return;
