@@ -5,7 +5,9 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 torch_version="2.11.0"
-debian_packages=(cmake g++ ninja-build ccache git libyaml-cpp-dev libcxxopts-dev libfmt-dev catch2 libgloo-dev libgoogle-perftools-dev)
+# slurmctld, slurmd, slurm-client and munge: the tests start a one-node Slurm cluster of their own.
+debian_packages=(cmake g++ ninja-build ccache git libyaml-cpp-dev libcxxopts-dev libfmt-dev catch2 libgloo-dev
+                 libgoogle-perftools-dev                  slurmctld slurmd slurm-client munge)
 
 fail() { echo "bootstrap: error: $*" >&2; exit 1; }
 note() { echo "bootstrap: $*"; }
@@ -25,6 +27,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
   note "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   as_root apt-get update -qq >/dev/null 2>&1 || fail "apt-get update failed (root or sudo needed to install ${missing[*]})"
+  # Installing munge and Slurm would start their daemons through invoke-rc.d (the system's munged,
+  # Slurm's init scripts); the tests start their own. A policy-rc.d that denies every start keeps
+  # the install from launching any, on machines with or without systemd, and goes again after.
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null && as_root chmod 755 "$policy" \
+      || fail "could not write $policy (root or sudo needed to install ${missing[*]})"
+    trap 'as_root rm -f "$policy"' EXIT
+  fi
   as_root apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 || fail "could not install Debian packages: ${missing[*]}"
 fi
 
@@ -44,4 +55,28 @@ else
   note "installing torch==$torch_version, numpy and safetensors into $venv (a few GB, once)"
   "$venv/bin/python" -m pip install -q "torch==$torch_version" numpy safetensors >/dev/null 2>&1 \
     || fail "could not install torch==$torch_version from PyPI into $venv"
+fi
+
+# The tokenizer tests compare ampt's ids with tiktoken's and Hugging Face's.
+if ! "$venv/bin/python" -c "import tiktoken, tokenizers, transformers" >/dev/null 2>&1; then
+  note "installing tiktoken, tokenizers and transformers (the tokenizer tests' references) into $venv"
+  "$venv/bin/python" -m pip install -q tiktoken tokenizers transformers >/dev/null 2>&1 \
+    || fail "could not install tiktoken, tokenizers and transformers from PyPI into $venv"
+fi
+
+# GPT-2's BPE ranks, for the tokenizer tests and benchmarks/tokenizer.py. The usual download
+# hosts are out of reach; openai-whisper's source distribution on PyPI ships the same file
+# (the SHA-256 is the one tiktoken expects of r50k_base.tiktoken).
+whisper_version="20250625"
+gpt2_ranks_sha256="306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
+deps="$root/.deps"
+if ! echo "$gpt2_ranks_sha256  $deps/gpt2.tiktoken" | sha256sum --check --status 2>/dev/null; then
+  note "fetching GPT-2's BPE ranks (openai-whisper==$whisper_version's source distribution) into $deps"
+  mkdir -p "$deps"
+  { "$venv/bin/python" -m pip download -q --no-deps --no-binary :all: "openai-whisper==$whisper_version" -d "$deps" \
+      && tar -xzf "$deps/openai_whisper-$whisper_version.tar.gz" -C "$deps" --strip-components=3 \
+           "openai_whisper-$whisper_version/whisper/assets/gpt2.tiktoken"; } >/dev/null 2>&1 \
+    || fail "could not fetch GPT-2's BPE ranks (openai-whisper==$whisper_version from PyPI) into $deps"
+  echo "$gpt2_ranks_sha256  $deps/gpt2.tiktoken" | sha256sum --check --status \
+    || fail "$deps/gpt2.tiktoken from openai-whisper==$whisper_version does not have the SHA-256 of GPT-2's ranks"
 fi

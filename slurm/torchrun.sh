@@ -6,7 +6,7 @@
 set -euo pipefail
 gpus="${1:?usage: slurm/torchrun.sh GPUS_PER_NODE [ampt train flags...]}"
 shift
-exe="$exe"
+exe="${AMPT_EXE:-build/ampt}"
 unset AMPT_EXE  # not an ampt setting: ampt rejects unknown AMPT_* variables
 if [ -n "${SLURM_JOB_NODELIST:-}" ]; then
   head_node="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"

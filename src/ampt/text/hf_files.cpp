@@ -1,0 +1,241 @@
+#include "ampt/text/hf_files.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/text/json_reader.h"
+#include "ampt/text/read_file.h"
+#include "ampt/text/utf8.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <unordered_map>
+
+namespace ampt::text {
+namespace {
+
+constexpr std::string_view kEndOfText = "<|endoftext|>";
+
+// GPT-2's bytes_to_unicode, inverted: the printable bytes stand for themselves, the other 68
+// (controls, space, DEL, NBSP, soft hyphen) for U+0100 onwards in byte order.
+std::unordered_map<char32_t, unsigned char> byte_of_character() {
+  std::unordered_map<char32_t, unsigned char> out;
+  char32_t shifted = 0x100;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+    out[printable ? static_cast<char32_t>(b) : shifted++] = static_cast<unsigned char>(b);
+  }
+  return out;
+}
+
+// A token as written in the files → its bytes; false when a character is not in the alphabet.
+bool token_bytes(std::string_view written, std::string& bytes) {
+  static const auto table = byte_of_character();
+  bytes.clear();
+  for (std::size_t pos = 0; pos < written.size();) {
+    const Utf8Char c = decode_utf8(written, pos);
+    const auto it = table.find(c.code_point);
+    if (!c.valid || it == table.end()) return false;
+    bytes += static_cast<char>(it->second);
+    pos += c.length;
+  }
+  return true;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string source) { vocabulary_.source = std::move(source); }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw RuntimeError(fmt::format("{}: {}", vocabulary_.source, what));
+  }
+
+  int32_t id_of(const JsonValue& value, std::string_view what) const {
+    if (value.kind != JsonValue::Kind::number || value.number < 0 || value.number >= 1e9 ||
+        value.number != std::floor(value.number)) {
+      fail(fmt::format("{} is not a token id (a whole number >= 0)", what));
+    }
+    return static_cast<int32_t>(value.number);
+  }
+
+  // The vocabulary object {token: id}: ids must be 0..N-1, each once.
+  void read_vocab(const JsonValue& vocab) {
+    if (vocab.kind != JsonValue::Kind::object) fail(fmt::format("the vocabulary is {}, not an object", vocab.kind_name()));
+    if (vocab.members.empty()) fail("the vocabulary is empty");
+    auto& tokens = vocabulary_.tokens;
+    tokens.assign(vocab.members.size(), {});
+    std::vector<bool> seen(tokens.size(), false);
+    std::string bytes;
+    for (const auto& [written, value] : vocab.members) {
+      const int32_t id = id_of(value, fmt::format("the id of token \"{}\"", written));
+      if (id >= static_cast<int32_t>(tokens.size())) {
+        fail(fmt::format("token \"{}\" has id {}, but ids must be 0..{} (one per token)", written, id,
+                         tokens.size() - 1));
+      }
+      if (seen[id]) fail(fmt::format("id {} is given to two tokens", id));
+      if (!token_bytes(written, bytes)) {
+        fail(fmt::format("token \"{}\" (id {}) is not in GPT-2's byte-level alphabet", written, id));
+      }
+      seen[id] = true;
+      tokens[id] = bytes;
+      id_of_written_.emplace(written, id);
+    }
+  }
+
+  void add_merge(std::string_view left, std::string_view right, std::string_view where) {
+    const auto l = id_of_written_.find(std::string(left));
+    const auto r = id_of_written_.find(std::string(right));
+    if (l == id_of_written_.end() || r == id_of_written_.end()) {
+      fail(fmt::format("{}: merge \"{} {}\" names a token that is not in the vocabulary", where,
+                       left, right));
+    }
+    const auto result = id_of_written_.find(std::string(left) + std::string(right));
+    if (result == id_of_written_.end()) {
+      fail(fmt::format("{}: the result of merge \"{} {}\" is not in the vocabulary", where, left, right));
+    }
+    vocabulary_.merges.push_back({l->second, r->second,
+                                  static_cast<int32_t>(vocabulary_.merges.size()), result->second});
+  }
+
+  // A merge line "left right" (merges.txt, and tokenizer.json before tokenizers 0.20).
+  void add_merge_line(std::string_view line, std::string_view where) {
+    const std::size_t space = line.find(' ');
+    if (space == std::string_view::npos || line.find(' ', space + 1) != std::string_view::npos ||
+        space == 0 || space + 1 == line.size()) {
+      fail(fmt::format("{}: expected two tokens separated by one space, found \"{}\"", where, line));
+    }
+    add_merge(line.substr(0, space), line.substr(space + 1), where);
+  }
+
+  void add_special(std::string_view written, int32_t id) {
+    const auto known = id_of_written_.find(std::string(written));
+    if (known != id_of_written_.end() && known->second != id) {
+      fail(fmt::format("added token \"{}\" has id {} but the vocabulary gives it {}", written, id,
+                       known->second));
+    }
+    auto& tokens = vocabulary_.tokens;
+    if (known == id_of_written_.end()) {
+      if (id != static_cast<int32_t>(tokens.size())) {
+        fail(fmt::format("added token \"{}\" has id {}; the next free id is {}", written, id,
+                         tokens.size()));
+      }
+      tokens.emplace_back(written);
+      id_of_written_.emplace(written, id);
+    }
+    vocabulary_.special_ids.push_back(id);
+  }
+
+  void add_end_of_text_from_vocab() {
+    const auto it = id_of_written_.find(std::string(kEndOfText));
+    if (it == id_of_written_.end()) fail(fmt::format("no token {} in the vocabulary", kEndOfText));
+    vocabulary_.special_ids.push_back(it->second);
+  }
+
+  void set_source(std::string source) { vocabulary_.source = std::move(source); }
+  Vocabulary take() { return std::move(vocabulary_); }
+
+ private:
+  Vocabulary vocabulary_;
+  std::unordered_map<std::string, int32_t> id_of_written_;
+};
+
+JsonValue parse_file(const std::string& path, std::string_view what) {
+  const std::string text = read_whole_file(path);
+  try {
+    return parse_json(text);
+  } catch (const JsonError& e) {
+    throw RuntimeError(fmt::format("{}: invalid JSON ({}): {}", path, what, e.what()));
+  }
+}
+
+std::string string_field(const JsonValue& object, std::string_view key) {
+  const JsonValue* value = object.find(key);
+  return value != nullptr && value->kind == JsonValue::Kind::string ? value->string : "";
+}
+
+bool bool_field(const JsonValue& object, std::string_view key, bool fallback) {
+  const JsonValue* value = object.find(key);
+  return value != nullptr && value->kind == JsonValue::Kind::boolean ? value->boolean : fallback;
+}
+
+// Only GPT-2's pipeline is implemented: refuse files whose ids would silently differ.
+void check_pipeline(const Reader& reader, const JsonValue& root, const JsonValue& model) {
+  if (const std::string type = string_field(model, "type"); !type.empty() && type != "BPE") {
+    reader.fail(fmt::format("model type {} is not supported (only BPE)", type));
+  }
+  if (!string_field(model, "continuing_subword_prefix").empty() ||
+      !string_field(model, "end_of_word_suffix").empty() || bool_field(model, "ignore_merges", false)) {
+    reader.fail("model options continuing_subword_prefix, end_of_word_suffix and ignore_merges "
+                "are not supported (GPT-2 has none)");
+  }
+  if (const JsonValue* normalizer = root.find("normalizer");
+      normalizer != nullptr && normalizer->kind != JsonValue::Kind::null) {
+    reader.fail(fmt::format("normalizer {} is not supported (GPT-2 has none)",
+                            string_field(*normalizer, "type")));
+  }
+  const JsonValue* pre = root.find("pre_tokenizer");
+  if (pre == nullptr || string_field(*pre, "type") != "ByteLevel" ||
+      !bool_field(*pre, "use_regex", true) || bool_field(*pre, "add_prefix_space", false)) {
+    reader.fail("only GPT-2's pre_tokenizer is supported: ByteLevel with use_regex true and "
+                "add_prefix_space false");
+  }
+}
+
+}  // namespace
+
+Vocabulary read_tokenizer_json(const std::string& path) {
+  const JsonValue root = parse_file(path, "a Hugging Face tokenizer.json");
+  Reader reader(path);
+  const JsonValue* model = root.find("model");
+  if (model == nullptr || model->kind != JsonValue::Kind::object) {
+    reader.fail("no \"model\" object: not a Hugging Face tokenizer.json");
+  }
+  check_pipeline(reader, root, *model);
+  const JsonValue* vocab = model->find("vocab");
+  const JsonValue* merges = model->find("merges");
+  if (vocab == nullptr || merges == nullptr || merges->kind != JsonValue::Kind::array) {
+    reader.fail("model has no \"vocab\" object and \"merges\" array");
+  }
+  reader.read_vocab(*vocab);
+  for (std::size_t i = 0; i < merges->items.size(); ++i) {
+    const JsonValue& merge = merges->items[i];
+    const std::string where = fmt::format("merge {}", i);
+    if (merge.kind == JsonValue::Kind::string) {
+      reader.add_merge_line(merge.string, where);
+    } else if (merge.kind == JsonValue::Kind::array && merge.items.size() == 2 &&
+               merge.items[0].kind == JsonValue::Kind::string &&
+               merge.items[1].kind == JsonValue::Kind::string) {
+      reader.add_merge(merge.items[0].string, merge.items[1].string, where);
+    } else {
+      reader.fail(fmt::format("{} is {}, not \"a b\" or [\"a\", \"b\"]", where, merge.kind_name()));
+    }
+  }
+  if (const JsonValue* added = root.find("added_tokens"); added != nullptr) {
+    for (const JsonValue& token : added->items) {
+      const JsonValue* id = token.find("id");
+      const JsonValue* content = token.find("content");
+      if (id == nullptr || content == nullptr || content->kind != JsonValue::Kind::string) {
+        reader.fail("an added_tokens entry lacks \"id\" or \"content\"");
+      }
+      reader.add_special(content->string, reader.id_of(*id, "an added token's id"));
+    }
+  }
+  return reader.take();
+}
+
+Vocabulary read_vocab_and_merges(const std::string& vocab_path, const std::string& merges_path) {
+  const JsonValue vocab = parse_file(vocab_path, "GPT-2's vocab.json");
+  Reader reader(vocab_path);
+  reader.read_vocab(vocab);
+  reader.add_end_of_text_from_vocab();
+  reader.set_source(merges_path);  // merge errors name merges.txt
+  const std::string merges = read_whole_file(merges_path);
+  for_each_line(merges, [&](std::string_view line, std::size_t number) {
+    if (line.empty() || (number == 1 && line.starts_with("#version"))) return;
+    reader.add_merge_line(line, fmt::format("line {}", number));
+  });
+  Vocabulary vocabulary = reader.take();
+  vocabulary.source = vocab_path + " + " + merges_path;
+  return vocabulary;
+}
+
+}  // namespace ampt::text

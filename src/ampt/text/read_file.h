@@ -1,0 +1,27 @@
+// A whole file as bytes, and its lines, for the tokenizer's files and the texts it encodes.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ampt::text {
+
+// Throws RuntimeError "PATH: cannot open: REASON" or "PATH: file is empty".
+std::string read_whole_file(const std::string& path);
+
+// Calls fn(line, number) for each line of `text` (numbered from 1), without its "\n" or "\r\n".
+template <typename Fn>
+void for_each_line(std::string_view text, Fn&& fn) {
+  std::size_t number = 0;
+  for (std::size_t pos = 0; pos < text.size();) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    fn(line, ++number);
+    pos = end + 1;
+  }
+}
+
+}  // namespace ampt::text

@@ -1,0 +1,243 @@
+#include "ampt/text/tokenizer.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/text/bpe_model.h"
+#include "ampt/text/pretokenizer.h"
+#include "ampt/text/utf8.h"
+#include "ampt/text/word_cache.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace ampt::text {
+namespace {
+
+constexpr std::string_view kEndOfText = "<|endoftext|>";
+// Below this a chunk costs more in thread start-up than it saves.
+constexpr std::size_t kMinParallelChunk = std::size_t{1} << 16;
+// More chunks than threads, so a thread that drew easy text takes another chunk.
+constexpr int kChunksPerThread = 4;
+
+std::atomic<uint64_t> next_model_serial{1};
+
+// Each thread's cache belongs to the last tokenizer that used the thread: another one empties it.
+struct ThreadState {
+  uint64_t owner = 0;
+  WordCache cache;
+  MergeScratch scratch;
+};
+
+ThreadState& thread_state(uint64_t owner) {
+  thread_local ThreadState state;
+  if (state.owner != owner) {
+    state.cache.clear();
+    state.owner = owner;
+  }
+  return state;
+}
+
+// Runs task(0..count-1) on `threads` threads, each taking the next index; rethrows the first
+// exception after all have stopped.
+void run_tasks(int threads, std::size_t count, const std::function<void(std::size_t)>& task) {
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto worker = [&] {
+    try {
+      for (std::size_t i = next++; i < count; i = next++) task(i);
+    } catch (...) {
+      const std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      next = count;
+    }
+  };
+  std::vector<std::thread> pool;
+  const auto n = std::min<std::size_t>(static_cast<std::size_t>(threads), count);
+  for (std::size_t t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& thread : pool) thread.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
+struct Tokenizer::Model {
+  explicit Model(Vocabulary v) : vocabulary(std::move(v)), bpe(vocabulary) {}
+
+  Vocabulary vocabulary;
+  BpeModel bpe;
+  int32_t eot = -1;
+  uint64_t serial = next_model_serial++;
+};
+
+int resolve_threads(int threads) {
+  if (threads > 0) return threads;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+Tokenizer::Tokenizer(Vocabulary vocabulary) {
+  auto model = std::make_shared<Model>(std::move(vocabulary));
+  const Vocabulary& v = model->vocabulary;
+  for (const int32_t id : v.special_ids) {
+    if (id < 0 || id >= static_cast<int32_t>(v.tokens.size()) || v.tokens[id].empty()) {
+      throw RuntimeError(fmt::format("{}: special token id {} is not in the vocabulary", v.source, id));
+    }
+    if (v.tokens[id] == kEndOfText) model->eot = id;
+  }
+  if (model->eot < 0) {
+    throw RuntimeError(fmt::format("{}: no special token {}: not a GPT-2 vocabulary", v.source,
+                                   kEndOfText));
+  }
+  model_ = std::move(model);
+}
+
+int32_t Tokenizer::vocab_size() const {
+  return static_cast<int32_t>(model_->vocabulary.tokens.size());
+}
+int32_t Tokenizer::eot_id() const { return model_->eot; }
+const std::string& Tokenizer::source() const { return model_->vocabulary.source; }
+
+void Tokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
+  ThreadState& state = thread_state(model_->serial);
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t end = piece_end(text, pos);
+    const std::string_view piece = text.substr(pos, end - pos);
+    pos = end;
+    if (const auto cached = state.cache.find(piece); !cached.empty()) {
+      out.insert(out.end(), cached.begin(), cached.end());
+      continue;
+    }
+    const std::size_t first = out.size();
+    model_->bpe.encode_piece(piece, out, state.scratch);
+    state.cache.insert(piece, std::span(out).subspan(first));
+  }
+}
+
+void Tokenizer::encode_valid(std::string_view text, SpecialTokens specials,
+                             std::vector<int32_t>& out) const {
+  const Vocabulary& v = model_->vocabulary;
+  if (specials == SpecialTokens::as_text || v.special_ids.empty()) {
+    encode_ordinary(text, out);
+    return;
+  }
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    // The leftmost special token, the longest among those starting there.
+    std::size_t at = text.size();
+    int32_t found = -1;
+    for (const int32_t id : v.special_ids) {
+      const std::size_t hit = text.find(v.tokens[id], pos);
+      if (hit < at || (hit == at && hit != text.size() && v.tokens[id].size() > v.tokens[found].size())) {
+        at = hit;
+        found = id;
+      }
+    }
+    encode_ordinary(text.substr(pos, at - pos), out);
+    if (found < 0) break;
+    out.push_back(found);
+    pos = at + v.tokens[found].size();
+  }
+}
+
+void Tokenizer::encode_append(std::string_view text, SpecialTokens specials,
+                              std::vector<int32_t>& out) const {
+  if (first_invalid_utf8(text) == text.size()) {
+    encode_valid(text, specials, out);
+  } else {
+    encode_valid(replace_invalid_utf8(text), specials, out);
+  }
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, SpecialTokens specials) const {
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 4 + 8);
+  encode_append(text, specials, out);
+  return out;
+}
+
+std::vector<std::string_view> Tokenizer::parallel_chunks(std::string_view text, int chunks,
+                                                         SpecialTokens specials) const {
+  const Vocabulary& v = model_->vocabulary;
+  const auto inside_special = [&](std::size_t pos) {
+    if (specials == SpecialTokens::as_text) return false;
+    for (const int32_t id : v.special_ids) {
+      const std::string& s = v.tokens[id];
+      for (std::size_t hit = text.find(s, pos >= s.size() ? pos - s.size() + 1 : 0); hit < pos;
+           hit = text.find(s, hit + 1)) {
+        if (hit + s.size() > pos) return true;
+      }
+    }
+    return false;
+  };
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  for (int k = 1; k < chunks; ++k) {
+    const std::size_t limit = text.size() * (k + 1) / chunks;
+    std::size_t cut = std::max(start + 1, text.size() * k / chunks);
+    // Only cuts between two characters: skip UTF-8 continuation bytes.
+    while (cut < limit && ((static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80 ||
+                           !is_safe_cut(text, cut) || inside_special(cut))) {
+      ++cut;
+    }
+    if (cut >= limit) continue;  // no safe cut here: the next chunk grows
+    out.push_back(text.substr(start, cut - start));
+    start = cut;
+  }
+  out.push_back(text.substr(start));
+  return out;
+}
+
+std::vector<int32_t> Tokenizer::encode_parallel(std::string_view text, int threads,
+                                                SpecialTokens specials) const {
+  threads = resolve_threads(threads);
+  const int chunks = static_cast<int>(std::min<std::size_t>(
+      static_cast<std::size_t>(threads) * kChunksPerThread, text.size() / kMinParallelChunk));
+  if (threads == 1 || chunks < 2) return encode(text, specials);
+  std::string replaced;
+  if (first_invalid_utf8(text) != text.size()) {
+    replaced = replace_invalid_utf8(text);
+    text = replaced;
+  }
+  const std::vector<std::string_view> pieces = parallel_chunks(text, chunks, specials);
+  std::vector<std::vector<int32_t>> ids(pieces.size());
+  run_tasks(threads, pieces.size(), [&](std::size_t i) {
+    ids[i].reserve(pieces[i].size() / 4 + 8);
+    encode_valid(pieces[i], specials, ids[i]);
+  });
+  std::size_t total = 0;
+  for (const auto& part : ids) total += part.size();
+  std::vector<int32_t> out;
+  out.reserve(total);
+  for (const auto& part : ids) out.insert(out.end(), part.begin(), part.end());
+  return out;
+}
+
+std::vector<std::vector<int32_t>> Tokenizer::encode_batch(std::span<const std::string_view> texts,
+                                                          int threads,
+                                                          SpecialTokens specials) const {
+  std::vector<std::vector<int32_t>> out(texts.size());
+  run_tasks(resolve_threads(threads), texts.size(),
+            [&](std::size_t i) { encode_append(texts[i], specials, out[i]); });
+  return out;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids) const {
+  const auto& tokens = model_->vocabulary.tokens;
+  std::string out;
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= static_cast<int32_t>(tokens.size())) {
+      throw RuntimeError(fmt::format("token id {} is outside the vocabulary of {} (ids 0..{})", id,
+                                     model_->vocabulary.source, tokens.size() - 1));
+    }
+    out += tokens[id];
+  }
+  return out;
+}
+
+}  // namespace ampt::text

@@ -1,0 +1,64 @@
+// GPT-2's byte-level BPE tokenizer: text → token ids → text, with the ids tiktoken and Hugging
+// Face tokenizers give. Immutable once built, so one instance serves any number of threads.
+#pragma once
+
+#include "ampt/text/vocabulary.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ampt::text {
+
+// What to do with the text of a special token such as <|endoftext|>: encode it like any other
+// text (the default, as tiktoken's encode_ordinary), or give its one id (as tiktoken's
+// allowed_special="all" and Hugging Face's tokenizers always do).
+enum class SpecialTokens { as_text, allowed };
+
+class Tokenizer {
+ public:
+  // Throws RuntimeError naming vocabulary.source when the vocabulary cannot be a GPT-2 style
+  // tokenizer: no token for some byte, a merge outside the ids, no <|endoftext|>.
+  explicit Tokenizer(Vocabulary vocabulary);
+
+  // Ill-formed UTF-8 is read as Python's bytes.decode("utf-8", "replace") reads it (each ill-formed
+  // subpart is U+FFFD), so decode(encode(x)) == x for well-formed x.
+  std::vector<int32_t> encode(std::string_view text,
+                              SpecialTokens specials = SpecialTokens::as_text) const;
+  // Appends to `out` instead.
+  void encode_append(std::string_view text, SpecialTokens specials, std::vector<int32_t>& out) const;
+  // The same ids as encode(), worked out by `threads` threads (0: one per core) on pieces of the
+  // text cut where the pre-tokenizer would cut whatever surrounds them.
+  std::vector<int32_t> encode_parallel(std::string_view text, int threads,
+                                       SpecialTokens specials = SpecialTokens::as_text) const;
+  // encode() of each text, shared out across `threads` threads (0: one per core).
+  std::vector<std::vector<int32_t>> encode_batch(std::span<const std::string_view> texts,
+                                                 int threads,
+                                                 SpecialTokens specials = SpecialTokens::as_text) const;
+
+  // The bytes of the tokens, special tokens as their text. A subset of a text's ids may end in
+  // the middle of a UTF-8 character: the bytes are returned as they are. Throws RuntimeError for
+  // an id outside the vocabulary.
+  std::string decode(std::span<const int32_t> ids) const;
+
+  int32_t vocab_size() const;
+  int32_t eot_id() const;  // <|endoftext|>
+  const std::string& source() const;
+
+ private:
+  struct Model;
+  void encode_valid(std::string_view text, SpecialTokens specials, std::vector<int32_t>& out) const;
+  void encode_ordinary(std::string_view text, std::vector<int32_t>& out) const;
+  std::vector<std::string_view> parallel_chunks(std::string_view text, int chunks,
+                                                SpecialTokens specials) const;
+
+  std::shared_ptr<const Model> model_;
+};
+
+// The number of threads `threads` asks for: itself when positive, else one per core.
+int resolve_threads(int threads);
+
+}  // namespace ampt::text

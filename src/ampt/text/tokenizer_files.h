@@ -1,0 +1,16 @@
+// Finds and reads a GPT-2 tokenizer in any of the formats people have it in.
+#pragma once
+
+#include "ampt/text/tokenizer.h"
+
+#include <string>
+
+namespace ampt::text {
+
+// `path` is a directory holding tokenizer.json, or vocab.json and merges.txt, or one *.tiktoken
+// file (looked for in that order); or one such file (vocab.json or merges.txt finds its partner
+// beside it). Another file name is read as tokenizer.json when it starts with '{', else as a
+// tiktoken file. Throws RuntimeError, one line naming the file and what is wrong.
+Tokenizer load_tokenizer(const std::string& path);
+
+}  // namespace ampt::text

@@ -1,0 +1,59 @@
+#include "ampt/core/errors.h"
+#include "ampt/text/tokenize_files.h"
+#include "support/process.h"
+#include "text/text_fixtures.h"
+
+#include <catch2/catch.hpp>
+
+using ampt::test::write_file;
+using ampt::text::SpecialTokens;
+using ampt::text::Tokenizer;
+
+namespace {
+
+std::vector<int32_t> run(const Tokenizer& tokenizer, const std::vector<std::string>& paths,
+                         SpecialTokens specials, ampt::text::TokenizeFilesStats* stats = nullptr) {
+  std::vector<int32_t> ids;
+  const auto result = ampt::text::tokenize_files(tokenizer, paths, {2, specials},
+                                                 [&](std::span<const int32_t> part) { ids.insert(ids.end(), part.begin(), part.end()); });
+  if (stats != nullptr) *stats = result;
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("text: tokenize_files puts <|endoftext|> before each text file and JSON Lines document", "[text]") {
+  const Tokenizer tokenizer(ampt::test::english_toy_vocabulary());
+  const std::string dir = ampt::test::make_temp_dir();
+  write_file(dir + "/a.txt", "the thing\n");
+  write_file(dir + "/b.jsonl", "{\"text\": \"and the\\n<|endoftext|>\", \"id\": 1}\n\n  \n{\"id\": 2, \"text\": \"caf\\u00e9\"}\n");
+  ampt::text::TokenizeFilesStats stats;
+  const auto ids = run(tokenizer, {dir + "/a.txt", dir + "/b.jsonl"}, SpecialTokens::allowed, &stats);
+  const int32_t eot = tokenizer.eot_id();
+  std::vector<int32_t> expected{eot};
+  for (const std::string document : {"the thing\n", "and the\n<|endoftext|>", "caf\xC3\xA9"}) {
+    const auto part = tokenizer.encode(document, SpecialTokens::allowed);
+    expected.insert(expected.end(), part.begin(), part.end());
+    expected.push_back(eot);
+  }
+  expected.pop_back();
+  CHECK(ids == expected);
+  CHECK(stats.documents == 3);
+  CHECK(stats.bytes == 10 + 21 + 5);
+  CHECK(stats.tokens == static_cast<int64_t>(ids.size()));
+  // As text, the <|endoftext|> written in a document is not the separator's id.
+  const auto as_text = run(tokenizer, {dir + "/b.jsonl"}, SpecialTokens::as_text);
+  CHECK(std::count(as_text.begin(), as_text.end(), eot) == 2);
+}
+
+TEST_CASE("text: tokenize_files names the file and line of a bad JSON Lines document", "[text]") {
+  const Tokenizer tokenizer(ampt::test::english_toy_vocabulary());
+  const std::string dir = ampt::test::make_temp_dir();
+  write_file(dir + "/bad.jsonl", "{\"text\": \"ok\"}\n{\"text\": \"cut\n");
+  CHECK_THROWS_WITH(run(tokenizer, {dir + "/bad.jsonl"}, SpecialTokens::as_text),
+                    Catch::Contains(dir + "/bad.jsonl: line 2: invalid JSON"));
+  write_file(dir + "/notext.jsonl", "{\"body\": \"x\"}\n");
+  CHECK_THROWS_WITH(run(tokenizer, {dir + "/notext.jsonl"}, SpecialTokens::as_text),
+                    Catch::Contains(dir + "/notext.jsonl: line 1: no string field \"text\""));
+  CHECK_THROWS_AS(run(tokenizer, {dir + "/missing.txt"}, SpecialTokens::as_text), ampt::RuntimeError);
+}
