@@ -100,3 +100,19 @@ TEST_CASE("values are validated at every level, naming their source", "[config][
           resolve_yaml(yaml, {"--lr", "0.1"});
         }) == "invalid value '-1' for lr (" + yaml.at(1) + "): expected a number > 0");
 }
+
+TEST_CASE("init_from makes the model a GPT unless --model names one, and the hub cache follows huggingface_hub",
+          "[config][init_from]") {
+  CHECK(resolve({"--init_from", "gpt2"}, {}).config().model == "gpt");
+  CHECK(resolve({"--init_from", "gpt2", "--model", "gpt2-124m"}, {}).config().model == "gpt2-124m");
+  CHECK(resolve({}, {}).config().model == "mlp");
+  CHECK(resolve_error({"--init_from", "gpt2", "--model", "mlp"}) ==
+        "init_from loads a GPT-2, and model mlp (flag --model) is not a GPT: leave --model out, or "
+        "use gpt");
+  CHECK(resolve({}, {{"HOME", "/h"}}).config().hf_hub_cache == "/h/.cache/huggingface/hub");
+  CHECK(resolve({}, {{"HOME", "/h"}, {"HF_HOME", "/hf"}}).config().hf_hub_cache == "/hf/hub");
+  CHECK(resolve({}, {{"HOME", "/h"}, {"HF_HOME", "/hf"}, {"HF_HUB_CACHE", "/c"}})
+            .config()
+            .hf_hub_cache == "/c");
+  CHECK(resolve({}, {}).config().hf_hub_cache.empty());
+}

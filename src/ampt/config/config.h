@@ -109,6 +109,9 @@ struct Config {
   int64_t block_size = 0;  // context length: the longest token block the model accepts
   int64_t vocab_size = 0;
   double dropout = 0.0;  // on embeddings, attention weights and residual branches
+  // A Hugging Face GPT-2 to start from: a directory (config.json + model.safetensors) or a name
+  // looked up offline in the Hugging Face cache (hf/pretrained.h); empty: random initialisation.
+  std::string init_from;
 
 
   // data
@@ -126,6 +129,9 @@ struct Config {
   AllreduceDtype allreduce_dtype = AllreduceDtype::grad;
   // Not an option: where this process sits in the job, from the launcher's environment.
   Launch launch;
+  // Not an option: the Hugging Face hub cache that init_from names are looked up in, from
+  // HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub (HOME); empty when none is set.
+  std::string hf_hub_cache;
 };
 
 }  // namespace ampt::config

@@ -184,6 +184,10 @@ std::vector<Option> build_table() {
                      "CNN base width: channels of the stem and first stage, doubled per stage"),
       integer_option("cnn_blocks", "model.cnn_blocks", &C::cnn_blocks, at_least_1,
                      "CNN residual blocks per stage (3 stages)"),
+      string_option("init_from", "model.init_from", &C::init_from, false, "PATH|NAME",
+                    "Start from a Hugging Face GPT-2: its directory, or a name (gpt2, gpt2-medium, "
+                    "openai-community/gpt2, ...) in the local Hugging Face cache; the architecture "
+                    "comes from its config.json, --model may be left out"),
       integer_option("n_layer", "model.n_layer", &C::n_layer, at_least_0,
                      "GPT transformer blocks; 0 takes the preset's (gpt: gpt-tiny's)"),
       integer_option("n_embd", "model.n_embd", &C::n_embd, at_least_0,

@@ -6,6 +6,9 @@
 #include "ampt/config/options.h"
 #include "ampt/config/precision_schedule.h"
 #include "ampt/config/readers.h"
+#include "ampt/core/errors.h"
+
+#include <fmt/format.h>
 
 namespace ampt::config {
 
@@ -24,6 +27,31 @@ std::string config_path(const std::vector<Assignment>& flags, const std::vector<
     if (found != layer->end()) return found->text;
   }
   return {};
+}
+
+// huggingface_hub's own order: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub.
+std::string hf_hub_cache(const std::map<std::string, std::string>& env) {
+  const auto get = [&](const char* name) {
+    const auto it = env.find(name);
+    return it == env.end() ? std::string() : it->second;
+  };
+  if (auto cache = get("HF_HUB_CACHE"); !cache.empty()) return cache;
+  if (auto home = get("HF_HOME"); !home.empty()) return home + "/hub";
+  if (auto home = get("HOME"); !home.empty()) return home + "/.cache/huggingface/hub";
+  return "";
+}
+
+// A pretrained GPT-2 makes the model a GPT unless --model says otherwise; a model that is not a
+// GPT cannot take its weights.
+void apply_init_from(Config& config, const Source& model_source) {
+  if (config.init_from.empty()) return;
+  if (model_source.kind == Source::Kind::default_value) {
+    config.model = "gpt";
+  } else if (config.model == "mlp" || config.model == "cnn") {
+    throw UsageError(fmt::format("init_from loads a GPT-2, and model {} ({}) is not a GPT: leave "
+                                 "--model out, or use gpt",
+                                 config.model, describe(model_source)));
+  }
 }
 
 }  // namespace
@@ -55,6 +83,8 @@ Resolved resolve(const std::vector<std::string>& args,
     }
   }
   config.launch = parse_launch(env);
+  config.hf_hub_cache = hf_hub_cache(env);
+  apply_init_from(config, sources[index_of(*find_option("model"))]);
   Resolved resolved(std::move(config), std::move(sources));
   check_precision_settings(resolved);
   return resolved;
