@@ -43,7 +43,7 @@ cuda_home="${CUDA_HOME:-/usr/local/cuda}"
 [ -x "$cuda_home/bin/nvcc" ] || fail "CUDA toolkit not found at $cuda_home (LibTorch's CMake config needs CUDA 13; set CUDA_HOME)"
 
 venv="$root/.venv"
-if "$venv/bin/python" -c "import torch, numpy, safetensors, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" >/dev/null 2>&1; then
+if "$venv/bin/python" -c "import torch, numpy, safetensors, tensorboard, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" >/dev/null 2>&1; then
   :
 else
   python="$(command -v python3 || true)"
@@ -52,8 +52,8 @@ else
     note "creating virtualenv $venv"
     "$python" -m venv "$venv" >/dev/null 2>&1 || fail "could not create a virtualenv with $python (install python3-venv)"
   fi
-  note "installing torch==$torch_version, numpy and safetensors into $venv (a few GB, once)"
-  "$venv/bin/python" -m pip install -q "torch==$torch_version" numpy safetensors >/dev/null 2>&1 \
+  note "installing torch==$torch_version, numpy, safetensors and tensorboard into $venv (a few GB, once)"
+  "$venv/bin/python" -m pip install -q "torch==$torch_version" numpy safetensors tensorboard >/dev/null 2>&1 \
     || fail "could not install torch==$torch_version from PyPI into $venv"
 fi
 

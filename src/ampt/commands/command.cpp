@@ -3,6 +3,7 @@
 #include "ampt/commands/compare.h"
 #include "ampt/commands/config.h"
 #include "ampt/commands/export.h"
+#include "ampt/commands/plot.h"
 #include "ampt/commands/recommend.h"
 #include "ampt/commands/train.h"
 
@@ -18,6 +19,8 @@ const std::vector<Command>& all() {
        compare_help, run_compare},
       {"recommend", "estimate memory per precision and opt level; recommend a setup for a GPU",
        recommend_help, run_recommend},
+      {"plot", "draw a run's curves (loss, lr, loss scale, throughput) as an SVG", plot_help,
+       run_plot},
   };
   return table;
 }

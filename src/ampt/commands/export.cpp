@@ -2,7 +2,7 @@
 
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/checkpoint/safetensors.h"
-#include "ampt/config/suggest.h"
+#include "ampt/commands/own_flags.h"
 #include "ampt/core/errors.h"
 
 #include <cxxopts.hpp>
@@ -37,20 +37,8 @@ std::string export_help() { return make_parser().help(); }
 
 int run_export(const std::vector<std::string>& args, const Environment&) {
   auto parser = make_parser();
-  std::vector<const char*> argv{"ampt export"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  cxxopts::ParseResult result;
-  try {
-    result = parser.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const cxxopts::exceptions::exception& e) {
-    throw UsageError(std::string("ampt export: ") + e.what());
-  }
-  if (!result.unmatched().empty()) {
-    const auto& unknown = result.unmatched().front();
-    const auto near = config::closest(unknown, {"--checkpoint", "--out", "--format", "--dtype"});
-    throw UsageError("unknown export argument '" + unknown + "'" +
-                     (near ? " (did you mean '" + *near + "'?)" : ""));
-  }
+  const auto result =
+      parse_own_flags(parser, "export", args, {"--checkpoint", "--out", "--format", "--dtype"});
   const auto checkpoint_path = required(result, "checkpoint");
   const auto out = required(result, "out");
   const auto format = result["format"].as<std::string>();

@@ -1,11 +1,15 @@
 #include "ampt/commands/train.h"
 
 #include "ampt/config/describe.h"
+#include "ampt/config/report_to.h"
 #include "ampt/config/resolve.h"
 #include "ampt/core/version.h"
 #include "ampt/log/console_reporter.h"
+#include "ampt/log/csv_writer.h"
 #include "ampt/log/logger.h"
 #include "ampt/log/metrics_writer.h"
+#include "ampt/log/run_plot.h"
+#include "ampt/log/tensorboard_writer.h"
 #include "ampt/train/preemption.h"
 #include "ampt/train/trainer.h"
 
@@ -29,14 +33,23 @@ int run_train(const std::vector<std::string>& args, const Environment& env) {
   if (main_rank) log::info("ampt {} (git {}, LibTorch {})", kVersion, kGitRevision, TORCH_VERSION);
   const auto config_text = config::describe(resolved);
   if (config.debug && main_rank) log::write_line(config_text);
+  // Every writer flushes what it writes at once, and an exception out of the run unwinds
+  // through here (main catches it), closing the files: a failed run keeps every logged step.
   std::optional<log::MetricsWriter> metrics;
   std::optional<log::ConsoleReporter> console;
+  std::optional<log::TensorBoardWriter> tensorboard;
+  std::optional<log::CsvWriter> csv;
+  std::optional<log::PlotAtEnd> plot;
   log::ObserverList observers;
   if (main_rank) {
-    metrics.emplace(config.output_dir);
+    const auto report = config::report_targets(config.report_to);
+    metrics.emplace(config.output_dir, report.jsonl);
     console.emplace(isatty(STDOUT_FILENO) != 0, metrics->path());
     observers.add(*console);
     observers.add(*metrics);
+    if (report.tensorboard) observers.add(tensorboard.emplace(config.output_dir, config_text));
+    if (report.csv) observers.add(csv.emplace(config.output_dir));
+    if (report.plot) observers.add(plot.emplace(config.output_dir));
   }
 
   const train::PreemptionWatch watch(train::signal_number(config.preempt_signal));

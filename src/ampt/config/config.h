@@ -32,6 +32,7 @@ struct Config {
   int64_t log_every = 100;
   int64_t eval_every = 0;    // 0: evaluate only at the end
   int64_t eval_batches = 20;  // validation batches per evaluation; 0: the whole split
+  std::string report_to = "jsonl";  // metric files: jsonl, tensorboard, csv, plot (report_to.h)
   bool debug = false;
   std::string profile;  // steps to trace, "N" or "A-B" (step_range.h); empty: none
 

@@ -2,6 +2,7 @@
 
 #include "ampt/config/dataset_spec.h"
 #include "ampt/config/precision_schedule.h"
+#include "ampt/config/report_to.h"
 #include "ampt/config/step_range.h"
 
 #include <algorithm>
@@ -27,7 +28,8 @@ std::vector<Option> build_table() {
       enum_option("device", "run.device", &C::device,
                   "Where to train; auto picks cuda when a GPU is visible, else cpu"),
       string_option("output_dir", "run.output_dir", &C::output_dir, true, "DIR",
-                    "Directory for metrics.jsonl and summary.json (an earlier run's metrics are kept)"),
+                    "Directory for checkpoints, summary.json and the --report_to files (an earlier "
+                    "run's are kept)"),
       integer_option("seed", "run.seed", &C::seed, at_least_0,
                      "Seed for weight init, data generation and shuffling"),
       integer_option("log_every", "run.log_every", &C::log_every, at_least_1,
@@ -36,6 +38,12 @@ std::vector<Option> build_table() {
                      "Evaluate on the validation split every N steps (0: only at the end)"),
       integer_option("eval_batches", "run.eval_batches", &C::eval_batches, at_least_0,
                      "Validation batches per evaluation; 0 evaluates the whole split"),
+      list_option(explained_string_option(
+          "report_to", "run.report_to", &C::report_to, report_to_problem,
+          std::string(kReportToExpected), "LIST",
+          "Metric files rank 0 writes (comma-separated; YAML a list): jsonl (metrics.jsonl), "
+          "tensorboard (tb/ event files), csv (metrics.csv as Lightning's CSVLogger), plot "
+          "(run.svg at the end, with jsonl), all, or none")),
       bool_option("deterministic", "run.deterministic", &C::deterministic,
                   "Deterministic algorithms only, everything seeded: two runs give identical "
                   "losses"),

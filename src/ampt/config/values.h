@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ampt/config/source.h"
 #include "ampt/core/errors.h"
@@ -28,6 +29,11 @@ struct Range {
   bool contains(double value) const;
   std::string text() const;  // ">= 1", "> 0", "in [0, 1)"; empty when unbounded
 };
+
+// The parts of a list value such as "fp32:500,bf16" (YAML lists arrive joined with ','); an
+// empty text is one empty part.
+std::vector<std::string_view> split(std::string_view text, char separator);
+std::string_view trim(std::string_view text);  // without leading and trailing white space
 
 // Whole decimal integers only: "12abc", "1.5", "1e3" and out-of-range values are rejected.
 std::optional<int64_t> parse_int(std::string_view text);

@@ -68,6 +68,7 @@ struct StepReport {
   double samples_per_sec = 0.0;  // since the previous logged step
   double tokens_per_sec = 0.0;   // samples/s times tokens per sample
   double mfu = 0.0;              // model FLOPs utilisation, 0 when the device's peak is unknown
+  int64_t peak_memory_bytes = 0;  // the run's peak so far, as in RunSummary
   bool loss_scaling = false;
   double scale = 1.0;
   int64_t growth_tracker = 0;
@@ -96,6 +97,7 @@ struct PrecisionSwitch {
 // A pass over (part of) the validation split, under the training precision, without gradients.
 struct EvalReport {
   int64_t step = 0;
+  int64_t epoch = 0;         // 0-based, as in StepReport
   double loss = 0.0;
   double accuracy = -1.0;    // classifiers, in [0, 1]; -1 for language models
   double perplexity = -1.0;  // language models: exp(loss); -1 for classifiers

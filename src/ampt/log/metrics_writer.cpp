@@ -2,6 +2,7 @@
 
 #include "ampt/core/errors.h"
 #include "ampt/core/json_text.h"
+#include "ampt/log/run_files.h"
 #include "ampt/log/logger.h"
 
 #include <charconv>
@@ -22,8 +23,9 @@ void write_or_throw(std::ofstream& out, const std::string& text, const std::stri
 
 }  // namespace
 
-MetricsWriter::MetricsWriter(const std::string& output_dir)
-    : output_dir_(output_dir), path_((fs::path(output_dir) / "metrics.jsonl").string()) {}
+MetricsWriter::MetricsWriter(const std::string& output_dir, bool write_steps)
+    : output_dir_(output_dir),
+      path_(write_steps ? (fs::path(output_dir) / "metrics.jsonl").string() : "") {}
 
 void MetricsWriter::on_start(const RunInfo& info) {
   std::error_code ec;
@@ -31,6 +33,7 @@ void MetricsWriter::on_start(const RunInfo& info) {
   if (ec) {
     throw RuntimeError("cannot create output_dir '" + output_dir_ + "': " + ec.message());
   }
+  if (path_.empty()) return;
   if (info.start_step > 0) {
     keep_lines_up_to(info.start_step);
     out_.open(path_, std::ios::out | std::ios::app);
@@ -44,12 +47,7 @@ void MetricsWriter::on_start(const RunInfo& info) {
 void MetricsWriter::keep_earlier_run() const {
   std::error_code ec;
   if (!fs::exists(path_) || fs::file_size(path_, ec) == 0) return;
-  int n = 1;
-  while (fs::exists(fs::path(output_dir_) / fmt::format("metrics.{}.jsonl", n))) ++n;
-  const auto kept = fs::path(output_dir_) / fmt::format("metrics.{}.jsonl", n);
-  fs::rename(path_, kept, ec);
-  if (ec) throw RuntimeError("cannot rename '" + path_ + "': " + ec.message());
-  log::info("[AMP] Kept the previous run's metrics as {}", kept.string());
+  log::keep_earlier_run(path_, "metrics");
 }
 
 void MetricsWriter::keep_lines_up_to(int64_t step) const {
@@ -72,20 +70,22 @@ void MetricsWriter::keep_lines_up_to(int64_t step) const {
 }
 
 void MetricsWriter::on_step(const StepReport& r) {
+  if (path_.empty()) return;
   std::string line = fmt::format(
       R"({{"step": {}, "epoch": {}, "loss": {}, "lr": {}, "grad_norm": {}, "samples_per_sec": {}, )"
-      R"("tokens_per_sec": {}, "mfu": {}, "loss_scaling": {}, "scale": {}, "growth_tracker": {}, )"
-      R"("overflows": {}, "skipped_steps": {}, "grad_underflow": {}{}}})",
+      R"("tokens_per_sec": {}, "mfu": {}, "peak_memory_bytes": {}, "loss_scaling": {}, "scale": {}, )"
+      R"("growth_tracker": {}, "overflows": {}, "skipped_steps": {}, "grad_underflow": {}{}}})",
       r.step, r.epoch, json_number(r.loss), json_number(r.lr), json_number(r.grad_norm),
       json_number(r.samples_per_sec), json_number(r.tokens_per_sec), json_number(r.mfu),
-      r.loss_scaling, json_number(r.scale), r.growth_tracker, r.overflows, r.skipped_steps,
+      r.peak_memory_bytes, r.loss_scaling, json_number(r.scale), r.growth_tracker, r.overflows,
+      r.skipped_steps,
       r.grad_underflow >= 0.0 ? json_number(r.grad_underflow) : "null",
       r.hysteresis >= 0 ? fmt::format(R"(, "hysteresis": {})", r.hysteresis) : "");
   write_or_throw(out_, line, path_);
 }
 
 void MetricsWriter::on_eval(const EvalReport& r) {
-  if (r.batches == 0) return;
+  if (path_.empty() || r.batches == 0) return;
   const auto quality = r.perplexity >= 0.0
                            ? fmt::format(R"("val_perplexity": {})", json_number(r.perplexity))
                            : fmt::format(R"("val_accuracy": {})", json_number(r.accuracy));
@@ -96,6 +96,7 @@ void MetricsWriter::on_eval(const EvalReport& r) {
 }
 
 void MetricsWriter::on_precision_switch(const PrecisionSwitch& c) {
+  if (path_.empty()) return;
   write_or_throw(out_,
                  fmt::format(R"({{"step": {}, "event": "precision_switch", "epoch": {}, "from": "{}", )"
                              R"("to": "{}", "stage": {}, "stages": {}, "stage_text": "{}", )"

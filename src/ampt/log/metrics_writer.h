@@ -12,8 +12,10 @@ namespace ampt::log {
 // say) leaves output_dir as it was.
 class MetricsWriter final : public Observer {
  public:
-  explicit MetricsWriter(const std::string& output_dir);
+  // `write_steps` false (--report_to without jsonl): summary.json only.
+  explicit MetricsWriter(const std::string& output_dir, bool write_steps = true);
 
+  // metrics.jsonl; empty when the writer writes no steps.
   const std::string& path() const { return path_; }
 
   // Creates output_dir. A fresh run keeps an earlier run's metrics.jsonl as metrics.N.jsonl;

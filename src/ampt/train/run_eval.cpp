@@ -23,6 +23,7 @@ torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
 log::EvalReport Run::evaluate(int64_t step) {
   log::EvalReport report;
   report.step = step;
+  report.epoch = batches_->state().epoch;
   if (!splits_.val) return report;
   data::Loader val(splits_.val,
                    data::val_loader_options(config_, device_.device, splits_.val->size()));

@@ -137,6 +137,8 @@ log::RunSummary Run::run() {
       }
       last_log = now;
       last_log_step = step + 1;
+      std::string memory_kind;
+      report.peak_memory_bytes = device::peak_memory_bytes(device_.device, memory_kind);
       const auto scaler_state = scaler_.state();
       report.loss_scaling = scaler_.enabled();
       report.scale = scaler_state.scale;

@@ -1,0 +1,19 @@
+// The flags of a command that takes no training options (export, plot), parsed with cxxopts:
+// malformed and unknown arguments become one-line usage errors.
+#pragma once
+
+#include <cxxopts.hpp>
+
+#include <string>
+#include <vector>
+
+namespace ampt::commands {
+
+// Parses `args` (those after the command's name) with `parser`, which must allow unrecognised
+// options. Throws UsageError for a malformed flag, and for an unknown argument naming the
+// closest of `known` ("unknown export argument '--dtpye' (did you mean '--dtype'?)").
+cxxopts::ParseResult parse_own_flags(cxxopts::Options& parser, const std::string& command,
+                                     const std::vector<std::string>& args,
+                                     const std::vector<std::string>& known);
+
+}  // namespace ampt::commands
