@@ -2,6 +2,7 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
+#include "ampt/train/pretrained.h"
 #include "ampt/models/compat_report.h"
 #include "ampt/train/tuning.h"
 
@@ -67,6 +68,8 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
       overflow_steps_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device_.device))) {
   masters_.set_dtype(policy_.weight_dtype);
   precisions_used_.push_back(policy_.name());
+  // Pretrained weights first: a resumed run's checkpoint then replaces them.
+  if (!config.init_from.empty()) pretrained_note_ = load_pretrained(config, model_tensors());
   // Resume before the loader exists: the checkpoint says where the data continues.
   std::string note;
   data::LoaderState data_start;
@@ -157,6 +160,7 @@ log::RunInfo Run::describe() const {
   info.device_reason = device_.reason;
   info.model = config_.model;
   info.architecture = model_.architecture;
+  info.pretrained = pretrained_note_;
   info.parameters = models::parameter_count(*model_.module);
   info.dataset = config_.dataset;
   info.data_description = splits_.description;
