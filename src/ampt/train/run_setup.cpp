@@ -100,6 +100,8 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
         "lower batch_size or raise val_fraction",
         config.dataset, splits_.val->size(), config.batch_size));
   }
+  // The snapshot buffer is set up now, as part of startup, not in the first save's pause.
+  if (dist_.is_main() && start_step_ < total_steps_) snapshot_.reserve(state_tensors());
 }
 
 void Run::set_up_speed_features() {
