@@ -10,6 +10,7 @@ namespace ampt::checkpoint {
 namespace {
 
 constexpr uint32_t kPolynomial = 0xEDB88320U;  // reflected
+
 constexpr auto kTable = reflected_crc_table(kPolynomial);
 
 // On the inverted register, as zip's definition runs it.
@@ -81,8 +82,28 @@ uint32_t multiply_mod(uint32_t a, uint32_t b) {
 }  // namespace
 
 uint32_t crc32(uint32_t crc, const void* data, size_t size) {
-constexpr uint32_t kPolynomial = 0xEDB88320U;  // reflected
-constexpr auto kTable = reflected_crc_table(kPolynomial);
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  uint32_t state = ~crc;
+#if defined(__x86_64__)
+  if (kHasClmul && size >= 64) {
+    const size_t folded_size = size & ~size_t{15};
+    state = folded(state, bytes, folded_size);
+    bytes += folded_size;
+    size -= folded_size;
+  }
+#endif
+  return ~bytewise(state, bytes, size);
+}
+
+uint32_t crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t size_b) {
+  // crc(A·B) = crc(A)·x^(8·|B|) mod P  xor  crc(B): x^(8n) by squaring, x^1 is bit 30.
+  uint32_t power = 1U << 31;  // x^0
+  uint32_t square = 1U << 30;  // x^(2^0)
+  for (uint64_t n = size_b * 8; n != 0; n >>= 1) {
+    if ((n & 1U) != 0) power = multiply_mod(square, power);
+    square = multiply_mod(square, square);
+  }
+  return multiply_mod(power, crc_a) ^ crc_b;
 }
 
 }  // namespace ampt::checkpoint
