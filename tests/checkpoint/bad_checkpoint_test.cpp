@@ -63,6 +63,22 @@ TEST_CASE("bad checkpoint: missing file", "[checkpoint][errors]") {
                 "checkpoint '" + dir + "/nope.pt' not found");
 }
 
+TEST_CASE("checkpoint: a run directory or its latest file names the latest checkpoint",
+          "[checkpoint]") {
+  const auto dir = trained_dir();
+  const auto saved = ampt::checkpoint::load(dir + "/ckpt-00000010.pt");
+  for (const auto& path : {dir, dir + "/latest"}) {
+    INFO(path);
+    const auto latest = ampt::checkpoint::load(path);
+    CHECK(latest.step == saved.step);
+    CHECK(latest.config == saved.config);
+  }
+  const auto empty = ampt::test::make_temp_dir();
+  CHECK_THROWS_WITH(ampt::checkpoint::load(empty),
+                    "checkpoint '" + empty + "' not found: no " + empty +
+                        "/latest pointer (a run directory has one once it saved)");
+}
+
 TEST_CASE("bad checkpoint: truncated and corrupt files", "[checkpoint][errors]") {
   const auto dir = trained_dir();
   const auto good = read_file(dir + "/ckpt-00000010.pt");

@@ -194,7 +194,17 @@ std::string save(const std::string& directory, const Checkpoint& c, int64_t keep
   return path;
 }
 
-Checkpoint load(const std::string& path) {
+Checkpoint load(const std::string& given) {
+  std::string path = given;
+  if (fs::is_directory(given) || fs::path(given).filename() == kLatest) {
+    const auto directory = fs::is_directory(given) ? fs::path(given) : fs::path(given).parent_path();
+    const auto latest = find_latest(directory.empty() ? "." : directory.string());
+    if (!latest) {
+      throw RuntimeError("checkpoint '" + given + "' not found: no " +
+                         (directory / kLatest).string() + " pointer (a run directory has one once it saved)");
+    }
+    path = *latest;
+  }
   if (!fs::exists(path)) throw RuntimeError("checkpoint '" + path + "' not found");
   c10::IValue root;
   try {

@@ -55,7 +55,8 @@ std::string save(const std::string& directory, const Checkpoint& checkpoint, int
 // Reads and checks a checkpoint; RuntimeError naming the file when it is missing, truncated,
 // corrupt, not an ampt checkpoint, or from a newer format version. The tensors are read-only
 // views of the file mapped into memory (no copy; see read_tensor_archive). Checkpoints written
-// by torch::pickle_save (ampt before its own writer) read the same way.
+// by torch::pickle_save (ampt before its own writer) read the same way. A run directory, or its
+// `latest` file, stands for the checkpoint `latest` points to.
 Checkpoint load(const std::string& path);
 
 // The checkpoint `latest` in `directory` points to, if there is one.

@@ -5,6 +5,8 @@
 
 #include <fmt/ranges.h>
 
+#include <cmath>
+
 namespace ampt::log {
 
 std::string format_bytes(int64_t bytes) {
@@ -165,6 +167,10 @@ void ConsoleReporter::on_end(const RunSummary& s) {
   log::info("Skipped Steps:    {} of {}", s.skipped_steps, s.steps);
   if (s.loss_scaling) log::info("Loss Scale:       {:.1f} → {:.1f}", s.initial_scale, s.final_scale);
   if (s.final_val_loss >= 0.0) log::info("Final Val Loss:   {:.4f}", s.final_val_loss);
+  if (s.initial_val_loss >= 0.0 && s.final_val_loss >= 0.0 && language_model_) {
+    log::info("Val Perplexity:   {:.2f} pretrained → {:.2f} after {} steps", std::exp(s.initial_val_loss),
+              std::exp(s.final_val_loss), s.steps);
+  }
   if (s.steps_this_run > 0) {
     log::info("Throughput:       {} steady state (steps {}-{}, without evaluation and "
               "checkpoint pauses)",

@@ -145,6 +145,9 @@ struct RunSummary {
   int64_t checkpoint_bytes = 0;          // written by those saves
   double checkpoint_write_seconds = 0.0;  // their background writes, alongside training
   double final_val_loss = -1.0;   // -1 when there is no validation split
+  // A run from pretrained weights (init_from): their validation loss before the first step; -1
+  // otherwise.
+  double initial_val_loss = -1.0;
   int64_t peak_memory_bytes = 0;
   std::string peak_memory_kind;   // "CUDA allocator peak" or "process peak RSS"
   std::string checkpoint;         // the last checkpoint written, empty if none

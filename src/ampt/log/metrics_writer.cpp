@@ -107,6 +107,7 @@ void MetricsWriter::on_precision_switch(const PrecisionSwitch& c) {
 }
 
 void MetricsWriter::on_checkpoint(const CheckpointReport& r) {
+  if (path_.empty()) return;
   write_or_throw(out_,
                  fmt::format(R"({{"step": {}, "event": "checkpoint", "path": {}, "bytes": {}, )"
                              R"("pause_seconds": {}, "wait_seconds": {}, "write_seconds": {}, )"
@@ -126,7 +127,8 @@ void MetricsWriter::on_end(const RunSummary& s) {
           R"({{"precision": "{}", "loss_scaling": {}, "steps": {}, "initial_loss": {}, )"
           R"("final_loss": {}, "skipped_steps": {}, "initial_scale": {}, "final_scale": {}, )"
           R"("samples_per_sec": {}, "tokens_per_sec": {}, "steady_first_step": {}, )"
-          R"("steady_last_step": {}, "final_val_loss": {}, "seconds": {}, "startup_seconds": {}, )"
+          R"("steady_last_step": {}, "initial_val_loss": {}, "final_val_loss": {}, "seconds": {}, )"
+          R"("startup_seconds": {}, )"
           R"("training_seconds": {}, "eval_seconds": {}, "checkpoint_seconds": {}, )"
           R"("checkpoints_saved": {}, "checkpoint_bytes": {}, "checkpoint_write_seconds": {}, )"
           R"("peak_memory_bytes": {}, "peak_memory_kind": "{}"}})",
@@ -134,7 +136,8 @@ void MetricsWriter::on_end(const RunSummary& s) {
           s.steps_this_run > 0 ? json_number(s.final_loss) : "null", s.skipped_steps,
           json_number(s.initial_scale), json_number(s.final_scale),
           json_number(s.samples_per_sec), json_number(s.tokens_per_sec), s.steady_first_step,
-          s.steady_last_step, s.final_val_loss >= 0.0 ? json_number(s.final_val_loss) : "null",
+          s.steady_last_step, s.initial_val_loss >= 0.0 ? json_number(s.initial_val_loss) : "null",
+          s.final_val_loss >= 0.0 ? json_number(s.final_val_loss) : "null",
           json_number(s.seconds), json_number(s.startup_seconds), json_number(s.training_seconds),
           json_number(s.eval_seconds), json_number(s.checkpoint_seconds), s.checkpoints_saved,
           s.checkpoint_bytes, json_number(s.checkpoint_write_seconds), s.peak_memory_bytes,

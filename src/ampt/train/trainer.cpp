@@ -148,6 +148,12 @@ log::RunSummary Run::run(Clock::time_point started) {
     if (files) observer_.on_profile(files->steps.first, files->steps.last, files->trace, files->table);
   };
 
+  // Fine-tuning's yardstick: the pretrained weights' validation loss, before they change.
+  if (!config_.init_from.empty() && start_step_ == 0) {
+    const auto eval = timed_evaluation(0);
+    if (eval.batches > 0) summary.initial_val_loss = eval.loss;
+  }
+
   for (; step < total_steps_; ++step) {
     profiler.before_step(step + 1);
     const int64_t epoch = batches_->state().epoch;
