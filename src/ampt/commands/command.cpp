@@ -5,6 +5,7 @@
 #include "ampt/commands/export.h"
 #include "ampt/commands/plot.h"
 #include "ampt/commands/recommend.h"
+#include "ampt/commands/tokenize.h"
 #include "ampt/commands/train.h"
 
 namespace ampt::commands {
@@ -21,6 +22,7 @@ const std::vector<Command>& all() {
        recommend_help, run_recommend},
       {"plot", "draw a run's curves (loss, lr, loss scale, throughput) as an SVG", plot_help,
        run_plot},
+      {"tokenize", "tokenize text files into an llm.c token shard", tokenize_help, run_tokenize},
   };
   return table;
 }

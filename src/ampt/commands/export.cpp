@@ -24,13 +24,6 @@ cxxopts::Options make_parser() {
   return parser;
 }
 
-std::string required(const cxxopts::ParseResult& result, const std::string& name) {
-  if (result.count(name) == 0 || result[name].as<std::string>().empty()) {
-    throw UsageError("ampt export needs --" + name + "; see ampt export --help");
-  }
-  return result[name].as<std::string>();
-}
-
 }  // namespace
 
 std::string export_help() { return make_parser().help(); }
@@ -39,8 +32,8 @@ int run_export(const std::vector<std::string>& args, const Environment&) {
   auto parser = make_parser();
   const auto result =
       parse_own_flags(parser, "export", args, {"--checkpoint", "--out", "--format", "--dtype"});
-  const auto checkpoint_path = required(result, "checkpoint");
-  const auto out = required(result, "out");
+  const auto checkpoint_path = required_flag(result, "export", "checkpoint");
+  const auto out = required_flag(result, "export", "out");
   const auto format = result["format"].as<std::string>();
   if (format != "safetensors") {
     throw UsageError("invalid value '" + format + "' for --format: expected safetensors");
