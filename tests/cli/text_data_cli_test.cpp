@@ -1,5 +1,6 @@
 // Fine-tuning on text as a user runs it: README.md byte by byte, JSON Lines one example per
-// record, two short texts through GPT-2's tokenizer; small splits train and evaluate.
+// record, two short texts through GPT-2's tokenizer, a pretrained GPT-2's own tokenizer with
+// padded examples scored as transformers scores them; small splits train and evaluate.
 #include "support/json_field.h"
 #include "support/process.h"
 #include "text/text_fixtures.h"
@@ -7,7 +8,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <sstream>
 
 using ampt::test::json_field;
 using ampt::test::lines_with;
@@ -128,4 +131,75 @@ TEST_CASE("cli: the text data options reject bad values with one line", "[cli][t
         "invalid value 'jsonl:' for dataset (flag --dataset): expected one of synthetic, "
         "text:PATH, jsonl:PATH, tokens:PATH_OR_GLOB, mnist:DIR, fashion-mnist:DIR or cifar10:DIR");
   error({"--dataset", "jsonl:" + dir + "/a.txt"}, 1, dir + "/a.txt: line 1: invalid JSON: ");
+}
+
+TEST_CASE("cli train: init_from's tokenizer, one padded example per document, losses as transformers'",
+          "[cli][text][hf][python]") {
+  if (!ampt::test::have_gpt2_ranks() ||
+      ampt::test::run_process({AMPT_PYTHON, "-c", "import transformers"}).exit_code != 0) {
+    WARN("skipping: GPT-2's ranks or transformers missing (run scripts/bootstrap.sh)");
+    return;
+  }
+  const auto dir = make_temp_dir();
+  // A GPT-2 as transformers saves it, with GPT-2's tokenizer files beside its weights.
+  const auto made = ampt::test::run_process(
+      {AMPT_PYTHON, AMPT_SOURCE_DIR "/tests/hf/gpt2_reference.py", "make", dir + "/gpt2", "--n_layer",
+       "1", "--n_embd", "32", "--n_head", "2", "--n_positions", "64", "--vocab", "50257",
+       "--tokenizer", ampt::test::gpt2_ranks_path()});
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+  // Documents of different lengths (a mean over documents would differ from one over tokens),
+  // the last longer than max_length + 1 tokens.
+  write_file(dir + "/data.jsonl",
+             "{\"text\": \"Hello there.\"}\n"
+             "{\"text\": \"The quick brown fox jumps over the lazy dog.\"}\n\n"
+             "{\"text\": \"One, two.\"}\n"
+             "{\"text\": \"It was the best of times, it was the worst of times, it was the age of "
+             "wisdom, it was the age of foolishness.\"}\n");
+  constexpr int kMaxLength = 16;
+  // One step at a learning rate too small to move the weights: the first training batch and the
+  // final evaluation score the pretrained model. Batches of one: the evaluation's two batches
+  // hold different numbers of scored tokens.
+  const auto r = run_ampt({"train", "--init_from", dir + "/gpt2", "--dataset",
+                           "jsonl:" + dir + "/data.jsonl", "--packing=false", "--max_length",
+                           std::to_string(kMaxLength), "--val_fraction", "0.5", "--batch_size", "1",
+                           "--max_steps", "1", "--lr", "1e-12", "--mixed_precision", "no",
+                           "--device", "cpu", "--output_dir", dir + "/run"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains(": 4 documents, ") &&
+                        Catch::Contains(" (GPT-2 BPE from " + dir + "/gpt2/tokenizer.json), ") &&
+                        Catch::Contains("one example per document, 1 truncated to 17 tokens; train "
+                                        "2 / val 2 examples of up to 16 tokens, padded"));
+  CHECK_THAT(r.out, Catch::Contains("val loss ") && Catch::Contains("(2 batches)"));
+
+  const auto reference = ampt::test::run_process(
+      {AMPT_PYTHON, AMPT_SOURCE_DIR "/tests/cli/padded_loss_reference.py", dir + "/gpt2",
+       dir + "/data.jsonl", std::to_string(kMaxLength)});
+  INFO(reference.out << reference.err);
+  REQUIRE(reference.exit_code == 0);
+  std::vector<std::pair<double, double>> documents;  // (sum of token losses, scored tokens)
+  std::istringstream in(reference.out);
+  for (double sum = 0, count = 0; in >> sum >> count;) documents.emplace_back(sum, count);
+  REQUIRE(documents.size() == 4);
+  // The split and the order are seeded, not known here: the first training batch is one
+  // document's mean loss, and the validation loss is the mean over the scored tokens of two
+  // others, not the mean of their two means.
+  const auto summary = read_file(dir + "/run/summary.json");
+  const double train_loss = json_field(summary, "initial_loss");
+  const double val_loss = json_field(summary, "final_val_loss");
+  const auto mean = [&](std::size_t d) { return documents[d].first / documents[d].second; };
+  int matches = 0;
+  for (std::size_t a = 0; a < 4; ++a) {
+    for (std::size_t b = a + 1; b < 4; ++b) {
+      const double pooled = (documents[a].first + documents[b].first) /
+                            (documents[a].second + documents[b].second);
+      if (std::abs(val_loss - pooled) > 1e-4) continue;
+      CHECK(std::abs(pooled - 0.5 * (mean(a) + mean(b))) > 1e-3);  // the two means differ
+      for (std::size_t t = 0; t < 4; ++t) {
+        if (t != a && t != b && std::abs(train_loss - mean(t)) < 1e-4) ++matches;
+      }
+    }
+  }
+  CHECK(matches == 1);
 }

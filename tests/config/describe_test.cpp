@@ -60,3 +60,24 @@ TEST_CASE("describe prints one aligned line per option with its source", "[confi
   }
   CHECK(std::ranges::find(lines, "[training]") != lines.end());
 }
+
+TEST_CASE("described_flags rebuilds a run's configuration from its description",
+          "[config][describe]") {
+  const auto original = resolve({"--model", "gpt2-124m", "--keep_fp32_modules", "ln_*,wte",
+                                 "--precision_schedule", "fp32:5,bf16", "--lr", "0.0003",
+                                 "--output_dir", "runs/a b"},
+                                {{"AMPT_BATCH_SIZE", "12"}});
+  const auto flags = described_flags(describe(original));
+  CHECK(std::ranges::find(flags, "--batch_size=12") != flags.end());
+  CHECK(std::ranges::find(flags, "--output_dir=runs/a b") != flags.end());
+  // Defaults are not repeated.
+  CHECK(std::ranges::none_of(flags, [](const std::string& f) { return f.starts_with("--seed"); }));
+  const auto rebuilt = resolve(flags, {});
+  // The same values: only where they came from differs (flags now).
+  const auto values = [](const std::string& text) {
+    std::string out;
+    for (const auto line : split(text, '\n')) out += std::string(line.substr(0, line.rfind("  ("))) + "\n";
+    return out;
+  };
+  CHECK(values(describe(rebuilt)) == values(describe(original)));
+}

@@ -249,7 +249,7 @@ TEST_CASE("text data: a tokenizer beyond the model or the shard, a max_length be
                     f.dir + "/empty: no *.txt file in the directory");
 }
 
-TEST_CASE("text data: init_from's directory gives the tokenizer", "[data][text][hf]") {
+TEST_CASE("text data: init_from's directory gives the tokenizer, unless --tokenizer names one", "[data][text][hf]") {
   const Fixture f;
   write_file(f.dir + "/a.txt", "the thing in the ring");
   write_file(f.dir + "/model/gpt2.tiktoken", ampt::test::toy_tiktoken());
@@ -258,6 +258,11 @@ TEST_CASE("text data: init_from's directory gives the tokenizer", "[data][text][
   config.init_from = f.dir + "/model";
   const auto splits = open_dataset(config, {SampleRequest::Form::tokens, 4, 300});
   CHECK_THAT(splits.description, Catch::Contains("(GPT-2 BPE from " + f.dir + "/model/gpt2.tiktoken)"));
+  // --tokenizer wins over init_from's files.
+  config.tokenizer = f.tokenizer;
+  CHECK_THAT(open_dataset(config, {SampleRequest::Form::tokens, 4, 300}).description,
+             Catch::Contains("(GPT-2 BPE from " + f.tokenizer + ")"));
+  config.tokenizer.clear();
   std::filesystem::remove(f.dir + "/model/gpt2.tiktoken");
   CHECK_THROWS_WITH(open_dataset(config, {SampleRequest::Form::tokens, 4, 300}),
                     Catch::StartsWith(f.dir + "/model: no tokenizer files") &&

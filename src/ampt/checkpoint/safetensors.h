@@ -1,4 +1,4 @@
-// Writes tensors in the safetensors format that Python's `safetensors` and Hugging Face read.
+// Tensors in the safetensors format that Python's `safetensors` and Hugging Face read and write.
 #pragma once
 
 #include "ampt/core/named_tensors.h"
@@ -14,5 +14,12 @@ namespace ampt::checkpoint {
 // little-endian). Supports F32, F16, BF16, F64 and I64 tensors. Written atomically.
 void write_safetensors(const std::string& path, const NamedTensors& tensors,
                        const std::map<std::string, std::string>& metadata);
+
+// The tensors of a safetensors file, on the CPU in the file's dtypes (F32, F16, BF16, F64, I64,
+// I32, I16, I8, U8, BOOL), in the order of their data. Reads each tensor's bytes straight into its
+// storage. A file that is short, whose header is not JSON, or whose entry has an unknown dtype or
+// data_offsets that do not fit its shape or the file is one RuntimeError line naming the file and
+// the tensor.
+NamedTensors read_safetensors(const std::string& path);
 
 }  // namespace ampt::checkpoint

@@ -3,6 +3,7 @@
 #include "ampt/commands/compare.h"
 #include "ampt/commands/config.h"
 #include "ampt/commands/export.h"
+#include "ampt/commands/generate.h"
 #include "ampt/commands/plot.h"
 #include "ampt/commands/recommend.h"
 #include "ampt/commands/tokenize.h"
@@ -22,6 +23,8 @@ const std::vector<Command>& all() {
        recommend_help, run_recommend},
       {"plot", "draw a run's curves (loss, lr, loss scale, throughput) as an SVG", plot_help,
        run_plot},
+      {"generate", "continue a prompt with a trained or pretrained GPT (KV cache, greedy or sampled)",
+       generate_help, run_generate},
       {"tokenize", "tokenize text files into an llm.c token shard", tokenize_help, run_tokenize},
   };
   return table;

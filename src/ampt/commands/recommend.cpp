@@ -32,27 +32,6 @@ const std::vector<config::SubcommandFlag>& own_flags() {
   return flags;
 }
 
-double parse_number(const std::string& flag, const std::string& text, double above) {
-  double value = 0.0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || !(value > above) ||
-      !std::isfinite(value)) {
-    throw UsageError(
-        fmt::format("invalid value '{}' for --{}: expected a number > {}", text, flag, above));
-  }
-  return value;
-}
-
-int64_t parse_count(const std::string& flag, const std::string& text) {
-  int64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 1) {
-    throw UsageError(
-        fmt::format("invalid value '{}' for --{}: expected an integer >= 1", text, flag));
-  }
-  return value;
-}
-
 std::vector<int64_t> parse_shape(const std::string& text) {
   std::vector<int64_t> shape;
   std::string normalised = text;
@@ -117,16 +96,20 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
   const auto resolved = config::resolve(split.rest, env);
   const auto& config = resolved.config();
   models::GpuTarget gpu;
-  gpu.memory_gb = parse_number("gpu_memory_gb", split.values.at("gpu_memory_gb"), 0.0);
+  gpu.memory_gb = config::subcommand_number("gpu_memory_gb", split.values.at("gpu_memory_gb"),
+                                            config::Range::above(0));
   gpu.compute_capability =
-      parse_number("compute_capability", split.values.at("compute_capability"), 0.0);
-  const auto& global_text = split.values.at("global_batch");
-  const int64_t global_batch = global_text.empty() ? config.batch_size * config.grad_accum_steps
-                                                   : parse_count("global_batch", global_text);
-  const auto& seq_text = split.values.at("seq_len");
+      config::subcommand_number("compute_capability", split.values.at("compute_capability"),
+                                config::Range::above(0));
+  const auto count = [&](const char* name, int64_t unset) {
+    const auto& text = split.values.at(name);
+    return text.empty() ? unset : config::subcommand_integer(name, text, config::Range::at_least(1));
+  };
+  const int64_t global_batch = count("global_batch", config.batch_size * config.grad_accum_steps);
   const auto& shape_text = split.values.at("input_shape");
-  const auto dims = models::model_dims(config, shape_text.empty() ? std::vector<int64_t>{} : parse_shape(shape_text),
-                               seq_text.empty() ? 0 : parse_count("seq_len", seq_text));
+  const auto dims = models::model_dims(
+      config, shape_text.empty() ? std::vector<int64_t>{} : parse_shape(shape_text),
+      count("seq_len", 0));
   const int64_t usable = models::usable_bytes(gpu);
   if (usable <= 0) {
     throw UsageError(fmt::format("--gpu_memory_gb {} leaves nothing after the 1 GiB CUDA context",

@@ -6,6 +6,7 @@
 
 #include "ampt/config/aliases.h"
 #include "ampt/config/options.h"
+#include "ampt/config/values.h"
 
 namespace ampt::config {
 
@@ -100,6 +101,21 @@ std::string describe(const Resolved& resolved) {
                                    describe(resolved.source_of(option.name)));
              });
   return text;
+}
+
+std::vector<std::string> described_flags(std::string_view description) {
+  std::vector<std::string> flags;
+  for (const auto raw : split(description, '\n')) {
+    const auto line = std::string(raw);
+    const auto equals = line.find(" = ");
+    const auto source = line.rfind("  (");
+    if (equals == std::string::npos || source == std::string::npos || source < equals) continue;
+    const auto name = std::string(trim(std::string_view(line).substr(0, equals)));
+    if (name == "config" || line.compare(source, 11, "  (default)") == 0) continue;
+    const auto value = trim(std::string_view(line).substr(equals + 3, source - equals - 3));
+    flags.push_back(fmt::format("--{}={}", name, value));
+  }
+  return flags;
 }
 
 }  // namespace ampt::config

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ampt/config/resolve.h"
 
@@ -14,5 +15,10 @@ std::string help_text(std::string_view program_and_subcommand);
 
 // One aligned `name = value   (source)` line per option, grouped under `[section]` headers.
 std::string describe(const Resolved& resolved);
+
+// The inverse of describe() for what a run set: `--name=value` for every option whose source was
+// not the default (the config file's own entry left out: its settings are listed one by one), so
+// that resolve() of them rebuilds that run's configuration, e.g. from a checkpoint's record.
+std::vector<std::string> described_flags(std::string_view description);
 
 }  // namespace ampt::config

@@ -58,4 +58,28 @@ std::string subcommand_help(const std::string& program_and_subcommand, const std
   return text + help_text(program_and_subcommand);
 }
 
+namespace {
+
+UsageError invalid_flag(const std::string& name, const std::string& text, const std::string& kind,
+                        const Range& range) {
+  return UsageError(
+      fmt::format("invalid value '{}' for --{}: expected {} {}", text, name, kind, range.text()));
+}
+
+}  // namespace
+
+double subcommand_number(const std::string& name, const std::string& text, const Range& range) {
+  const auto value = parse_float(text);
+  if (!value || !range.contains(*value)) throw invalid_flag(name, text, "a number", range);
+  return *value;
+}
+
+int64_t subcommand_integer(const std::string& name, const std::string& text, const Range& range) {
+  const auto value = parse_int(text);
+  if (!value || !range.contains(static_cast<double>(*value))) {
+    throw invalid_flag(name, text, "an integer", range);
+  }
+  return *value;
+}
+
 }  // namespace ampt::config

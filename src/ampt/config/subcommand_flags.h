@@ -3,6 +3,9 @@
 // YAML file and AMPT_* variable keeps working unchanged under those subcommands.
 #pragma once
 
+#include "ampt/config/values.h"
+
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +28,11 @@ struct SplitArgs {
 // is given twice or has no value.
 SplitArgs split_subcommand_flags(const std::vector<std::string>& args,
                                  const std::vector<SubcommandFlag>& flags);
+
+// The subcommand flag `name`'s value as a number (an integer for subcommand_integer) in `range`.
+// Throws UsageError "invalid value 'x' for --name: expected a number > 0" otherwise.
+double subcommand_number(const std::string& name, const std::string& text, const Range& range);
+int64_t subcommand_integer(const std::string& name, const std::string& text, const Range& range);
 
 // "Usage: ampt compare [FLAGS] [TRAINING FLAGS]" with the subcommand's own flags, followed by
 // every training option (help_text).

@@ -3,12 +3,11 @@
 #include "ampt/core/errors.h"
 #include "ampt/data/document_examples.h"
 #include "ampt/data/input_files.h"
+#include "ampt/data/run_tokenizer.h"
 #include "ampt/data/text_file.h"
 #include "ampt/data/text_shard.h"
 #include "ampt/data/token_cache.h"
 #include "ampt/data/token_file.h"
-#include "ampt/hf/pretrained.h"
-#include "ampt/text/tokenizer_files.h"
 
 #include <fmt/format.h>
 
@@ -33,18 +32,6 @@ struct Corpus {
 
 std::string plural(int64_t n, std::string_view what) {
   return fmt::format("{} {}{}", human_count(n), what, n == 1 ? "" : "s");
-}
-
-std::optional<text::Tokenizer> choose_tokenizer(const Config& config) {
-  if (!config.tokenizer.empty()) return text::load_tokenizer(config.tokenizer);
-  if (config.init_from.empty()) return std::nullopt;
-  const auto dir = hf::pretrained_dir(config.init_from, config.hf_hub_cache);
-  try {
-    return text::load_tokenizer(dir);
-  } catch (const RuntimeError& e) {
-    throw RuntimeError(fmt::format("{} (init_from {}'s tokenizer; name one with --tokenizer)",
-                                   e.what(), config.init_from));
-  }
 }
 
 // Each file's bytes, mapped in place, one document per file.
@@ -149,7 +136,7 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
   const bool jsonl = spec.kind == config::DatasetKind::jsonl;
   const auto files = document_files(spec.path, {jsonl ? ".jsonl" : ".txt"});
   const int64_t length = sample_length(config, request);
-  const auto tokenizer = choose_tokenizer(config);
+  const auto tokenizer = run_tokenizer(config);
   Corpus corpus = tokenizer ? tokenized(*tokenizer, files, spec, config, request.vocab_size, progress)
                   : jsonl   ? jsonl_bytes(files, config.text_field, config.dataset)
                             : text_bytes(files);

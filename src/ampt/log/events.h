@@ -13,6 +13,7 @@ struct RunInfo {
   std::string device_reason;       // why this device was chosen
   std::string model;
   std::string architecture;        // the model's resolved dimensions
+  std::string pretrained;          // where init_from's weights came from; empty: random init
   int64_t parameters = 0;
   std::string dataset;
   std::string data_description;    // what the dataset holds and how it was split

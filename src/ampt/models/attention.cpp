@@ -5,6 +5,8 @@
 
 #include <ATen/ops/scaled_dot_product_attention.h>
 
+#include <stdexcept>
+
 namespace ampt::models {
 
 // The fp32-island hooks every submodule call goes through (precision/precision_islands.h).
@@ -23,20 +25,42 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head,
   resid_dropout_ = register_module("resid_dropout", torch::nn::Dropout(dropout));
 }
 
-torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t batch = x.size(0), time = x.size(1), width = x.size(2);
-  // [B, T, 3C] → three [B, n_head, T, head_dim] views, the layout SDPA expects.
-  const auto heads = [&](const torch::Tensor& t) {
-    return t.view({batch, time, n_head_, width / n_head_}).transpose(1, 2);
-  };
-  const auto qkv = project(c_attn, fp8_attn_, x).split(width, /*dim=*/2);
-  // is_causal instead of an explicit mask lets SDPA pick flash attention (bf16/fp16 on a GPU)
-  // and skip the masked half of the work. Attention dropout only while training, as nn.Dropout.
-  const auto y = at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]),
-                                                  /*attn_mask=*/{}, is_training() ? dropout_ : 0.0,
-                                                  /*is_causal=*/true);
+torch::Tensor CausalSelfAttentionImpl::heads(const torch::Tensor& t) const {
+  return t.view({t.size(0), t.size(1), n_head_, t.size(2) / n_head_}).transpose(1, 2);
+}
+
+torch::Tensor CausalSelfAttentionImpl::project_out(const torch::Tensor& y) {
+  const int64_t batch = y.size(0), time = y.size(2), width = y.size(1) * y.size(3);
   return resid_dropout_->forward(
       project(c_proj, fp8_proj_, y.transpose(1, 2).contiguous().view({batch, time, width})));
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+  // [B, T, 3C] → three [B, n_head, T, head_dim] views, the layout SDPA expects.
+  const auto qkv = project(c_attn, fp8_attn_, x).split(x.size(2), /*dim=*/2);
+  // is_causal instead of an explicit mask lets SDPA pick flash attention (bf16/fp16 on a GPU)
+  // and skip the masked half of the work. Attention dropout only while training, as nn.Dropout.
+  return project_out(at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]),
+                                                      heads(qkv[2]), /*attn_mask=*/{},
+                                                      is_training() ? dropout_ : 0.0,
+                                                      /*is_causal=*/true));
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward_cached(
+    const torch::Tensor& x, std::pair<torch::Tensor, torch::Tensor>& cache) {
+  auto& [keys, values] = cache;
+  const bool first = !keys.defined();
+  if (!first && x.size(1) != 1) {
+    throw std::invalid_argument("forward_cached: after the prompt, one position at a time");
+  }
+  const auto qkv = project(c_attn, fp8_attn_, x).split(x.size(2), /*dim=*/2);
+  keys = first ? heads(qkv[1]) : torch::cat({keys, heads(qkv[1])}, 2);
+  values = first ? heads(qkv[2]) : torch::cat({values, heads(qkv[2])}, 2);
+  // The prompt attends causally within itself; a later single position attends to everything
+  // cached before it, which needs no mask.
+  return project_out(at::scaled_dot_product_attention(heads(qkv[0]), keys, values,
+                                                      /*attn_mask=*/{}, 0.0,
+                                                      /*is_causal=*/first && x.size(1) > 1));
 }
 
 void CausalSelfAttentionImpl::enable_fp8(const precision::Fp8Recipe& recipe) {

@@ -7,6 +7,8 @@
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
+#include <utility>
+
 namespace ampt::models {
 
 // A Linear layer whose matmul runs in fp8 through `fp8` when that is set (precision/fp8_linear.h),
@@ -21,6 +23,10 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout);
   // x: [B, T, n_embd] → [B, T, n_embd]; position t attends to positions ≤ t only.
   torch::Tensor forward(const torch::Tensor& x);
+  // The same for new positions after those whose keys and values `cache` holds ([B, n_head,
+  // T_cached, head_dim] each; undefined when empty), which it then holds too: generation
+  // computes each position once. x holds either the whole prompt (empty cache) or one position.
+  torch::Tensor forward_cached(const torch::Tensor& x, std::pair<torch::Tensor, torch::Tensor>& cache);
 
   torch::nn::Linear c_attn{nullptr};
   torch::nn::Linear c_proj{nullptr};  // a residual projection: GPT-2 scales its init
@@ -29,6 +35,11 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   void enable_fp8(const precision::Fp8Recipe& recipe);
 
  private:
+  // [B, T, C] → [B, n_head, T, C / n_head]
+  torch::Tensor heads(const torch::Tensor& t) const;
+  // The attention output [B, n_head, T, head_dim] back to [B, T, C] through c_proj.
+  torch::Tensor project_out(const torch::Tensor& y);
+
   c10::intrusive_ptr<precision::Fp8Linear> fp8_attn_;
   c10::intrusive_ptr<precision::Fp8Linear> fp8_proj_;
   int64_t n_head_;

@@ -25,13 +25,14 @@ namespace {
 
 constexpr double kInitStd = 0.02;  // GPT-2's
 
-torch::nn::LayerNorm layer_norm(int64_t width) {
-  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}));
+torch::nn::LayerNorm layer_norm(const GptDims& dims) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dims.n_embd}).eps(dims.layer_norm_eps));
 }
 
 }  // namespace
 
-GptMlpImpl::GptMlpImpl(int64_t n_embd, double dropout) {
+GptMlpImpl::GptMlpImpl(int64_t n_embd, double dropout, bool tanh_gelu)
+    : gelu_approximate_(tanh_gelu ? "tanh" : "none") {
   c_fc = register_module("c_fc", torch::nn::Linear(n_embd, 4 * n_embd));
   c_proj = register_module("c_proj", torch::nn::Linear(4 * n_embd, n_embd));
   dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
@@ -41,7 +42,7 @@ torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
   // The tanh approximation is GPT-2's own GELU (and llm.c's), so weights trained elsewhere
   // behave the same here.
   return dropout_->forward(
-      project(c_proj, fp8_proj_, torch::gelu(project(c_fc, fp8_fc_, x), /*approximate=*/"tanh")));
+      project(c_proj, fp8_proj_, torch::gelu(project(c_fc, fp8_fc_, x), gelu_approximate_)));
 }
 
 void GptMlpImpl::enable_fp8(const precision::Fp8Recipe& recipe) {
@@ -49,15 +50,21 @@ void GptMlpImpl::enable_fp8(const precision::Fp8Recipe& recipe) {
   fp8_proj_ = c10::make_intrusive<precision::Fp8Linear>(recipe);
 }
 
-GptBlockImpl::GptBlockImpl(int64_t n_embd, int64_t n_head, double dropout) {
-  ln_1 = register_module("ln_1", layer_norm(n_embd));
-  attn = register_module("attn", CausalSelfAttention(n_embd, n_head, dropout));
-  ln_2 = register_module("ln_2", layer_norm(n_embd));
-  mlp = register_module("mlp", GptMlp(n_embd, dropout));
+GptBlockImpl::GptBlockImpl(const GptDims& dims) {
+  ln_1 = register_module("ln_1", layer_norm(dims));
+  attn = register_module("attn", CausalSelfAttention(dims.n_embd, dims.n_head, dims.dropout));
+  ln_2 = register_module("ln_2", layer_norm(dims));
+  mlp = register_module("mlp", GptMlp(dims.n_embd, dims.dropout, dims.tanh_gelu));
 }
 
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
   const auto h = x + call(attn, call(ln_1, x));
+  return h + call(mlp, call(ln_2, h));
+}
+
+torch::Tensor GptBlockImpl::forward_cached(const torch::Tensor& x,
+                                           std::pair<torch::Tensor, torch::Tensor>& cache) {
+  const auto h = x + attn->forward_cached(call(ln_1, x), cache);
   return h + call(mlp, call(ln_2, h));
 }
 
@@ -66,10 +73,10 @@ GptImpl::GptImpl(const GptDims& dims) : dims_(dims) {
   wpe_ = register_module("wpe", torch::nn::Embedding(dims.block_size, dims.n_embd));
   drop_ = register_module("drop", torch::nn::Dropout(dims.dropout));
   for (int64_t i = 0; i < dims.n_layer; ++i) {
-    h_->push_back(GptBlock(dims.n_embd, dims.n_head, dims.dropout));
+    h_->push_back(GptBlock(dims));
   }
   register_module("h", h_);
-  ln_f_ = register_module("ln_f", layer_norm(dims.n_embd));
+  ln_f_ = register_module("ln_f", layer_norm(dims));
 
   // LayerNorm's own defaults (ones, zeros) are already GPT-2's; everything else is redone.
   torch::NoGradGuard no_grad;
@@ -115,9 +122,10 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& tokens) {
 }
 
 torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
-  // The head is wte used backwards (tied weights), so it shares wte's island, if any.
+  // The head is wte used backwards (tied weights), so it shares wte's island, if any. Padding
+  // rows of a vocabulary rounded up are not classes: the logits cover the real tokens only.
   return through_island(*wte_, hidden(tokens), [&](const torch::Tensor& h) {
-    return at::linear(h, wte_->weight);
+    return at::linear(h, real_vocab_weight());
   });
 }
 
@@ -125,11 +133,34 @@ torch::Tensor GptImpl::loss(const torch::Tensor& tokens, const torch::Tensor& ta
   const auto h = hidden(tokens);
   return through_island(*wte_, h, [&](const torch::Tensor& x) {
     if (!fused_) {
-      return torch::nn::functional::cross_entropy(at::linear(x, wte_->weight).flatten(0, -2),
-                                                  targets.flatten());
+      return torch::nn::functional::cross_entropy(
+          at::linear(x, real_vocab_weight()).flatten(0, -2), targets.flatten());
     }
-    return kernels::classifier_loss(x.flatten(0, -2), wte_->weight, targets.flatten(), {});
+    return kernels::classifier_loss(x.flatten(0, -2), wte_->weight, targets.flatten(),
+                                    {dims_.real_vocab(), 0});
   });
+}
+
+torch::Tensor GptImpl::next_logits(const torch::Tensor& tokens, KvCache& cache) {
+  const int64_t time = tokens.size(1), end = cache.length + time;
+  if (end > dims_.block_size) {
+    throw RuntimeError(fmt::format("generating position {} exceeds the model's context block_size "
+                                   "{}: shorten the prompt or max_new_tokens",
+                                   end, dims_.block_size));
+  }
+  const auto positions = torch::arange(cache.length, end, tokens.options());
+  auto x = call(wte_, tokens) + call(wpe_, positions);
+  cache.layers.resize(h_->size());
+  for (size_t i = 0; i < h_->size(); ++i) {
+    x = h_[i]->as<GptBlock>()->forward_cached(x, cache.layers[i]);
+  }
+  cache.length = end;
+  return at::linear(call(ln_f_, x.select(1, time - 1)), real_vocab_weight());
+}
+
+torch::Tensor GptImpl::real_vocab_weight() const {
+  return dims_.real_vocab() == dims_.vocab_size ? wte_->weight
+                                                : wte_->weight.narrow(0, 0, dims_.real_vocab());
 }
 
 void GptImpl::enable_fp8(const precision::Fp8Recipe& recipe) {

@@ -11,12 +11,15 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include <utility>
+#include <vector>
+
 namespace ampt::models {
 
 // The position-wise feed-forward of a block: n_embd → 4·n_embd → GELU → n_embd.
 class GptMlpImpl : public torch::nn::Module {
  public:
-  GptMlpImpl(int64_t n_embd, double dropout);
+  GptMlpImpl(int64_t n_embd, double dropout, bool tanh_gelu);
   torch::Tensor forward(const torch::Tensor& x);
 
   torch::nn::Linear c_fc{nullptr};
@@ -29,14 +32,23 @@ class GptMlpImpl : public torch::nn::Module {
   c10::intrusive_ptr<precision::Fp8Linear> fp8_fc_;
   c10::intrusive_ptr<precision::Fp8Linear> fp8_proj_;
   torch::nn::Dropout dropout_{nullptr};
+  std::string gelu_approximate_;  // "tanh" (GPT-2's) or "none"
 };
 TORCH_MODULE(GptMlp);
+
+// The keys and values a GPT has computed so far in generation, one pair per block.
+struct KvCache {
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> layers;
+  int64_t length = 0;  // positions held
+};
 
 // Pre-LayerNorm block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
 class GptBlockImpl : public torch::nn::Module {
  public:
-  GptBlockImpl(int64_t n_embd, int64_t n_head, double dropout);
+  explicit GptBlockImpl(const GptDims& dims);
   torch::Tensor forward(const torch::Tensor& x);
+  // forward for new positions, attending through `cache` (CausalSelfAttention::forward_cached).
+  torch::Tensor forward_cached(const torch::Tensor& x, std::pair<torch::Tensor, torch::Tensor>& cache);
 
   torch::nn::LayerNorm ln_1{nullptr};
   CausalSelfAttention attn{nullptr};
@@ -56,13 +68,18 @@ class GptImpl : public torch::nn::Module {
   // with depth, biases 0, LayerNorm weight 1 and bias 0.
   explicit GptImpl(const GptDims& dims);
 
-  // tokens: [B, T] int64 with T ≤ block_size → logits [B, T, vocab_size].
+  // tokens: [B, T] int64 with T ≤ block_size → logits [B, T, real vocabulary] (vocab_size
+  // less its padding rows, which are not classes).
   torch::Tensor forward(const torch::Tensor& tokens);
   // The mean cross-entropy of the next-token targets [B, T] without forming the logits whole:
   // the head and the loss run fused, chunk by chunk (kernels/fused_classifier.h), unless
   // set_fused(false) asks for the plain logits and cross_entropy.
   torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
   void set_fused(bool fused) { fused_ = fused; }
+  // Generation: the logits [B, real vocabulary] of the position after `tokens` [B, T_new], which
+  // follow the cache's positions (the whole prompt into an empty cache, then one token at a
+  // time); the cache grows by T_new. Throws RuntimeError past the context block_size.
+  torch::Tensor next_logits(const torch::Tensor& tokens, KvCache& cache);
 
   const GptDims& dims() const { return dims_; }
 
@@ -76,6 +93,8 @@ class GptImpl : public torch::nn::Module {
  private:
   // The final LayerNorm's output [B, T, n_embd]: what the head reads.
   torch::Tensor hidden(const torch::Tensor& tokens);
+  // wte's rows of real tokens: the head's weight.
+  torch::Tensor real_vocab_weight() const;
 
   GptDims dims_;
   bool grad_ckpt_ = false;

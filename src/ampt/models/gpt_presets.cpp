@@ -1,6 +1,8 @@
 #include "ampt/models/gpt_presets.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/hf/gpt2_config.h"
+#include "ampt/hf/pretrained.h"
 
 #include <fmt/format.h>
 
@@ -23,8 +25,54 @@ bool is_gpt(const std::string& model) {
          std::ranges::find(gpt_presets(), model, &GptPreset::name) != gpt_presets().end();
 }
 
+int64_t padded_vocab(int64_t vocab) { return (vocab + 63) / 64 * 64; }
+
+namespace {
+
+// The architecture of config.init_from's config.json; the dimension options may only repeat it.
+GptDims pretrained_dims(const config::Config& config) {
+  const auto files = hf::pretrained_files(config);
+  const auto hf_config = hf::read_gpt2_config(files.config_json);
+  GptDims dims{hf_config.n_layer, hf_config.n_embd, hf_config.n_head, hf_config.n_positions,
+               padded_vocab(hf_config.vocab_size), config.dropout, hf_config.vocab_size,
+               hf_config.layer_norm_epsilon, hf_config.tanh_gelu()};
+  const auto contradicts = [&](const char* name, int64_t option, int64_t file_value) {
+    if (option == 0 || option == file_value) return;
+    throw UsageError(fmt::format("{} {} contradicts {} ({} {}): leave {} out with init_from", name,
+                                 option, files.config_json, name, file_value, name));
+  };
+  contradicts("n_layer", config.n_layer, hf_config.n_layer);
+  contradicts("n_embd", config.n_embd, hf_config.n_embd);
+  contradicts("n_head", config.n_head, hf_config.n_head);
+  contradicts("vocab_size", config.vocab_size, hf_config.vocab_size);
+  if (config.block_size > hf_config.n_positions) {
+    throw UsageError(fmt::format("block_size {} exceeds {}'s n_positions {}: the pretrained model "
+                                 "has no position embedding beyond it",
+                                 config.block_size, files.config_json, hf_config.n_positions));
+  }
+  if (config.model != "gpt") {
+    const auto& preset = std::ranges::find(gpt_presets(), config.model, &GptPreset::name)->dims;
+    if (preset.n_layer != dims.n_layer || preset.n_embd != dims.n_embd ||
+        preset.n_head != dims.n_head) {
+      throw UsageError(fmt::format("model {} (n_layer {}, n_embd {}, n_head {}) is not the "
+                                   "architecture of {} (n_layer {}, n_embd {}, n_head {}): leave "
+                                   "--model out with init_from",
+                                   config.model, preset.n_layer, preset.n_embd, preset.n_head,
+                                   files.config_json, dims.n_layer, dims.n_embd, dims.n_head));
+    }
+  }
+  return dims;
+}
+
+}  // namespace
+
+int64_t gpt_window(const config::Config& config, const GptDims& dims) {
+  return config.block_size > 0 ? config.block_size : dims.block_size;
+}
+
 GptDims resolve_gpt_dims(const config::Config& config) {
   if (!is_gpt(config.model)) throw std::invalid_argument("not a GPT model: " + config.model);
+  if (!config.init_from.empty()) return pretrained_dims(config);
   const std::string preset_name = config.model == "gpt" ? "gpt-tiny" : config.model;
   GptDims dims = std::ranges::find(gpt_presets(), preset_name, &GptPreset::name)->dims;
   const auto override_with = [](int64_t& dim, int64_t option) {

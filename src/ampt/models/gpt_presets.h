@@ -13,9 +13,16 @@ struct GptDims {
   int64_t n_layer = 0;
   int64_t n_embd = 0;
   int64_t n_head = 0;
-  int64_t block_size = 0;  // context length
-  int64_t vocab_size = 0;
+  int64_t block_size = 0;  // context length: the position embedding's rows
+  int64_t vocab_size = 0;  // the token embedding's rows (the head's outputs)
   double dropout = 0.0;
+  // Of vocab_size, the ids that are real tokens; the rest pad the embedding to a multiple of 64
+  // for the tensor cores and never enter the softmax. 0: all of them.
+  int64_t valid_vocab = 0;
+  double layer_norm_eps = 1e-5;
+  bool tanh_gelu = true;  // GPT-2's GELU; false: the exact (erf) one
+
+  int64_t real_vocab() const { return valid_vocab > 0 ? valid_vocab : vocab_size; }
 };
 
 struct GptPreset {
@@ -32,8 +39,18 @@ bool is_gpt(const std::string& model);
 
 // The dimensions of `config.model`: each of n_layer, n_embd, n_head, block_size and vocab_size
 // is the option's value when it is non-zero and the preset's otherwise ("gpt" has gpt-tiny's
-// values); dropout is always the option's. Throws UsageError when n_embd is not a multiple of
-// n_head, and std::invalid_argument when `config.model` is not a GPT (a programming error).
+// values); dropout is always the option's. With config.init_from, the pretrained model's
+// config.json decides instead (hf/gpt2_config.h): its vocabulary padded to a multiple of 64, its
+// n_positions the block_size, its epsilon and GELU; an option that contradicts it (block_size
+// may be smaller: the windows trained on) is a UsageError naming both. Throws UsageError when
+// n_embd is not a multiple of n_head, and std::invalid_argument when `config.model` is not a GPT
+// (a programming error).
 GptDims resolve_gpt_dims(const config::Config& config);
+
+// The token windows a GPT of `config` trains on: block_size when set, else the model's context.
+int64_t gpt_window(const config::Config& config, const GptDims& dims);
+
+// The vocabulary rounded up to a multiple of 64 (50257 → 50304), as llm.c and nanoGPT pad it.
+int64_t padded_vocab(int64_t vocab);
 
 }  // namespace ampt::models

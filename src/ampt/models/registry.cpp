@@ -77,11 +77,11 @@ Model make_gpt(const config::Config& config, const data::DataSpec& spec) {
   require(spec.task == data::Task::language_model && spec.sample_shape.size() == 1, config.model,
           "language-model token blocks", spec);
   const int64_t tokens = spec.sample_shape[0];
-  if (spec.classes > dims.vocab_size) {
+  if (spec.classes > dims.real_vocab()) {
     throw UsageError(fmt::format(
         "the dataset's vocabulary of {} tokens exceeds vocab_size {} (model {}): vocab_size must "
         "be at least {}",
-        spec.classes, dims.vocab_size, config.model, spec.classes));
+        spec.classes, dims.real_vocab(), config.model, spec.classes));
   }
   if (tokens > dims.block_size) {
     throw UsageError(fmt::format(
@@ -102,8 +102,11 @@ Model make_gpt(const config::Config& config, const data::DataSpec& spec) {
   return {gpt.ptr(), forward_of(gpt),
           [gpt](const torch::Tensor& x, const torch::Tensor& y) mutable { return gpt->loss(x, y); },
           gpt_training_flops_per_token(parameter_count(*gpt), dims, tokens) * tokens, tokens,
-          fmt::format("n_layer {}, n_embd {}, n_head {}, block_size {}, vocab_size {}, dropout {}{}",
+          fmt::format("n_layer {}, n_embd {}, n_head {}, block_size {}, vocab_size {}{}, dropout {}{}",
                       dims.n_layer, dims.n_embd, dims.n_head, dims.block_size, dims.vocab_size,
+                      dims.real_vocab() < dims.vocab_size
+                          ? fmt::format(" ({} tokens)", dims.real_vocab())
+                          : "",
                       dims.dropout, config.grad_ckpt ? ", blocks recomputed in backward" : ""),
           [gpt](const precision::Fp8Recipe& recipe) mutable { gpt->enable_fp8(recipe); }};
 }
@@ -135,7 +138,7 @@ data::SampleRequest sample_request(const config::Config& config) {
   using Form = data::SampleRequest::Form;
   if (is_gpt(config.model)) {
     const auto dims = resolve_gpt_dims(config);
-    return {Form::tokens, dims.block_size, dims.vocab_size};
+    return {Form::tokens, gpt_window(config, dims), dims.real_vocab()};
   }
   if (config.model != "mlp" && config.model != "cnn") unknown_model(config.model);
   const auto dataset = config::parse_dataset_spec(config.dataset);

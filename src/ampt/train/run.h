@@ -99,6 +99,7 @@ class Run {
   int64_t start_step_ = 0;
   double initial_loss_ = 0.0;
   std::string resume_note_;
+  std::string pretrained_note_;  // where the pretrained weights came from; empty: none
   std::vector<std::string> speed_notes_;
   std::vector<std::string> warnings_;
   std::unique_ptr<TrainStep> step_;

@@ -2,6 +2,7 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
+#include "ampt/train/pretrained.h"
 #include "ampt/models/compat_report.h"
 #include "ampt/train/tuning.h"
 
@@ -79,6 +80,8 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   masters_.set_dtype(policy_.weight_dtype);
   precisions_used_.push_back(policy_.name());
   fit_batch_to_split();  // before a resume compares the checkpoint's batches with this run's
+  // Pretrained weights first: a resumed run's checkpoint then replaces them.
+  if (!config.init_from.empty()) pretrained_note_ = load_pretrained(config, model_tensors());
   // Resume before the loader exists: the checkpoint says where the data continues.
   std::string note;
   data::LoaderState data_start;
@@ -182,6 +185,7 @@ log::RunInfo Run::describe() const {
   info.device_reason = device_.reason;
   info.model = config_.model;
   info.architecture = model_.architecture;
+  info.pretrained = pretrained_note_;
   info.parameters = models::parameter_count(*model_.module);
   info.dataset = config_.dataset;
   info.data_description = splits_.description;

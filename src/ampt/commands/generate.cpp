@@ -1,0 +1,131 @@
+#include "ampt/commands/generate.h"
+
+#include "ampt/checkpoint/checkpoint.h"
+#include "ampt/config/describe.h"
+#include "ampt/config/resolve.h"
+#include "ampt/config/subcommand_flags.h"
+#include "ampt/core/errors.h"
+#include "ampt/data/run_tokenizer.h"
+#include "ampt/device/device.h"
+#include "ampt/models/generation.h"
+#include "ampt/models/registry.h"
+#include "ampt/precision/autocast_guard.h"
+#include "ampt/precision/choice.h"
+#include "ampt/precision/policy.h"
+#include "ampt/train/pretrained.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace ampt::commands {
+namespace {
+
+const std::vector<config::SubcommandFlag>& own_flags() {
+  static const std::vector<config::SubcommandFlag> flags = {
+      {"prompt", "TEXT", "", "The text to continue (required)"},
+      {"checkpoint", "PATH", "",
+       "An ampt checkpoint to generate with (its run's model settings are used); else "
+       "--init_from's pretrained model"},
+      {"max_new_tokens", "N", "100", "Tokens to generate at most (fewer when <|endoftext|> comes)"},
+      {"temperature", "T", "1.0", "Softmax temperature; 0 picks the most likely token (greedy)"},
+      {"top_k", "K", "50", "Sample among the K most likely tokens; 0: all"},
+      {"top_p", "P", "1.0", "Then among the fewest whose probabilities add up to P; 1: all"},
+  };
+  return flags;
+}
+
+// The configuration to build the model with: the checkpoint's own run's (its recorded settings,
+// then this command's training flags over them), else the flags alone.
+config::Config model_config(const config::SplitArgs& split, const Environment& env,
+                            const std::optional<checkpoint::Checkpoint>& saved) {
+  std::vector<std::string> flags;
+  if (saved) flags = config::described_flags(saved->config);
+  flags.insert(flags.end(), split.rest.begin(), split.rest.end());
+  return config::resolve(flags, env).config();
+}
+
+}  // namespace
+
+std::string generate_help() {
+  return config::subcommand_help(
+      "ampt generate",
+      "Continue --prompt with a GPT: an ampt checkpoint (--checkpoint) or a pretrained Hugging\n"
+      "Face GPT-2 (--init_from DIR|NAME). Greedy with --temperature 0, else sampled (top-k, top-p,\n"
+      "--seed). The prompt and its continuation go to stdout, messages to stderr.",
+      own_flags());
+}
+
+int run_generate(const std::vector<std::string>& args, const Environment& env) {
+  const auto split = config::split_subcommand_flags(args, own_flags());
+  const auto& prompt_text = split.values.at("prompt");
+  if (prompt_text.empty()) throw UsageError("ampt generate needs --prompt TEXT");
+  const auto& checkpoint_path = split.values.at("checkpoint");
+  std::optional<checkpoint::Checkpoint> saved;
+  if (!checkpoint_path.empty()) saved = checkpoint::load(checkpoint_path);
+  const auto config = model_config(split, env, saved);
+  if (!saved && config.init_from.empty()) {
+    throw UsageError("ampt generate needs a model: --checkpoint PATH or --init_from DIR|NAME");
+  }
+
+  models::SamplingOptions sampling;
+  sampling.max_new_tokens = config::subcommand_integer(
+      "max_new_tokens", split.values.at("max_new_tokens"), config::Range::at_least(1));
+  sampling.temperature = config::subcommand_number("temperature", split.values.at("temperature"),
+                                                   config::Range::at_least(0));
+  sampling.top_k =
+      config::subcommand_integer("top_k", split.values.at("top_k"), config::Range::at_least(0));
+  sampling.top_p = config::subcommand_number("top_p", split.values.at("top_p"),
+                                             config::Range::interval(0, false, 1, true));
+  sampling.seed = static_cast<uint64_t>(config.seed);
+
+  const auto tokenizer = data::run_tokenizer(config);
+  if (!tokenizer) {
+    throw UsageError(fmt::format("the run of {} named no tokenizer and did not start from a "
+                                 "pretrained GPT-2: give ampt generate the one it trained with "
+                                 "(--tokenizer PATH)",
+                                 checkpoint_path));
+  }
+  sampling.stop_token = tokenizer->eot_id();
+  const auto device = device::select_device(config.device).device;
+  const auto request = models::sample_request(config);
+  torch::manual_seed(config.seed);
+  auto model = models::make_model(
+      config, {data::Task::language_model, {request.block_size}, request.vocab_size});
+  model.module->to(device);
+  NamedTensors tensors;
+  for (const auto& item : model.module->named_parameters()) tensors.emplace_back(item.key(), item.value());
+  for (const auto& item : model.module->named_buffers()) tensors.emplace_back(item.key(), item.value());
+  if (saved) {
+    checkpoint::copy_into(saved->model, tensors, "model", checkpoint_path);
+  } else {
+    train::load_pretrained(config, tensors);
+  }
+  auto gpt = models::Gpt(std::dynamic_pointer_cast<models::GptImpl>(model.module));
+
+  // bf16/fp16 autocast where the device has it natively (a GPU); fp32 elsewhere, where a CPU
+  // would emulate the half matmuls and the tokens should equal the reference's.
+  const auto choice = precision::choose_precision(config.mixed_precision, false, device);
+  const auto policy = precision::make_policy(choice.precision, config.amp_opt_level);
+  precision::AutocastGuard autocast(device.type(), policy.compute_dtype,
+                                    policy.autocast && device.is_cuda(), true);
+  const auto prompt = tokenizer->encode(prompt_text);
+  std::fputs(prompt_text.c_str(), stdout);
+  std::fflush(stdout);
+  std::vector<int32_t> continuation;
+  std::size_t printed = 0;
+  models::generate(gpt, std::vector<int64_t>(prompt.begin(), prompt.end()), sampling,
+                   [&](int64_t token) {
+                     // Decoding the whole continuation each time keeps multi-byte characters
+                     // split across tokens intact; only the new bytes are written.
+                     continuation.push_back(static_cast<int32_t>(token));
+                     const auto bytes = tokenizer->decode(continuation);
+                     std::fwrite(bytes.data() + printed, 1, bytes.size() - printed, stdout);
+                     std::fflush(stdout);
+                     printed = bytes.size();
+                   });
+  std::fputs("\n", stdout);
+  return 0;
+}
+
+}  // namespace ampt::commands

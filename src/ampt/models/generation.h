@@ -1,0 +1,35 @@
+// Text continuation with a GPT: the prompt once through the model into a KV cache, then one token
+// at a time, each picked greedily or sampled (temperature, top-k, top-p) from its logits.
+#pragma once
+
+#include "ampt/models/gpt.h"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace ampt::models {
+
+struct SamplingOptions {
+  int64_t max_new_tokens = 100;
+  double temperature = 1.0;  // 0: greedy (argmax)
+  int64_t top_k = 50;        // sample among the k most likely; 0: all
+  double top_p = 1.0;        // then among the fewest whose probabilities reach p; 1: all
+  uint64_t seed = 1337;
+  int64_t stop_token = -1;   // generation ends after producing it (not included); -1: never
+};
+
+// The next token from one position's logits [vocab] (float32 on any device): the first argmax
+// when temperature is 0, else a draw from softmax(logits / temperature) restricted by top_k and
+// top_p (HF's TopKLogitsWarper and TopPLogitsWarper), with `generator` (CPU).
+int64_t pick_token(const torch::Tensor& logits, const SamplingOptions& options,
+                   at::Generator& generator);
+
+// Continues `prompt` (token ids, at least one) on `gpt`'s device in eval mode without gradients,
+// calling `on_token` with each new id as it is produced; returns the new ids. Throws
+// RuntimeError when the prompt plus max_new_tokens would pass the model's context.
+std::vector<int64_t> generate(Gpt& gpt, const std::vector<int64_t>& prompt,
+                              const SamplingOptions& options,
+                              const std::function<void(int64_t)>& on_token = {});
+
+}  // namespace ampt::models

@@ -1,0 +1,113 @@
+// `ampt generate` as a process: greedy output equal to transformers' greedy generate on the same
+// pretrained GPT-2, and the usage errors.
+#include "support/process.h"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+using ampt::test::make_temp_dir;
+using ampt::test::run_ampt;
+using ampt::test::run_process;
+
+namespace {
+
+constexpr const char* kScript = AMPT_SOURCE_DIR "/tests/hf/gpt2_reference.py";
+constexpr const char* kRanks = AMPT_SOURCE_DIR "/.deps/gpt2.tiktoken";
+
+// A random GPT-2 with the real vocabulary and GPT-2's tokenizer files, made by transformers; empty
+// when the references are missing (the test then says so).
+std::string pretrained_with_tokenizer() {
+  if (run_process({AMPT_PYTHON, "-c", "import transformers, tiktoken"}).exit_code != 0) return "";
+  if (!std::filesystem::exists(kRanks)) return "";
+  const auto dir = make_temp_dir();
+  const auto r = run_process({AMPT_PYTHON, kScript, "make", dir, "--vocab", "50257", "--n_embd",
+                              "48", "--tokenizer", kRanks});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("generate: greedy tokens equal transformers' greedy generate", "[commands][generate]") {
+  const auto dir = pretrained_with_tokenizer();
+  if (dir.empty()) {
+    WARN("skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
+    return;
+  }
+  for (const std::string prompt : {"Hello, my name is", "The café — naïve 日本語 text:"}) {
+    INFO(prompt);
+    const auto reference = run_process({AMPT_PYTHON, kScript, "generate", dir, prompt, "16"});
+    REQUIRE(reference.exit_code == 0);
+    const auto r = run_ampt({"generate", "--init_from", dir, "--prompt", prompt, "--temperature",
+                             "0", "--max_new_tokens", "16", "--device", "cpu"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out == reference.out);
+  }
+  // Sampling: the seed decides.
+  const std::vector<std::string> sampled = {"generate", "--init_from", dir, "--prompt", "Once",
+                                            "--seed", "3", "--max_new_tokens", "20"};
+  const auto once = run_ampt(sampled);
+  const auto again = run_ampt(sampled);
+  INFO(once.err);
+  CHECK(once.exit_code == 0);
+  CHECK(once.out == again.out);
+}
+
+TEST_CASE("generate: what it needs and what it refuses, in one line each", "[commands][generate]") {
+  auto r = run_ampt({"generate", "--init_from", "x"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "ampt: error: ampt generate needs --prompt TEXT\n");
+  r = run_ampt({"generate", "--prompt", "hi"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "ampt: error: ampt generate needs a model: --checkpoint PATH or --init_from "
+                 "DIR|NAME\n");
+  r = run_ampt({"generate", "--prompt", "hi", "--init_from", "x", "--top_p", "0"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "ampt: error: invalid value '0' for --top_p: expected a number in (0, 1]\n");
+  r = run_ampt({"generate", "--prompt", "hi", "--init_from", "x", "--temperature", "-1"});
+  CHECK(r.err == "ampt: error: invalid value '-1' for --temperature: expected a number >= 0\n");
+  r = run_ampt({"generate", "--prompt", "hi", "--init_from", make_temp_dir() + "/none"},
+               {{"HF_HUB_CACHE", make_temp_dir()}});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("is not a directory, and the Hugging Face cache"));
+}
+
+TEST_CASE("generate: a checkpoint's run's --tokenizer decodes, and a run without one is refused",
+          "[commands][generate][text]") {
+  if (!std::filesystem::exists(kRanks)) {
+    WARN("skipping: .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
+    return;
+  }
+  const auto dir = make_temp_dir();
+  ampt::test::write_file(dir + "/a.txt", "Hello there, general reader. Hello there again.");
+  const std::vector<std::string> small = {"train", "--model", "gpt", "--n_layer", "1", "--n_embd",
+                                          "32", "--n_head", "2", "--block_size", "8",
+                                          "--max_steps", "1", "--device", "cpu"};
+  auto with_tokenizer = small;
+  with_tokenizer.insert(with_tokenizer.end(),
+                        {"--vocab_size", "50304", "--tokenizer", kRanks, "--dataset",
+                         "text:" + dir + "/a.txt", "--output_dir", dir + "/tok"});
+  auto trained = run_ampt(with_tokenizer);
+  INFO(trained.out << trained.err);
+  REQUIRE(trained.exit_code == 0);
+  const auto r = run_ampt({"generate", "--checkpoint", dir + "/tok/ckpt-00000001.pt", "--prompt",
+                           "Hello", "--max_new_tokens", "3", "--temperature", "0"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("Hello"));
+
+  auto synthetic = small;
+  synthetic.insert(synthetic.end(), {"--output_dir", dir + "/synthetic"});
+  trained = run_ampt(synthetic);
+  REQUIRE(trained.exit_code == 0);
+  const auto refused =
+      run_ampt({"generate", "--checkpoint", dir + "/synthetic/ckpt-00000001.pt", "--prompt", "Hello"});
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err == "ampt: error: the run of " + dir +
+                           "/synthetic/ckpt-00000001.pt named no tokenizer and did not start from a "
+                           "pretrained GPT-2: give ampt generate the one it trained with "
+                           "(--tokenizer PATH)\n");
+}

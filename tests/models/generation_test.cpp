@@ -1,0 +1,94 @@
+// Generation: the KV cache gives the logits a full forward pass gives, and the token choice is
+// greedy at temperature 0 and stays within top-k / top-p otherwise.
+#include "ampt/models/generation.h"
+#include "ampt/models/registry.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <set>
+
+using ampt::models::SamplingOptions;
+
+namespace {
+
+ampt::models::Gpt small_gpt() {
+  ampt::config::Config config;
+  config.model = "gpt";
+  config.n_layer = 2;
+  config.n_embd = 32;
+  config.n_head = 4;
+  config.block_size = 16;
+  config.vocab_size = 40;
+  torch::manual_seed(4);
+  auto model = ampt::models::make_model(config, {ampt::data::Task::language_model, {16}, 40});
+  return ampt::models::Gpt(std::dynamic_pointer_cast<ampt::models::GptImpl>(model.module));
+}
+
+}  // namespace
+
+TEST_CASE("generation: the KV cache's logits equal a full forward pass at every position",
+          "[models][generation]") {
+  auto gpt = small_gpt();
+  gpt->eval();
+  torch::NoGradGuard no_grad;
+  const auto tokens = torch::randint(0, 40, {1, 10}, torch::kInt64);
+  const auto full = gpt->forward(tokens);  // [1, 10, 40]
+  ampt::models::KvCache cache;
+  // The first four as a prompt, then one at a time.
+  auto logits = gpt->next_logits(tokens.narrow(1, 0, 4), cache);
+  CHECK(torch::allclose(logits, full.select(1, 3), 1e-5, 1e-6));
+  for (int64_t t = 4; t < 10; ++t) {
+    INFO("position " << t);
+    logits = gpt->next_logits(tokens.narrow(1, t, 1), cache);
+    CHECK(torch::allclose(logits, full.select(1, t), 1e-5, 1e-6));
+  }
+  CHECK(cache.length == 10);
+  CHECK_THROWS_WITH(gpt->next_logits(tokens.narrow(1, 0, 7), cache),
+                    "generating position 17 exceeds the model's context block_size 16: shorten "
+                    "the prompt or max_new_tokens");
+}
+
+TEST_CASE("generation: temperature 0 is argmax, top-k and top-p keep to their tokens",
+          "[models][generation]") {
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(7);
+  const auto logits = torch::tensor({1.0F, 3.0F, 2.9F, -1.0F, 0.5F});
+  SamplingOptions greedy;
+  greedy.temperature = 0.0;
+  CHECK(ampt::models::pick_token(logits, greedy, generator) == 1);
+  SamplingOptions top2;
+  top2.top_k = 2;
+  top2.temperature = 5.0;  // nearly uniform over what is left
+  std::set<int64_t> seen;
+  for (int i = 0; i < 200; ++i) seen.insert(ampt::models::pick_token(logits, top2, generator));
+  CHECK(seen == std::set<int64_t>{1, 2});
+  // Probabilities at temperature 1: 1 ~ 0.45, 2 ~ 0.41, 0 ~ 0.06 ... top_p 0.5 needs the two first.
+  SamplingOptions nucleus;
+  nucleus.top_k = 0;
+  nucleus.top_p = 0.5;
+  seen.clear();
+  for (int i = 0; i < 200; ++i) seen.insert(ampt::models::pick_token(logits, nucleus, generator));
+  CHECK(seen == std::set<int64_t>{1, 2});
+  nucleus.top_p = 0.1;  // the most likely alone reaches it
+  CHECK(ampt::models::pick_token(logits, nucleus, generator) == 1);
+}
+
+TEST_CASE("generation: the same seed draws the same tokens, the stop token ends it",
+          "[models][generation]") {
+  auto gpt = small_gpt();
+  SamplingOptions options;
+  options.max_new_tokens = 8;
+  options.seed = 11;
+  const auto a = ampt::models::generate(gpt, {1, 2, 3}, options);
+  const auto b = ampt::models::generate(gpt, {1, 2, 3}, options);
+  CHECK(a == b);
+  CHECK(a.size() == 8);
+  options.stop_token = a[3];
+  const auto stopped = ampt::models::generate(gpt, {1, 2, 3}, options);
+  CHECK(stopped.size() <= 3);  // ends at the first occurrence of that token
+  options.max_new_tokens = 14;  // 3 + 14 > 16 positions
+  CHECK_THROWS_WITH(ampt::models::generate(gpt, {1, 2, 3}, options),
+                    "the prompt's 3 tokens and max_new_tokens 14 exceed the model's context of 16 "
+                    "positions");
+}
