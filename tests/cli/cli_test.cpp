@@ -102,8 +102,9 @@ TEST_CASE("cli: runtime errors exit 1 with one line", "[cli][errors]") {
   write_file(dir + "/file", "not a directory");
   check_one_line_error(run_ampt({"train", "--output_dir", dir + "/file/out", "--max_steps", "1"}),
                        1, "cannot create output_dir");
+  // One sample, and val_fraction 0.5 holds it out: nothing is left to train on.
   check_one_line_error(
-      run_ampt({"train", "--output_dir", dir + "/small", "--synthetic_samples", "10",
-                "--batch_size", "32", "--device", "cpu"}),
-      1, "training data of synthetic has 9 samples, fewer than one batch of batch_size 32");
+      run_ampt({"train", "--output_dir", dir + "/small", "--synthetic_samples", "1",
+                "--val_fraction", "0.5", "--device", "cpu"}),
+      1, "the training split of synthetic is empty: add data or lower val_fraction");
 }

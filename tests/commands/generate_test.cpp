@@ -74,3 +74,40 @@ TEST_CASE("generate: what it needs and what it refuses, in one line each", "[com
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("is not a directory, and the Hugging Face cache"));
 }
+
+TEST_CASE("generate: a checkpoint's run's --tokenizer decodes, and a run without one is refused",
+          "[commands][generate][text]") {
+  if (!std::filesystem::exists(kRanks)) {
+    WARN("skipping: .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
+    return;
+  }
+  const auto dir = make_temp_dir();
+  ampt::test::write_file(dir + "/a.txt", "Hello there, general reader. Hello there again.");
+  const std::vector<std::string> small = {"train", "--model", "gpt", "--n_layer", "1", "--n_embd",
+                                          "32", "--n_head", "2", "--block_size", "8",
+                                          "--max_steps", "1", "--device", "cpu"};
+  auto with_tokenizer = small;
+  with_tokenizer.insert(with_tokenizer.end(),
+                        {"--vocab_size", "50304", "--tokenizer", kRanks, "--dataset",
+                         "text:" + dir + "/a.txt", "--output_dir", dir + "/tok"});
+  auto trained = run_ampt(with_tokenizer);
+  INFO(trained.out << trained.err);
+  REQUIRE(trained.exit_code == 0);
+  const auto r = run_ampt({"generate", "--checkpoint", dir + "/tok/ckpt-00000001.pt", "--prompt",
+                           "Hello", "--max_new_tokens", "3", "--temperature", "0"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("Hello"));
+
+  auto synthetic = small;
+  synthetic.insert(synthetic.end(), {"--output_dir", dir + "/synthetic"});
+  trained = run_ampt(synthetic);
+  REQUIRE(trained.exit_code == 0);
+  const auto refused =
+      run_ampt({"generate", "--checkpoint", dir + "/synthetic/ckpt-00000001.pt", "--prompt", "Hello"});
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err == "ampt: error: the run of " + dir +
+                           "/synthetic/ckpt-00000001.pt named no tokenizer and did not start from a "
+                           "pretrained GPT-2: give ampt generate the one it trained with "
+                           "(--tokenizer PATH)\n");
+}

@@ -12,8 +12,13 @@ TEST_CASE("dataset specs: synthetic or KIND:PATH", "[config][dataset]") {
   CHECK(tokens->kind == DatasetKind::tokens);
   CHECK(tokens->path == "data/fineweb_train_*.bin");
   CHECK(parse_dataset_spec("fashion-mnist:/d")->kind == DatasetKind::fashion_mnist);
+  const auto jsonl = parse_dataset_spec("jsonl:data/*.jsonl");
+  REQUIRE(jsonl);
+  CHECK(jsonl->kind == DatasetKind::jsonl);
+  CHECK(jsonl->path == "data/*.jsonl");
   CHECK(parse_dataset_spec("text:a:b")->path == "a:b");  // only the first colon separates
-  for (const char* bad : {"", "mnist", "mnist:", "synthetic:x", "imagenet:/d", ":x", "Text:x"}) {
+  for (const char* bad : {"", "mnist", "mnist:", "jsonl:", "json:x", "synthetic:x", "imagenet:/d",
+                          ":x", "Text:x"}) {
     INFO(bad);
     CHECK_FALSE(parse_dataset_spec(bad));
   }
@@ -26,6 +31,16 @@ TEST_CASE("the dataset option rejects malformed specs with the valid forms", "[c
   CHECK(config.dataset == "cifar10:/data/cifar");
   CHECK_THROWS_WITH(option.set(config, "cifar", Source{Source::Kind::flag, "--dataset"}),
                     "invalid value 'cifar' for dataset (flag --dataset): expected one of "
-                    "synthetic, text:FILE, tokens:PATH_OR_GLOB, mnist:DIR, fashion-mnist:DIR or "
-                    "cifar10:DIR");
+                    "synthetic, text:PATH, jsonl:PATH, tokens:PATH_OR_GLOB, mnist:DIR, "
+                    "fashion-mnist:DIR or cifar10:DIR");
+}
+
+TEST_CASE("text, JSON Lines and token files are language-model data", "[config][dataset]") {
+  for (const auto kind : {DatasetKind::text, DatasetKind::jsonl, DatasetKind::tokens}) {
+    CHECK(is_language_model_data(kind));
+  }
+  for (const auto kind : {DatasetKind::synthetic, DatasetKind::mnist, DatasetKind::fashion_mnist,
+                          DatasetKind::cifar10}) {
+    CHECK_FALSE(is_language_model_data(kind));
+  }
 }

@@ -4,6 +4,7 @@
 
 #include "ampt/data/dataset.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -87,6 +88,38 @@ class IndexDataset : public data::Dataset {
   int64_t n_;
   int64_t poisoned_;
 };
+
+inline std::string base64(const std::string& bytes) {
+  static constexpr char kDigits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t group = 0;
+    for (std::size_t k = 0; k < 3; ++k) {
+      group = (group << 8) | (i + k < bytes.size() ? static_cast<unsigned char>(bytes[i + k]) : 0U);
+    }
+    const std::size_t digits = std::min<std::size_t>(4, bytes.size() - i + 1);
+    for (std::size_t k = 0; k < 4; ++k) out += k < digits ? kDigits[(group >> (18 - 6 * k)) & 63] : '=';
+  }
+  return out;
+}
+
+// A tiktoken rank file: the 256 bytes (id = byte), then `merged` tokens in order, each the join
+// of two earlier ones; <|endoftext|> takes the next id. `extra` adds that many tokens of two
+// bytes each, for vocabularies too large for a uint16 shard.
+inline std::string toy_tiktoken(const std::vector<std::string>& merged = {"th", "the", " the",
+                                                                           "in", "ing", " a"},
+                                int extra = 0) {
+  std::string file;
+  int rank = 0;
+  for (int b = 0; b < 256; ++b) file += base64(std::string(1, static_cast<char>(b))) + " " + std::to_string(rank++) + "\n";
+  for (const auto& token : merged) file += base64(token) + " " + std::to_string(rank++) + "\n";
+  for (int i = 0; i < extra; ++i) {
+    const std::string pair{static_cast<char>(i % 256), static_cast<char>(i / 256)};
+    file += base64(pair) + " " + std::to_string(rank++) + "\n";
+  }
+  return file;
+}
 
 inline std::vector<int64_t> as_vector(const torch::Tensor& t) {
   const auto flat = t.to(torch::kInt64).contiguous().view(-1);

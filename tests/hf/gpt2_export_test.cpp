@@ -113,7 +113,7 @@ TEST_CASE("hf export: a GPT trained without a tokenizer goes without one, with a
   const auto exported = make_temp_dir() + "/tiny";
   const auto r = run_ampt({"export", "--format", "hf", "--checkpoint", checkpoint, "--out", exported});
   REQUIRE(r.exit_code == 0);
-  CHECK(r.err == "ampt: warning: the run of " + checkpoint + " had no tokenizer (no init_from): " +
+  CHECK(r.err == "ampt: warning: the run of " + checkpoint + " had no tokenizer (no --tokenizer, no init_from): " +
                      exported + " gets none; add --tokenizer PATH for AutoTokenizer\n");
   CHECK_FALSE(std::filesystem::exists(exported + "/vocab.json"));
   CHECK(YAML::LoadFile(exported + "/config.json")["eos_token_id"].IsNull());

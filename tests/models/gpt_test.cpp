@@ -203,3 +203,50 @@ TEST_CASE("gpt: the fused head's loss and gradients equal the logits' cross_entr
     CHECK(torch::allclose(grads[1][i], grads[0][i], 1e-4, 1e-6));
   }
 }
+
+TEST_CASE("gpt: padded targets (-100) are not scored, fused or not: the unpadded tokens' mean",
+          "[models][gpt][fused_classifier][padding]") {
+  // Three examples of 16, 5 and 9 tokens, padded to 16 as one document per example is.
+  const std::vector<int64_t> lengths{kContext, 5, 9};
+  const auto tokens = random_tokens(3, kContext + 1);
+  auto inputs = tokens.narrow(1, 0, kContext).clone();
+  auto targets = tokens.narrow(1, 1, kContext).clone();
+  for (int64_t row = 0; row < 3; ++row) {
+    const int64_t n = lengths[static_cast<size_t>(row)];
+    inputs[row].narrow(0, n, kContext - n).fill_(7);  // the pad id: any token
+    targets[row].narrow(0, n, kContext - n).fill_(-100);
+  }
+  for (const bool fused : {false, true}) {
+    INFO("fused " << fused);
+    auto config = small_gpt();
+    config.fused_kernels = fused;
+    torch::manual_seed(3);
+    auto model = ampt::models::make_model(config, token_blocks(kContext, kVocab));
+    // The reference: each example alone, unpadded; the sum of its tokens' losses over the count.
+    auto sum = torch::zeros({});
+    int64_t count = 0;
+    for (int64_t row = 0; row < 3; ++row) {
+      const int64_t n = lengths[static_cast<size_t>(row)];
+      const auto logits = model.forward(tokens[row].narrow(0, 0, n).unsqueeze(0)).flatten(0, 1);
+      sum = sum + torch::nn::functional::cross_entropy(
+                      logits, tokens[row].narrow(0, 1, n),
+                      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+      count += n;
+    }
+    const auto reference = sum / static_cast<double>(count);
+    reference.backward();
+    std::vector<torch::Tensor> reference_grads;
+    for (auto& p : model.module->parameters()) {
+      reference_grads.push_back(p.grad().clone());
+      p.mutable_grad().zero_();
+    }
+    const auto padded = model.loss(inputs, targets);
+    CHECK(padded.item<double>() == Approx(reference.item<double>()).epsilon(1e-6));
+    padded.backward();
+    const auto params = model.module->parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      INFO("parameter " << i);
+      CHECK(torch::allclose(params[i].grad(), reference_grads[i], 1e-4, 1e-6));
+    }
+  }
+}

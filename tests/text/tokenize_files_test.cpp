@@ -14,7 +14,10 @@ namespace {
 std::vector<int32_t> run(const Tokenizer& tokenizer, const std::vector<std::string>& paths,
                          SpecialTokens specials, ampt::text::TokenizeFilesStats* stats = nullptr) {
   std::vector<int32_t> ids;
-  const auto result = ampt::text::tokenize_files(tokenizer, paths, {2, specials},
+  ampt::text::TokenizeFilesOptions options;
+  options.threads = 2;
+  options.specials = specials;
+  const auto result = ampt::text::tokenize_files(tokenizer, paths, options,
                                                  [&](std::span<const int32_t> part) { ids.insert(ids.end(), part.begin(), part.end()); });
   if (stats != nullptr) *stats = result;
   return ids;
@@ -56,4 +59,44 @@ TEST_CASE("text: tokenize_files names the file and line of a bad JSON Lines docu
   CHECK_THROWS_WITH(run(tokenizer, {dir + "/notext.jsonl"}, SpecialTokens::as_text),
                     Catch::Contains(dir + "/notext.jsonl: line 1: no string field \"text\""));
   CHECK_THROWS_AS(run(tokenizer, {dir + "/missing.txt"}, SpecialTokens::as_text), ampt::RuntimeError);
+}
+
+TEST_CASE("text: tokenize_files reads the format and field it is told, reporting input bytes", "[text]") {
+  const Tokenizer tokenizer(ampt::test::english_toy_vocabulary());
+  const std::string dir = ampt::test::make_temp_dir();
+  const std::string records = "{\"body\": \"the thing\"}\n\n{\"body\": \"and the\", \"text\": \"no\"}\n";
+  write_file(dir + "/records.txt", records);  // JSON Lines whatever the name says
+  write_file(dir + "/plain.jsonl", "not JSON at all");
+  ampt::text::TokenizeFilesOptions options;
+  options.threads = 2;
+  options.format = ampt::text::InputFormat::json_lines;
+  options.text_field = "body";
+  std::vector<std::pair<int64_t, int64_t>> reports;
+  options.progress = [&](int64_t done, int64_t total) { reports.emplace_back(done, total); };
+  std::vector<int32_t> ids;
+  const auto append = [&](std::span<const int32_t> part) { ids.insert(ids.end(), part.begin(), part.end()); };
+  const auto stats = ampt::text::tokenize_files(tokenizer, {dir + "/records.txt"}, options, append);
+  const int32_t eot = tokenizer.eot_id();
+  std::vector<int32_t> expected{eot};
+  for (const auto& part : {tokenizer.encode("the thing"), std::vector<int32_t>{eot}, tokenizer.encode("and the")}) {
+    expected.insert(expected.end(), part.begin(), part.end());
+  }
+  CHECK(ids == expected);
+  CHECK(stats.documents == 2);
+  REQUIRE_FALSE(reports.empty());
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    INFO("report " << i);
+    CHECK(reports[i].second == static_cast<int64_t>(records.size()));
+    if (i > 0) CHECK(reports[i].first >= reports[i - 1].first);
+  }
+  CHECK(reports.back().first == static_cast<int64_t>(records.size()));
+
+  // Told text, a .jsonl file is one document, its bytes as they are.
+  ids.clear();
+  options.format = ampt::text::InputFormat::text;
+  ampt::text::tokenize_files(tokenizer, {dir + "/plain.jsonl"}, options, append);
+  expected = {eot};
+  const auto whole = tokenizer.encode("not JSON at all");
+  expected.insert(expected.end(), whole.begin(), whole.end());
+  CHECK(ids == expected);
 }

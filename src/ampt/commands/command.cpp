@@ -6,6 +6,7 @@
 #include "ampt/commands/generate.h"
 #include "ampt/commands/plot.h"
 #include "ampt/commands/recommend.h"
+#include "ampt/commands/tokenize.h"
 #include "ampt/commands/train.h"
 
 namespace ampt::commands {
@@ -24,6 +25,7 @@ const std::vector<Command>& all() {
        run_plot},
       {"generate", "continue a prompt with a trained or pretrained GPT (KV cache, greedy or sampled)",
        generate_help, run_generate},
+      {"tokenize", "tokenize text files into an llm.c token shard", tokenize_help, run_tokenize},
   };
   return table;
 }

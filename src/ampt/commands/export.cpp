@@ -5,8 +5,8 @@
 #include "ampt/commands/own_flags.h"
 #include "ampt/commands/run_model.h"
 #include "ampt/core/errors.h"
+#include "ampt/data/run_tokenizer.h"
 #include "ampt/hf/gpt2_export.h"
-#include "ampt/hf/pretrained.h"
 #include "ampt/models/gpt_presets.h"
 #include "ampt/text/tokenizer.h"
 #include "ampt/text/tokenizer_files.h"
@@ -36,13 +36,6 @@ cxxopts::Options make_parser() {
   return parser;
 }
 
-std::string required(const cxxopts::ParseResult& result, const std::string& name) {
-  if (result.count(name) == 0 || result[name].as<std::string>().empty()) {
-    throw UsageError("ampt export needs --" + name + "; see ampt export --help");
-  }
-  return result[name].as<std::string>();
-}
-
 hf::Gpt2Config gpt2_config(const models::GptDims& dims) {
   hf::Gpt2Config config;
   config.n_layer = dims.n_layer;
@@ -55,14 +48,11 @@ hf::Gpt2Config gpt2_config(const models::GptDims& dims) {
   return config;
 }
 
-// The tokenizer to hand over: --tokenizer, else the one the run started from.
+// The tokenizer to hand over: --tokenizer, else the one the run trained with.
 std::optional<text::Vocabulary> run_tokenizer(const std::string& flag, const config::Config& config) {
-  std::string path = flag;
-  if (path.empty() && !config.init_from.empty()) {
-    path = hf::pretrained_dir(config.init_from, config.hf_hub_cache);
-  }
-  if (path.empty()) return std::nullopt;
-  auto vocabulary = text::load_vocabulary(path);
+  const auto path = flag.empty() ? data::run_tokenizer_path(config) : flag;
+  if (!path) return std::nullopt;
+  auto vocabulary = text::load_vocabulary(*path);
   const text::Tokenizer checked(vocabulary);  // the checks a run's tokenizer passes
   return vocabulary;
 }
@@ -88,7 +78,7 @@ void export_hf(const checkpoint::Checkpoint& saved, const std::string& checkpoin
   } else {
     gpt2.bos_token_id = gpt2.eos_token_id = std::nullopt;
     fmt::print(stderr,
-               "ampt: warning: the run of {} had no tokenizer (no init_from): {} gets none; add "
+               "ampt: warning: the run of {} had no tokenizer (no --tokenizer, no init_from): {} gets none; add "
                "--tokenizer PATH for AutoTokenizer\n",
                checkpoint_path, out);
   }
@@ -111,8 +101,8 @@ int run_export(const std::vector<std::string>& args, const Environment& env) {
   auto parser = make_parser();
   const auto result =
       parse_own_flags(parser, "export", args, {"--checkpoint", "--out", "--format", "--dtype", "--tokenizer"});
-  const auto checkpoint_path = required(result, "checkpoint");
-  const auto out = required(result, "out");
+  const auto checkpoint_path = required_flag(result, "export", "checkpoint");
+  const auto out = required_flag(result, "export", "out");
   const auto format = result["format"].as<std::string>();
   if (format != "safetensors" && format != "hf") {
     throw UsageError("invalid value '" + format + "' for --format: expected one of safetensors, hf");

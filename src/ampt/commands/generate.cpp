@@ -4,13 +4,12 @@
 #include "ampt/commands/run_model.h"
 #include "ampt/config/subcommand_flags.h"
 #include "ampt/core/errors.h"
+#include "ampt/data/run_tokenizer.h"
 #include "ampt/device/device.h"
-#include "ampt/hf/pretrained.h"
 #include "ampt/models/generation.h"
 #include "ampt/precision/autocast_guard.h"
 #include "ampt/precision/choice.h"
 #include "ampt/precision/policy.h"
-#include "ampt/text/tokenizer_files.h"
 
 #include <fmt/format.h>
 
@@ -55,11 +54,6 @@ int run_generate(const std::vector<std::string>& args, const Environment& env) {
   if (!saved && config.init_from.empty()) {
     throw UsageError("ampt generate needs a model: --checkpoint PATH or --init_from DIR|NAME");
   }
-  if (config.init_from.empty()) {
-    throw UsageError(fmt::format("the run of {} did not start from a pretrained GPT-2 "
-                                 "(init_from): ampt generate has no tokenizer for its tokens",
-                                 checkpoint_path));
-  }
 
   models::SamplingOptions sampling;
   sampling.max_new_tokens = config::subcommand_integer(
@@ -72,8 +66,14 @@ int run_generate(const std::vector<std::string>& args, const Environment& env) {
                                              config::Range::interval(0, false, 1, true));
   sampling.seed = static_cast<uint64_t>(config.seed);
 
-  const auto tokenizer = text::load_tokenizer(hf::pretrained_dir(config.init_from, config.hf_hub_cache));
-  sampling.stop_token = tokenizer.eot_id();
+  const auto tokenizer = data::run_tokenizer(config);
+  if (!tokenizer) {
+    throw UsageError(fmt::format("the run of {} named no tokenizer and did not start from a "
+                                 "pretrained GPT-2: give ampt generate the one it trained with "
+                                 "(--tokenizer PATH)",
+                                 checkpoint_path));
+  }
+  sampling.stop_token = tokenizer->eot_id();
   const auto device = device::select_device(config.device).device;
   auto model = load_run_model(config, saved, checkpoint_path, device);
   auto gpt = models::Gpt(std::dynamic_pointer_cast<models::GptImpl>(model.module));
@@ -84,7 +84,7 @@ int run_generate(const std::vector<std::string>& args, const Environment& env) {
   const auto policy = precision::make_policy(choice.precision, config.amp_opt_level);
   precision::AutocastGuard autocast(device.type(), policy.compute_dtype,
                                     policy.autocast && device.is_cuda(), true);
-  const auto prompt = tokenizer.encode(prompt_text);
+  const auto prompt = tokenizer->encode(prompt_text);
   std::fputs(prompt_text.c_str(), stdout);
   std::fflush(stdout);
   std::vector<int32_t> continuation;
@@ -94,7 +94,7 @@ int run_generate(const std::vector<std::string>& args, const Environment& env) {
                      // Decoding the whole continuation each time keeps multi-byte characters
                      // split across tokens intact; only the new bytes are written.
                      continuation.push_back(static_cast<int32_t>(token));
-                     const auto bytes = tokenizer.decode(continuation);
+                     const auto bytes = tokenizer->decode(continuation);
                      std::fwrite(bytes.data() + printed, 1, bytes.size() - printed, stdout);
                      std::fflush(stdout);
                      printed = bytes.size();

@@ -26,4 +26,12 @@ cxxopts::ParseResult parse_own_flags(cxxopts::Options& parser, const std::string
   return result;
 }
 
+std::string required_flag(const cxxopts::ParseResult& result, const std::string& command,
+                          const std::string& name) {
+  if (result.count(name) == 0 || result[name].as<std::string>().empty()) {
+    throw UsageError("ampt " + command + " needs --" + name + "; see ampt " + command + " --help");
+  }
+  return result[name].as<std::string>();
+}
+
 }  // namespace ampt::commands

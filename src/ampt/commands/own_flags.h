@@ -16,4 +16,9 @@ cxxopts::ParseResult parse_own_flags(cxxopts::Options& parser, const std::string
                                      const std::vector<std::string>& args,
                                      const std::vector<std::string>& known);
 
+// The value of the string flag `name`; throws UsageError ("ampt export needs --out; see ampt
+// export --help") when it is missing or empty.
+std::string required_flag(const cxxopts::ParseResult& result, const std::string& command,
+                          const std::string& name);
+
 }  // namespace ampt::commands

@@ -120,6 +120,13 @@ struct Config {
   int64_t synthetic_features = 32;
   int64_t synthetic_classes = 10;
   double val_fraction = 0.1;  // held out when the dataset has no validation files of its own
+  // text: and jsonl: data (data/text_dataset.h). The tokenizer: a directory or file that
+  // text::load_tokenizer reads; empty: init_from's directory, else bytes as tokens.
+  std::string tokenizer;
+  std::string text_field = "text";  // the JSON Lines field that holds a document
+  bool packing = true;  // documents joined and cut into windows; false: one padded example each
+  int64_t max_length = 0;  // tokens per sample (inputs); 0: the model's block_size
+  std::string token_cache;  // where tokenized text is kept; empty: output_dir/token_cache
   Sampling data_sampling = Sampling::random;
   int64_t loader_workers = 2;  // 0: batches are gathered on the training thread
   int64_t prefetch = 4;        // batches the loader may hold ready ahead of the model

@@ -7,8 +7,9 @@ namespace ampt::config {
 
 std::optional<DatasetSpec> parse_dataset_spec(std::string_view text) {
   if (text == "synthetic") return DatasetSpec{};
-  static constexpr std::array<std::pair<std::string_view, DatasetKind>, 5> kWithPath{{
+  static constexpr std::array<std::pair<std::string_view, DatasetKind>, 6> kWithPath{{
       {"text", DatasetKind::text},
+      {"jsonl", DatasetKind::jsonl},
       {"tokens", DatasetKind::tokens},
       {"mnist", DatasetKind::mnist},
       {"fashion-mnist", DatasetKind::fashion_mnist},
@@ -20,6 +21,10 @@ std::optional<DatasetSpec> parse_dataset_spec(std::string_view text) {
     if (text.substr(0, colon) == prefix) return DatasetSpec{kind, std::string(text.substr(colon + 1))};
   }
   return std::nullopt;
+}
+
+bool is_language_model_data(DatasetKind kind) {
+  return kind == DatasetKind::text || kind == DatasetKind::jsonl || kind == DatasetKind::tokens;
 }
 
 }  // namespace ampt::config

@@ -8,7 +8,7 @@
 
 namespace ampt::config {
 
-enum class DatasetKind { synthetic, text, tokens, mnist, fashion_mnist, cifar10 };
+enum class DatasetKind { synthetic, text, jsonl, tokens, mnist, fashion_mnist, cifar10 };
 
 struct DatasetSpec {
   DatasetKind kind = DatasetKind::synthetic;
@@ -18,8 +18,12 @@ struct DatasetSpec {
 // "synthetic", or "KIND:PATH" with a non-empty PATH; nullopt for anything else.
 std::optional<DatasetSpec> parse_dataset_spec(std::string_view text);
 
+// Data only a language model can take: text, JSON Lines documents, token files.
+bool is_language_model_data(DatasetKind kind);
+
 // What error messages and --help quote as the valid forms.
 inline constexpr std::string_view kDatasetSpecExpected =
-    "synthetic, text:FILE, tokens:PATH_OR_GLOB, mnist:DIR, fashion-mnist:DIR or cifar10:DIR";
+    "synthetic, text:PATH, jsonl:PATH, tokens:PATH_OR_GLOB, mnist:DIR, fashion-mnist:DIR or "
+    "cifar10:DIR";
 
 }  // namespace ampt::config

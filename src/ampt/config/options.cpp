@@ -224,6 +224,21 @@ std::vector<Option> build_table() {
       float_option("val_fraction", "data.val_fraction", &C::val_fraction,
                    Range::interval(0, true, 0.5, true),
                    "Share held out for validation when the dataset has no validation files"),
+      string_option("tokenizer", "data.tokenizer", &C::tokenizer, false, "PATH",
+                    "GPT-2 tokenizer for text: and jsonl: data: a directory with tokenizer.json or "
+                    "vocab.json + merges.txt, such a file, or a *.tiktoken file (default: "
+                    "init_from's files; without init_from each byte is a token)"),
+      string_option("text_field", "data.text_field", &C::text_field, true, "NAME",
+                    "The string field of each JSON Lines record that holds its document (jsonl:)"),
+      bool_option("packing", "data.packing", &C::packing,
+                  "text: and jsonl: documents joined by <|endoftext|> and cut into windows; false: "
+                  "one example per document, truncated to max_length, padding not scored"),
+      integer_option("max_length", "data.max_length", &C::max_length, at_least_0,
+                     "Input tokens per text: or jsonl: sample, at most the model's block_size (0: "
+                     "block_size)"),
+      string_option("token_cache", "data.token_cache", &C::token_cache, false, "DIR",
+                    "Directory keeping tokenized text: and jsonl: data for later runs (default: "
+                    "output_dir/token_cache)"),
       enum_option("data_sampling", "data.sampling", &C::data_sampling,
                   "Training batch order: random (a seeded permutation per epoch) or sequential"),
       integer_option("loader_workers", "data.loader_workers", &C::loader_workers, at_least_0,

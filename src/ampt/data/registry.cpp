@@ -4,19 +4,19 @@
 #include "ampt/core/errors.h"
 #include "ampt/data/cifar.h"
 #include "ampt/data/idx.h"
+#include "ampt/data/input_files.h"
 #include "ampt/data/seed.h"
-#include "ampt/data/split.h"
 #include "ampt/data/synthetic.h"
 #include "ampt/data/synthetic_images.h"
 #include "ampt/data/synthetic_tokens.h"
 #include "ampt/data/tensor_dataset.h"
-#include "ampt/data/text_file.h"
+#include "ampt/data/text_dataset.h"
 #include "ampt/data/token_file.h"
 #include "ampt/data/token_windows.h"
 
 #include <fmt/format.h>
-#include <glob.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
@@ -27,28 +27,8 @@ namespace {
 namespace fs = std::filesystem;
 using config::Config;
 
-// Independent random streams drawn from the one run seed.
-constexpr uint64_t kSplitStream = 1;
+// The loader's random stream, drawn from the one run seed (data_splits.cpp holds the split's).
 constexpr uint64_t kLoaderStream = 2;
-
-std::string human_count(int64_t n) {
-  if (n >= 1'000'000'000) return fmt::format("{:.2f}B", static_cast<double>(n) / 1e9);
-  if (n >= 1'000'000) return fmt::format("{:.2f}M", static_cast<double>(n) / 1e6);
-  if (n >= 10'000) return fmt::format("{:.1f}K", static_cast<double>(n) / 1e3);
-  return std::to_string(n);
-}
-
-// The sample counts of the split, ending every description the same way.
-std::string split_counts(const DataSplits& splits, std::string_view unit) {
-  return fmt::format("train {} / val {} {}", human_count(splits.train->size()),
-                     splits.val ? human_count(splits.val->size()) : "none", unit);
-}
-
-DataSplits held_out(std::shared_ptr<const Dataset> all, DataSpec spec, const Config& config) {
-  auto [train, val] = split_dataset(std::move(all), config.val_fraction,
-                                    mix_seed(static_cast<uint64_t>(config.seed), kSplitStream));
-  return {std::move(spec), std::move(train), std::move(val), ""};
-}
 
 DataSpec token_spec(const SampleRequest& request) {
   return {Task::language_model, {request.block_size}, request.vocab_size};
@@ -91,41 +71,6 @@ DataSplits open_synthetic(const Config& config, const SampleRequest& request) {
     }
   }
   throw std::invalid_argument("unhandled sample form");  // unreachable: the enum is closed
-}
-
-DataSplits open_text(const std::string& path, const Config& config,
-                     const SampleRequest& request) {
-  auto span = open_text_file(path);
-  const int64_t bytes = span.count;
-  auto splits = held_out(std::make_shared<TokenWindows>(std::vector{std::move(span)},
-                                                        request.block_size, request.vocab_size),
-                         token_spec(request), config);
-  splits.description =
-      fmt::format("text:{}: {} bytes as tokens; {}", path, human_count(bytes),
-                  split_counts(splits, fmt::format("windows of {}", request.block_size)));
-  return splits;
-}
-
-bool is_glob(const std::string& path) { return path.find_first_of("*?[") != std::string::npos; }
-
-// The files matching a glob(3) pattern, sorted; none is an empty list.
-std::vector<std::string> glob_files(const std::string& pattern) {
-  glob_t found{};
-  const int rc = ::glob(pattern.c_str(), 0, nullptr, &found);
-  std::vector<std::string> paths(found.gl_pathv, found.gl_pathv + (rc == 0 ? found.gl_pathc : 0));
-  ::globfree(&found);
-  if (rc != 0 && rc != GLOB_NOMATCH) {
-    throw RuntimeError(pattern + ": cannot expand the pattern (glob error " + std::to_string(rc) + ")");
-  }
-  return paths;
-}
-
-// The files `path` names: a plain path as is (opening it reports it missing), a glob's matches.
-std::vector<std::string> expand(const std::string& path) {
-  if (!is_glob(path)) return {path};
-  auto paths = glob_files(path);
-  if (paths.empty()) throw RuntimeError(path + ": no file matches");
-  return paths;
 }
 
 struct TokenPaths {
@@ -253,22 +198,22 @@ DataSplits open_cifar10(const std::string& dir) {
 
 }  // namespace
 
-DataSplits open_dataset(const Config& config, const SampleRequest& request) {
+DataSplits open_dataset(const Config& config, const SampleRequest& request,
+                        const TokenizeProgress& progress) {
   const auto spec = config::parse_dataset_spec(config.dataset);
   if (!spec) {
     throw UsageError(fmt::format("invalid dataset '{}': expected one of {}", config.dataset,
                                  config::kDatasetSpecExpected));
   }
-  const bool tokens =
-      spec->kind == config::DatasetKind::text || spec->kind == config::DatasetKind::tokens;
-  if (tokens && request.form != SampleRequest::Form::tokens) {
+  if (config::is_language_model_data(spec->kind) && request.form != SampleRequest::Form::tokens) {
     throw UsageError(fmt::format(
         "dataset '{}' is language-model data but the model does not take token windows",
         config.dataset));
   }
   switch (spec->kind) {
     case config::DatasetKind::synthetic: return open_synthetic(config, request);
-    case config::DatasetKind::text: return open_text(spec->path, config, request);
+    case config::DatasetKind::text:
+    case config::DatasetKind::jsonl: return open_text_dataset(*spec, config, request, progress);
     case config::DatasetKind::tokens: return open_tokens(spec->path, config, request);
     case config::DatasetKind::mnist: return open_mnist("mnist", spec->path);
     case config::DatasetKind::fashion_mnist: return open_mnist("fashion-mnist", spec->path);
@@ -302,7 +247,23 @@ LoaderOptions val_loader_options(const Config& config, const torch::Device& devi
     options.shard_rank = 0;
     options.shard_count = 1;
   }
+  options.batch_size = std::min(options.batch_size, samples);
   return options;
+}
+
+int64_t fitted_batch_size(int64_t samples, int64_t batch_size, int64_t ranks,
+                          const std::string& dataset) {
+  if (samples == 0) {
+    throw RuntimeError(fmt::format("the training split of {} is empty: add data or lower "
+                                   "val_fraction",
+                                   dataset));
+  }
+  if (samples < ranks) {
+    throw RuntimeError(fmt::format("the training split of {} has {} samples, fewer than the {} "
+                                   "ranks: add data or use fewer ranks",
+                                   dataset, samples, ranks));
+  }
+  return std::min(batch_size, samples / ranks);
 }
 
 }  // namespace ampt::data

@@ -2,34 +2,39 @@
 #pragma once
 
 #include "ampt/config/config.h"
-#include "ampt/data/dataset.h"
+#include "ampt/data/data_splits.h"
 #include "ampt/data/loader.h"
 #include "ampt/data/sample_request.h"
+#include "ampt/text/tokenize_files.h"
 
-#include <memory>
 #include <string>
 
 namespace ampt::data {
 
-struct DataSplits {
-  DataSpec spec;
-  std::shared_ptr<const Dataset> train;
-  std::shared_ptr<const Dataset> val;  // null when there is none (no val files, val_fraction 0)
-  std::string description;             // one line for the startup log
-};
+// Tokenizing text: input bytes done and in all (see text::InputProgress).
+using TokenizeProgress = text::InputProgress;
 
 // Opens config.dataset for a model that consumes `request`: `synthetic` makes feature vectors,
-// images or token windows as requested; text: and tokens: cut windows of request.block_size and
-// check ids against request.vocab_size; mnist:, fashion-mnist: and cifar10: read files.
-// Validation data comes from the format's own files (val.bin, t10k-*, test_batch.bin), else a
-// seeded val_fraction of the samples. Throws UsageError for a malformed spec or token data asked
-// of a model that takes no tokens, RuntimeError naming the file for bad data.
-DataSplits open_dataset(const config::Config& config, const SampleRequest& request);
+// images or token windows as requested; tokens: cuts windows of request.block_size, text: and
+// jsonl: are tokenized and packed or padded (text_dataset.h), all checking ids against
+// request.vocab_size; mnist:, fashion-mnist: and cifar10: read files. Validation data comes from the format's own
+// files (val.bin, t10k-*, test_batch.bin), else a seeded val_fraction of the samples. `progress`
+// hears of text being tokenized. Throws UsageError for a malformed spec or token data asked of a
+// model that takes no tokens, RuntimeError naming the file for bad data.
+DataSplits open_dataset(const config::Config& config, const SampleRequest& request,
+                        const TokenizeProgress& progress = {});
 
 // Training batches: shuffled unless data_sampling is sequential, workers and prefetch from config.
 LoaderOptions train_loader_options(const config::Config& config, const torch::Device& device);
-// Validation batches: always in dataset order, so every evaluation sees the same batches.
+// Validation batches: always in dataset order, so every evaluation sees the same batches. A
+// split smaller than one batch is one batch of all its samples.
 LoaderOptions val_loader_options(const config::Config& config, const torch::Device& device,
                                  int64_t samples);
+
+// The batch_size a training split of `samples` trains with, shared out among `ranks`: batch_size,
+// or when the split holds less than one global batch (batch_size x ranks), samples / ranks.
+// Throws RuntimeError when the split is empty or smaller than the number of ranks.
+int64_t fitted_batch_size(int64_t samples, int64_t batch_size, int64_t ranks,
+                          const std::string& dataset);
 
 }  // namespace ampt::data

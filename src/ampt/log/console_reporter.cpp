@@ -23,12 +23,19 @@ std::string format_bytes(int64_t bytes) {
 ConsoleReporter::ConsoleReporter(bool progress_bar, std::string metrics_path)
     : progress_bar_(progress_bar), metrics_path_(std::move(metrics_path)) {}
 
+void ConsoleReporter::on_data_progress(int64_t done, int64_t total, double elapsed_seconds) {
+  if (!progress_bar_) return;
+  set_status_line(done >= total ? ""
+                                : "Tokenizing " + format_byte_progress(done, total, elapsed_seconds));
+}
+
 void ConsoleReporter::on_start(const RunInfo& info) {
   language_model_ = info.language_model;
   log::info("[AMP] Device: {} ({})", info.device, info.device_reason);
   log::info("[AMP] Model: {} ({}), {} parameters", info.model, info.architecture, info.parameters);
   if (!info.pretrained.empty()) log::info("[AMP] Weights: pretrained, from {}", info.pretrained);
   log::info("[AMP] Data: {}", info.data_description);
+  for (const auto& warning : info.warnings) log::warn("{}", warning);
   log::info("[AMP] Using {} {} ({})", info.precision,
             info.precision == "FP32" ? "precision" : "mixed precision",
             info.precision_schedule.empty()

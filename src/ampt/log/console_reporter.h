@@ -13,6 +13,7 @@ class ConsoleReporter final : public Observer {
   // `metrics_path` is named in the summary.
   ConsoleReporter(bool progress_bar, std::string metrics_path);
 
+  void on_data_progress(int64_t done, int64_t total, double elapsed_seconds) override;
   void on_start(const RunInfo& info) override;
   void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) override;
   void on_step(const StepReport& report) override;

@@ -56,6 +56,8 @@ struct RunInfo {
   std::string resume_note;      // what a resume restored, or why it started fresh; empty if neither
   std::vector<std::string> speed_notes;  // TF32, channels-last, CUDA graphs: on, or why not
   std::string distributed;      // the ranks and the global batch; empty in a single process
+  // What the run changed to be able to train (a batch fitted to a small split), one line each.
+  std::vector<std::string> warnings;
 };
 
 // The state at a logged optimizer step (values read from the device only on such steps).
@@ -158,6 +160,8 @@ struct RunSummary {
 class Observer {
  public:
   virtual ~Observer() = default;
+  // Before the start: text being tokenized, input bytes done of total (done == total: finished).
+  virtual void on_data_progress(int64_t done, int64_t total, double elapsed_seconds) {}
   virtual void on_start(const RunInfo& info) {}
   // Every optimizer step, without values: cheap enough for a progress bar.
   virtual void on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) {}
@@ -181,6 +185,9 @@ namespace ampt::log {
 class ObserverList final : public Observer {
  public:
   void add(Observer& observer) { observers_.push_back(&observer); }
+  void on_data_progress(int64_t done, int64_t total, double elapsed_seconds) override {
+    for (auto* o : observers_) o->on_data_progress(done, total, elapsed_seconds);
+  }
   void on_start(const RunInfo& info) override {
     for (auto* o : observers_) o->on_start(info);
   }

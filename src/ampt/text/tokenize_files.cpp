@@ -6,48 +6,74 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <string_view>
+#include <system_error>
 
 namespace ampt::text {
 namespace {
 
-// Documents encoded together by encode_batch: enough to keep every thread busy.
+// Documents encoded together by encode_batch: enough to keep every thread busy. A document this
+// large is encoded alone, split across the threads.
 constexpr std::size_t kBatchBytes = std::size_t{16} << 20;
 
-std::string document_text(const std::string& path, std::size_t line_number, std::string_view line) {
+std::string document_text(const std::string& path, std::size_t line_number, std::string_view line,
+                          const std::string& field) {
   JsonValue value;
   try {
     value = parse_json(line);
   } catch (const JsonError& e) {
     throw RuntimeError(fmt::format("{}: line {}: invalid JSON: {}", path, line_number, e.what()));
   }
-  const JsonValue* text = value.find("text");
+  const JsonValue* text = value.find(field);
   if (text == nullptr || text->kind != JsonValue::Kind::string) {
-    throw RuntimeError(fmt::format("{}: line {}: no string field \"text\"", path, line_number));
+    throw RuntimeError(fmt::format("{}: line {}: no string field \"{}\"", path, line_number, field));
   }
   return text->string;
+}
+
+bool is_json_lines(const std::string& path, InputFormat format) {
+  return format == InputFormat::json_lines ||
+         (format == InputFormat::by_extension && path.ends_with(".jsonl"));
 }
 
 class Batcher {
  public:
   Batcher(const Tokenizer& tokenizer, const TokenizeFilesOptions& options,
-          const std::function<void(std::span<const int32_t>)>& sink, TokenizeFilesStats& stats)
-      : tokenizer_(tokenizer), options_(options), sink_(sink), stats_(stats) {}
+          const std::function<void(std::span<const int32_t>)>& sink, int64_t total)
+      : tokenizer_(tokenizer), options_(options), sink_(sink), total_(total) {}
 
-  void add(std::string document) {
+  void add(std::string document, int64_t done) {
+    if (document.size() >= kBatchBytes) {
+      flush();
+      emit(document.size(), tokenizer_.encode_parallel(document, options_.threads, options_.specials));
+      report(done);
+      return;
+    }
     bytes_ += document.size();
     documents_.push_back(std::move(document));
+    done_ = done;
     if (bytes_ >= kBatchBytes) flush();
   }
 
   void flush() {
+    if (documents_.empty()) return;
     const std::vector<std::string_view> views(documents_.begin(), documents_.end());
     const auto ids = tokenizer_.encode_batch(views, options_.threads, options_.specials);
     for (std::size_t i = 0; i < ids.size(); ++i) emit(documents_[i].size(), ids[i]);
     documents_.clear();
     bytes_ = 0;
+    report(done_);
   }
 
+  // The last documents, and progress at its end (blank lines after the last document count).
+  const TokenizeFilesStats& finish() {
+    flush();
+    report(total_);
+    return stats_;
+  }
+
+ private:
   void emit(std::size_t bytes, const std::vector<int32_t>& ids) {
     const int32_t eot = tokenizer_.eot_id();
     sink_(std::span(&eot, 1));
@@ -57,37 +83,59 @@ class Batcher {
     stats_.tokens += static_cast<int64_t>(ids.size()) + 1;
   }
 
- private:
+  void report(int64_t done) const {
+    if (options_.progress) options_.progress(done, total_);
+  }
+
   const Tokenizer& tokenizer_;
   const TokenizeFilesOptions& options_;
   const std::function<void(std::span<const int32_t>)>& sink_;
-  TokenizeFilesStats& stats_;
+  int64_t total_;
+  TokenizeFilesStats stats_;
   std::vector<std::string> documents_;
   std::size_t bytes_ = 0;
+  int64_t done_ = 0;
 };
 
 }  // namespace
 
+int64_t input_bytes(const std::vector<std::string>& paths) {
+  int64_t total = 0;
+  for (const std::string& path : paths) {
+    std::error_code error;
+    const auto size = std::filesystem::file_size(path, error);
+    if (!error) total += static_cast<int64_t>(size);
+  }
+  return total;
+}
+
+void read_documents(const std::vector<std::string>& paths, InputFormat format,
+                    const std::string& text_field,
+                    const std::function<void(std::string text, int64_t done)>& document) {
+  int64_t before = 0;  // input bytes of the files already read
+  for (const std::string& path : paths) {
+    std::string text = read_whole_file(path);
+    const auto size = static_cast<int64_t>(text.size());
+    if (!is_json_lines(path, format)) {
+      document(std::move(text), before + size);
+    } else {
+      for_each_line(text, [&](std::string_view line, std::size_t number) {
+        if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+        const auto end = static_cast<int64_t>(line.data() + line.size() - text.data());
+        document(document_text(path, number, line, text_field), before + end);
+      });
+    }
+    before += size;
+  }
+}
+
 TokenizeFilesStats tokenize_files(const Tokenizer& tokenizer, const std::vector<std::string>& paths,
                                   const TokenizeFilesOptions& options,
                                   const std::function<void(std::span<const int32_t>)>& sink) {
-  TokenizeFilesStats stats;
-  Batcher batcher(tokenizer, options, sink, stats);
-  for (const std::string& path : paths) {
-    const std::string text = read_whole_file(path);
-    if (!path.ends_with(".jsonl")) {
-      batcher.flush();
-      batcher.emit(text.size(), tokenizer.encode_parallel(text, options.threads, options.specials));
-      continue;
-    }
-    for_each_line(text, [&](std::string_view line, std::size_t number) {
-      if (line.find_first_not_of(" \t") != std::string_view::npos) {
-        batcher.add(document_text(path, number, line));
-      }
-    });
-  }
-  batcher.flush();
-  return stats;
+  Batcher batcher(tokenizer, options, sink, options.progress ? input_bytes(paths) : 0);
+  read_documents(paths, options.format, options.text_field,
+                 [&](std::string text, int64_t done) { batcher.add(std::move(text), done); });
+  return batcher.finish();
 }
 
 }  // namespace ampt::text

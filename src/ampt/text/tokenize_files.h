@@ -12,9 +12,23 @@
 
 namespace ampt::text {
 
+// How a file holds documents: a text file is one document; a JSON Lines file one per non-empty
+// line, the string field `text_field` of a JSON object.
+enum class InputFormat {
+  by_extension,  // files ending in .jsonl are JSON Lines, the others text
+  text,
+  json_lines,
+};
+
+// Input bytes read so far and in all (the files' sizes), reported as documents are done.
+using InputProgress = std::function<void(int64_t done, int64_t total)>;
+
 struct TokenizeFilesOptions {
   int threads = 0;  // 0: one per core
   SpecialTokens specials = SpecialTokens::as_text;
+  InputFormat format = InputFormat::by_extension;
+  std::string text_field = "text";
+  InputProgress progress;  // may be empty
 };
 
 struct TokenizeFilesStats {
@@ -23,9 +37,16 @@ struct TokenizeFilesStats {
   int64_t tokens = 0;  // <|endoftext|> separators included
 };
 
-// A file ending in .jsonl holds one document per non-empty line: the string field "text" of a
-// JSON object. Any other file is one document. `sink` receives the ids in order, some documents
-// at a time. Throws RuntimeError naming the file (and line) that cannot be read.
+// Calls `document(text, done)` for every document of `paths` in order, `done` being the input
+// bytes read up to its end. Throws RuntimeError naming the file (and line) that cannot be read.
+void read_documents(const std::vector<std::string>& paths, InputFormat format,
+                    const std::string& text_field,
+                    const std::function<void(std::string text, int64_t done)>& document);
+
+// The sum of the files' sizes (those that cannot be read count 0: reading them says why).
+int64_t input_bytes(const std::vector<std::string>& paths);
+
+// `sink` receives the ids in order, some documents at a time. Throws as read_documents.
 TokenizeFilesStats tokenize_files(const Tokenizer& tokenizer, const std::vector<std::string>& paths,
                                   const TokenizeFilesOptions& options,
                                   const std::function<void(std::span<const int32_t>)>& sink);

@@ -1,6 +1,7 @@
 #include "ampt/text/tokenizer.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/core/fnv1a.h"
 #include "ampt/text/bpe_model.h"
 #include "ampt/text/pretokenizer.h"
 #include "ampt/text/utf8.h"
@@ -102,6 +103,18 @@ int32_t Tokenizer::vocab_size() const {
 }
 int32_t Tokenizer::eot_id() const { return model_->eot; }
 const std::string& Tokenizer::source() const { return model_->vocabulary.source; }
+
+uint64_t Tokenizer::fingerprint() const {
+  const Vocabulary& v = model_->vocabulary;
+  Fnv1a hash;
+  hash.add_int(v.tokens.size());
+  for (const std::string& token : v.tokens) hash.add_field(token);
+  hash.add_int(v.merges.size());
+  for (const Merge& m : v.merges) hash.add_int(m.left).add_int(m.right).add_int(m.rank).add_int(m.result);
+  hash.add_int(v.special_ids.size());
+  for (const int32_t id : v.special_ids) hash.add_int(id);
+  return hash.digest();
+}
 
 void Tokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
   ThreadState& state = thread_state(model_->serial);

@@ -47,6 +47,9 @@ class Tokenizer {
   int32_t vocab_size() const;
   int32_t eot_id() const;  // <|endoftext|>
   const std::string& source() const;
+  // A hash of the tokens, merges and special tokens: what decides the ids, whatever file they
+  // were read from: the key of a cache of tokenized text.
+  uint64_t fingerprint() const;
 
  private:
   struct Model;

@@ -52,6 +52,9 @@ class Run {
 
  private:
   // run_setup.cpp
+  // A training split smaller than one global batch trains in one batch of all of it (shared out
+  // among the ranks): config_.batch_size shrinks to it, and warnings_ says so.
+  void fit_batch_to_split();
   // TF32, channels-last, fp8 and CUDA graphs as configured; builds the step.
   void set_up_speed_features();
   // Parameters (the fp32 masters under O2) and buffers: what a checkpoint holds of the model.
@@ -86,7 +89,8 @@ class Run {
   [[noreturn]] void stop_unstable(const precision::BadStep& bad, int64_t steps_done,
                                   log::RunSummary& summary);
 
-  const config::Config& config_;
+  // The run's own copy: its batch_size is fitted to a training split smaller than one batch.
+  config::Config config_;
   const RunContext& context_;
   log::Observer& observer_;
   device::DeviceChoice device_;
@@ -115,6 +119,7 @@ class Run {
   std::string resume_note_;
   std::string pretrained_note_;  // where the pretrained weights came from; empty: none
   std::vector<std::string> speed_notes_;
+  std::vector<std::string> warnings_;
   std::unique_ptr<TrainStep> step_;
   checkpoint::HostSnapshot snapshot_;
   std::optional<log::CheckpointReport> pending_save_;  // the save being written

@@ -1,5 +1,7 @@
 #include "ampt/train/run.h"
 
+#include "ampt/data/document_examples.h"
+#include "ampt/kernels/fused_classifier.h"
 #include "ampt/precision/autocast_guard.h"
 
 #include <torch/nn/functional/loss.h>
@@ -7,6 +9,9 @@
 #include <cmath>
 
 namespace ampt::train {
+
+// The data pads targets with the value the loss skips.
+static_assert(data::kIgnoredTarget == kernels::kIgnoreIndex);
 
 torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
   precision::AutocastGuard autocast(device_.device.type(), policy_.compute_dtype, policy_.autocast,
@@ -33,26 +38,31 @@ log::EvalReport Run::evaluate(int64_t step) {
   torch::NoGradGuard no_grad;
   dist_.share_buffers(model_.module->buffers());
   model_.module->eval();
-  auto loss_sum = torch::zeros({}, torch::dtype(torch::kFloat64).device(device_.device));
-  auto correct_sum = torch::zeros({}, torch::dtype(torch::kInt64).device(device_.device));
-  int64_t targets = 0;
+  const auto on_device = torch::TensorOptions().device(device_.device);
+  auto loss_sum = torch::zeros({}, on_device.dtype(torch::kFloat64));
+  auto correct_sum = torch::zeros({}, on_device.dtype(torch::kInt64));
+  auto counted_sum = torch::zeros({}, on_device.dtype(torch::kInt64));
   const bool language_model = splits_.spec.task == data::Task::language_model;
   for (int64_t b = 0; b < report.batches; ++b) {
     const auto batch = val.next();
     // Language models report perplexity only: their loss needs no logits (the fused head).
     torch::Tensor correct;
-    loss_sum.add_(loss_of(batch, language_model ? nullptr : &correct));
+    const auto loss = loss_of(batch, language_model ? nullptr : &correct);
+    // A batch's loss is the mean over its scored targets, whose number varies (padding, a small
+    // split's one short batch): weighted by that number, the sums give the mean per target.
+    const auto counted = batch.targets.ne(kernels::kIgnoreIndex).sum();
+    loss_sum.add_(loss.to(torch::kFloat64) * counted);
+    counted_sum.add_(counted);
     if (!language_model) correct_sum.add_(correct);
-    targets += batch.targets.numel();
   }
   model_.module->train();
-  // Every batch has batch_size samples (the loader drops a short last one) and every rank as
-  // many batches: plain means, over batches and then over ranks.
-  report.loss = dist_.mean(loss_sum).item<double>() / static_cast<double>(report.batches);
+  // Means over the ranks: their ratio is that of the sums over all ranks' batches.
+  const double counted = dist_.mean(counted_sum.to(torch::kFloat64)).item<double>();
+  report.loss = dist_.mean(loss_sum).item<double>() / counted;
   if (language_model) {
     report.perplexity = std::exp(report.loss);
   } else {
-    report.accuracy = dist_.mean(correct_sum).item<double>() / static_cast<double>(targets);
+    report.accuracy = dist_.mean(correct_sum).item<double>() / counted;
   }
   observer_.on_eval(report);
   return report;

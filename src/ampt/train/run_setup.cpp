@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
 namespace ampt::train {
 namespace {
 
@@ -42,6 +44,15 @@ precision::StabilityMonitor make_monitor(const config::Config& config,
   return {std::move(params), std::move(names), device, config.max_consecutive_skips};
 }
 
+// Reports the tokenizing of text data to the observers, timed from the run's start.
+data::TokenizeProgress tokenize_progress(log::Observer& observer) {
+  const auto start = std::chrono::steady_clock::now();
+  return [&observer, start](int64_t done, int64_t total) {
+    observer.on_data_progress(
+        done, total, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
+}
+
 }  // namespace
 
 Run::Run(const config::Config& config, const RunContext& context, log::Observer& observer)
@@ -50,7 +61,7 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
       observer_(observer),
       device_(distributed::place_on_local_gpu(device::select_device(config.device), config.launch)),
       dist_(config, device_.device),
-      splits_(data::open_dataset(config, models::sample_request(config))),
+      splits_(data::open_dataset(config, models::sample_request(config), tokenize_progress(observer))),
       model_(make_model(config, splits_.spec, device_.device)),
       parameters_(model_.module->parameters()),
       stages_(config::precision_stages(config)),
@@ -68,6 +79,7 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
       overflow_steps_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device_.device))) {
   masters_.set_dtype(policy_.weight_dtype);
   precisions_used_.push_back(policy_.name());
+  fit_batch_to_split();  // before a resume compares the checkpoint's batches with this run's
   // Pretrained weights first: a resumed run's checkpoint then replaces them.
   if (!config.init_from.empty()) pretrained_note_ = load_pretrained(config, model_tensors());
   // Resume before the loader exists: the checkpoint says where the data continues.
@@ -76,13 +88,13 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   if (const auto path = checkpoint_to_resume(config, note)) data_start = restore(*path, note);
   dist_.attach(model_tensors(), parameters_);
   masters_.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
-  batches_.emplace(splits_.train, data::train_loader_options(config, device_.device), data_start);
+  batches_.emplace(splits_.train, data::train_loader_options(config_, device_.device), data_start);
   steps_per_epoch_ = batches_->batches_per_epoch() / config.grad_accum_steps;
   if (steps_per_epoch_ == 0) {
     throw RuntimeError(fmt::format(
         "an epoch has {} batches of {}, fewer than grad_accum_steps {}: lower grad_accum_steps "
         "or batch_size",
-        batches_->batches_per_epoch(), config.batch_size, config.grad_accum_steps));
+        batches_->batches_per_epoch(), config_.batch_size, config.grad_accum_steps));
   }
   total_steps_ = config.max_steps > 0 ? config.max_steps : config.epochs * steps_per_epoch_;
   if (start_step_ >= total_steps_ && start_step_ > 0) {
@@ -94,14 +106,27 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   resume_note_ = note;
   set_up_speed_features();
   peak_flops_ = device::peak_flops(device_.device, policy_.compute_dtype);
-  if (splits_.val && splits_.val->size() < config.batch_size) {
-    throw RuntimeError(fmt::format(
-        "the validation split of {} has {} samples, fewer than one batch of batch_size {}; "
-        "lower batch_size or raise val_fraction",
-        config.dataset, splits_.val->size(), config.batch_size));
-  }
   // The snapshot buffer is set up now, as part of startup, not in the first save's pause.
   if (dist_.is_main() && start_step_ < total_steps_) snapshot_.reserve(state_tensors());
+}
+
+void Run::fit_batch_to_split() {
+  const int64_t ranks = dist_.world_size();
+  const int64_t samples = splits_.train->size();
+  const int64_t fitted =
+      data::fitted_batch_size(samples, config_.batch_size, ranks, config_.dataset);
+  if (fitted == config_.batch_size) return;
+  const auto per_rank = [ranks](int64_t batch) {
+    return ranks > 1 ? fmt::format("{} per rank x {} ranks", batch, ranks) : std::to_string(batch);
+  };
+  warnings_.push_back(fmt::format(
+      "the training split of {} has {} samples, fewer than one batch of {}: training with batch "
+      "size {}{}",
+      config_.dataset, samples, per_rank(config_.batch_size), per_rank(fitted),
+      samples > fitted * ranks
+          ? fmt::format(" ({} samples unused per epoch)", samples - fitted * ranks)
+          : ""));
+  config_.batch_size = fitted;
 }
 
 void Run::set_up_speed_features() {
@@ -225,6 +250,7 @@ log::RunInfo Run::describe() const {
         config_.batch_size, config_.grad_accum_steps);
   }
   info.speed_notes = speed_notes_;
+  info.warnings = warnings_;
   return info;
 }
 

@@ -1,0 +1,86 @@
+#include "ampt/commands/tokenize.h"
+
+#include "ampt/commands/own_flags.h"
+#include "ampt/core/errors.h"
+#include "ampt/data/input_files.h"
+#include "ampt/data/text_shard.h"
+#include "ampt/log/logger.h"
+#include "ampt/log/progress.h"
+#include "ampt/text/tokenizer_files.h"
+
+#include <cxxopts.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+
+namespace ampt::commands {
+namespace {
+
+cxxopts::Options make_parser() {
+  cxxopts::Options parser(
+      "ampt tokenize",
+      "Tokenize text into an llm.c token shard (256-int32 header, uint16 tokens) that "
+      "`ampt train --dataset tokens:FILE`, llm.c and nanoGPT read: <|endoftext|> before every "
+      "document; a text file is one document, a .jsonl file one per line.");
+  parser.positional_help("INPUT...");
+  parser.add_options()
+      ("tokenizer", "GPT-2 tokenizer: a directory with tokenizer.json or vocab.json + merges.txt, such a file, or a *.tiktoken file", cxxopts::value<std::string>(), "PATH")
+      ("out", "shard to write (replaced whole when done)", cxxopts::value<std::string>(), "FILE")
+      ("text_field", "the field of each JSON Lines record that holds its document", cxxopts::value<std::string>()->default_value("text"), "NAME")
+      ("threads", "encoding threads (0: one per core)", cxxopts::value<int>()->default_value("0"), "N")
+      ("inputs", "text files, .jsonl files, directories of them, or quoted globs", cxxopts::value<std::vector<std::string>>(), "INPUT...")
+      ("h,help", "show this help");
+  parser.parse_positional({"inputs"});
+  parser.allow_unrecognised_options();
+  return parser;
+}
+
+}  // namespace
+
+std::string tokenize_help() { return make_parser().help(); }
+
+int run_tokenize(const std::vector<std::string>& args, const Environment&) {
+  auto parser = make_parser();
+  const auto result = parse_own_flags(parser, "tokenize", args,
+                                      {"--tokenizer", "--out", "--text_field", "--threads"});
+  const auto tokenizer_path = required_flag(result, "tokenize", "tokenizer");
+  const auto out = required_flag(result, "tokenize", "out");
+  if (result.count("inputs") == 0) {
+    throw UsageError("ampt tokenize needs INPUT files: ampt tokenize --tokenizer PATH --out FILE INPUT...");
+  }
+  text::TokenizeFilesOptions options;
+  options.text_field = result["text_field"].as<std::string>();
+  if (options.text_field.empty()) {
+    throw UsageError("invalid value '' for --text_field: expected a field name");
+  }
+  options.threads = result["threads"].as<int>();
+  if (options.threads < 0) {
+    throw UsageError(fmt::format("invalid value '{}' for --threads: expected an integer >= 0",
+                                 options.threads));
+  }
+  std::vector<std::string> inputs;
+  for (const auto& input : result["inputs"].as<std::vector<std::string>>()) {
+    const auto files = data::document_files(input, {".txt", ".jsonl"});
+    inputs.insert(inputs.end(), files.begin(), files.end());
+  }
+
+  const auto tokenizer = text::load_tokenizer(tokenizer_path);
+  const auto start = std::chrono::steady_clock::now();
+  const auto seconds = [start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  if (isatty(STDOUT_FILENO) != 0) {
+    options.progress = [&seconds](int64_t done, int64_t total) {
+      log::set_status_line(done >= total ? "" : log::format_byte_progress(done, total, seconds()));
+    };
+  }
+  const auto stats = data::write_text_shard(tokenizer, inputs, options, out);
+  fmt::print("wrote {}: {} documents, {} tokens from {} files ({} bytes of text) in {:.2f} s "
+             "(tokenizer {}, {} ids)\n",
+             out, stats.documents, stats.tokens, inputs.size(), stats.bytes, seconds(),
+             tokenizer.source(), tokenizer.vocab_size());
+  return 0;
+}
+
+}  // namespace ampt::commands

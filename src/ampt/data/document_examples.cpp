@@ -1,0 +1,102 @@
+#include "ampt/data/document_examples.h"
+
+#include "ampt/core/errors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace ampt::data {
+namespace {
+
+template <class T>
+std::vector<Document> split_tokens(const T* tokens, int64_t count, std::size_t span,
+                                   int32_t separator) {
+  std::vector<Document> documents;
+  int64_t start = -1;  // the current document's first token; -1 before the first separator
+  for (int64_t i = 0; i < count; ++i) {
+    if (tokens[i] != separator) continue;
+    if (start >= 0) documents.push_back({span, start, i - start});
+    start = i + 1;
+  }
+  if (start >= 0) documents.push_back({span, start, count - start});
+  return documents;
+}
+
+template <class T>
+void copy_example(const T* tokens, int64_t from_span, std::optional<int32_t> separator,
+                  int64_t* inputs, int64_t* targets) {
+  // Token t of the example: the span's, then the separator.
+  const auto at = [&](int64_t t) -> int64_t { return t < from_span ? tokens[t] : *separator; };
+  const int64_t n = from_span + (separator ? 1 : 0);
+  for (int64_t t = 0; t + 1 < n; ++t) {
+    inputs[t] = at(t);
+    targets[t] = at(t + 1);
+  }
+}
+
+}  // namespace
+
+std::vector<Document> split_at(const TokenSpan& shard, std::size_t span, int32_t separator) {
+  return shard.bytes_per_token == 1
+             ? split_tokens(static_cast<const uint8_t*>(shard.data), shard.count, span, separator)
+             : split_tokens(static_cast<const uint16_t*>(shard.data), shard.count, span, separator);
+}
+
+DocumentExamples::DocumentExamples(std::vector<TokenSpan> spans,
+                                   const std::vector<Document>& documents, int64_t length,
+                                   std::optional<int32_t> separator, int64_t pad,
+                                   int64_t vocab_size)
+    : spans_(std::move(spans)), length_(length), separator_(separator), pad_(pad) {
+  for (const TokenSpan& span : spans_) {
+    if (const int64_t largest = max_token(span); largest >= vocab_size) {
+      throw RuntimeError(fmt::format(
+          "{}: token id {} >= vocab_size {}; set --vocab_size to at least {}", span.name, largest,
+          vocab_size, largest + 1));
+    }
+  }
+  counts_.documents = static_cast<int64_t>(documents.size());
+  for (const Document& document : documents) {
+    const int64_t whole = document.length + (separator ? 1 : 0);
+    if (whole < 2) {
+      ++counts_.dropped;
+      continue;
+    }
+    if (whole > length + 1) ++counts_.truncated;
+    const int64_t tokens = std::min(whole, length + 1);
+    examples_.push_back({document.span, document.begin, tokens, separator && tokens == whole});
+  }
+  if (examples_.empty()) {
+    throw RuntimeError(fmt::format(
+        "{}{}: none of its {} documents has two tokens or more: nothing to learn from",
+        spans_.front().name,
+        spans_.size() > 1 ? fmt::format(" and {} more files", spans_.size() - 1) : "",
+        counts_.documents));
+  }
+}
+
+Batch DocumentExamples::gather(const std::vector<int64_t>& indices) const {
+  const auto n = static_cast<int64_t>(indices.size());
+  auto inputs = torch::full({n, length_}, pad_, torch::kInt64);
+  auto targets = torch::full({n, length_}, kIgnoredTarget, torch::kInt64);
+  for (int64_t row = 0; row < n; ++row) {
+    const int64_t index = indices[static_cast<size_t>(row)];
+    if (index < 0 || index >= size()) {
+      throw RuntimeError(fmt::format("example {} out of range: the dataset has {}", index, size()));
+    }
+    const Example& e = examples_[static_cast<size_t>(index)];
+    const TokenSpan& span = spans_[e.span];
+    const int64_t from_span = e.tokens - (e.separator_last ? 1 : 0);
+    const auto separator = e.separator_last ? separator_ : std::nullopt;
+    int64_t* in = inputs.data_ptr<int64_t>() + row * length_;
+    int64_t* out = targets.data_ptr<int64_t>() + row * length_;
+    if (span.bytes_per_token == 1) {
+      copy_example(static_cast<const uint8_t*>(span.data) + e.begin, from_span, separator, in, out);
+    } else {
+      copy_example(static_cast<const uint16_t*>(span.data) + e.begin, from_span, separator, in, out);
+    }
+  }
+  return {inputs, targets};
+}
+
+}  // namespace ampt::data

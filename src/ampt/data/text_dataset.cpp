@@ -1,0 +1,168 @@
+#include "ampt/data/text_dataset.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/data/document_examples.h"
+#include "ampt/data/input_files.h"
+#include "ampt/data/run_tokenizer.h"
+#include "ampt/data/text_file.h"
+#include "ampt/data/text_shard.h"
+#include "ampt/data/token_cache.h"
+#include "ampt/data/token_file.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+
+namespace ampt::data {
+namespace {
+
+namespace fs = std::filesystem;
+using config::Config;
+
+// The documents of a dataset as runs of tokens.
+struct Corpus {
+  std::vector<TokenSpan> spans;
+  std::vector<Document> documents;
+  std::optional<int32_t> separator;  // <|endoftext|>, when tokenized
+  int64_t pad = 0;                   // the input id of padding (never scored)
+  std::string summary;               // "3 documents, 1.2K tokens (...)"
+};
+
+std::string plural(int64_t n, std::string_view what) {
+  return fmt::format("{} {}{}", human_count(n), what, n == 1 ? "" : "s");
+}
+
+// Each file's bytes, mapped in place, one document per file.
+Corpus text_bytes(const std::vector<std::string>& files) {
+  Corpus corpus;
+  int64_t bytes = 0;
+  for (const auto& file : files) {
+    corpus.spans.push_back(open_text_file(file));
+    const TokenSpan& span = corpus.spans.back();
+    corpus.documents.push_back({corpus.spans.size() - 1, 0, span.count});
+    bytes += span.count;
+  }
+  corpus.summary = fmt::format("{}, {} bytes as tokens", plural(static_cast<int64_t>(files.size()), "file"),
+                               human_count(bytes));
+  return corpus;
+}
+
+// The records' text fields in one buffer, a newline between two.
+Corpus jsonl_bytes(const std::vector<std::string>& files, const std::string& text_field,
+                   const std::string& name) {
+  auto bytes = std::make_shared<std::string>();
+  Corpus corpus;
+  text::read_documents(files, text::InputFormat::json_lines, text_field,
+                       [&](std::string document, int64_t) {
+                         if (!corpus.documents.empty()) bytes->push_back('\n');
+                         corpus.documents.push_back({0, static_cast<int64_t>(bytes->size()),
+                                                     static_cast<int64_t>(document.size())});
+                         bytes->append(document);
+                       });
+  const auto count = static_cast<int64_t>(bytes->size());
+  const void* data = bytes->data();
+  corpus.spans.push_back({.name = name, .owner = std::move(bytes), .data = data, .count = count,
+                          .bytes_per_token = 1});
+  corpus.summary = fmt::format("{}, {} bytes as tokens",
+                               plural(static_cast<int64_t>(corpus.documents.size()), "document"),
+                               human_count(corpus.spans.front().count));
+  return corpus;
+}
+
+// The documents tokenized into a shard of the token cache, made now or by an earlier run.
+Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string>& files,
+                 const config::DatasetSpec& spec, const Config& config, int64_t vocab_size,
+                 const text::InputProgress& progress) {
+  if (tokenizer.vocab_size() > vocab_size) {
+    throw UsageError(fmt::format(
+        "the tokenizer {} has {} tokens but the model's vocab_size is {}: set --vocab_size to at "
+        "least {}",
+        tokenizer.source(), tokenizer.vocab_size(), vocab_size, tokenizer.vocab_size()));
+  }
+  text::TokenizeFilesOptions options;
+  options.format = spec.kind == config::DatasetKind::jsonl ? text::InputFormat::json_lines
+                                                           : text::InputFormat::text;
+  options.text_field = config.text_field;
+  options.progress = progress;
+  const auto cache_dir = config.token_cache.empty()
+                             ? (fs::path(config.output_dir) / "token_cache").string()
+                             : config.token_cache;
+  auto named = fs::path(spec.path).lexically_normal();
+  if (named.filename().empty()) named = named.parent_path();  // "data/stories/"
+  const auto name = fmt::format("{}-{}", spec.kind == config::DatasetKind::jsonl ? "jsonl" : "text",
+                                named.filename().string());
+  const auto start = std::chrono::steady_clock::now();
+  const auto shard = cached_text_shard(tokenizer, files, options, cache_dir, name);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  Corpus corpus;
+  corpus.spans.push_back(open_token_file(shard.path).span);
+  const TokenSpan& span = corpus.spans.front();
+  corpus.separator = tokenizer.eot_id();
+  corpus.pad = tokenizer.eot_id();
+  // Packed windows need only the count; a list of a large corpus's documents would not be small.
+  int64_t documents = 0;
+  if (config.packing) {
+    documents = count_token(span, tokenizer.eot_id());
+  } else {
+    corpus.documents = split_at(span, 0, tokenizer.eot_id());
+    documents = static_cast<int64_t>(corpus.documents.size());
+  }
+  corpus.summary = fmt::format(
+      "{}, {} tokens (GPT-2 BPE from {}), {} {}", plural(documents, "document"),
+      human_count(span.count),
+      tokenizer.source(), shard.reused ? "reusing" : fmt::format("tokenized in {:.1f} s into", seconds),
+      shard.path);
+  return corpus;
+}
+
+int64_t sample_length(const Config& config, const SampleRequest& request) {
+  if (config.max_length > request.block_size) {
+    throw UsageError(fmt::format(
+        "max_length {} exceeds the model's block_size {}: lower --max_length or raise "
+        "--block_size",
+        config.max_length, request.block_size));
+  }
+  return config.max_length > 0 ? config.max_length : request.block_size;
+}
+
+}  // namespace
+
+DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& config,
+                             const SampleRequest& request, const text::InputProgress& progress) {
+  const bool jsonl = spec.kind == config::DatasetKind::jsonl;
+  const auto files = document_files(spec.path, {jsonl ? ".jsonl" : ".txt"});
+  const int64_t length = sample_length(config, request);
+  const auto tokenizer = run_tokenizer(config);
+  Corpus corpus = tokenizer ? tokenized(*tokenizer, files, spec, config, request.vocab_size, progress)
+                  : jsonl   ? jsonl_bytes(files, config.text_field, config.dataset)
+                            : text_bytes(files);
+  const DataSpec data_spec{Task::language_model, {length}, request.vocab_size};
+  DataSplits splits;
+  std::string samples;
+  if (config.packing) {
+    splits = held_out(std::make_shared<TokenWindows>(std::move(corpus.spans), length, request.vocab_size),
+                      data_spec, config);
+    samples = split_counts(splits, fmt::format("windows of {}", length));
+  } else {
+    const auto examples = std::make_shared<DocumentExamples>(
+        std::move(corpus.spans), corpus.documents, length, corpus.separator, corpus.pad,
+        request.vocab_size);
+    const ExampleCounts counts = examples->counts();
+    splits = held_out(examples, data_spec, config);
+    std::string cut;
+    if (counts.dropped > 0) cut += fmt::format(", {} dropped (nothing to predict)", counts.dropped);
+    if (counts.truncated > 0) {
+      cut += fmt::format(", {} truncated to {} tokens", counts.truncated, length + 1);
+    }
+    samples = fmt::format("one example per document{}; {}", cut,
+                          split_counts(splits, fmt::format("examples of up to {} tokens, padded", length)));
+  }
+  splits.description = fmt::format("{}: {}; {}", config.dataset, corpus.summary, samples);
+  return splits;
+}
+
+}  // namespace ampt::data

@@ -1,0 +1,79 @@
+#include "ampt/data/token_file_writer.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/data/token_file.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace ampt::data {
+namespace {
+
+std::array<int32_t, kLlmcHeaderInts> header(int64_t tokens) {
+  std::array<int32_t, kLlmcHeaderInts> h{};
+  h[0] = kLlmcMagic;
+  h[1] = kLlmcVersion;
+  h[2] = static_cast<int32_t>(tokens);
+  return h;
+}
+
+}  // namespace
+
+TokenFileWriter::TokenFileWriter(std::string path)
+    : path_(std::move(path)),
+      // The process id keeps two ranks that write the same shard at once apart.
+      temporary_(fmt::format("{}.tmp-{}", path_, ::getpid())) {
+  file_ = std::fopen(temporary_.c_str(), "wb");
+  if (file_ == nullptr) {
+    throw RuntimeError(fmt::format("{}: cannot create: {}", temporary_, std::strerror(errno)));
+  }
+  const auto h = header(0);  // the count is filled in by commit()
+  if (std::fwrite(h.data(), sizeof(int32_t), h.size(), file_) != h.size()) fail("cannot write");
+}
+
+TokenFileWriter::~TokenFileWriter() {
+  if (file_ == nullptr) return;
+  std::fclose(file_);
+  ::unlink(temporary_.c_str());
+}
+
+void TokenFileWriter::fail(const std::string& what) {
+  throw RuntimeError(fmt::format("{}: {}: {}", temporary_, what, std::strerror(errno)));
+}
+
+void TokenFileWriter::append(std::span<const int32_t> ids) {
+  if (tokens_ + static_cast<int64_t>(ids.size()) > std::numeric_limits<int32_t>::max()) {
+    throw RuntimeError(fmt::format("{}: more than {} tokens, the most an llm.c shard counts; "
+                                   "split the input into several shards",
+                                   path_, std::numeric_limits<int32_t>::max()));
+  }
+  const std::vector<uint16_t> narrow(ids.begin(), ids.end());
+  if (std::fwrite(narrow.data(), sizeof(uint16_t), narrow.size(), file_) != narrow.size()) {
+    fail("cannot write");
+  }
+  tokens_ += static_cast<int64_t>(ids.size());
+}
+
+void TokenFileWriter::commit() {
+  const auto h = header(tokens_);
+  if (std::fseek(file_, 0, SEEK_SET) != 0 ||
+      std::fwrite(h.data(), sizeof(int32_t), h.size(), file_) != h.size() ||
+      std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) {
+    fail("cannot write");
+  }
+  const int closed = std::fclose(file_);
+  file_ = nullptr;
+  if (closed != 0 || std::rename(temporary_.c_str(), path_.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temporary_.c_str());
+    throw RuntimeError(fmt::format("{}: cannot write: {}", path_, std::strerror(error)));
+  }
+}
+
+}  // namespace ampt::data

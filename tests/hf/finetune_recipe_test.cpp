@@ -1,0 +1,76 @@
+// configs/finetune_gpt2.yaml as a user runs it: `gpt2` found offline in a Hugging Face cache
+// (here a random GPT-2 that transformers made, with GPT-2's real tokenizer files), two short
+// texts, the recipe's settings in the startup block, and perplexity before and after.
+#include "support/process.h"
+
+#include <catch2/catch.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <string>
+
+using ampt::test::make_temp_dir;
+using ampt::test::run_ampt;
+using ampt::test::run_process;
+
+namespace {
+
+constexpr const char* kScript = AMPT_SOURCE_DIR "/tests/hf/gpt2_reference.py";
+constexpr const char* kRanks = AMPT_SOURCE_DIR "/.deps/gpt2.tiktoken";
+
+// A hub cache holding `gpt2` as huggingface_hub lays it out.
+std::string cache_with_gpt2() {
+  const auto cache = make_temp_dir();
+  const auto repo = cache + "/models--gpt2";
+  const auto snapshot = repo + "/snapshots/0123abc";
+  std::filesystem::create_directories(snapshot);
+  std::filesystem::create_directories(repo + "/refs");
+  ampt::test::write_file(repo + "/refs/main", "0123abc");
+  const auto r = run_process({AMPT_PYTHON, kScript, "make", snapshot, "--vocab", "50257",
+                              "--n_embd", "32", "--n_positions", "512", "--tokenizer", kRanks});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return cache;
+}
+
+// Two short texts, as a user's folder of .txt files.
+std::string two_texts() {
+  const auto dir = make_temp_dir();
+  std::string first, second;
+  for (int i = 0; i < 40; ++i) {
+    first += "The quick brown fox " + std::to_string(i) + " jumps over the lazy dog. ";
+    second += "A stitch in time saves nine, said the tailor on day " + std::to_string(i) + ".\n";
+  }
+  ampt::test::write_file(dir + "/first.txt", first);
+  ampt::test::write_file(dir + "/second.txt", second);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("configs/finetune_gpt2.yaml fine-tunes gpt2 from the hub cache on two short texts",
+          "[hf][gpt2][configs]") {
+  if (run_process({AMPT_PYTHON, "-c", "import transformers, tiktoken"}).exit_code != 0 ||
+      !std::filesystem::exists(kRanks)) {
+    WARN("skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
+    return;
+  }
+  const auto cache = cache_with_gpt2();
+  const auto out = make_temp_dir();
+  // Shorter windows than the recipe's 512 and two steps keep it quick on a CPU; everything
+  // else is the file's.
+  const auto r = run_ampt({"train", "--config", AMPT_SOURCE_DIR "/configs/finetune_gpt2.yaml",
+                           "--dataset", "text:" + two_texts(), "--block_size", "64", "--max_steps",
+                           "2", "--device", "cpu", "--output_dir", out},
+                          {{"HF_HUB_CACHE", cache}});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("[AMP] Weights: pretrained, from " + cache +
+                                    "/models--gpt2/snapshots/0123abc"));
+  CHECK_THAT(r.out, Catch::Contains("accumulation"));
+  CHECK_THAT(r.out, Catch::Contains("Val Perplexity:"));
+  const auto summary = YAML::LoadFile(out + "/summary.json");
+  CHECK(summary["initial_scale"].as<double>() == 65536.0);
+  CHECK(summary["initial_val_loss"].as<double>() > 0.0);
+  CHECK(summary["final_val_loss"].as<double>() > 0.0);
+}
