@@ -54,6 +54,7 @@ class Run {
   // run_setup.cpp
   // A training split smaller than one global batch trains in one batch of all of it (shared out
   // among the ranks): config_.batch_size shrinks to it, and warnings_ says so.
+  void fit_accumulation_to_epoch();
   void fit_batch_to_split();
   // TF32, channels-last, fp8 and CUDA graphs as configured; builds the step.
   void set_up_speed_features();

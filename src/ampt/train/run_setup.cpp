@@ -89,13 +89,8 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   dist_.attach(model_tensors(), parameters_);
   masters_.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
   batches_.emplace(splits_.train, data::train_loader_options(config_, device_.device), data_start);
-  steps_per_epoch_ = batches_->batches_per_epoch() / config.grad_accum_steps;
-  if (steps_per_epoch_ == 0) {
-    throw RuntimeError(fmt::format(
-        "an epoch has {} batches of {}, fewer than grad_accum_steps {}: lower grad_accum_steps "
-        "or batch_size",
-        batches_->batches_per_epoch(), config_.batch_size, config.grad_accum_steps));
-  }
+  fit_accumulation_to_epoch();
+  steps_per_epoch_ = batches_->batches_per_epoch() / config_.grad_accum_steps;
   total_steps_ = config.max_steps > 0 ? config.max_steps : config.epochs * steps_per_epoch_;
   if (start_step_ >= total_steps_ && start_step_ > 0) {
     note += fmt::format("; it is at or past the last step ({}): nothing to train, raise "
@@ -127,6 +122,18 @@ void Run::fit_batch_to_split() {
           ? fmt::format(" ({} samples unused per epoch)", samples - fitted * ranks)
           : ""));
   config_.batch_size = fitted;
+}
+
+// Small data again: an epoch of fewer batches than grad_accum_steps accumulates all of them, so
+// that every optimizer step sees the whole epoch, as the Hugging Face Trainer does.
+void Run::fit_accumulation_to_epoch() {
+  const int64_t batches = batches_->batches_per_epoch();
+  if (batches >= config_.grad_accum_steps) return;
+  warnings_.push_back(fmt::format(
+      "an epoch of {} has {} batch{} of {}, fewer than grad_accum_steps {}: accumulating {}",
+      config_.dataset, batches, batches == 1 ? "" : "es", config_.batch_size,
+      config_.grad_accum_steps, batches));
+  config_.grad_accum_steps = batches;
 }
 
 void Run::set_up_speed_features() {
