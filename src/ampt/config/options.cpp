@@ -182,7 +182,8 @@ std::vector<Option> build_table() {
 
       // model
       choice_option("model", "model.name", &C::model,
-                    {"mlp", "cnn", "gpt", "gpt-tiny", "gpt2-124m", "gpt2-350m"},
+                    {"mlp", "cnn", "gpt", "gpt-tiny", "gpt2-124m", "gpt2-350m", "gpt2-774m",
+                     "gpt2-1558m"},
                     "Model architecture; the gpt* presets fix the GPT dimensions below"),
       integer_option("mlp_hidden", "model.mlp_hidden", &C::mlp_hidden, at_least_1,
                      "Width of each hidden layer of the MLP"),

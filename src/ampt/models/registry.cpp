@@ -144,9 +144,11 @@ data::SampleRequest sample_request(const config::Config& config) {
   const auto dataset = config::parse_dataset_spec(config.dataset);
   if (dataset && (dataset->kind == config::DatasetKind::text ||
                   dataset->kind == config::DatasetKind::tokens)) {
+    std::vector<std::string> gpts = {"gpt"};
+    for (const auto& preset : gpt_presets()) gpts.push_back(preset.name);
     throw UsageError(fmt::format("dataset '{}' is language-model data but model {} is not a GPT: "
-                                 "use --model gpt-tiny, gpt, gpt2-124m or gpt2-350m",
-                                 config.dataset, config.model));
+                                 "use --model {}",
+                                 config.dataset, config.model, fmt::join(gpts, ", ")));
   }
   return {config.model == "mlp" ? Form::features : Form::images, 0, 0};
 }
