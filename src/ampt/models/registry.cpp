@@ -56,7 +56,7 @@ Model make_mlp(const config::Config& config, const data::DataSpec& spec) {
   return {mlp.ptr(), forward_of(mlp), loss_of(mlp), training_flops_from_macs(mlp->macs_per_sample()), 1,
           fmt::format("in {}, hidden {} x {} layers, classes {}", features, config.mlp_hidden,
                       config.mlp_layers, spec.classes),
-          {}};
+          {}, {}};
 }
 
 Model make_cnn(const config::Config& config, const data::DataSpec& spec) {
@@ -69,7 +69,7 @@ Model make_cnn(const config::Config& config, const data::DataSpec& spec) {
       fmt::format("input {}x{}x{}, {} stages of {} blocks, channels {}..{}, classes {}", shape[0],
                   shape[1], shape[2], CnnImpl::kStages, config.cnn_blocks, config.cnn_channels,
                   config.cnn_channels << (CnnImpl::kStages - 1), spec.classes),
-      {}};
+      {}, {}};
 }
 
 Model make_gpt(const config::Config& config, const data::DataSpec& spec) {
@@ -108,7 +108,10 @@ Model make_gpt(const config::Config& config, const data::DataSpec& spec) {
                           ? fmt::format(" ({} tokens)", dims.real_vocab())
                           : "",
                       dims.dropout, config.grad_ckpt ? ", blocks recomputed in backward" : ""),
-          [gpt](const precision::Fp8Recipe& recipe) mutable { gpt->enable_fp8(recipe); }};
+          gpt->fp8_candidates(),
+          [gpt](const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected) mutable {
+            gpt->enable_fp8(recipe, selected);
+          }};
 }
 
 // grad_ckpt and fp8 act on transformer blocks and their Linear layers: other models have none.
