@@ -28,6 +28,8 @@ GPT_PRESETS = {
     "gpt-tiny": (2, 64, 4, 64, 256),
     "gpt2-124m": (12, 768, 12, 1024, 50304),
     "gpt2-350m": (24, 1024, 16, 1024, 50304),
+    "gpt2-774m": (36, 1280, 20, 1024, 50304),
+    "gpt2-1558m": (48, 1600, 25, 1024, 50304),
 }
 GPT_PRESETS["gpt"] = GPT_PRESETS["gpt-tiny"]
 
@@ -338,7 +340,8 @@ def parser():
 def main():
     args = parser().parse_args()
     if args.count_parameters:
-        model = build(args)[0]
+        with torch.device("meta"):  # shapes only: no memory, no initialisation time
+            model = build(args)[0]
         print(sum(p.numel() for p in model.parameters()))
         return
     print(json.dumps(train(args)))

@@ -19,6 +19,14 @@ TEST_CASE("cli recommend: table, recommendation and usage errors", "[recommend][
                                     "--mixed_precision bf16 --amp_opt_level O1 --batch_size 64 "
                                     "--grad_accum_steps 8\n"));
 
+  // fp8 only where the GPU has it; otherwise one line says so.
+  r = ampt::test::run_ampt({"recommend", "--model", "gpt2-124m", "--compute_capability", "8.0"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("| bf16/O1 |"));
+  CHECK_THAT(r.out, !Catch::Contains("| fp8/O1 |"));
+  CHECK_THAT(r.out, Catch::Contains("\nfp8/O1: not listed, compute capability 8.0 has no fp8 "
+                                    "tensor cores (they start at 8.9: Ada, Hopper)\n"));
+
   r = ampt::test::run_ampt({"recommend", "--model", "mlp"});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, !Catch::Contains("fp8/O1"));

@@ -4,7 +4,9 @@
 #include "ampt/kernels/fused_classifier.h"
 
 #include "ampt/precision/autocast_guard.h"
+#include "support/fp8_reference.h"
 
+#include <ATen/cuda/CUDAContext.h>
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
@@ -95,7 +97,69 @@ void compare_autocast(const torch::Device& device, c10::ScalarType half, double 
   check_close(fused, reference, tol, tol);
 }
 
+// The fp8 head worked out chunk by chunk: operands quantised per tensor (the weight once, hidden
+// and the logit gradient per chunk), logits rounded to bf16, the gradient written over them in
+// bf16, float32 products of the dequantised values.
+Result fp8_reference(const Case& c, int64_t valid, int64_t chunk, double grad_scale) {
+  using ampt::test::dequantised;
+  const auto wd = dequantised(c.weight.detach(), c10::kFloat8_e4m3fn);
+  const int64_t rows = c.hidden.size(0);
+  auto dh = torch::zeros_like(c.hidden), dw = torch::zeros_like(c.weight);
+  auto total = torch::zeros({}, c.hidden.options());
+  const auto counted = c.targets.ne(kIgnoreIndex);
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const auto hd = dequantised(c.hidden.detach().narrow(0, r0, chunk), c10::kFloat8_e4m3fn);
+    const auto logits = torch::matmul(hd, wd.t()).to(torch::kBFloat16).to(torch::kFloat32);
+    const auto x = logits.narrow(1, 0, valid);
+    const auto targets = c.targets.narrow(0, r0, chunk);
+    const auto keep = counted.narrow(0, r0, chunk).to(torch::kFloat32).unsqueeze(1);
+    const auto safe = targets.clamp_min(0).unsqueeze(1);
+    const auto lse = x.logsumexp(1, true);
+    total += ((lse - x.gather(1, safe)) * keep).sum();
+    auto g = torch::zeros_like(logits);
+    g.narrow(1, 0, valid).copy_((torch::softmax(x, 1) -
+                                 torch::zeros_like(x).scatter_(1, safe, 1.0)) * keep);
+    const auto gd = dequantised(g.to(torch::kBFloat16), c10::kFloat8_e5m2);
+    dh.narrow(0, r0, chunk).copy_(torch::matmul(gd, wd));
+    dw += torch::matmul(gd.t(), hd);
+  }
+  const auto count = counted.sum().to(torch::kFloat32);
+  return {total / count, dh * grad_scale / count, dw * grad_scale / count};
+}
+
+void compare_fp8(const torch::Device& device) {
+  const int64_t classes = 48, valid = 45;
+  const auto c = make_case(64, 32, classes, valid, device);
+  // 32 rows a chunk; 20 rounds down to 16, whole fp8 tiles.
+  for (const auto& [asked, used] : {std::pair<int64_t, int64_t>{32, 32}, {20, 16}}) {
+    INFO("chunk_rows " << asked);
+    const auto fused = run(c, [&](auto& h, auto& w, auto& t) {
+      return classifier_loss(h, w, t, {valid, asked, /*fp8=*/true});
+    }, 3.0);
+    const auto reference = fp8_reference(c, valid, used, 3.0);
+    CHECK(torch::allclose(fused.loss, reference.loss, 2e-3, 1e-5));
+    // A bf16 logit that rounds the other way can move an element of the gradient by one fp8 step.
+    for (const auto& [got, want, what] : {std::tuple{fused.dhidden, reference.dhidden, "dh"},
+                                          std::tuple{fused.dweight, reference.dweight, "dW"}}) {
+      INFO(what << ": max error " << (got - want).abs().max().item<double>() << " of max "
+                << want.abs().max().item<double>());
+      CHECK((got - want).abs().max().item<double>() <= 2e-2 * want.abs().max().item<double>());
+    }
+    CHECK(fused.dweight.narrow(0, valid, classes - valid).abs().max().item<double>() == 0.0);
+    CHECK(fused.dhidden[1].abs().max().item<double>() == 0.0);
+  }
+  // And fp8 is an approximation of the same loss: within 2% of fp32's.
+  const auto fp32 = classifier_loss_reference(c.hidden, c.weight, c.targets, valid);
+  const auto fp8 = classifier_loss(c.hidden, c.weight, c.targets, {valid, 32, true});
+  CHECK(std::abs(fp8.item<double>() - fp32.item<double>()) <= 0.02 * fp32.item<double>());
+}
+
 }  // namespace
+
+TEST_CASE("fused classifier fp8: e4m3 operands, e5m2 gradients, scales per chunk on the CPU",
+          "[kernels][fused_classifier][fp8]") {
+  compare_fp8(torch::kCPU);
+}
 
 TEST_CASE("fused classifier: loss and gradients equal cross_entropy's in fp32 on the CPU",
           "[kernels][fused_classifier]") {
@@ -127,4 +191,7 @@ TEST_CASE("fused classifier: the CUDA kernel equals the reference on a GPU",
   compare_fp32(device);
   compare_autocast(device, torch::kBFloat16, 2e-2);
   compare_autocast(device, torch::kHalf, 5e-3);
+  if (at::cuda::getDeviceProperties(0)->major * 10 + at::cuda::getDeviceProperties(0)->minor >= 89) {
+    compare_fp8(device);
+  }
 }

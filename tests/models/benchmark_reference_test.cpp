@@ -15,11 +15,15 @@ TEST_CASE("benchmark reference models have ampt's parameter counts", "[models][b
     WARN("no Python at " AMPT_PYTHON ": reference model check not run");
     return;
   }
-  const std::vector<std::string> models = {"mlp", "cnn", "gpt-tiny", "gpt2-124m", "gpt2-350m"};
+  const std::vector<std::string> models = {"mlp",       "cnn",       "gpt-tiny",  "gpt2-124m",
+                                           "gpt2-350m", "gpt2-774m", "gpt2-1558m"};
+  // On the meta device: the shapes without the gigabytes and the initialisation time.
   std::string script =
-      "import sys; sys.path.insert(0, '" AMPT_SOURCE_DIR "/benchmarks'); import reference as r\n"
+      "import sys, torch; sys.path.insert(0, '" AMPT_SOURCE_DIR "/benchmarks'); "
+      "import reference as r\n"
       "for m in sys.argv[1:]:\n"
-      "    model = r.build(r.parser().parse_args(['--model', m, '--batch_size', '1', "
+      "    with torch.device('meta'):\n"
+      "        model = r.build(r.parser().parse_args(['--model', m, '--batch_size', '1', "
       "'--device', 'cpu']))[0]\n"
       "    print(m, sum(p.numel() for p in model.parameters()))\n";
   std::vector<std::string> argv{AMPT_PYTHON, "-c", script};

@@ -2,6 +2,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/models/flops.h"
 #include "ampt/models/gpt_presets.h"
+#include "ampt/models/memory_estimate.h"
 #include "ampt/models/registry.h"
 
 #include <catch2/catch.hpp>
@@ -109,6 +110,39 @@ TEST_CASE("gpt2-350m has GPT-2 medium's parameter count", "[models][gpt][presets
   auto model = ampt::models::make_model(with_model("gpt2-350m"),
                                         DataSpec{Task::language_model, {1024}, 50257});
   CHECK(ampt::models::parameter_count(*model.module) == expected);
+}
+
+// GPT-2 large and XL are not built here (3 and 6 GB of fp32 weights, seconds of initialisation):
+// the count the trainer's estimate makes (memory_estimate.h, checked against built models in
+// memory_estimate_test) is checked against the closed form and Hugging Face's published counts.
+TEST_CASE("gpt2-774m and gpt2-1558m have GPT-2 large's and XL's parameter counts and FLOPs",
+          "[models][gpt][presets]") {
+  struct Expected {
+    const char* model;
+    int64_t n_layer, n_embd, n_head, hugging_face, parameters, flops_per_token;
+  };
+  // Hugging Face gpt2-large: 774,030,080 (vocab 50257) + 47 · 1280 = 60,160 padding rows.
+  // gpt2-xl: 1,557,611,200 + 47 · 1600 = 75,200. FLOPs per token at T = 1024, 6·N + 6·L·C·T:
+  // 6 · 774,090,240 + 6 · 36 · 1280 · 1024 = 4,644,541,440 + 283,115,520 = 4,927,656,960;
+  // 6 · 1,557,686,400 + 6 · 48 · 1600 · 1024 = 9,346,118,400 + 471,859,200 = 9,817,977,600.
+  for (const auto& e : {Expected{"gpt2-774m", 36, 1280, 20, 774'030'080, 774'090'240,
+                                 4'927'656'960},
+                        Expected{"gpt2-1558m", 48, 1600, 25, 1'557'611'200, 1'557'686'400,
+                                 9'817'977'600}}) {
+    INFO(e.model);
+    const auto dims = resolve_gpt_dims(with_model(e.model));
+    CHECK(dims.n_layer == e.n_layer);
+    CHECK(dims.n_embd == e.n_embd);
+    CHECK(dims.n_head == e.n_head);
+    CHECK(dims.block_size == 1024);
+    CHECK(dims.vocab_size == 50304);
+    CHECK(gpt2_parameters(e.n_layer, e.n_embd, 50304, 1024) == e.parameters);
+    CHECK(e.hugging_face + (50304 - 50257) * e.n_embd == e.parameters);
+    const auto model_dims = ampt::models::model_dims(with_model(e.model), {}, 0);
+    CHECK(ampt::models::count_parameters(model_dims).total == e.parameters);
+    CHECK(ampt::models::gpt_training_flops_per_token(e.parameters, dims, 1024) ==
+          e.flops_per_token);
+  }
 }
 
 TEST_CASE("gpt FLOPs use the trained sequence length, not the context", "[models][gpt][presets]") {

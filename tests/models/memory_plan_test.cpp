@@ -49,6 +49,32 @@ TEST_CASE("recommend: gpt2-124m on an 80 GiB Hopper GPU trains bf16 O1 at the la
   CHECK_THAT(r.reasons[1], Catch::StartsWith("fp8 (--mixed_precision fp8)"));
 }
 
+TEST_CASE("recommend: gpt2-774m and gpt2-1558m on an 80 GiB Hopper GPU", "[recommend]") {
+  // GPT-2 XL's state alone, bf16/O1 with AdamW: 16 bytes per parameter (fp32 weight, gradient,
+  // two moments) and the 2-byte bf16 cast copy of each matmul weight, 48·12·1600² + 50304·1600 =
+  // 1,555,046,400 of the 1,557,686,400 parameters: 24,922,982,400 + 3,110,092,800 bytes.
+  const auto xl = dims_of("gpt2-1558m");
+  CHECK(ampt::models::estimate_memory(xl, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 1)
+            .persistent() == 28'033'075'200);
+  const GpuTarget gpu{80.0, 9.0};
+  const int64_t usable = ampt::models::usable_bytes(gpu);
+  for (const auto* model : {"gpt2-774m", "gpt2-1558m"}) {
+    INFO(model);
+    const auto dims = dims_of(model);
+    const auto r = ampt::models::recommend(dims, OptimizerKind::adamw, 0.9, 512, gpu);
+    REQUIRE(r.fits);
+    CHECK(r.scheme.name() == "bf16/O1");
+    CHECK_FALSE(r.checkpointing);
+    CHECK(r.micro_batch * r.grad_accum == 512);
+    CHECK(total(dims, {"bf16", "O1"}, r.micro_batch) <= usable);
+    CHECK(total(dims, {"bf16", "O1"}, 2 * r.micro_batch) > usable);
+    // The benchmark plan's batch sizes (benchmarks/run.py) fit, in bf16 and in fp8.
+    const int64_t planned = std::string(model) == "gpt2-774m" ? 16 : 8;
+    CHECK(r.micro_batch >= planned);
+    CHECK(total(dims, {"fp8", "O1"}, planned) <= usable);
+  }
+}
+
 TEST_CASE("recommend: fp16 with the loss scaler before compute capability 8.0, and no fp8", "[recommend]") {
   const auto r = ampt::models::recommend(dims_of("gpt2-124m"), OptimizerKind::adamw, 0.9, 64,
                                         GpuTarget{32.0, 7.0});

@@ -36,7 +36,7 @@ TEST_CASE("models: an unknown name is a usage error listing the models", "[model
                   ampt::UsageError);
   CHECK_THROWS_WITH(ampt::models::make_model(config, DataSpec{Task::classification, {4}, 3}),
                     "unknown model 'resnet': expected one of mlp, cnn, gpt, gpt-tiny, gpt2-124m, "
-                    "gpt2-350m");
+                    "gpt2-350m, gpt2-774m, gpt2-1558m");
 }
 
 TEST_CASE("models: what each model asks of the data", "[models]") {
@@ -65,5 +65,5 @@ TEST_CASE("models: what each model asks of the data", "[models]") {
   config.dataset = "text:README.md";
   CHECK_THROWS_WITH(ampt::models::sample_request(config),
                     "dataset 'text:README.md' is language-model data but model mlp is not a GPT: "
-                    "use --model gpt-tiny, gpt, gpt2-124m or gpt2-350m");
+                    "use --model gpt, gpt-tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1558m");
 }

@@ -39,9 +39,10 @@ namespace fs = std::filesystem;
 const std::vector<config::SubcommandFlag>& own_flags() {
   static const std::vector<config::SubcommandFlag> flags = {
       {"steps", "N", "200", "Optimizer steps to train in each format"},
-      {"formats", "LIST", "fp32,bf16,fp16",
-       "Comma-separated formats to compare; the first table rows compare against fp32 (or the "
-       "first format when fp32 is not listed)"},
+      {"formats", "LIST", "auto",
+       "Comma-separated formats to compare (fp32, bf16, fp16, fp8); auto: fp32,bf16,fp16 and fp8 "
+       "where the device has it. Rows compare against fp32 (or the first format when fp32 is not "
+       "listed)"},
   };
   return flags;
 }
@@ -167,7 +168,8 @@ std::string compare_help() {
 int run_compare(const std::vector<std::string>& args, const Environment& env) {
   const auto split = config::split_subcommand_flags(args, own_flags());
   const int64_t steps = parse_steps(split.values.at("steps"));
-  const auto formats = parse_formats(split.values.at("formats"));
+  const auto& formats_text = split.values.at("formats");
+  auto formats = parse_formats(formats_text == "auto" ? "fp32,bf16,fp16" : formats_text);
   // Settings compare owns must not also come as flags; from YAML or env they are overridden.
   const auto train_args = config::split_subcommand_flags(split.rest, per_run_flags());
   for (const auto* name : {"mixed_precision", "max_steps"}) {
@@ -189,6 +191,16 @@ int run_compare(const std::vector<std::string>& args, const Environment& env) {
                        std::to_string(steps), "--output_dir", dir});
     return a;
   };
+  if (formats_text == "auto") {
+    // fp8 joins where the device has it; elsewhere one line says why not.
+    try {
+      precision::choose_precision(config::MixedPrecision::fp8, true,
+                                  device::select_device(config.device).device);
+      formats.push_back(*std::ranges::find(compare_formats(), "fp8", &CompareFormat::name));
+    } catch (const RuntimeError& e) {
+      log::info("[compare] fp8 not compared: {}", e.what());
+    }
+  }
   const fs::path root(config.output_dir);
   // Every run's configuration, and whether the device has each format, are checked before the
   // first run starts.

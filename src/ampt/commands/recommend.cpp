@@ -130,8 +130,15 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
                                                        : "sgd",
       gpu.memory_gb, gpu.compute_capability, models::gib(usable), gpu.memory_gb, 1.0 - models::kFragmentation,
       config.batch_size);
+  std::string not_listed;
   for (const auto& scheme : models::memory_schemes()) {
     if (!models::scheme_applies(scheme, dims)) continue;
+    if (scheme.precision == "fp8" && gpu.compute_capability < 8.9) {
+      not_listed = fmt::format("\n{}: not listed, compute capability {:.1f} has no fp8 tensor "
+                               "cores (they start at 8.9: Ada, Hopper)\n",
+                               scheme.name(), gpu.compute_capability);
+      continue;
+    }
     const auto m = models::estimate_memory(dims, scheme, config.optimizer, config.momentum, config.batch_size);
     const bool fits = m.total() <= usable;
     const bool fits_ckpt = m.activations_checkpointed >= 0 && m.total_checkpointed() <= usable;
@@ -142,6 +149,8 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
         m.activations_checkpointed < 0 ? "–" : fmt::format("{:.2f}", models::gib(m.total_checkpointed())),
         fits ? "yes" : fits_ckpt ? "with --grad_ckpt" : "no");
   }
+
+  text += not_listed;
 
   const auto r = models::recommend(dims, config.optimizer, config.momentum, global_batch, gpu);
   if (r.fits) {

@@ -17,7 +17,7 @@ enum class OptimizerKind { adamw, sgd };
 enum class Sampling { random, sequential };
 enum class ScalerRules { torch, deepspeed };
 enum class Fp8AmaxAlgo { max, most_recent };
-enum class Fp8Scaling { delayed, current };
+enum class Fp8Scaling { delayed, current, rowwise };
 enum class DistBackend { auto_select, nccl, gloo };
 enum class AllreduceDtype { grad, fp32, bf16 };
 
@@ -52,6 +52,9 @@ struct Config {
   std::string precision_schedule;
   // fp8 (TransformerEngine's DelayedScaling defaults): scale = 448 / amax / 2^margin
   Fp8Scaling fp8_scaling = Fp8Scaling::delayed;
+  // Which Linear layers run in fp8: "auto" (measured per GEMM shape at startup), "all", or
+  // comma-separated layer-name patterns (fp8_layers.h).
+  std::string fp8_layers = "auto";
   int64_t fp8_amax_history_len = 1024;
   Fp8AmaxAlgo fp8_amax_compute_algo = Fp8AmaxAlgo::max;
   int64_t fp8_margin = 0;

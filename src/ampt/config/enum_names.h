@@ -65,8 +65,9 @@ struct EnumNames<Fp8AmaxAlgo> {
 
 template <>
 struct EnumNames<Fp8Scaling> {
-  static constexpr Spellings<Fp8Scaling, 2> values{
-      {{"delayed", Fp8Scaling::delayed}, {"current", Fp8Scaling::current}}};
+  static constexpr Spellings<Fp8Scaling, 3> values{{{"delayed", Fp8Scaling::delayed},
+                                                    {"current", Fp8Scaling::current},
+                                                    {"rowwise", Fp8Scaling::rowwise}}};
 };
 
 template <>

@@ -1,6 +1,7 @@
 #include "ampt/config/options.h"
 
 #include "ampt/config/dataset_spec.h"
+#include "ampt/config/fp8_layers.h"
 #include "ampt/config/precision_schedule.h"
 #include "ampt/config/report_to.h"
 #include "ampt/config/step_range.h"
@@ -94,7 +95,13 @@ std::vector<Option> build_table() {
 
       enum_option("fp8_scaling", "amp.fp8_scaling", &C::fp8_scaling,
                   "fp8 scale factors: delayed (from an amax history of earlier steps, as "
-                  "TransformerEngine) or current (from each tensor's own amax)"),
+                  "TransformerEngine), current (from each tensor's own amax) or rowwise (one "
+                  "scale per row from its own amax, e4m3 throughout)"),
+      list_option(explained_string_option(
+          "fp8_layers", "amp.fp8_layers", &C::fp8_layers, fp8_layers_problem,
+          std::string(kFp8LayersExpected), "auto|all|PATTERNS",
+          "Linear layers run in fp8: auto (those whose GEMMs measured faster in fp8 than bf16 "
+          "at startup), all, or layer-name patterns (h.*.mlp.c_fc,head; YAML a list)")),
       integer_option("fp8_amax_history_len", "amp.fp8_amax_history_len", &C::fp8_amax_history_len,
                      at_least_1, "Steps of amax history each fp8 tensor keeps (delayed scaling)"),
       enum_option("fp8_amax_compute_algo", "amp.fp8_amax_compute_algo",
@@ -182,7 +189,8 @@ std::vector<Option> build_table() {
 
       // model
       choice_option("model", "model.name", &C::model,
-                    {"mlp", "cnn", "gpt", "gpt-tiny", "gpt2-124m", "gpt2-350m"},
+                    {"mlp", "cnn", "gpt", "gpt-tiny", "gpt2-124m", "gpt2-350m", "gpt2-774m",
+                     "gpt2-1558m"},
                     "Model architecture; the gpt* presets fix the GPT dimensions below"),
       integer_option("mlp_hidden", "model.mlp_hidden", &C::mlp_hidden, at_least_1,
                      "Width of each hidden layer of the MLP"),

@@ -119,13 +119,16 @@ std::vector<std::string> split_module_patterns(std::string_view text) {
   return patterns;
 }
 
+bool is_module_pattern(std::string_view pattern) {
+  return !pattern.empty() && std::ranges::all_of(pattern, [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '*' ||
+           c == '?';
+  });
+}
+
 std::string module_patterns_problem(std::string_view text) {
   for (const auto& pattern : split_module_patterns(text)) {
-    const bool valid = !pattern.empty() && std::ranges::all_of(pattern, [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '*' ||
-             c == '?';
-    });
-    if (!valid) {
+    if (!is_module_pattern(pattern)) {
       return fmt::format("pattern '{}' is not valid; expected {}", pattern,
                          kModulePatternsExpected);
     }

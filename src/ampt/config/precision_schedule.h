@@ -52,6 +52,7 @@ inline constexpr std::string_view kModulePatternsExpected =
     "(e.g. wte,ln_*,head)";
 std::vector<std::string> split_module_patterns(std::string_view text);
 std::string module_patterns_problem(std::string_view text);  // empty when valid
+bool is_module_pattern(std::string_view pattern);  // non-empty, of the characters above
 
 // Cross-setting checks, run once the layers are merged: O2 needs a half precision (or a
 // schedule), and a schedule may not contradict an explicitly set mixed_precision (it must name

@@ -1,6 +1,9 @@
 #include "ampt/kernels/fused_classifier.h"
 
 #include "ampt/kernels/cuda/launch.h"
+#include "ampt/kernels/cuda_dtype.h"
+#include "ampt/kernels/fp8_gemm.h"
+#include "ampt/kernels/fp8_quantize.h"
 
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -13,14 +16,6 @@ namespace ampt::kernels {
 namespace {
 
 constexpr int64_t kLogitsPerChunk = int64_t{1} << 26;
-
-cuda::Dtype cuda_dtype(c10::ScalarType type) {
-  switch (type) {
-    case c10::kBFloat16: return cuda::Dtype::bfloat16;
-    case c10::kHalf: return cuda::Dtype::float16;
-    default: return cuda::Dtype::float32;
-  }
-}
 
 c10::ScalarType compute_dtype(const torch::Tensor& weight) {
   const auto device = weight.device().type();
@@ -73,32 +68,83 @@ void matmul_into(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor
   }
 }
 
+// The head's matmuls chunk by chunk, in the compute dtype or in fp8 (current scaling).
+class HeadMatmuls {
+ public:
+  HeadMatmuls(const torch::Tensor& hidden, const torch::Tensor& weight, c10::ScalarType compute,
+              bool fp8, bool grad)
+      : fp8_(fp8),
+        grad_(grad),
+        // fp8 quantises from the tensors' own dtypes, in one pass each.
+        h_(fp8 ? hidden.contiguous() : hidden.to(compute)),
+        w_(fp8 ? weight.contiguous() : weight.to(compute)) {
+    if (!fp8_) return;
+    scratch_ = torch::zeros({2}, weight.options().dtype(torch::kInt32));
+    w8_ = quantize(w_, c10::kFloat8_e4m3fn, grad_);
+  }
+
+  int64_t rows() const { return h_.size(0); }
+  int64_t width() const { return h_.size(1); }
+
+  // The logits of hidden rows r0..r0+n (bfloat16 in fp8).
+  torch::Tensor logits(int64_t r0, int64_t n) {
+    chunk_ = h_.narrow(0, r0, n);
+    if (!fp8_) return at::mm(chunk_, w_.t());
+    h8_ = quantize(chunk_, c10::kFloat8_e4m3fn, grad_);
+    return fp8_gemm(h8_.data, w8_.data.t(), h8_.inverse, w8_.inverse, {}, torch::kBFloat16,
+                    /*fast_accum=*/true);
+  }
+
+  // dh_chunk = g · W and dw += gᵀ · h for the last chunk's logit gradient g.
+  void gradients(const torch::Tensor& g, torch::Tensor& dh_chunk, torch::Tensor& dw) {
+    if (!fp8_) {
+      matmul_into(dh_chunk, g, w_, /*add=*/false);
+      matmul_into(dw, g.t(), chunk_, /*add=*/true);
+      return;
+    }
+    const auto g8 = quantize(g, c10::kFloat8_e5m2, true);
+    dh_chunk.copy_(fp8_gemm(g8.data, w8_.transposed.t(), g8.inverse, w8_.inverse, {},
+                            torch::kFloat32, false));
+    dw.add_(fp8_gemm(g8.transposed, h8_.transposed.t(), g8.inverse, h8_.inverse, {},
+                     torch::kFloat32, false));
+  }
+
+ private:
+  Fp8Cast quantize(const torch::Tensor& x, c10::ScalarType dtype, bool want_transposed) {
+    const Fp8Format format{dtype, 0};
+    const auto scale = torch::ones({}, x.options().dtype(torch::kFloat32));
+    scale_from_amax(x, scale, format, {}, scratch_);
+    return cast_fp8(x, scale, format, true, want_transposed, nullptr);
+  }
+
+  bool fp8_, grad_;
+  torch::Tensor h_, w_, chunk_, scratch_;
+  Fp8Cast w8_, h8_;
+};
+
 class ClassifierLossFunction : public torch::autograd::Function<ClassifierLossFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& hidden,
                                const torch::Tensor& weight, const torch::Tensor& targets,
-                               int64_t valid, int64_t chunk_rows, int64_t dtype, bool grad) {
-    const auto compute = static_cast<c10::ScalarType>(dtype);
-    const auto h = hidden.to(compute);
-    const auto w = weight.to(compute);
-    const int64_t rows = h.size(0), classes = w.size(0);
+                               int64_t valid, int64_t chunk_rows, int64_t dtype, bool fp8,
+                               bool grad) {
+    HeadMatmuls head(hidden, weight, static_cast<c10::ScalarType>(dtype), fp8, grad);
+    const int64_t rows = head.rows(), classes = weight.size(0);
     const auto f32 = hidden.options().dtype(torch::kFloat32);
     auto row_loss = torch::empty({rows}, f32);
     torch::Tensor dh, dw;
     if (grad) {
-      dh = torch::empty({rows, h.size(1)}, f32);
-      dw = torch::zeros({classes, w.size(1)}, f32);
+      dh = torch::empty({rows, head.width()}, f32);
+      dw = torch::zeros({classes, head.width()}, f32);
     }
     for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
       const int64_t n = std::min(chunk_rows, rows - r0);
-      const auto hc = h.narrow(0, r0, n);
-      auto logits = at::mm(hc, w.t());
+      auto logits = head.logits(r0, n);
       auto losses = row_loss.narrow(0, r0, n);
       softmax_cross_entropy(logits, targets.narrow(0, r0, n), valid, losses, grad);
       if (!grad) continue;
       auto dh_chunk = dh.narrow(0, r0, n);
-      matmul_into(dh_chunk, logits, w, /*add=*/false);
-      matmul_into(dw, logits.t(), hc, /*add=*/true);
+      head.gradients(logits, dh_chunk, dw);
     }
     const auto counted = targets.ne(kIgnoreIndex).sum().to(torch::kFloat32);
     const auto loss = row_loss.sum() / counted;
@@ -119,7 +165,8 @@ class ClassifierLossFunction : public torch::autograd::Function<ClassifierLossFu
     };
     return {(saved[0] * scale).to(dtype("hidden_dtype")),
             (saved[1] * scale).to(dtype("weight_dtype")),
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -130,14 +177,16 @@ torch::Tensor classifier_loss(const torch::Tensor& hidden, const torch::Tensor& 
   const int64_t classes = weight.size(0);
   const int64_t valid = options.valid_classes > 0 ? options.valid_classes : classes;
   TORCH_CHECK(valid <= classes, "valid_classes ", valid, " exceeds the weight's ", classes, " rows");
-  const int64_t chunk = options.chunk_rows > 0 ? options.chunk_rows
-                                               : std::max<int64_t>(64, kLogitsPerChunk / classes);
+  int64_t chunk = options.chunk_rows > 0 ? options.chunk_rows
+                                         : std::max<int64_t>(64, kLogitsPerChunk / classes);
+  if (options.fp8) chunk = std::max<int64_t>(16, chunk / 16 * 16);  // fp8 GEMM tiles
   // Without a backward to come (evaluation), no gradient is computed or kept.
   const bool grad =
       torch::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad());
   return ClassifierLossFunction::apply(hidden, weight, targets.to(torch::kInt64).contiguous(),
                                        valid, chunk,
-                                       static_cast<int64_t>(compute_dtype(weight)), grad);
+                                       static_cast<int64_t>(compute_dtype(weight)), options.fp8,
+                                       grad);
 }
 
 torch::Tensor classifier_loss_reference(const torch::Tensor& hidden, const torch::Tensor& weight,

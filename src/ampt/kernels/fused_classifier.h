@@ -20,13 +20,19 @@ struct ClassifierLossOptions {
   int64_t valid_classes = 0;
   // Rows per chunk; 0 picks about 2^26 logits per chunk.
   int64_t chunk_rows = 0;
+  // The three matmuls in fp8 (fp8_quantize.h, fp8_gemm.h): the weight and each chunk of hidden
+  // rows in e4m3, each chunk's logit gradient in e5m2, each tensor scaled from its own amax
+  // (current scaling: a chunk has no history), logits in bfloat16, gradients accumulated in
+  // float32. Rows per chunk round down to a multiple of 16; rows, width and classes must be
+  // multiples of 16 on a GPU.
+  bool fp8 = false;
 };
 
 // hidden [rows, width], weight [classes, width], targets [rows] int64 (kIgnoreIndex: the row
 // does not count) → the mean loss over the counted rows, a 0-dim float32 tensor. The matmuls run
-// in autocast's dtype when autocast is on for the device (else the weight's dtype), the softmax in
-// float32. On CUDA the softmax, loss and gradient of a chunk are one kernel (cuda/launch.h);
-// elsewhere ATen ops. Gradients flow to hidden and weight.
+// in autocast's dtype when autocast is on for the device (else the weight's dtype), or in fp8
+// (options.fp8); the softmax in float32. On CUDA the softmax, loss and gradient of a chunk are
+// one kernel (cuda/launch.h); elsewhere ATen ops. Gradients flow to hidden and weight.
 torch::Tensor classifier_loss(const torch::Tensor& hidden, const torch::Tensor& weight,
                               const torch::Tensor& targets, const ClassifierLossOptions& options);
 

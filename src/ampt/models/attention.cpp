@@ -63,9 +63,17 @@ torch::Tensor CausalSelfAttentionImpl::forward_cached(
                                                       /*is_causal=*/first && x.size(1) > 1));
 }
 
-void CausalSelfAttentionImpl::enable_fp8(const precision::Fp8Recipe& recipe) {
-  fp8_attn_ = c10::make_intrusive<precision::Fp8Linear>(recipe);
-  fp8_proj_ = c10::make_intrusive<precision::Fp8Linear>(recipe);
+c10::intrusive_ptr<precision::Fp8Linear> fp8_layer(const precision::Fp8Recipe& recipe,
+                                                   bool selected) {
+  return selected ? c10::make_intrusive<precision::Fp8Linear>(recipe)
+                  : c10::intrusive_ptr<precision::Fp8Linear>();
+}
+
+void CausalSelfAttentionImpl::enable_fp8(const precision::Fp8Recipe& recipe,
+                                         const precision::Fp8Selected& selected,
+                                         const std::string& prefix) {
+  fp8_attn_ = fp8_layer(recipe, selected(prefix + "c_attn"));
+  fp8_proj_ = fp8_layer(recipe, selected(prefix + "c_proj"));
 }
 
 }  // namespace ampt::models

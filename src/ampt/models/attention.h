@@ -1,12 +1,14 @@
 // Causal multi-head self-attention of a GPT block.
 #pragma once
 
+#include "ampt/precision/fp8_layers.h"
 #include "ampt/precision/fp8_linear.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
+#include <string>
 #include <utility>
 
 namespace ampt::models {
@@ -15,6 +17,10 @@ namespace ampt::models {
 // else the layer itself. A recomputation (activation checkpointing) leaves fp8 scales alone.
 torch::Tensor project(torch::nn::Linear& linear, const c10::intrusive_ptr<precision::Fp8Linear>& fp8,
                       const torch::Tensor& x);
+
+// A new fp8 state for a Linear layer when `selected`, else none (the layer runs as it is).
+c10::intrusive_ptr<precision::Fp8Linear> fp8_layer(const precision::Fp8Recipe& recipe,
+                                                   bool selected);
 
 // One fused q/k/v projection, scaled dot-product attention with a causal mask, and an output
 // projection. Names follow nanoGPT (c_attn, c_proj) so state dicts line up with GPT-2's.
@@ -31,8 +37,9 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   torch::nn::Linear c_attn{nullptr};
   torch::nn::Linear c_proj{nullptr};  // a residual projection: GPT-2 scales its init
 
-  // Runs c_attn and c_proj in fp8 from now on.
-  void enable_fp8(const precision::Fp8Recipe& recipe);
+  // Runs c_attn and c_proj in fp8 from now on where `selected` names them (prefix + "c_attn").
+  void enable_fp8(const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected,
+                  const std::string& prefix);
 
  private:
   // [B, T, C] → [B, n_head, T, C / n_head]

@@ -11,6 +11,7 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/init.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ampt::models {
@@ -45,9 +46,10 @@ torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
       project(c_proj, fp8_proj_, torch::gelu(project(c_fc, fp8_fc_, x), gelu_approximate_)));
 }
 
-void GptMlpImpl::enable_fp8(const precision::Fp8Recipe& recipe) {
-  fp8_fc_ = c10::make_intrusive<precision::Fp8Linear>(recipe);
-  fp8_proj_ = c10::make_intrusive<precision::Fp8Linear>(recipe);
+void GptMlpImpl::enable_fp8(const precision::Fp8Recipe& recipe,
+                            const precision::Fp8Selected& selected, const std::string& prefix) {
+  fp8_fc_ = fp8_layer(recipe, selected(prefix + "c_fc"));
+  fp8_proj_ = fp8_layer(recipe, selected(prefix + "c_proj"));
 }
 
 GptBlockImpl::GptBlockImpl(const GptDims& dims) {
@@ -137,7 +139,7 @@ torch::Tensor GptImpl::loss(const torch::Tensor& tokens, const torch::Tensor& ta
           at::linear(x, real_vocab_weight()).flatten(0, -2), targets.flatten());
     }
     return kernels::classifier_loss(x.flatten(0, -2), wte_->weight, targets.flatten(),
-                                    {dims_.real_vocab(), 0});
+                                    {dims_.real_vocab(), 0, fp8_head_});
   });
 }
 
@@ -163,12 +165,31 @@ torch::Tensor GptImpl::real_vocab_weight() const {
                                                 : wte_->weight.narrow(0, 0, dims_.real_vocab());
 }
 
-void GptImpl::enable_fp8(const precision::Fp8Recipe& recipe) {
-  for (const auto& block : *h_) {
-    auto* b = block->as<GptBlock>();
-    b->attn->enable_fp8(recipe);
-    b->mlp->enable_fp8(recipe);
+std::vector<precision::Fp8Candidate> GptImpl::fp8_candidates() const {
+  const int64_t c = dims_.n_embd;
+  std::vector<precision::Fp8Candidate> candidates;
+  for (int64_t i = 0; i < dims_.n_layer; ++i) {
+    const auto block = fmt::format("h.{}.", i);
+    candidates.push_back({block + "attn.c_attn", c, 3 * c});
+    candidates.push_back({block + "attn.c_proj", c, c});
+    candidates.push_back({block + "mlp.c_fc", c, 4 * c});
+    candidates.push_back({block + "mlp.c_proj", 4 * c, c});
   }
+  if (fused_ && dims_.vocab_size % 16 == 0) candidates.push_back({"head", c, dims_.vocab_size});
+  return candidates;
+}
+
+void GptImpl::enable_fp8(const precision::Fp8Recipe& recipe,
+                         const precision::Fp8Selected& selected) {
+  for (size_t i = 0; i < h_->size(); ++i) {
+    auto* b = h_[i]->as<GptBlock>();
+    const auto block = fmt::format("h.{}.", i);
+    b->attn->enable_fp8(recipe, selected, block + "attn.");
+    b->mlp->enable_fp8(recipe, selected, block + "mlp.");
+  }
+  fp8_head_ = std::ranges::any_of(fp8_candidates(), [&](const auto& c) {
+    return c.name == "head" && selected(c.name);
+  });
 }
 
 }  // namespace ampt::models

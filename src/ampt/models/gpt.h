@@ -25,8 +25,9 @@ class GptMlpImpl : public torch::nn::Module {
   torch::nn::Linear c_fc{nullptr};
   torch::nn::Linear c_proj{nullptr};  // a residual projection: GPT-2 scales its init
 
-  // Runs c_fc and c_proj in fp8 from now on.
-  void enable_fp8(const precision::Fp8Recipe& recipe);
+  // Runs c_fc and c_proj in fp8 from now on where `selected` names them (prefix + "c_fc").
+  void enable_fp8(const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected,
+                  const std::string& prefix);
 
  private:
   c10::intrusive_ptr<precision::Fp8Linear> fp8_fc_;
@@ -86,9 +87,14 @@ class GptImpl : public torch::nn::Module {
   // Activation checkpointing: while training with grad mode on, each block keeps only its input
   // and is recomputed in backward (models/activation_checkpoint.h). Off by default.
   void set_grad_ckpt(bool enabled) { grad_ckpt_ = enabled; }
-  // The blocks' Linear layers (attention c_attn/c_proj, MLP c_fc/c_proj) run in fp8 from now
-  // on; the embeddings and the tied head stay in the autocast dtype.
-  void enable_fp8(const precision::Fp8Recipe& recipe);
+  // The Linear layers that can run in fp8, in order: each block's attn.c_attn, attn.c_proj,
+  // mlp.c_fc and mlp.c_proj ("h.3.mlp.c_fc"), then "head" (the tied wte as the classifier) when
+  // the fused loss computes it and vocab_size is a multiple of 16 (fp8 GEMM tiles).
+  std::vector<precision::Fp8Candidate> fp8_candidates() const;
+  // The candidates `selected` names run in fp8 from now on; the rest, the embeddings, norms and
+  // attention stay in the autocast dtype. The head runs in fp8 in the training loss only (its
+  // logits for generation stay in the autocast dtype).
+  void enable_fp8(const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected);
 
  private:
   // The final LayerNorm's output [B, T, n_embd]: what the head reads.
@@ -99,6 +105,7 @@ class GptImpl : public torch::nn::Module {
   GptDims dims_;
   bool grad_ckpt_ = false;
   bool fused_ = true;
+  bool fp8_head_ = false;
   torch::nn::Embedding wte_{nullptr};
   torch::nn::Embedding wpe_{nullptr};
   torch::nn::Dropout drop_{nullptr};

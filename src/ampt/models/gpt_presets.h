@@ -30,8 +30,10 @@ struct GptPreset {
   GptDims dims;
 };
 
-// gpt-tiny, gpt2-124m, gpt2-350m: the GPT-2 sizes use 50304 = 50257 rounded up to a multiple of
-// 64, as llm.c and nanoGPT do, so that the head matmul maps onto whole tensor-core tiles.
+// gpt-tiny, then GPT-2 small, medium, large and XL (gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1558m:
+// Hugging Face's gpt2, gpt2-medium, gpt2-large, gpt2-xl). The GPT-2 sizes use 50304 = 50257
+// rounded up to a multiple of 64, as llm.c and nanoGPT do, so that the head matmul maps onto
+// whole tensor-core tiles.
 const std::vector<GptPreset>& gpt_presets();
 
 // True for every --model value that builds a GPT: "gpt" and the preset names.

@@ -99,9 +99,9 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
   if (gpu.compute_capability >= 8.9 && dims.family == ModelDims::Family::gpt) {
     const Candidate fp8{{"fp8", "O1"}, r.checkpointing};
     r.reasons.push_back(fmt::format(
-        "fp8 (--mixed_precision fp8) would run the blocks' Linear layers in e4m3 on this GPU, "
-        "faster at about the same memory ({:.1f} GiB at this micro-batch); check its loss "
-        "against bf16 with `ampt compare` first.",
+        "fp8 (--mixed_precision fp8) would run in e4m3 the Linear layers that measure faster "
+        "so on this GPU (--fp8_layers auto), at about the same memory ({:.1f} GiB at this "
+        "micro-batch); check its loss against bf16 with `ampt compare` first.",
         gib(total_of(dims, fp8, optimizer, momentum, chosen_batch))));
   }
   const auto o1 = estimate_memory(dims, {precision, "O1"}, optimizer, momentum, chosen_batch);

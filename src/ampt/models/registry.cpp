@@ -56,7 +56,7 @@ Model make_mlp(const config::Config& config, const data::DataSpec& spec) {
   return {mlp.ptr(), forward_of(mlp), loss_of(mlp), training_flops_from_macs(mlp->macs_per_sample()), 1,
           fmt::format("in {}, hidden {} x {} layers, classes {}", features, config.mlp_hidden,
                       config.mlp_layers, spec.classes),
-          {}};
+          {}, {}};
 }
 
 Model make_cnn(const config::Config& config, const data::DataSpec& spec) {
@@ -69,7 +69,7 @@ Model make_cnn(const config::Config& config, const data::DataSpec& spec) {
       fmt::format("input {}x{}x{}, {} stages of {} blocks, channels {}..{}, classes {}", shape[0],
                   shape[1], shape[2], CnnImpl::kStages, config.cnn_blocks, config.cnn_channels,
                   config.cnn_channels << (CnnImpl::kStages - 1), spec.classes),
-      {}};
+      {}, {}};
 }
 
 Model make_gpt(const config::Config& config, const data::DataSpec& spec) {
@@ -108,7 +108,10 @@ Model make_gpt(const config::Config& config, const data::DataSpec& spec) {
                           ? fmt::format(" ({} tokens)", dims.real_vocab())
                           : "",
                       dims.dropout, config.grad_ckpt ? ", blocks recomputed in backward" : ""),
-          [gpt](const precision::Fp8Recipe& recipe) mutable { gpt->enable_fp8(recipe); }};
+          gpt->fp8_candidates(),
+          [gpt](const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected) mutable {
+            gpt->enable_fp8(recipe, selected);
+          }};
 }
 
 // grad_ckpt and fp8 act on transformer blocks and their Linear layers: other models have none.
@@ -144,9 +147,11 @@ data::SampleRequest sample_request(const config::Config& config) {
   const auto dataset = config::parse_dataset_spec(config.dataset);
   if (dataset && (dataset->kind == config::DatasetKind::text ||
                   dataset->kind == config::DatasetKind::tokens)) {
+    std::vector<std::string> gpts = {"gpt"};
+    for (const auto& preset : gpt_presets()) gpts.push_back(preset.name);
     throw UsageError(fmt::format("dataset '{}' is language-model data but model {} is not a GPT: "
-                                 "use --model gpt-tiny, gpt, gpt2-124m or gpt2-350m",
-                                 config.dataset, config.model));
+                                 "use --model {}",
+                                 config.dataset, config.model, fmt::join(gpts, ", ")));
   }
   return {config.model == "mlp" ? Form::features : Form::images, 0, 0};
 }

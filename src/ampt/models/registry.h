@@ -4,6 +4,7 @@
 #include "ampt/config/config.h"
 #include "ampt/data/dataset.h"
 #include "ampt/data/sample_request.h"
+#include "ampt/precision/fp8_layers.h"
 #include "ampt/precision/fp8_linear.h"
 
 #include <torch/nn/module.h>
@@ -12,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ampt::models {
 
@@ -31,8 +33,10 @@ struct Model {
   int64_t flops_per_sample = 0;
   int64_t tokens_per_sample = 1;  // T for a language model, 1 for a classifier
   std::string architecture;       // the resolved dimensions, e.g. "n_layer 12, n_embd 768, ..."
-  // Set for models with Linear layers that can run in fp8 (GPTs): switches them to fp8.
-  std::function<void(const precision::Fp8Recipe&)> use_fp8;
+  // GPTs: the Linear layers that can run in fp8 (GptImpl::fp8_candidates), and the switch that
+  // runs the selected ones in fp8.
+  std::vector<precision::Fp8Candidate> fp8_candidates;
+  std::function<void(const precision::Fp8Recipe&, const precision::Fp8Selected&)> use_fp8;
 };
 
 // What the configured model consumes, for the data layer: token windows of the GPT's resolved

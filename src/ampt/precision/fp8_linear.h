@@ -1,17 +1,19 @@
-// fp8 Linear layers: e4m3 inputs and weights in forward, e5m2 gradients in backward, through
-// at::_scaled_mm with per-tensor scales kept on the device (delayed or current scaling).
+// fp8 Linear layers: e4m3 inputs and weights in forward, e5m2 gradients in backward (e4m3 with
+// row-wise scales), through at::_scaled_mm with scales kept on the device.
 #pragma once
 
 #include "ampt/config/config.h"
+#include "ampt/kernels/fp8_quantize.h"
 
 #include <ATen/core/ivalue.h>
 #include <torch/types.h>
 
-#include <utility>
+#include <optional>
 
 namespace ampt::precision {
 
-// TransformerEngine's DelayedScaling recipe in its HYBRID format (e4m3 forward, e5m2 backward).
+// TransformerEngine's DelayedScaling recipe in its HYBRID format (e4m3 forward, e5m2 backward),
+// or per-tensor current scaling, or TorchAO's row-wise recipe.
 struct Fp8Recipe {
   config::Fp8Scaling scaling = config::Fp8Scaling::delayed;
   int64_t amax_history_len = 1024;
@@ -21,41 +23,41 @@ struct Fp8Recipe {
 
 Fp8Recipe fp8_recipe(const config::Config& config);
 
-// The largest finite value of an fp8 dtype: 448 (e4m3fn), 57344 (e5m2).
-double fp8_max(c10::ScalarType fp8_dtype);
-
-// round(clamp(t · scale, ±fp8_max)) in `fp8_dtype`; saturating, so a stale delayed scale clips
-// outliers instead of making inf.
-torch::Tensor quantize_fp8(const torch::Tensor& t, const torch::Tensor& scale,
-                           c10::ScalarType fp8_dtype);
-
 // The scale of one tensor role (a layer's input, weight or output gradient), as
-// TransformerEngine keeps it. Delayed: the scale for a call is fp8_max / amax / 2^margin with
-// amax the max (or the most recent) of the amaxes recorded by the previous amax_history_len
-// calls; amax ≤ 0 or non-finite keeps the previous scale. One difference: while the history is
-// still all zero (a fresh run or a resumed one, the history is not checkpointed) the call scales
-// from its own amax instead of starting at scale 1. Current: every call from its own amax.
-// All of it stays on the device: no host synchronisation, capturable in a CUDA graph.
+// TransformerEngine keeps it, with its quantisation (kernels/fp8_quantize.h):
+// - delayed: a call quantises with the scale computed after the previous call, fp8_max / amax /
+//   2^margin with amax the max (or the most recent) of the amaxes of the last amax_history_len
+//   calls; an unusable one (amax 0 or non-finite) keeps the scale before it. One pass over the
+//   tensor on a GPU casts, transposes and records the amax and the next scale on the device.
+//   Unlike TransformerEngine, the first recorded call (of a fresh run or a resumed one: the
+//   history is not checkpointed) scales from its own amax, in one more pass, instead of from 1.
+// - current: every call from its own amax: a reduction pass, then the cast pass, the scale
+//   passed between them on the device.
+// - rowwise: one power-of-two scale per row of each copy from its own amax (e4m3 throughout):
+//   an amax pass, then the cast pass.
+// Nothing is read by the host: no synchronisation, capturable in a CUDA graph.
 class Fp8TensorScaling {
  public:
   Fp8TensorScaling(const Fp8Recipe& recipe, c10::ScalarType fp8_dtype);
 
-  // Returns t quantised and the inverse scale (0-dim float32) that dequantises it. `record`:
-  // update the delayed scale and write amax(t) into the history; a recomputation (activation
-  // checkpointing) passes false and reuses the scale its first pass used.
-  std::pair<torch::Tensor, torch::Tensor> quantize(const torch::Tensor& t, bool record);
+  // The fp8 copies of t [rows, cols] asked for. `record`: update the scale state and the
+  // history; a recomputation (activation checkpointing) passes false and reuses the scale its
+  // first pass used.
+  kernels::Fp8Cast quantize(const torch::Tensor& t, bool record, bool want_data = true,
+                            bool want_transposed = true);
 
-  c10::ScalarType dtype() const { return dtype_; }
-  // Undefined until the first call, which allocates them on its tensor's device.
-  const torch::Tensor& scale() const { return scale_; }
-  const torch::Tensor& amax_history() const { return history_; }  // [0]: the latest call's
+  c10::ScalarType dtype() const { return format_.dtype; }
+  // The scale the latest recorded call used (0-dim float32); undefined before the first call,
+  // which allocates the state on its tensor's device, and for rowwise scaling.
+  torch::Tensor scale() const;
+  // The recorded amaxes, [0] the latest (reads the device: for inspection).
+  torch::Tensor amax_history() const { return state_ ? state_->ordered() : torch::Tensor(); }
 
  private:
   Fp8Recipe recipe_;
-  c10::ScalarType dtype_;
-  double max_;
-  torch::Tensor scale_;    // 0-dim float32
-  torch::Tensor history_;  // [amax_history_len] float32
+  kernels::Fp8Format format_;
+  std::optional<kernels::Fp8History> state_;
+  bool primed_ = false;  // delayed: a call has set the scale from its own amax
 };
 
 // The scaling state of one Linear layer run in fp8. Shared (intrusive_ptr) between the module
@@ -67,6 +69,10 @@ class Fp8Linear : public torch::CustomClassHolder {
   // x · weightᵀ + bias for x [..., in], weight [out, in], bias [out] → [..., out] in bf16.
   // Gradients: x's in x's dtype, weight's and bias's in float32 (the master weights' dtype
   // when they are float32). in, out and x's row count must be multiples of 16 on a GPU.
+  // Forward keeps only the transposed fp8 copies of x and the weight for backward, which reads
+  // them as they are: dx = dy · W from Wᵀ, dW = dyᵀ · x from xᵀ (no transposing pass). The
+  // forward GEMM uses cuBLASLt's fast accumulation, the backward ones do not (as
+  // TransformerEngine: gradients sum over many more terms).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& weight,
                         const torch::Tensor& bias, bool record);
 

@@ -53,8 +53,8 @@ std::string PrecisionPolicy::explanation() const {
                      : "; no loss scaling because bf16 has fp32's exponent range");
   }
   if (fp8) {
-    return "fp32 weights; the transformer's Linear layers in fp8 (e4m3 forward, e5m2 gradients, "
-           "per-tensor scales), everything else autocast to bf16; no loss scaling";
+    return "fp32 weights; the Linear layers --fp8_layers picks (listed under [PERF]) in fp8 "
+           "(e4m3 forward, e5m2 gradients), everything else autocast to bf16; no loss scaling";
   }
   if (loss_scaling) {
     return "fp32 weights; matmuls and convolutions autocast to fp16, softmax, norms "

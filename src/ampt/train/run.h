@@ -58,6 +58,8 @@ class Run {
   void fit_batch_to_split();
   // TF32, channels-last, fp8 and CUDA graphs as configured; builds the step.
   void set_up_speed_features();
+  // fp8 for the layers --fp8_layers picks (measuring them for auto), its table in speed_notes_.
+  void use_fp8();
   // Parameters (the fp32 masters under O2) and buffers: what a checkpoint holds of the model.
   NamedTensors model_tensors() const;
   log::RunInfo describe() const;

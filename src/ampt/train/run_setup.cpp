@@ -2,6 +2,7 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
+#include "ampt/precision/fp8_gemm_timer.h"
 #include "ampt/train/pretrained.h"
 #include "ampt/models/compat_report.h"
 #include "ampt/train/tuning.h"
@@ -137,7 +138,7 @@ void Run::fit_accumulation_to_epoch() {
 }
 
 void Run::set_up_speed_features() {
-  if (policy_.fp8) model_.use_fp8(precision::fp8_recipe(config_));
+  if (policy_.fp8) use_fp8();
   if (auto note = apply_tf32(config_.allow_tf32, device_.device); !note.empty()) {
     speed_notes_.push_back(std::move(note));
   }
@@ -180,6 +181,20 @@ void Run::set_up_speed_features() {
     parts.agree_found_inf = [this](torch::Tensor& found_inf) { dist_.agree_found_inf(found_inf); };
   }
   step_ = std::make_unique<TrainStep>(std::move(parts), graphed);
+}
+
+void Run::use_fp8() {
+  const auto recipe = precision::fp8_recipe(config_);
+  // Layers of one shape are measured once; the key says which GPU and recipe the times are for.
+  precision::Fp8TimingCache cache;
+  const auto plan = precision::choose_fp8_layers(
+      config_.fp8_layers, model_.fp8_candidates, config_.batch_size * model_.tokens_per_sample,
+      fmt::format("{}, {} scaling", device::device_description(device_.device),
+                  config::to_string(config_.fp8_scaling)),
+      precision::gemm_timer(device_.device, recipe), cache);
+  const auto table = plan.table();
+  speed_notes_.insert(speed_notes_.end(), table.begin(), table.end());
+  model_.use_fp8(recipe, [&plan](const std::string& layer) { return plan.fp8(layer); });
 }
 
 NamedTensors Run::model_tensors() const {

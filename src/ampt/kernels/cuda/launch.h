@@ -33,4 +33,51 @@ int64_t add_layer_norm_backward(const void* dy, Dtype dy_dtype, const void* dh, 
                                 const float* rstd, void* dx, float* partial_dweight,
                                 float* partial_dbias, int64_t rows, int64_t width, void* stream);
 
+enum class Fp8Dtype { e4m3, e5m2 };
+
+// Delayed scaling's bookkeeping, done by the last block of fp8_cast_transpose to finish, so the
+// host never reads an amax: amax(x) enters the `history` ring at the slot after `*newest`,
+// `*last_scale` ← this call's scale, and `*scale` ← max_over_headroom / a where a is the
+// history's maximum (or, without use_history_max, amax(x)) when that quotient is finite and
+// positive; otherwise `*scale` stays. `scratch` [2] must be zero before the call and is zero
+// after it (the amax's bits and the count of finished blocks).
+struct Fp8ScaleUpdate {
+  float* scale;
+  float* last_scale;
+  float* history;
+  int32_t* newest;
+  int64_t history_len;
+  bool use_history_max;
+  float max_over_headroom;
+  uint32_t* scratch;
+};
+
+// One read of x [rows, cols] (row-major, `dtype`; rows and cols multiples of 16, x 16-byte
+// aligned): `out` [rows, cols] ← fp8(x · *scale) and `out_t` [cols, rows] ← its transpose (either
+// may be null), saturating to the format's largest finite value, rounding to nearest even;
+// `*inverse` ← 1 / *scale; with `update`, its bookkeeping too.
+void fp8_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_t cols, const float* scale,
+                        Fp8Dtype out_dtype, void* out, void* out_t, float* inverse,
+                        const Fp8ScaleUpdate* update, void* stream);
+
+// Current scaling's first pass over x (`n` elements, a multiple of 16, 16-byte aligned):
+// `*scale` ← max_over_headroom / amax(x) when finite and positive, else unchanged;
+// `*amax_out` ← amax(x) unless null. `scratch` as in Fp8ScaleUpdate.
+void fp8_scale_from_amax(const void* x, Dtype dtype, int64_t n, float max_over_headroom,
+                         float* scale, float* amax_out, uint32_t* scratch, void* stream);
+
+// Row-wise scaling's first pass: the bits of each row's and each column's amax of x [rows, cols]
+// into row_amax [rows] and col_amax [cols] (atomic maxima: both zero beforehand).
+void fp8_rowwise_amax(const void* x, Dtype dtype, int64_t rows, int64_t cols, uint32_t* row_amax,
+                      uint32_t* col_amax, void* stream);
+
+// Row-wise scaling's second pass: `out` ← fp8(x · s_row) with one scale per row and `out_t` ←
+// fp8(xᵀ · s_col) with one per column of x, each s the largest power of two not above
+// max_over_headroom / amax (1 when that is not finite and positive); row_inverse [rows] and
+// col_inverse [cols] ← 1 / s.
+void fp8_rowwise_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_t cols,
+                                const uint32_t* row_amax, const uint32_t* col_amax,
+                                float max_over_headroom, Fp8Dtype out_dtype, void* out,
+                                void* out_t, float* row_inverse, float* col_inverse, void* stream);
+
 }  // namespace ampt::kernels::cuda

@@ -1,0 +1,150 @@
+// --fp8_layers: auto's choice from injected timings, the cache per device and shape, patterns,
+// the table printed at startup, and the real measurement run on a CPU.
+#include "ampt/precision/fp8_layers.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/precision/fp8_gemm_timer.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+using ampt::precision::choose_fp8_layers;
+using ampt::precision::Fp8Candidate;
+using ampt::precision::Fp8TimingCache;
+using ampt::precision::GemmShape;
+using ampt::precision::GemmTimes;
+
+namespace {
+
+// A GPT's candidates as GptImpl::fp8_candidates lists them: width 64, vocabulary 512.
+std::vector<Fp8Candidate> gpt_candidates(int blocks) {
+  std::vector<Fp8Candidate> out;
+  for (int i = 0; i < blocks; ++i) {
+    const auto b = fmt::format("h.{}.", i);
+    out.push_back({b + "attn.c_attn", 64, 192});
+    out.push_back({b + "attn.c_proj", 64, 64});
+    out.push_back({b + "mlp.c_fc", 64, 256});
+    out.push_back({b + "mlp.c_proj", 256, 64});
+  }
+  out.push_back({"head", 64, 512});
+  return out;
+}
+
+// Made-up times by output width; counts the measurements.
+struct FakeTimer {
+  std::map<int64_t, GemmTimes> by_out = {{192, {1.0, 1.25}},  // c_attn: fp8 slower
+                                         {64, {0.5, 0.5}},    // the projections: a tie
+                                         {256, {2.0, 1.0}},   // c_fc: fp8 twice as fast
+                                         {512, {4.0, 2.5}}};  // head
+  int calls = 0;
+  GemmTimes operator()(const GemmShape& s) {
+    ++calls;
+    return by_out.at(s.out);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("fp8 layers auto: fp8 where it measured faster, each shape measured once",
+          "[precision][fp8]") {
+  FakeTimer timer;
+  const auto measure = [&](const GemmShape& s) { return timer(s); };
+  Fp8TimingCache cache;
+  const auto plan = choose_fp8_layers("auto", gpt_candidates(3), 256, "H100, delayed", measure, cache);
+  // Five shapes among 13 layers: c_attn, the two projections (64 -> 64 and 256 -> 64), c_fc, head.
+  CHECK(timer.calls == 5);
+  CHECK(cache.size() == 5);
+  REQUIRE(plan.layers.size() == 13);
+  CHECK(plan.layers[0].shape == GemmShape{256, 64, 192});
+  for (int i = 0; i < 3; ++i) {
+    INFO("block " << i);
+    CHECK_FALSE(plan.fp8(fmt::format("h.{}.attn.c_attn", i)));  // slower
+    CHECK_FALSE(plan.fp8(fmt::format("h.{}.attn.c_proj", i)));  // not faster
+    CHECK(plan.fp8(fmt::format("h.{}.mlp.c_fc", i)));
+  }
+  CHECK(plan.fp8("head"));  // a candidate like any other
+  CHECK_FALSE(plan.fp8("h.9.mlp.c_fc"));  // not a layer
+
+  // The same device again: nothing measured. Another device or recipe: measured anew.
+  choose_fp8_layers("auto", gpt_candidates(3), 256, "H100, delayed", measure, cache);
+  CHECK(timer.calls == 5);
+  choose_fp8_layers("auto", gpt_candidates(3), 256, "H100, rowwise", measure, cache);
+  CHECK(timer.calls == 10);
+  // Another micro-batch is another shape.
+  choose_fp8_layers("auto", gpt_candidates(3), 512, "H100, delayed", measure, cache);
+  CHECK(timer.calls == 15);
+  CHECK(cache.size() == 15);
+}
+
+TEST_CASE("fp8 layers all and patterns measure nothing", "[precision][fp8]") {
+  const auto never = [](const GemmShape&) -> GemmTimes {
+    FAIL("measured without auto");
+    return {};
+  };
+  Fp8TimingCache cache;
+  const auto all = choose_fp8_layers("all", gpt_candidates(2), 64, "cpu", never, cache);
+  CHECK(std::ranges::all_of(all.layers, [](const auto& l) { return l.fp8 && !l.times; }));
+
+  const auto some = choose_fp8_layers("h.*.mlp.*, head", gpt_candidates(2), 64, "cpu", never, cache);
+  CHECK(some.fp8("h.0.mlp.c_fc"));
+  CHECK(some.fp8("h.1.mlp.c_proj"));
+  CHECK(some.fp8("head"));
+  CHECK_FALSE(some.fp8("h.0.attn.c_attn"));
+  CHECK_FALSE(some.fp8("h.1.attn.c_proj"));
+  CHECK(cache.size() == 0);
+
+  CHECK_THROWS_AS(choose_fp8_layers("h.*.mlp.*,lm_head", gpt_candidates(2), 64, "cpu", never, cache),
+                  ampt::UsageError);
+  CHECK_THROWS_WITH(
+      choose_fp8_layers("h.*.mlp.*,lm_head", gpt_candidates(2), 64, "cpu", never, cache),
+      "fp8_layers pattern 'lm_head' matches no layer that can run in fp8; those are "
+      "h.0-1.attn.c_attn, h.0-1.attn.c_proj, h.0-1.mlp.c_fc, h.0-1.mlp.c_proj, head");
+}
+
+TEST_CASE("fp8 layers table: one row per run of blocks with the same choice",
+          "[precision][fp8]") {
+  FakeTimer timer;
+  Fp8TimingCache cache;
+  const auto measured = choose_fp8_layers(
+      "auto", gpt_candidates(4), 256, "gpu", [&](const GemmShape& s) { return timer(s); }, cache);
+  CHECK(measured.table() ==
+        std::vector<std::string>{
+            "fp8 layers (--fp8_layers auto, fp8 where its GEMMs measured faster): 5 of 17 in fp8",
+            "| layers | GEMM (rows x in -> out) | bf16 ms | fp8 ms | fp8 gain | runs in |",
+            "|---|---|---:|---:|---:|---|",
+            "| h.0-3.attn.c_attn | 256 x 64 -> 192 | 1.000 | 1.250 | 0.80x | bf16 |",
+            "| h.0-3.attn.c_proj | 256 x 64 -> 64 | 0.500 | 0.500 | 1.00x | bf16 |",
+            "| h.0-3.mlp.c_fc | 256 x 64 -> 256 | 2.000 | 1.000 | 2.00x | fp8 |",
+            "| h.0-3.mlp.c_proj | 256 x 256 -> 64 | 0.500 | 0.500 | 1.00x | bf16 |",
+            "| head | 256 x 64 -> 512 | 4.000 | 2.500 | 1.60x | fp8 |"});
+
+  const auto patterns = choose_fp8_layers("h.1.*,h.3.*,h.2.mlp.c_fc", gpt_candidates(4), 64,
+                                          "gpu", {}, cache);
+  CHECK(patterns.table() ==
+        std::vector<std::string>{
+            "fp8 layers (--fp8_layers h.1.*,h.3.*,h.2.mlp.c_fc): 9 of 17 in fp8",
+            "| layers | GEMM (rows x in -> out) | bf16 ms | fp8 ms | fp8 gain | runs in |",
+            "|---|---|---:|---:|---:|---|",
+            "| h.0,2.attn.c_attn | 64 x 64 -> 192 | – | – | – | bf16 |",
+            "| h.0,2.attn.c_proj | 64 x 64 -> 64 | – | – | – | bf16 |",
+            "| h.0.mlp.c_fc | 64 x 64 -> 256 | – | – | – | bf16 |",
+            "| h.0,2.mlp.c_proj | 64 x 256 -> 64 | – | – | – | bf16 |",
+            "| h.1,3.attn.c_attn | 64 x 64 -> 192 | – | – | – | fp8 |",
+            "| h.1,3.attn.c_proj | 64 x 64 -> 64 | – | – | – | fp8 |",
+            "| h.1-3.mlp.c_fc | 64 x 64 -> 256 | – | – | – | fp8 |",
+            "| h.1,3.mlp.c_proj | 64 x 256 -> 64 | – | – | – | fp8 |",
+            "| head | 64 x 64 -> 512 | – | – | – | bf16 |"});
+}
+
+TEST_CASE("fp8 layers: the measurement times both precisions of a layer", "[precision][fp8]") {
+  // On a CPU (its _scaled_mm): the same code a GPU run times, small enough to be quick.
+  const auto measure = ampt::precision::gemm_timer(torch::kCPU, ampt::precision::Fp8Recipe{});
+  const auto t = measure({32, 64, 48});
+  CHECK(std::isfinite(t.bf16_ms));
+  CHECK(std::isfinite(t.fp8_ms));
+  CHECK(t.bf16_ms > 0.0);
+  CHECK(t.fp8_ms > 0.0);
+}
