@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <torch/serialize.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 namespace fs = std::filesystem;
@@ -59,6 +61,22 @@ TEST_CASE("bad checkpoint: missing file", "[checkpoint][errors]") {
   const auto dir = trained_dir();
   check_refused(dir, {"--resume", dir + "/nope.pt", "--max_steps", "20"},
                 "checkpoint '" + dir + "/nope.pt' not found");
+}
+
+TEST_CASE("checkpoint: a run directory or its latest file names the latest checkpoint",
+          "[checkpoint]") {
+  const auto dir = trained_dir();
+  const auto saved = ampt::checkpoint::load(dir + "/ckpt-00000010.pt");
+  for (const auto& path : {dir, dir + "/latest"}) {
+    INFO(path);
+    const auto latest = ampt::checkpoint::load(path);
+    CHECK(latest.step == saved.step);
+    CHECK(latest.config == saved.config);
+  }
+  const auto empty = ampt::test::make_temp_dir();
+  CHECK_THROWS_WITH(ampt::checkpoint::load(empty),
+                    "checkpoint '" + empty + "' not found: no " + empty +
+                        "/latest pointer (a run directory has one once it saved)");
 }
 
 TEST_CASE("bad checkpoint: truncated and corrupt files", "[checkpoint][errors]") {
@@ -115,9 +133,27 @@ TEST_CASE("atomic write: replaces the file whole and leaves no temporary", "[che
   const auto dir = ampt::test::make_temp_dir();
   const auto path = dir + "/file";
   ampt::checkpoint::write_file_atomically(path, "first");
+  // Larger than the writeback chunk: written in pieces, handed to the disk as it goes.
+  const std::string large((uint64_t{80} << 20) + 123, 'x');
+  ampt::checkpoint::write_file_atomically(path, large);
+  CHECK(read_file(path) == large);
   ampt::checkpoint::write_file_atomically(path, "second, longer");
   CHECK(read_file(path) == "second, longer");
   CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);
   CHECK_THROWS_WITH(ampt::checkpoint::write_file_atomically(dir + "/missing/file", "x"),
-                    Catch::StartsWith("cannot create '" + dir + "/missing/.file.tmp-"));
+                    "cannot create a temporary file for '" + dir + "/missing/file' (" + dir +
+                        "/missing/.file.tmp-" + std::to_string(::getpid()) +
+                        "): No such file or directory (ENOENT)");
+}
+
+TEST_CASE("atomic write: an abandoned file leaves the previous one and no temporary", "[checkpoint]") {
+  const auto dir = ampt::test::make_temp_dir();
+  ampt::checkpoint::write_file_atomically(dir + "/file", "previous");
+  {
+    ampt::checkpoint::AtomicFile file(dir + "/file");
+    file.write("half of it", 10);
+    CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 2);
+  }  // never committed, as when the writer fails
+  CHECK(read_file(dir + "/file") == "previous");
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);
 }

@@ -3,6 +3,7 @@
 #include "ampt/train/trainer.h"
 
 #include "support/process.h"
+#include "support/same_state.h"
 
 #include <catch2/catch.hpp>
 
@@ -41,20 +42,6 @@ ampt::train::RunContext stop_after(int steps) {
   return context;
 }
 
-void check_same_model(const std::string& a, const std::string& b) {
-  const auto left = ampt::checkpoint::load(a);
-  const auto right = ampt::checkpoint::load(b);
-  REQUIRE(left.model.size() == right.model.size());
-  for (size_t i = 0; i < left.model.size(); ++i) {
-    INFO(left.model[i].first);
-    CHECK(torch::equal(left.model[i].second, right.model[i].second));
-  }
-  for (size_t i = 0; i < left.optimizer.size(); ++i) {
-    INFO(left.optimizer[i].first);
-    CHECK(torch::equal(left.optimizer[i].second, right.optimizer[i].second));
-  }
-}
-
 }  // namespace
 
 TEST_CASE("resume: stopped at 50 and resumed equals never stopped, in each precision", "[checkpoint][resume]") {
@@ -86,7 +73,7 @@ TEST_CASE("resume: stopped at 50 and resumed equals never stopped, in each preci
     CHECK(resumed.initial_loss == reference.initial_loss);
     CHECK(resumed.final_scale == reference.final_scale);
     CHECK(second.steps.back().loss == straight.steps.back().loss);
-    check_same_model(straight_dir + "/ckpt-00000100.pt", stopped_dir + "/ckpt-00000100.pt");
+    ampt::test::check_same_state(straight_dir + "/ckpt-00000100.pt", stopped_dir + "/ckpt-00000100.pt");
   }
 }
 

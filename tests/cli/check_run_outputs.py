@@ -82,6 +82,8 @@ def logged_values(lines):
                 row["val/accuracy"] = l["val_accuracy"]
         elif l.get("event") == "precision_switch":
             row["precision/stage"] = l["stage"]
+        elif l.get("event") == "checkpoint":
+            continue  # the console's and metrics.jsonl's only
         else:
             fail(f"metrics.jsonl line of an unknown kind: {l}")
         rows.append((l["step"], row, l.get("epoch")))

@@ -22,11 +22,44 @@ TEST_CASE("cli train: bf16 for 300 steps ends well below the initial loss", "[cl
   const auto summary = read_file(dir + "/summary.json");
   CHECK(json_field(summary, "steps") == 300);
   CHECK(json_field(summary, "final_loss") < 0.5 * json_field(summary, "initial_loss"));
-  // Step 1 and every log_every (100) steps: 4 lines, then the final evaluation.
+  // Step 1 and every log_every (100) steps: 4 lines, then the final evaluation and checkpoint.
   const auto metrics = read_file(dir + "/metrics.jsonl");
-  CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 5);
+  CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 6);
+  CHECK_THAT(metrics, Catch::Contains(R"({"step": 300, "event": "checkpoint", "path": ")"));
   CHECK_THAT(metrics, Catch::Contains(R"({"step": 300, "val_loss": )"));
   CHECK(json_field(summary, "final_val_loss") < 0.5 * json_field(summary, "initial_loss"));
+}
+
+TEST_CASE("cli train: the summary's throughput is the metrics lines' steady state and the wall time adds up", "[cli][train]") {
+  const auto dir = make_temp_dir();
+  const auto r = run_ampt({"train", "--max_steps", "60", "--log_every", "10", "--eval_every", "20",
+                           "--save_every", "25", "--device", "cpu", "--output_dir", dir});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  // The reference: every logged interval after the first, from metrics.jsonl's own figures.
+  const auto steps = ampt::test::lines_with(read_file(dir + "/metrics.jsonl"), "\"samples_per_sec\"");
+  REQUIRE(steps.size() == 7);  // steps 1, 10, ..., 60
+  double samples = 0.0;
+  double seconds = 0.0;
+  for (size_t i = 1; i < steps.size(); ++i) {
+    const double interval = (json_field(steps[i], "step") - json_field(steps[i - 1], "step")) * 128;
+    samples += interval;
+    seconds += interval / json_field(steps[i], "samples_per_sec");
+  }
+  const auto summary = read_file(dir + "/summary.json");
+  CHECK(json_field(summary, "samples_per_sec") == Approx(samples / seconds).epsilon(1e-9));
+  CHECK(json_field(summary, "steady_first_step") == 2);
+  CHECK(json_field(summary, "steady_last_step") == 60);
+  const double parts = json_field(summary, "startup_seconds") + json_field(summary, "training_seconds") +
+                       json_field(summary, "eval_seconds") + json_field(summary, "checkpoint_seconds");
+  CHECK(json_field(summary, "seconds") == Approx(parts).epsilon(1e-9));
+  CHECK(json_field(summary, "startup_seconds") > 0.0);
+  CHECK(json_field(summary, "eval_seconds") > 0.0);  // steps 20, 40 and the final one
+  CHECK(json_field(summary, "checkpoint_seconds") > 0.0);
+  CHECK(json_field(summary, "checkpoints_saved") == 3);  // steps 25, 50 and 60
+  CHECK_THAT(r.out, Catch::Contains("Throughput:       ") && Catch::Contains(" samples/s steady state (steps 2-60"));
+  CHECK_THAT(r.out, Catch::Contains("Wall Time:        ") && Catch::Contains("training ") &&
+                        Catch::Contains("(60 steps), evaluation "));
 }
 
 TEST_CASE("cli train: fp16 with init scale 2^40 skips steps, backs off, and learns", "[cli][train]") {

@@ -9,6 +9,7 @@
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
@@ -203,4 +204,15 @@ TEST_CASE("hf import: ampt train --init_from starts from the pretrained weights"
                                     "64, vocab_size 128 (100 tokens)"));
   CHECK_THAT(r.out, Catch::Contains("[AMP] Weights: pretrained, from " + dir +
                                     " (28 tensors from 1 file; vocabulary 100 padded to 128)"));
+  // Before the first step the pretrained weights are evaluated: the summary compares.
+  const auto summary = YAML::LoadFile(out + "/summary.json");
+  const double before = summary["initial_val_loss"].as<double>();
+  const double after = summary["final_val_loss"].as<double>();
+  CHECK(before != after);
+  const auto metrics = YAML::Load(ampt::test::read_file(out + "/metrics.jsonl").substr(
+      0, ampt::test::read_file(out + "/metrics.jsonl").find('\n')));
+  CHECK(metrics["step"].as<int64_t>() == 0);
+  CHECK(metrics["val_loss"].as<double>() == Approx(before).epsilon(1e-12));
+  CHECK_THAT(r.out, Catch::Contains(fmt::format("Val Perplexity:   {:.2f} pretrained → {:.2f} after "
+                                                "3 steps", std::exp(before), std::exp(after))));
 }

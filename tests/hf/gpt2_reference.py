@@ -12,6 +12,9 @@
     gpt2_reference.py generate DIR PROMPT N
         prints PROMPT and transformers' greedy continuation of at most N tokens, decoded with the
         directory's tokenizer (what `ampt generate --temperature 0` must print).
+    gpt2_reference.py tokenize DIR TEXT
+        prints what AutoTokenizer.from_pretrained(DIR) makes of TEXT: its class, ids, eos token
+        and model_max_length, as JSON.
 """
 import argparse
 import json
@@ -80,6 +83,13 @@ def generate(args):
     sys.stdout.buffer.write(args.prompt.encode() + tokenizer.decode(new).encode() + b"\n")
 
 
+def tokenize(args):
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(args.dir)
+    print(json.dumps({"class": type(tokenizer).__name__, "ids": tokenizer.encode(args.text),
+                      "eos": tokenizer.eos_token, "max_length": tokenizer.model_max_length}))
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -97,8 +107,11 @@ def main():
     gen.add_argument("dir")
     gen.add_argument("prompt")
     gen.add_argument("n", type=int)
+    tk = sub.add_parser("tokenize")
+    tk.add_argument("dir")
+    tk.add_argument("text")
     args = parser.parse_args()
-    {"make": make, "logits": logits, "generate": generate}[args.command](args)
+    {"make": make, "logits": logits, "generate": generate, "tokenize": tokenize}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -70,3 +70,48 @@ TEST_CASE("metrics writer: a resumed run continues the file from its checkpoint 
   CHECK(std::count(text.begin(), text.end(), '\n') == 3);
   CHECK(!std::filesystem::exists(dir + "/metrics.1.jsonl"));
 }
+
+TEST_CASE("metrics writer: checkpoint events, and the summary's throughput and time split", "[log][metrics]") {
+  const auto dir = make_temp_dir();
+  {
+    ampt::log::MetricsWriter writer(dir);
+    writer.on_start({});
+    ampt::log::CheckpointReport saved;
+    saved.step = 10;
+    saved.path = "out/ckpt-00000010.pt";
+    saved.bytes = 1234;
+    saved.pause_seconds = 0.25;
+    saved.wait_seconds = 0.125;
+    saved.write_seconds = 1.5;
+    writer.on_checkpoint(saved);
+    ampt::log::CheckpointReport failed = saved;
+    failed.step = 20;
+    failed.error = "cannot write 'out/ckpt-00000020.pt': File too large (EFBIG)";
+    writer.on_checkpoint(failed);
+    ampt::log::RunSummary s;
+    s.samples_per_sec = 100.0;
+    s.tokens_per_sec = 6400.0;
+    s.steady_first_step = 2;
+    s.steady_last_step = 20;
+    s.seconds = 10.0;
+    s.startup_seconds = 1.0;
+    s.training_seconds = 7.5;
+    s.eval_seconds = 1.0;
+    s.checkpoint_seconds = 0.5;
+    s.checkpoints_saved = 1;
+    s.checkpoint_bytes = 1234;
+    s.checkpoint_write_seconds = 1.5;
+    writer.on_end(s);
+  }
+  CHECK(read_file(dir + "/metrics.jsonl") ==
+        R"({"step": 10, "event": "checkpoint", "path": "out/ckpt-00000010.pt", "bytes": 1234, )"
+        R"("pause_seconds": 0.25, "wait_seconds": 0.125, "write_seconds": 1.5, "error": null})"
+        "\n"
+        R"({"step": 20, "event": "checkpoint", "path": "out/ckpt-00000010.pt", "bytes": 1234, )"
+        R"x("pause_seconds": 0.25, "wait_seconds": 0.125, "write_seconds": 1.5, "error": "cannot write 'out/ckpt-00000020.pt': File too large (EFBIG)"})x"
+        "\n");
+  const auto summary = read_file(dir + "/summary.json");
+  CHECK_THAT(summary, Catch::Contains(R"("samples_per_sec": 100, "tokens_per_sec": 6400, "steady_first_step": 2, "steady_last_step": 20, )"));
+  CHECK_THAT(summary, Catch::Contains(R"("seconds": 10, "startup_seconds": 1, "training_seconds": 7.5, "eval_seconds": 1, "checkpoint_seconds": 0.5, )"
+                                      R"("checkpoints_saved": 1, "checkpoint_bytes": 1234, "checkpoint_write_seconds": 1.5, )"));
+}

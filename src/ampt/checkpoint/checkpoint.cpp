@@ -2,10 +2,11 @@
 
 #include "ampt/checkpoint/atomic_file.h"
 #include "ampt/checkpoint/crc32.h"
+#include "ampt/checkpoint/host_snapshot.h"
+#include "ampt/checkpoint/tensor_archive.h"
 #include "ampt/core/errors.h"
 
 #include <fmt/format.h>
-#include <torch/serialize.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -19,11 +20,39 @@ namespace fs = std::filesystem;
 constexpr const char* kFormatName = "ampt-checkpoint";
 constexpr const char* kLatest = "latest";
 
-c10::Dict<std::string, torch::Tensor> to_dict(const NamedTensors& tensors) {
-  c10::Dict<std::string, torch::Tensor> dict;
-  for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().cpu().contiguous());
-  return dict;
+// What the archive writer takes: a contiguous CPU tensor with a storage of its own. A host
+// snapshot's tensors are that already and are written without a copy.
+torch::Tensor as_record(const torch::Tensor& tensor) {
+  auto t = tensor.detach();
+  const bool whole = t.device().is_cpu() && t.is_contiguous() && t.storage_offset() == 0 &&
+                     t.storage().nbytes() == t.nbytes();
+  return whole ? t : t.to(torch::kCPU).clone(torch::MemoryFormat::Contiguous);
 }
+
+// Writes each tensor as the file's next record and folds it into the checkpoint's checksum
+// (see tensors_checksum) from the CRC the record's zip header needs anyway.
+class RecordWriter {
+ public:
+  explicit RecordWriter(TensorArchiveWriter& archive) : archive_(archive) {}
+  torch::Tensor add(const torch::Tensor& tensor) {
+    auto record = as_record(tensor);
+    checksum_ = crc32_combine(checksum_, archive_.add(record), record.nbytes());
+    return record;
+  }
+  c10::Dict<std::string, torch::Tensor> add(const NamedTensors& tensors) {
+    c10::Dict<std::string, torch::Tensor> dict;
+    for (const auto& [name, tensor] : tensors) {
+      checksum_ = crc32(checksum_, name.data(), name.size());
+      dict.insert(name, add(tensor));
+    }
+    return dict;
+  }
+  int64_t checksum() const { return checksum_; }
+
+ private:
+  TensorArchiveWriter& archive_;
+  uint32_t checksum_ = 0;
+};
 
 // Reading side: every access checks the type, so a foreign pickle gives a clear error.
 class Reader {
@@ -80,8 +109,8 @@ class Reader {
   c10::impl::GenericDict dict_{c10::StringType::get(), c10::AnyType::get()};
 };
 
-// The zip container torch writes does not verify its contents on read, so a checksum over every
-// tensor's bytes (in file order) is stored beside them and checked on load.
+// Torch's zip reader does not verify the records it reads, so a checksum over every tensor's
+// name and bytes, in this order, is stored beside them and checked on load.
 int64_t tensors_checksum(const Checkpoint& c) {
   uint32_t crc = 0;
   const auto add = [&crc](const torch::Tensor& t) {
@@ -106,7 +135,9 @@ std::vector<fs::path> checkpoints_in(const std::string& directory) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(directory, ec)) {
     const auto name = entry.path().filename().string();
-    if (name.starts_with("ckpt-") && name.ends_with(".pt")) found.push_back(entry.path());
+    if (name.starts_with("ckpt-") && name.ends_with(".pt") && entry.is_regular_file(ec)) {
+      found.push_back(entry.path());
+    }
   }
   std::sort(found.begin(), found.end());  // zero-padded step numbers sort by step
   return found;
@@ -121,8 +152,16 @@ std::string save(const std::string& directory, const Checkpoint& c, int64_t keep
   fs::create_directories(directory, ec);
   if (ec) throw RuntimeError("cannot create '" + directory + "': " + ec.message());
   remove_stale_temporaries(directory);
+  const auto path = (fs::path(directory) / checkpoint_file_name(c.step)).string();
 
+  // The tensors go first, in checksum order, so the checksum is known when the root is pickled.
+  TensorArchiveWriter archive(path);
+  RecordWriter records(archive);
   c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
+  root.insert("model", records.add(c.model));
+  root.insert("optimizer", records.add(c.optimizer));
+  root.insert("cpu_rng", records.add(c.cpu_rng));
+  if (c.cuda_rng.defined()) root.insert("cuda_rng", records.add(c.cuda_rng));
   root.insert("format", std::string(kFormatName));
   root.insert("format_version", c.format_version);
   root.insert("ampt_version", c.ampt_version);
@@ -135,37 +174,47 @@ std::string save(const std::string& directory, const Checkpoint& c, int64_t keep
   root.insert("world_size", c.world_size);
   root.insert("skipped_steps", c.skipped_steps);
   root.insert("initial_loss", c.initial_loss);
-  root.insert("model", to_dict(c.model));
   root.insert("optimizer_kind", c.optimizer_kind);
-  root.insert("optimizer", to_dict(c.optimizer));
   if (c.scaler) {
     root.insert("scaler_scale", static_cast<double>(c.scaler->scale));
     root.insert("scaler_growth_tracker", static_cast<int64_t>(c.scaler->growth_tracker));
     root.insert("scaler_hysteresis", static_cast<int64_t>(c.scaler->hysteresis));
   }
-  root.insert("cpu_rng", c.cpu_rng);
-  if (c.cuda_rng.defined()) root.insert("cuda_rng", c.cuda_rng);
-  root.insert("checksum", tensors_checksum(c));
+  root.insert("checksum", records.checksum());
+  archive.finish(root);
+  write_file_atomically((fs::path(directory) / kLatest).string(),
+                        checkpoint_file_name(c.step) + "\n");
 
-  const auto bytes = torch::pickle_save(root);
-  const auto path = (fs::path(directory) / checkpoint_file_name(c.step)).string();
-  write_file_atomically(path, std::string_view(bytes.data(), bytes.size()));
-  write_file_atomically((fs::path(directory) / kLatest).string(), checkpoint_file_name(c.step) + "\n");
-
-  auto all = checkpoints_in(directory);
-  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove(all[i], ec);
+  // The newest `keep`, counting this one, which is never deleted whatever the others' steps.
+  auto others = checkpoints_in(directory);
+  std::erase(others, fs::path(path));
+  for (size_t i = 0; i + static_cast<size_t>(keep) < others.size() + 1; ++i) {
+    fs::remove(others[i], ec);
+  }
   return path;
 }
 
-Checkpoint load(const std::string& path) {
-  const auto bytes = read_whole_file(path, "checkpoint");
+Checkpoint load(const std::string& given) {
+  std::string path = given;
+  if (fs::is_directory(given) || fs::path(given).filename() == kLatest) {
+    const auto directory = fs::is_directory(given) ? fs::path(given) : fs::path(given).parent_path();
+    const auto latest = find_latest(directory.empty() ? "." : directory.string());
+    if (!latest) {
+      throw RuntimeError("checkpoint '" + given + "' not found: no " +
+                         (directory / kLatest).string() + " pointer (a run directory has one once it saved)");
+    }
+    path = *latest;
+  }
+  if (!fs::exists(path)) throw RuntimeError("checkpoint '" + path + "' not found");
   c10::IValue root;
   try {
-    root = torch::pickle_load(bytes);
+    root = read_tensor_archive(path);
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     throw RuntimeError("checkpoint '" + path + "' is truncated or corrupt: " +
                        what.substr(0, what.find('\n')));
+  } catch (const RuntimeError& e) {
+    throw RuntimeError("checkpoint '" + path + "' is truncated or corrupt: " + e.what());
   }
   const Reader r(root, path);
   if (!r.has("format") || r.text("format") != kFormatName) throw r.bad("it is not an ampt checkpoint");
@@ -244,7 +293,7 @@ void copy_into(const NamedTensors& saved, const NamedTensors& targets, const std
     }
   }
   torch::NoGradGuard no_grad;
-  for (const auto& [name, target] : targets) target.copy_(by_name.at(name));
+  for (const auto& [name, target] : targets) copy_tensor(target, by_name.at(name));
 }
 
 }  // namespace ampt::checkpoint

@@ -45,12 +45,18 @@ struct Checkpoint {
 // "ckpt-00000050.pt"
 std::string checkpoint_file_name(int64_t step);
 
-// Writes <directory>/ckpt-<step>.pt and then the `latest` pointer, both atomically, then deletes
-// all but the newest `keep` checkpoints. Returns the checkpoint's path.
+// Writes <directory>/ckpt-<step>.pt (a torch zip archive: tensor_archive.h) and then the
+// `latest` pointer, both atomically, then deletes the oldest checkpoints beyond the newest
+// `keep`, never the one just written. Host tensors that span their storage (a HostSnapshot's)
+// are written in place; others are copied first. Returns the checkpoint's path. Safe to run on
+// a background thread while training goes on, given tensors no step writes to.
 std::string save(const std::string& directory, const Checkpoint& checkpoint, int64_t keep);
 
 // Reads and checks a checkpoint; RuntimeError naming the file when it is missing, truncated,
-// corrupt, not an ampt checkpoint, or from a newer format version.
+// corrupt, not an ampt checkpoint, or from a newer format version. The tensors are read-only
+// views of the file mapped into memory (no copy; see read_tensor_archive). Checkpoints written
+// by torch::pickle_save (ampt before its own writer) read the same way. A run directory, or its
+// `latest` file, stands for the checkpoint `latest` points to.
 Checkpoint load(const std::string& path);
 
 // The checkpoint `latest` in `directory` points to, if there is one.

@@ -3,10 +3,19 @@
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/checkpoint/safetensors.h"
 #include "ampt/commands/own_flags.h"
+#include "ampt/commands/run_model.h"
 #include "ampt/core/errors.h"
+#include "ampt/data/run_tokenizer.h"
+#include "ampt/hf/gpt2_export.h"
+#include "ampt/models/gpt_presets.h"
+#include "ampt/text/tokenizer.h"
+#include "ampt/text/tokenizer_files.h"
 
 #include <cxxopts.hpp>
 #include <fmt/format.h>
+
+#include <cstdio>
+#include <optional>
 
 namespace ampt::commands {
 namespace {
@@ -16,27 +25,90 @@ cxxopts::Options make_parser() {
   parser.add_options()
       ("checkpoint", "checkpoint to read (a ckpt-*.pt file written by ampt train)",
        cxxopts::value<std::string>(), "PATH")
-      ("out", "file to write", cxxopts::value<std::string>(), "FILE")
-      ("format", "output format: safetensors", cxxopts::value<std::string>()->default_value("safetensors"), "FORMAT")
+      ("out", "file to write (a directory with --format hf)", cxxopts::value<std::string>(), "FILE")
+      ("format", "safetensors (one file of ampt's tensors) or hf (a Hugging Face GPT-2 directory)",
+       cxxopts::value<std::string>()->default_value("safetensors"), "FORMAT")
+      ("tokenizer", "with --format hf: the tokenizer to write beside the model (default: the "
+       "run's --tokenizer, else its init_from files)", cxxopts::value<std::string>(), "PATH")
       ("dtype", "floating-point weights as fp32 or bf16", cxxopts::value<std::string>()->default_value("fp32"), "fp32|bf16")
       ("h,help", "show this help");
   parser.allow_unrecognised_options();
   return parser;
 }
 
+hf::Gpt2Config gpt2_config(const models::GptDims& dims) {
+  hf::Gpt2Config config;
+  config.n_layer = dims.n_layer;
+  config.n_embd = dims.n_embd;
+  config.n_head = dims.n_head;
+  config.n_positions = dims.block_size;
+  config.vocab_size = dims.real_vocab();
+  config.layer_norm_epsilon = dims.layer_norm_eps;
+  config.activation_function = dims.tanh_gelu ? "gelu_new" : "gelu";
+  return config;
+}
+
+// The tokenizer to hand over: --tokenizer, else the run's own (data/run_tokenizer.h).
+std::optional<text::Vocabulary> handed_tokenizer(const std::string& flag, const config::Config& config) {
+  auto vocabulary = flag.empty() ? data::run_vocabulary(config)
+                                 : std::optional(text::load_vocabulary(flag));
+  if (vocabulary) const text::Tokenizer checked(*vocabulary);  // the checks a run's tokenizer passes
+  return vocabulary;
+}
+
+void export_hf(const checkpoint::Checkpoint& saved, const std::string& checkpoint_path,
+               const std::string& out, NamedTensors weights, const std::string& tokenizer_flag,
+               const Environment& env) {
+  const auto config = run_config(saved, {}, env);
+  if (!models::is_gpt(config.model)) {
+    throw UsageError(fmt::format("--format hf writes a GPT-2, and {} holds a {} model: use "
+                                 "--format safetensors",
+                                 checkpoint_path, config.model));
+  }
+  auto gpt2 = gpt2_config(models::resolve_gpt_dims(config));
+  const auto tokenizer = handed_tokenizer(tokenizer_flag, config);
+  if (tokenizer) {
+    const auto tokens = static_cast<int64_t>(tokenizer->tokens.size());
+    if (tokens > gpt2.vocab_size) {
+      throw UsageError(fmt::format("the tokenizer {} has {} tokens but the model of {} has {}",
+                                   tokenizer->source, tokens, checkpoint_path, gpt2.vocab_size));
+    }
+    gpt2.bos_token_id = gpt2.eos_token_id = text::Tokenizer(*tokenizer).eot_id();
+  } else {
+    gpt2.bos_token_id = gpt2.eos_token_id = std::nullopt;
+    fmt::print(stderr,
+               "ampt: warning: the run of {} had no tokenizer (no --tokenizer, no init_from): {} gets none; add "
+               "--tokenizer PATH for AutoTokenizer\n",
+               checkpoint_path, out);
+  }
+  hf::write_gpt2_directory(out, weights, gpt2, tokenizer ? &*tokenizer : nullptr,
+                           {{"format", "pt"},
+                            {"ampt_version", saved.ampt_version},
+                            {"ampt_git_revision", saved.git_revision},
+                            {"step", std::to_string(saved.step)}});
+  fmt::print("wrote {}: config.json, model.safetensors{} from {} (step {})\n", out,
+             tokenizer ? ", vocab.json, merges.txt, tokenizer_config.json, special_tokens_map.json"
+                       : "",
+             checkpoint_path, saved.step);
+}
+
 }  // namespace
 
 std::string export_help() { return make_parser().help(); }
 
-int run_export(const std::vector<std::string>& args, const Environment&) {
+int run_export(const std::vector<std::string>& args, const Environment& env) {
   auto parser = make_parser();
   const auto result =
-      parse_own_flags(parser, "export", args, {"--checkpoint", "--out", "--format", "--dtype"});
+      parse_own_flags(parser, "export", args, {"--checkpoint", "--out", "--format", "--dtype", "--tokenizer"});
   const auto checkpoint_path = required_flag(result, "export", "checkpoint");
   const auto out = required_flag(result, "export", "out");
   const auto format = result["format"].as<std::string>();
-  if (format != "safetensors") {
-    throw UsageError("invalid value '" + format + "' for --format: expected safetensors");
+  if (format != "safetensors" && format != "hf") {
+    throw UsageError("invalid value '" + format + "' for --format: expected one of safetensors, hf");
+  }
+  const auto tokenizer = result.count("tokenizer") != 0 ? result["tokenizer"].as<std::string>() : "";
+  if (!tokenizer.empty() && format != "hf") {
+    throw UsageError("--tokenizer goes with --format hf (a safetensors file holds tensors only)");
   }
   const auto dtype = result["dtype"].as<std::string>();
   if (dtype != "fp32" && dtype != "bf16") {
@@ -49,6 +121,10 @@ int run_export(const std::vector<std::string>& args, const Environment&) {
     // Integer buffers (BatchNorm's batch counter) keep their type.
     const bool cast = dtype == "bf16" && tensor.is_floating_point();
     weights.emplace_back(name, cast ? tensor.to(torch::kBFloat16) : tensor);
+  }
+  if (format == "hf") {
+    export_hf(saved, checkpoint_path, out, std::move(weights), tokenizer, env);
+    return 0;
   }
   checkpoint::write_safetensors(out, weights,
                     {{"format", "pt"},

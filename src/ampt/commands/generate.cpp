@@ -1,18 +1,15 @@
 #include "ampt/commands/generate.h"
 
 #include "ampt/checkpoint/checkpoint.h"
-#include "ampt/config/describe.h"
-#include "ampt/config/resolve.h"
+#include "ampt/commands/run_model.h"
 #include "ampt/config/subcommand_flags.h"
 #include "ampt/core/errors.h"
 #include "ampt/data/run_tokenizer.h"
 #include "ampt/device/device.h"
 #include "ampt/models/generation.h"
-#include "ampt/models/registry.h"
 #include "ampt/precision/autocast_guard.h"
 #include "ampt/precision/choice.h"
 #include "ampt/precision/policy.h"
-#include "ampt/train/pretrained.h"
 
 #include <fmt/format.h>
 
@@ -35,16 +32,6 @@ const std::vector<config::SubcommandFlag>& own_flags() {
   return flags;
 }
 
-// The configuration to build the model with: the checkpoint's own run's (its recorded settings,
-// then this command's training flags over them), else the flags alone.
-config::Config model_config(const config::SplitArgs& split, const Environment& env,
-                            const std::optional<checkpoint::Checkpoint>& saved) {
-  std::vector<std::string> flags;
-  if (saved) flags = config::described_flags(saved->config);
-  flags.insert(flags.end(), split.rest.begin(), split.rest.end());
-  return config::resolve(flags, env).config();
-}
-
 }  // namespace
 
 std::string generate_help() {
@@ -63,7 +50,7 @@ int run_generate(const std::vector<std::string>& args, const Environment& env) {
   const auto& checkpoint_path = split.values.at("checkpoint");
   std::optional<checkpoint::Checkpoint> saved;
   if (!checkpoint_path.empty()) saved = checkpoint::load(checkpoint_path);
-  const auto config = model_config(split, env, saved);
+  const auto config = run_config(saved, split.rest, env);
   if (!saved && config.init_from.empty()) {
     throw UsageError("ampt generate needs a model: --checkpoint PATH or --init_from DIR|NAME");
   }
@@ -88,19 +75,7 @@ int run_generate(const std::vector<std::string>& args, const Environment& env) {
   }
   sampling.stop_token = tokenizer->eot_id();
   const auto device = device::select_device(config.device).device;
-  const auto request = models::sample_request(config);
-  torch::manual_seed(config.seed);
-  auto model = models::make_model(
-      config, {data::Task::language_model, {request.block_size}, request.vocab_size});
-  model.module->to(device);
-  NamedTensors tensors;
-  for (const auto& item : model.module->named_parameters()) tensors.emplace_back(item.key(), item.value());
-  for (const auto& item : model.module->named_buffers()) tensors.emplace_back(item.key(), item.value());
-  if (saved) {
-    checkpoint::copy_into(saved->model, tensors, "model", checkpoint_path);
-  } else {
-    train::load_pretrained(config, tensors);
-  }
+  auto model = load_run_model(config, saved, checkpoint_path, device);
   auto gpt = models::Gpt(std::dynamic_pointer_cast<models::GptImpl>(model.module));
 
   // bf16/fp16 autocast where the device has it natively (a GPU); fp32 elsewhere, where a CPU

@@ -1,7 +1,7 @@
 #include "ampt/data/idx.h"
 
 #include "ampt/core/errors.h"
-#include "ampt/data/mapped_file.h"
+#include "ampt/core/mapped_file.h"
 
 #include <fmt/format.h>
 

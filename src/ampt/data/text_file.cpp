@@ -1,6 +1,6 @@
 #include "ampt/data/text_file.h"
 
-#include "ampt/data/mapped_file.h"
+#include "ampt/core/mapped_file.h"
 
 #include <memory>
 

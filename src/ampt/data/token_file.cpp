@@ -1,7 +1,7 @@
 #include "ampt/data/token_file.h"
 
 #include "ampt/core/errors.h"
-#include "ampt/data/mapped_file.h"
+#include "ampt/core/mapped_file.h"
 
 #include <fmt/format.h>
 

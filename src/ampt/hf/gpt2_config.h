@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ampt::hf {
@@ -17,8 +18,9 @@ struct Gpt2Config {
   // GELU as GPT-2 trained it: "gelu_new" (the tanh approximation, GPT-2's own), also spelt
   // "gelu_pytorch_tanh", or the exact "gelu".
   std::string activation_function = "gelu_new";
-  int64_t bos_token_id = 50256;
-  int64_t eos_token_id = 50256;
+  // <|endoftext|>, GPT-2's first and last token; none for a model without a tokenizer.
+  std::optional<int64_t> bos_token_id = 50256;
+  std::optional<int64_t> eos_token_id = 50256;
 
   // Whether the activation is the tanh approximation (else the exact erf GELU).
   bool tanh_gelu() const { return activation_function != "gelu"; }

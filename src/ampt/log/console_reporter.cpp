@@ -5,6 +5,8 @@
 
 #include <fmt/ranges.h>
 
+#include <cmath>
+
 namespace ampt::log {
 
 std::string format_bytes(int64_t bytes) {
@@ -104,8 +106,17 @@ void ConsoleReporter::on_precision_switch(const PrecisionSwitch& c) {
   if (!c.reason.empty()) log::info("[AMP] {}", c.reason);
 }
 
-void ConsoleReporter::on_checkpoint(const std::string& path, int64_t step) {
-  log::info("[CKPT] Saved step {} to {}", step, path);
+void ConsoleReporter::on_checkpoint(const CheckpointReport& r) {
+  if (!r.error.empty()) {
+    log::warn("checkpoint of step {} not saved: {}; training goes on, the next save tries again",
+              r.step, r.error);
+    return;
+  }
+  log::info("[CKPT] Saved step {} to {} ({} in {}, training paused {:.2f} s{})", r.step, r.path,
+            format_bytes(r.bytes), format_duration(r.write_seconds), r.pause_seconds,
+            r.wait_seconds > 0.0
+                ? fmt::format(", {:.2f} s of it for the previous save's write", r.wait_seconds)
+                : "");
 }
 
 void ConsoleReporter::on_profile(int64_t first, int64_t last, const std::string& trace,
@@ -163,13 +174,29 @@ void ConsoleReporter::on_end(const RunSummary& s) {
   log::info("Skipped Steps:    {} of {}", s.skipped_steps, s.steps);
   if (s.loss_scaling) log::info("Loss Scale:       {:.1f} → {:.1f}", s.initial_scale, s.final_scale);
   if (s.final_val_loss >= 0.0) log::info("Final Val Loss:   {:.4f}", s.final_val_loss);
-  log::info("Throughput:       {} ({} steps in {})",
-            language_model_ ? fmt::format("{:.0f} tokens/s", s.tokens_per_sec)
-                            : fmt::format("{:.0f} samples/s", s.samples_per_sec),
-            s.steps_this_run, format_duration(s.seconds));
+  if (s.initial_val_loss >= 0.0 && s.final_val_loss >= 0.0 && language_model_) {
+    log::info("Val Perplexity:   {:.2f} pretrained → {:.2f} after {} steps", std::exp(s.initial_val_loss),
+              std::exp(s.final_val_loss), s.steps);
+  }
+  if (s.steps_this_run > 0) {
+    log::info("Throughput:       {} steady state (steps {}-{}, without evaluation and "
+              "checkpoint pauses)",
+              language_model_ ? fmt::format("{:.0f} tokens/s", s.tokens_per_sec)
+                              : fmt::format("{:.0f} samples/s", s.samples_per_sec),
+              s.steady_first_step, s.steady_last_step);
+  }
+  log::info("Wall Time:        {}: startup {}, training {} ({} steps), evaluation {}, "
+            "checkpoint pauses {}",
+            format_duration(s.seconds), format_duration(s.startup_seconds),
+            format_duration(s.training_seconds), s.steps_this_run,
+            format_duration(s.eval_seconds), format_duration(s.checkpoint_seconds));
   log::info("Peak Memory:      {} ({})", format_bytes(s.peak_memory_bytes), s.peak_memory_kind);
   if (!metrics_path_.empty()) log::info("Metrics:          {}", metrics_path_);
-  if (!s.checkpoint.empty()) log::info("Checkpoint:       {}", s.checkpoint);
+  if (!s.checkpoint.empty()) {
+    log::info("Checkpoint:       {} ({} saved, {} written in {})", s.checkpoint,
+              s.checkpoints_saved, format_bytes(s.checkpoint_bytes),
+              format_duration(s.checkpoint_write_seconds));
+  }
 }
 
 }  // namespace ampt::log

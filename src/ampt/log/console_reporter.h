@@ -19,7 +19,7 @@ class ConsoleReporter final : public Observer {
   void on_step(const StepReport& report) override;
   void on_eval(const EvalReport& report) override;
   void on_precision_switch(const PrecisionSwitch& change) override;
-  void on_checkpoint(const std::string& path, int64_t step) override;
+  void on_checkpoint(const CheckpointReport& report) override;
   void on_profile(int64_t first, int64_t last, const std::string& trace,
                   const std::string& table) override;
   void on_nonfinite(int64_t step, const std::string& what) override;

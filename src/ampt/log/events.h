@@ -107,6 +107,18 @@ struct EvalReport {
   int64_t batches = 0;
 };
 
+// A checkpoint save that has ended, written or not. Reported by the training thread once the
+// background write is over.
+struct CheckpointReport {
+  int64_t step = 0;
+  std::string path;
+  int64_t bytes = 0;             // the file's size
+  double pause_seconds = 0.0;    // training stopped: the snapshot, and waiting for an earlier write
+  double wait_seconds = 0.0;     // the part of the pause spent waiting for an earlier write
+  double write_seconds = 0.0;    // the background write: records, fsync, rename
+  std::string error;             // why it was not saved; empty when it was
+};
+
 struct RunSummary {
   std::string precision;
   bool loss_scaling = false;
@@ -117,10 +129,27 @@ struct RunSummary {
   int64_t skipped_steps = 0;
   double initial_scale = 0.0;
   double final_scale = 0.0;
-  double samples_per_sec = 0.0;   // whole-run average
+  // Steady state, as the metrics lines measure it: the samples of the logged intervals after
+  // the first (which holds the warm-up) over their training time, evaluation and checkpoint
+  // pauses excluded. A run with one logged interval reports that one.
+  double samples_per_sec = 0.0;
   double tokens_per_sec = 0.0;
+  int64_t steady_first_step = 0;  // the steps those figures cover
+  int64_t steady_last_step = 0;
+  // Wall time, and its parts: building the run (device, data, model, resume), the steps,
+  // evaluation, and training paused for checkpoints (snapshots, waits for writes, the final save).
   double seconds = 0.0;
+  double startup_seconds = 0.0;
+  double training_seconds = 0.0;
+  double eval_seconds = 0.0;
+  double checkpoint_seconds = 0.0;
+  int64_t checkpoints_saved = 0;
+  int64_t checkpoint_bytes = 0;          // written by those saves
+  double checkpoint_write_seconds = 0.0;  // their background writes, alongside training
   double final_val_loss = -1.0;   // -1 when there is no validation split
+  // A run from pretrained weights (init_from): their validation loss before the first step; -1
+  // otherwise.
+  double initial_val_loss = -1.0;
   int64_t peak_memory_bytes = 0;
   std::string peak_memory_kind;   // "CUDA allocator peak" or "process peak RSS"
   std::string checkpoint;         // the last checkpoint written, empty if none
@@ -139,7 +168,7 @@ class Observer {
   virtual void on_step(const StepReport& report) {}
   virtual void on_eval(const EvalReport& report) {}
   virtual void on_precision_switch(const PrecisionSwitch& change) {}
-  virtual void on_checkpoint(const std::string& path, int64_t step) {}
+  virtual void on_checkpoint(const CheckpointReport& report) {}
   // --profile wrote its trace and operator table for optimizer steps first..last.
   virtual void on_profile(int64_t first, int64_t last, const std::string& trace,
                           const std::string& table) {}
@@ -174,8 +203,8 @@ class ObserverList final : public Observer {
   void on_precision_switch(const PrecisionSwitch& change) override {
     for (auto* o : observers_) o->on_precision_switch(change);
   }
-  void on_checkpoint(const std::string& path, int64_t step) override {
-    for (auto* o : observers_) o->on_checkpoint(path, step);
+  void on_checkpoint(const CheckpointReport& report) override {
+    for (auto* o : observers_) o->on_checkpoint(report);
   }
   void on_profile(int64_t first, int64_t last, const std::string& trace,
                   const std::string& table) override {

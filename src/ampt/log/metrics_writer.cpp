@@ -106,6 +106,18 @@ void MetricsWriter::on_precision_switch(const PrecisionSwitch& c) {
                  path_);
 }
 
+void MetricsWriter::on_checkpoint(const CheckpointReport& r) {
+  if (path_.empty()) return;
+  write_or_throw(out_,
+                 fmt::format(R"({{"step": {}, "event": "checkpoint", "path": {}, "bytes": {}, )"
+                             R"("pause_seconds": {}, "wait_seconds": {}, "write_seconds": {}, )"
+                             R"("error": {}}})",
+                             r.step, json_string(r.path), r.bytes, json_number(r.pause_seconds),
+                             json_number(r.wait_seconds), json_number(r.write_seconds),
+                             r.error.empty() ? "null" : json_string(r.error)),
+                 path_);
+}
+
 void MetricsWriter::on_end(const RunSummary& s) {
   const auto summary_path = (fs::path(output_dir_) / "summary.json").string();
   std::ofstream summary(summary_path, std::ios::out | std::ios::trunc);
@@ -114,14 +126,22 @@ void MetricsWriter::on_end(const RunSummary& s) {
       fmt::format(
           R"({{"precision": "{}", "loss_scaling": {}, "steps": {}, "initial_loss": {}, )"
           R"("final_loss": {}, "skipped_steps": {}, "initial_scale": {}, "final_scale": {}, )"
-          R"("samples_per_sec": {}, "tokens_per_sec": {}, "final_val_loss": {}, "seconds": {}, )"
+          R"("samples_per_sec": {}, "tokens_per_sec": {}, "steady_first_step": {}, )"
+          R"("steady_last_step": {}, "initial_val_loss": {}, "final_val_loss": {}, "seconds": {}, )"
+          R"("startup_seconds": {}, )"
+          R"("training_seconds": {}, "eval_seconds": {}, "checkpoint_seconds": {}, )"
+          R"("checkpoints_saved": {}, "checkpoint_bytes": {}, "checkpoint_write_seconds": {}, )"
           R"("peak_memory_bytes": {}, "peak_memory_kind": "{}"}})",
           s.precision, s.loss_scaling, s.steps, json_number(s.initial_loss),
           s.steps_this_run > 0 ? json_number(s.final_loss) : "null", s.skipped_steps,
           json_number(s.initial_scale), json_number(s.final_scale),
-          json_number(s.samples_per_sec), json_number(s.tokens_per_sec),
-          s.final_val_loss >= 0.0 ? json_number(s.final_val_loss) : "null", json_number(s.seconds),
-          s.peak_memory_bytes, s.peak_memory_kind),
+          json_number(s.samples_per_sec), json_number(s.tokens_per_sec), s.steady_first_step,
+          s.steady_last_step, s.initial_val_loss >= 0.0 ? json_number(s.initial_val_loss) : "null",
+          s.final_val_loss >= 0.0 ? json_number(s.final_val_loss) : "null",
+          json_number(s.seconds), json_number(s.startup_seconds), json_number(s.training_seconds),
+          json_number(s.eval_seconds), json_number(s.checkpoint_seconds), s.checkpoints_saved,
+          s.checkpoint_bytes, json_number(s.checkpoint_write_seconds), s.peak_memory_bytes,
+          s.peak_memory_kind),
       summary_path);
 }
 

@@ -26,6 +26,9 @@ class MetricsWriter final : public Observer {
   void on_eval(const EvalReport& report) override;
   // {"step": 500, "event": "precision_switch", "from": "FP32", "to": "BF16", ...}
   void on_precision_switch(const PrecisionSwitch& change) override;
+  // {"step": 500, "event": "checkpoint", "path": ..., "bytes": ..., "pause_seconds": ...,
+  // "wait_seconds": ..., "write_seconds": ..., "error": null}
+  void on_checkpoint(const CheckpointReport& report) override;
   void on_end(const RunSummary& summary) override;
 
  private:

@@ -1,9 +1,9 @@
 #include "ampt/text/hf_files.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/text/byte_alphabet.h"
 #include "ampt/text/json_reader.h"
 #include "ampt/text/read_file.h"
-#include "ampt/text/utf8.h"
 
 #include <fmt/format.h>
 
@@ -14,32 +14,6 @@ namespace ampt::text {
 namespace {
 
 constexpr std::string_view kEndOfText = "<|endoftext|>";
-
-// GPT-2's bytes_to_unicode, inverted: the printable bytes stand for themselves, the other 68
-// (controls, space, DEL, NBSP, soft hyphen) for U+0100 onwards in byte order.
-std::unordered_map<char32_t, unsigned char> byte_of_character() {
-  std::unordered_map<char32_t, unsigned char> out;
-  char32_t shifted = 0x100;
-  for (int b = 0; b < 256; ++b) {
-    const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-    out[printable ? static_cast<char32_t>(b) : shifted++] = static_cast<unsigned char>(b);
-  }
-  return out;
-}
-
-// A token as written in the files → its bytes; false when a character is not in the alphabet.
-bool token_bytes(std::string_view written, std::string& bytes) {
-  static const auto table = byte_of_character();
-  bytes.clear();
-  for (std::size_t pos = 0; pos < written.size();) {
-    const Utf8Char c = decode_utf8(written, pos);
-    const auto it = table.find(c.code_point);
-    if (!c.valid || it == table.end()) return false;
-    bytes += static_cast<char>(it->second);
-    pos += c.length;
-  }
-  return true;
-}
 
 class Reader {
  public:

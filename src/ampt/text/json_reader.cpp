@@ -1,5 +1,7 @@
 #include "ampt/text/json_reader.h"
 
+#include "ampt/text/utf8.h"
+
 #include <charconv>
 #include <cstdint>
 
@@ -8,24 +10,6 @@ namespace {
 
 // Deep enough for any tokenizer file; shallow enough that recursion cannot exhaust the stack.
 constexpr int kMaxDepth = 256;
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
 
 class Parser {
  public:

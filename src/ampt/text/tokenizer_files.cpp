@@ -21,7 +21,7 @@ bool is_file(const fs::path& path) {
   return fs::is_regular_file(path, error);
 }
 
-Tokenizer load_file(const fs::path& file) {
+Vocabulary load_file(const fs::path& file) {
   const fs::path dir = file.parent_path();
   const std::string name = file.filename().string();
   if (name == "vocab.json" || name == "merges.txt") {
@@ -32,17 +32,17 @@ Tokenizer load_file(const fs::path& file) {
       throw RuntimeError(fmt::format("{}: missing (GPT-2's vocab.json and merges.txt go together)",
                                      missing.string()));
     }
-    return Tokenizer(read_vocab_and_merges(vocab.string(), merges.string()));
+    return read_vocab_and_merges(vocab.string(), merges.string());
   }
-  if (file.extension() == ".tiktoken") return Tokenizer(read_tiktoken(file.string()));
-  if (file.extension() == ".json") return Tokenizer(read_tokenizer_json(file.string()));
+  if (file.extension() == ".tiktoken") return read_tiktoken(file.string());
+  if (file.extension() == ".json") return read_tokenizer_json(file.string());
   const std::string head = read_whole_file(file.string()).substr(0, 1);
-  return Tokenizer(head == "{" ? read_tokenizer_json(file.string()) : read_tiktoken(file.string()));
+  return head == "{" ? read_tokenizer_json(file.string()) : read_tiktoken(file.string());
 }
 
 }  // namespace
 
-Tokenizer load_tokenizer(const std::string& path) {
+Vocabulary load_vocabulary(const std::string& path) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
   if (!fs::exists(status)) throw RuntimeError(fmt::format("{}: tokenizer not found", path));
@@ -59,5 +59,7 @@ Tokenizer load_tokenizer(const std::string& path) {
       "{}: {} (a tokenizer directory holds tokenizer.json, vocab.json + merges.txt, or one *.tiktoken)",
       path, tiktoken.empty() ? "no tokenizer files" : "more than one *.tiktoken file"));
 }
+
+Tokenizer load_tokenizer(const std::string& path) { return Tokenizer(load_vocabulary(path)); }
 
 }  // namespace ampt::text

@@ -13,4 +13,7 @@ namespace ampt::text {
 // tiktoken file. Throws RuntimeError, one line naming the file and what is wrong.
 Tokenizer load_tokenizer(const std::string& path);
 
+// What load_tokenizer reads, before it is checked and built into a Tokenizer.
+Vocabulary load_vocabulary(const std::string& path);
+
 }  // namespace ampt::text

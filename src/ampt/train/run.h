@@ -4,7 +4,9 @@
 // src/ampt/train: the rest of ampt calls run_training (trainer.h).
 #pragma once
 
+#include "ampt/checkpoint/background_writer.h"
 #include "ampt/checkpoint/checkpoint.h"
+#include "ampt/checkpoint/host_snapshot.h"
 #include "ampt/config/precision_schedule.h"
 #include "ampt/core/named_tensors.h"
 #include "ampt/data/loader.h"
@@ -24,12 +26,19 @@
 #include "ampt/train/step.h"
 #include "ampt/train/trainer.h"
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace ampt::train {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 // Everything one run holds, built once; run() is the loop.
 class Run {
@@ -38,7 +47,8 @@ class Run {
   // before anything is written.
   Run(const config::Config& config, const RunContext& context, log::Observer& observer);
 
-  log::RunSummary run();
+  // `started`: when run_training began, for the summary's startup time.
+  log::RunSummary run(Clock::time_point started);
 
  private:
   // run_setup.cpp
@@ -55,7 +65,15 @@ class Run {
   data::LoaderState restore(const std::string& path, std::string& note);
   // Where the data continues, carried over to this run's batch shape.
   data::LoaderState resume_position(const checkpoint::Checkpoint& saved, std::string& note) const;
-  void save_checkpoint(int64_t steps_done, log::RunSummary& summary);
+  // The model tensors, then the optimizer's: what a snapshot copies.
+  NamedTensors state_tensors() const;
+  // Snapshots the state and writes it in the background (rank 0; the others return at once).
+  // An earlier save still being written is waited for first. `final`: the run's last save,
+  // waited for, and a failure throws instead of being reported and trained past.
+  void save_checkpoint(int64_t steps_done, log::RunSummary& summary, bool final);
+  // Reports the save in flight once its write has ended (`wait`: blocks until then): to the
+  // observer, or for a final save that failed, as a RuntimeError.
+  void collect_save(bool wait, bool final, log::RunSummary& summary);
 
   // run_eval.cpp
   // The batch's loss under the run's precision; with `correct`, also the count of right argmax
@@ -103,6 +121,13 @@ class Run {
   std::vector<std::string> speed_notes_;
   std::vector<std::string> warnings_;
   std::unique_ptr<TrainStep> step_;
+  checkpoint::HostSnapshot snapshot_;
+  std::optional<log::CheckpointReport> pending_save_;  // the save being written
+  // Time the loop spends outside steps: in the summary's split, and left out of throughput.
+  double eval_seconds_ = 0.0;
+  double checkpoint_seconds_ = 0.0;
+  // Last: destroyed first, it waits for a write in flight while the rest of the run still exists.
+  checkpoint::BackgroundWriter writer_;
 };
 
 }  // namespace ampt::train

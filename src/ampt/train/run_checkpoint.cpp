@@ -5,10 +5,15 @@
 
 #include <ATen/Context.h>
 #include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include <filesystem>
+#include <iterator>
 
 namespace ampt::train {
 
 data::LoaderState Run::restore(const std::string& path, std::string& note) {
+  const auto begun = Clock::now();
   const auto saved = checkpoint::load(path);
   if (saved.optimizer_kind != optimizer_->kind()) {
     throw RuntimeError(fmt::format("checkpoint '{}' was saved with optimizer {}, this run uses {}",
@@ -47,9 +52,9 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
   overflow_steps_.fill_(static_cast<double>(saved.skipped_steps));
   start_step_ = saved.step;
   initial_loss_ = saved.initial_loss;
-  note = fmt::format("Resumed from {} at step {} (epoch {}, batch {}): model, {} optimizer state, "
-                     "RNG{}{}",
-                     path, saved.step, saved.data_epoch, saved.data_position,
+  note = fmt::format("Resumed from {} at step {} (epoch {}, batch {}) in {:.2f} s: model, {} "
+                     "optimizer state, RNG{}{}",
+                     path, saved.step, saved.data_epoch, saved.data_position, seconds_since(begun),
                      saved.optimizer_kind, scaler_note.empty() ? "" : ", " + scaler_note,
                      stage_note);
   return resume_position(saved, note);
@@ -82,8 +87,20 @@ data::LoaderState Run::resume_position(const checkpoint::Checkpoint& saved, std:
   return moved.state;
 }
 
-void Run::save_checkpoint(int64_t steps_done, log::RunSummary& summary) {
+NamedTensors Run::state_tensors() const {
+  auto state = model_tensors();
+  for (auto& named : optimizer_->state()) state.push_back(std::move(named));
+  return state;
+}
+
+void Run::save_checkpoint(int64_t steps_done, log::RunSummary& summary, bool final) {
   if (!dist_.is_main()) return;  // identical on every rank: rank 0 writes it
+  // Queued steps are training's time, not the pause's.
+  if (device_.device.is_cuda()) torch::cuda::synchronize();
+  const auto paused = Clock::now();
+  const bool waits = writer_.busy();
+  collect_save(/*wait=*/true, /*final=*/false, summary);  // it is done with the snapshot buffer
+  const double waited = waits ? seconds_since(paused) : 0.0;
   checkpoint::Checkpoint c;
   c.ampt_version = kVersion;
   c.git_revision = kGitRevision;
@@ -95,16 +112,52 @@ void Run::save_checkpoint(int64_t steps_done, log::RunSummary& summary) {
   c.world_size = dist_.world_size();
   c.skipped_steps = static_cast<int64_t>(overflow_steps_.item<double>());
   c.initial_loss = initial_loss_;
-  c.model = model_tensors();
+  auto host = snapshot_.capture(state_tensors());
+  // The model's tensors come first, then the optimizer's.
+  const auto split = host.end() - static_cast<std::ptrdiff_t>(optimizer_->state().size());
+  c.model.assign(std::make_move_iterator(host.begin()), std::make_move_iterator(split));
+  c.optimizer.assign(std::make_move_iterator(split), std::make_move_iterator(host.end()));
   c.optimizer_kind = optimizer_->kind();
-  c.optimizer = optimizer_->state();
   if (scaler_.enabled()) c.scaler = scaler_.state();
   c.cpu_rng = at::globalContext().defaultGenerator(c10::Device(c10::kCPU)).get_state();
   if (device_.device.is_cuda()) {
     c.cuda_rng = at::globalContext().defaultGenerator(device_.device).get_state();
   }
-  summary.checkpoint = checkpoint::save(config_.output_dir, c, config_.keep_checkpoints);
-  observer_.on_checkpoint(summary.checkpoint, steps_done);
+  log::CheckpointReport report;
+  report.step = steps_done;
+  report.path = (std::filesystem::path(config_.output_dir) /
+                 checkpoint::checkpoint_file_name(steps_done)).string();
+  writer_.start([c = std::move(c), dir = config_.output_dir, keep = config_.keep_checkpoints] {
+    checkpoint::save(dir, c, keep);
+  });
+  report.pause_seconds = seconds_since(paused);
+  report.wait_seconds = waited;
+  pending_save_ = std::move(report);
+  if (final) collect_save(/*wait=*/true, /*final=*/true, summary);
+  checkpoint_seconds_ += seconds_since(paused);
+}
+
+void Run::collect_save(bool wait, bool final, log::RunSummary& summary) {
+  if (!pending_save_) return;
+  const auto outcome = wait ? writer_.wait() : writer_.poll();
+  if (!outcome) return;
+  auto report = std::move(*pending_save_);
+  pending_save_.reset();
+  report.write_seconds = outcome->seconds;
+  report.error = outcome->error;
+  if (!report.error.empty() && final) {
+    throw RuntimeError(
+        fmt::format("checkpoint of step {} not saved: {}", report.step, report.error));
+  }
+  if (report.error.empty()) {
+    std::error_code ec;
+    report.bytes = static_cast<int64_t>(std::filesystem::file_size(report.path, ec));
+    summary.checkpoint = report.path;
+    ++summary.checkpoints_saved;
+    summary.checkpoint_bytes += report.bytes;
+    summary.checkpoint_write_seconds += report.write_seconds;
+  }
+  observer_.on_checkpoint(report);
 }
 
 }  // namespace ampt::train

@@ -106,6 +106,8 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   resume_note_ = note;
   set_up_speed_features();
   peak_flops_ = device::peak_flops(device_.device, policy_.compute_dtype);
+  // The snapshot buffer is set up now, as part of startup, not in the first save's pause.
+  if (dist_.is_main() && start_step_ < total_steps_) snapshot_.reserve(state_tensors());
 }
 
 void Run::fit_batch_to_split() {

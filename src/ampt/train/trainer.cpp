@@ -8,17 +8,57 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <torch/cuda.h>
 
-#include <chrono>
+#include <algorithm>
 
 namespace ampt::train {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// Throughput over the logged intervals, with the time spent outside steps left out: each
+// metrics line's figure, and the summary's steady state over all but the first interval.
+class Throughput {
+ public:
+  Throughput(int64_t start_step, double samples_per_step)
+      : samples_per_step_(samples_per_step), last_step_(start_step) {}
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+  // Samples per second since the previous logged step; `paused`: seconds evaluating and
+  // checkpointing so far in the run.
+  double log(int64_t step, double paused) {
+    const auto now = Clock::now();
+    const double samples = static_cast<double>(step - last_step_) * samples_per_step_;
+    const double wall = std::chrono::duration<double>(now - last_time_).count();
+    const double seconds = std::max(1e-9, wall - (paused - last_paused_));
+    // The first interval (with the warm-up) counts only until a second one replaces it.
+    if (++intervals_ <= 2) {
+      samples_ = seconds_ = 0.0;
+      first_step_ = last_step_ + 1;
+    }
+    samples_ += samples;
+    seconds_ += seconds;
+    last_step_ = step;
+    last_time_ = now;
+    last_paused_ = paused;
+    return samples / seconds;
+  }
+  void summarize(log::RunSummary& summary, double tokens_per_sample) const {
+    if (intervals_ == 0) return;
+    summary.samples_per_sec = samples_ / seconds_;
+    summary.tokens_per_sec = summary.samples_per_sec * tokens_per_sample;
+    summary.steady_first_step = first_step_;
+    summary.steady_last_step = last_step_;
+  }
+
+ private:
+  double samples_per_step_;
+  int64_t last_step_;
+  Clock::time_point last_time_ = Clock::now();
+  double last_paused_ = 0.0;
+  int64_t intervals_ = 0;
+  double samples_ = 0.0;
+  double seconds_ = 0.0;
+  int64_t first_step_ = 0;
+};
 
 }  // namespace
 
@@ -71,14 +111,18 @@ void Run::stop_unstable(const precision::BadStep& bad, int64_t steps_done, log::
   const auto diagnosis = precision::diagnose(bad, facts);
   std::string saved = "no checkpoint saved: the weights are not finite";
   if (bad.weight_parameter.empty()) {
-    save_checkpoint(steps_done, summary);
-    saved = "saved " + summary.checkpoint;
+    try {
+      save_checkpoint(steps_done, summary, /*final=*/true);
+      saved = "saved " + summary.checkpoint;
+    } catch (const RuntimeError& e) {
+      saved = e.what();  // the diagnosis still comes first
+    }
   }
   throw RuntimeError(fmt::format("training stopped after step {}: {} ({}). Next: {}", steps_done,
                                  diagnosis.problem, saved, diagnosis.next));
 }
 
-log::RunSummary Run::run() {
+log::RunSummary Run::run(Clock::time_point started) {
   observer_.on_start(describe());
   log::RunSummary summary;
   summary.precision = policy_.name();
@@ -88,14 +132,27 @@ log::RunSummary Run::run() {
   const int64_t samples_per_step =
       config_.batch_size * config_.grad_accum_steps * dist_.world_size();
   const auto start = Clock::now();
-  auto last_log = start;
-  int64_t last_log_step = start_step_;
+  summary.startup_seconds = std::chrono::duration<double>(start - started).count();
+  Throughput throughput(start_step_, static_cast<double>(samples_per_step));
+  const auto timed_evaluation = [this](int64_t at) {
+    if (device_.device.is_cuda()) torch::cuda::synchronize();  // queued steps are training's time
+    const auto begun = Clock::now();
+    auto report = evaluate(at);
+    eval_seconds_ += seconds_since(begun);
+    return report;
+  };
   int64_t step = start_step_;
   StepProfiler profiler(config::parse_step_range(config_.profile), config_.output_dir,
                         device_.device, dist_.rank());
   const auto report_profile = [this](const std::optional<ProfileFiles>& files) {
     if (files) observer_.on_profile(files->steps.first, files->steps.last, files->trace, files->table);
   };
+
+  // Fine-tuning's yardstick: the pretrained weights' validation loss, before they change.
+  if (!config_.init_from.empty() && start_step_ == 0) {
+    const auto eval = timed_evaluation(0);
+    if (eval.batches > 0) summary.initial_val_loss = eval.loss;
+  }
 
   for (; step < total_steps_; ++step) {
     profiler.before_step(step + 1);
@@ -116,6 +173,7 @@ log::RunSummary Run::run() {
     const auto result = step_->run(micro_batches, lr, log_step);
     monitor_.record(step + 1);
     report_bad_steps(/*wait=*/false, step + 1, summary);
+    collect_save(/*wait=*/false, /*final=*/false, summary);
     observer_.on_progress(step + 1, total_steps_, seconds_since(start));
 
     if (log_step) {
@@ -127,16 +185,11 @@ log::RunSummary Run::run() {
                     static_cast<double>(config_.grad_accum_steps);
       report.lr = lr;
       report.grad_norm = result.grad_norm.item<double>();
-      const auto now = Clock::now();
-      report.samples_per_sec =
-          static_cast<double>((step + 1 - last_log_step) * samples_per_step) /
-          std::max(1e-9, std::chrono::duration<double>(now - last_log).count());
+      report.samples_per_sec = throughput.log(step + 1, eval_seconds_ + checkpoint_seconds_);
       report.tokens_per_sec = report.samples_per_sec * static_cast<double>(model_.tokens_per_sample);
       if (peak_flops_ > 0.0) {
         report.mfu = report.samples_per_sec * static_cast<double>(model_.flops_per_sample) / peak_flops_;
       }
-      last_log = now;
-      last_log_step = step + 1;
       std::string memory_kind;
       report.peak_memory_bytes = device::peak_memory_bytes(device_.device, memory_kind);
       const auto scaler_state = scaler_.state();
@@ -165,9 +218,11 @@ log::RunSummary Run::run() {
       break;
     }
     const bool last = step + 1 == total_steps_;
-    if (config_.eval_every > 0 && (step + 1) % config_.eval_every == 0 && !last) evaluate(step + 1);
+    if (config_.eval_every > 0 && (step + 1) % config_.eval_every == 0 && !last) {
+      timed_evaluation(step + 1);
+    }
     if (config_.save_every > 0 && (step + 1) % config_.save_every == 0 && !last) {
-      save_checkpoint(step + 1, summary);
+      save_checkpoint(step + 1, summary, /*final=*/false);
     }
   }
   report_profile(profiler.finish(step));
@@ -175,11 +230,11 @@ log::RunSummary Run::run() {
   report_bad_steps(/*wait=*/true, step, summary);
   // A preempted run saves and leaves at once; a finished one is evaluated.
   if (summary.stop_signal == 0 && step > start_step_) {
-    const auto eval = evaluate(step);
+    const auto eval = timed_evaluation(step);
     if (eval.batches > 0) summary.final_val_loss = eval.loss;
   }
   // At the end, and on a stop request: the checkpoint a requeued job resumes from.
-  if (step > start_step_) save_checkpoint(step, summary);
+  if (step > start_step_) save_checkpoint(step, summary, /*final=*/true);
   dist_.finish();
 
   const auto final_state = scaler_.state();
@@ -191,10 +246,12 @@ log::RunSummary Run::run() {
   summary.steps_this_run = step - start_step_;
   summary.skipped_steps = static_cast<int64_t>(overflow_steps_.item<double>());
   summary.final_scale = final_state.scale;
-  summary.seconds = seconds_since(start);
-  summary.samples_per_sec = static_cast<double>((step - start_step_) * samples_per_step) /
-                            std::max(1e-9, summary.seconds);
-  summary.tokens_per_sec = summary.samples_per_sec * static_cast<double>(model_.tokens_per_sample);
+  throughput.summarize(summary, static_cast<double>(model_.tokens_per_sample));
+  summary.seconds = seconds_since(started);
+  summary.eval_seconds = eval_seconds_;
+  summary.checkpoint_seconds = checkpoint_seconds_;
+  summary.training_seconds =
+      summary.seconds - summary.startup_seconds - summary.eval_seconds - summary.checkpoint_seconds;
   summary.peak_memory_bytes = device::peak_memory_bytes(device_.device, summary.peak_memory_kind);
   observer_.on_end(summary);
   return summary;
@@ -202,8 +259,9 @@ log::RunSummary Run::run() {
 
 log::RunSummary run_training(const config::Config& config, const RunContext& context,
                         log::Observer& observer) {
+  const auto started = Clock::now();
   apply_determinism(config.deterministic, config.seed);
-  return Run(config, context, observer).run();
+  return Run(config, context, observer).run(started);
 }
 
 }  // namespace ampt::train

@@ -1,11 +1,12 @@
-// A read-only memory mapping of a whole file: token shards and text are read in place, not copied.
+// A read-only memory mapping of a whole file: token shards, text and checkpoints are read in
+// place, not copied.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-namespace ampt::data {
+namespace ampt {
 
 class MappedFile {
  public:
@@ -25,4 +26,4 @@ class MappedFile {
   std::size_t size_ = 0;
 };
 
-}  // namespace ampt::data
+}  // namespace ampt

@@ -1,4 +1,4 @@
-#include "ampt/data/mapped_file.h"
+#include "ampt/core/mapped_file.h"
 
 #include "ampt/core/errors.h"
 
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace ampt::data {
+namespace ampt {
 namespace {
 
 RuntimeError file_error(const std::string& path, const std::string& what) {
@@ -43,4 +43,4 @@ MappedFile::MappedFile(std::string path) : path_(std::move(path)) {
 
 MappedFile::~MappedFile() { ::munmap(const_cast<std::uint8_t*>(data_), size_); }
 
-}  // namespace ampt::data
+}  // namespace ampt

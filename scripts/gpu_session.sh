@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the device tool, in the checkout's copy, with .gpu carried): unpacks
+# scripts/gpu_bundle.sh's build where its absolute paths expect it, points the venv at the image's
+# torch (/opt/torch/.venv, torch 2.11.0+cu130) and runs what is asked, writing into $OUT.
+#   scripts/gpu_session.sh tests    # the CUDA-tagged tests, then the whole suite (ctest -j8)
+#   scripts/gpu_session.sh bench    # benchmarks/run.py's GPU plan
+#   scripts/gpu_session.sh ARGS...  # any command, after the set-up (e.g. build/ampt train ...)
+set -uo pipefail
+here=$(pwd)
+origin=$(sed -n 1p .gpu/origin)
+rel=$(sed -n 2p .gpu/origin)
+if [[ $origin != "$here" ]]; then
+  mkdir -p "$(dirname "$origin")"
+  ln -sfn "$here" "$origin"
+fi
+mkdir -p "$here/$rel"
+tar -C "$here/$rel" -xzf .gpu/build.tar.gz
+[[ -e .venv ]] || ln -s /opt/torch/.venv .venv
+torch_lib=$(/opt/torch/.venv/bin/python -c 'import torch, os; print(os.path.dirname(torch.__file__) + "/lib")')
+export LD_LIBRARY_PATH=$torch_lib:$here/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+OUT=${OUT:-$here/gpu_out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
+cd "$origin"
+case "${1:-}" in
+  tests)
+    "$rel/tests/ampt_torch_tests" "[cuda],[fp8],[cuda_graphs]" 2>&1 | tail -n 200 > "$OUT/cuda_tests.txt"
+    (cd "$rel" && timeout 420 ctest -j8 --timeout 300 --output-on-failure) > "$OUT/ctest.txt" 2>&1
+    tail -n 40 "$OUT/ctest.txt"
+    ;;
+  bench)
+    .venv/bin/python benchmarks/run.py --device cuda 2>&1 | tee "$OUT/bench.txt" | tail -n 60
+    find benchmarks/results -type f -newer "$here/.gpu/origin" -exec cp {} "$OUT/" \;
+    ;;
+  *)
+    "$@"
+    ;;
+esac

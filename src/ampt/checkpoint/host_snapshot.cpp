@@ -1,0 +1,90 @@
+#include "ampt/checkpoint/host_snapshot.h"
+
+#include "ampt/core/errors.h"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace ampt::checkpoint {
+namespace {
+
+// Every tensor starts on a 64-byte boundary, as in the file it is written to.
+constexpr int64_t kAlignment = 64;
+
+int64_t aligned(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+std::shared_ptr<uint8_t> allocate(int64_t bytes, bool pinned) {
+  void* memory = nullptr;
+  if (pinned) {
+    // cudaHostAlloc directly: torch's pinned-memory cache rounds up to a power of two, which
+    // would waste up to half of a buffer this size.
+    if (const auto rc = cudaHostAlloc(&memory, static_cast<size_t>(bytes), cudaHostAllocDefault);
+        rc != cudaSuccess) {
+      throw RuntimeError(fmt::format("cannot allocate {} bytes of pinned host memory for "
+                                     "checkpoints: {}",
+                                     bytes, cudaGetErrorString(rc)));
+    }
+    return {static_cast<uint8_t*>(memory), [](uint8_t* p) { cudaFreeHost(p); }};
+  }
+  memory = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes));
+  if (memory == nullptr) {
+    throw RuntimeError(
+        fmt::format("cannot allocate {} bytes of host memory for checkpoints", bytes));
+  }
+  // Fault the pages in now rather than during the first snapshot (pinning does it on CUDA).
+  std::memset(memory, 0, static_cast<size_t>(bytes));
+  return {static_cast<uint8_t*>(memory), [](uint8_t* p) { std::free(p); }};
+}
+
+}  // namespace
+
+void copy_tensor(const torch::Tensor& target, const torch::Tensor& source, bool non_blocking) {
+  if (target.is_cpu() && source.is_cpu() && target.is_contiguous() && source.is_contiguous() &&
+      target.dtype() == source.dtype() && target.sizes() == source.sizes()) {
+    std::memcpy(target.data_ptr(), source.data_ptr(), source.nbytes());
+  } else {
+    target.copy_(source, non_blocking);
+  }
+}
+
+void HostSnapshot::reserve(const NamedTensors& tensors) { fit(tensors); }
+
+void HostSnapshot::fit(const NamedTensors& tensors) {
+  int64_t total = 0;
+  bool on_cuda = false;
+  for (const auto& [name, tensor] : tensors) {
+    total += aligned(static_cast<int64_t>(tensor.nbytes()));
+    on_cuda = on_cuda || tensor.is_cuda();
+  }
+  if (total != capacity_ || on_cuda != pinned_) {
+    buffer_.reset();  // free the old buffer before taking the new one
+    buffer_ = allocate(std::max<int64_t>(total, kAlignment), on_cuda);
+    capacity_ = total;
+    pinned_ = on_cuda;
+  }
+}
+
+NamedTensors HostSnapshot::capture(const NamedTensors& tensors) {
+  fit(tensors);
+  NamedTensors out;
+  out.reserve(tensors.size());
+  int64_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {
+    auto* owner = new std::shared_ptr<uint8_t>(buffer_);
+    auto copy = torch::from_blob(
+        buffer_.get() + offset, tensor.sizes(),
+        [owner](void*) { delete owner; }, torch::TensorOptions().dtype(tensor.dtype()));
+    // Asynchronous from a CUDA device into pinned memory; waited for below, once.
+    copy_tensor(copy, tensor.detach(), /*non_blocking=*/pinned_);
+    out.emplace_back(name, std::move(copy));
+    offset += aligned(static_cast<int64_t>(tensor.nbytes()));
+  }
+  if (pinned_) torch::cuda::synchronize();
+  return out;
+}
+
+}  // namespace ampt::checkpoint
