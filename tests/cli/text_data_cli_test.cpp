@@ -188,6 +188,8 @@ TEST_CASE("cli train: init_from's tokenizer, one padded example per document, lo
   const auto summary = read_file(dir + "/run/summary.json");
   const double train_loss = json_field(summary, "initial_loss");
   const double val_loss = json_field(summary, "final_val_loss");
+  // A run from init_from evaluates the pretrained weights before its first step, too.
+  CHECK(json_field(summary, "initial_val_loss") == Approx(val_loss).margin(1e-6));
   const auto mean = [&](std::size_t d) { return documents[d].first / documents[d].second; };
   int matches = 0;
   for (std::size_t a = 0; a < 4; ++a) {

@@ -76,10 +76,14 @@ int run_tokenize(const std::vector<std::string>& args, const Environment&) {
     };
   }
   const auto stats = data::write_text_shard(tokenizer, inputs, options, out);
-  fmt::print("wrote {}: {} documents, {} tokens from {} files ({} bytes of text) in {:.2f} s "
-             "(tokenizer {}, {} ids)\n",
-             out, stats.documents, stats.tokens, inputs.size(), stats.bytes, seconds(),
-             tokenizer.source(), tokenizer.vocab_size());
+  const auto counted = [](auto n, const char* what) {
+    return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+  };
+  fmt::print("wrote {}: {}, {} tokens from {} ({} bytes of text) in {:.2f} s (tokenizer {}, {} "
+             "ids)\n",
+             out, counted(stats.documents, "document"), stats.tokens,
+             counted(inputs.size(), "file"), stats.bytes, seconds(), tokenizer.source(),
+             tokenizer.vocab_size());
   return 0;
 }
 
