@@ -1,30 +1,26 @@
 // `ampt generate` as a process: greedy output equal to transformers' greedy generate on the same
 // pretrained GPT-2, and the usage errors.
+#include "support/gpt2_reference.h"
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 
+using ampt::test::kGpt2Ranks;
+using ampt::test::kGpt2Reference;
 using ampt::test::make_temp_dir;
 using ampt::test::run_ampt;
 using ampt::test::run_process;
 
 namespace {
 
-constexpr const char* kScript = AMPT_SOURCE_DIR "/tests/hf/gpt2_reference.py";
-constexpr const char* kRanks = AMPT_SOURCE_DIR "/.deps/gpt2.tiktoken";
-
 // A random GPT-2 with the real vocabulary and GPT-2's tokenizer files, made by transformers; empty
 // when the references are missing (the test then says so).
 std::string pretrained_with_tokenizer() {
-  if (run_process({AMPT_PYTHON, "-c", "import transformers, tiktoken"}).exit_code != 0) return "";
-  if (!std::filesystem::exists(kRanks)) return "";
+  if (!ampt::test::have_gpt2_references()) return "";
   const auto dir = make_temp_dir();
-  const auto r = run_process({AMPT_PYTHON, kScript, "make", dir, "--vocab", "50257", "--n_embd",
-                              "48", "--tokenizer", kRanks});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
+  ampt::test::make_pretrained_gpt2(dir, {"--n_embd", "48"});
   return dir;
 }
 
@@ -38,7 +34,7 @@ TEST_CASE("generate: greedy tokens equal transformers' greedy generate", "[comma
   }
   for (const std::string prompt : {"Hello, my name is", "The café — naïve 日本語 text:"}) {
     INFO(prompt);
-    const auto reference = run_process({AMPT_PYTHON, kScript, "generate", dir, prompt, "16"});
+    const auto reference = run_process({AMPT_PYTHON, kGpt2Reference, "generate", dir, prompt, "16"});
     REQUIRE(reference.exit_code == 0);
     const auto r = run_ampt({"generate", "--init_from", dir, "--prompt", prompt, "--temperature",
                              "0", "--max_new_tokens", "16", "--device", "cpu"});
@@ -77,7 +73,7 @@ TEST_CASE("generate: what it needs and what it refuses, in one line each", "[com
 
 TEST_CASE("generate: a checkpoint's run's --tokenizer decodes, and a run without one is refused",
           "[commands][generate][text]") {
-  if (!std::filesystem::exists(kRanks)) {
+  if (!std::filesystem::exists(kGpt2Ranks)) {
     WARN("skipping: .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
     return;
   }
@@ -88,7 +84,7 @@ TEST_CASE("generate: a checkpoint's run's --tokenizer decodes, and a run without
                                           "--max_steps", "1", "--device", "cpu"};
   auto with_tokenizer = small;
   with_tokenizer.insert(with_tokenizer.end(),
-                        {"--vocab_size", "50304", "--tokenizer", kRanks, "--dataset",
+                        {"--vocab_size", "50304", "--tokenizer", kGpt2Ranks, "--dataset",
                          "text:" + dir + "/a.txt", "--output_dir", dir + "/tok"});
   auto trained = run_ampt(with_tokenizer);
   INFO(trained.out << trained.err);

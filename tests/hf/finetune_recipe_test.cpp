@@ -1,6 +1,7 @@
 // configs/finetune_gpt2.yaml as a user runs it: `gpt2` found offline in a Hugging Face cache
 // (here a random GPT-2 that transformers made, with GPT-2's real tokenizer files), two short
 // texts, the recipe's settings in the startup block, and perplexity before and after.
+#include "support/gpt2_reference.h"
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
@@ -11,12 +12,8 @@
 
 using ampt::test::make_temp_dir;
 using ampt::test::run_ampt;
-using ampt::test::run_process;
 
 namespace {
-
-constexpr const char* kScript = AMPT_SOURCE_DIR "/tests/hf/gpt2_reference.py";
-constexpr const char* kRanks = AMPT_SOURCE_DIR "/.deps/gpt2.tiktoken";
 
 // A hub cache holding `gpt2` as huggingface_hub lays it out.
 std::string cache_with_gpt2() {
@@ -26,10 +23,7 @@ std::string cache_with_gpt2() {
   std::filesystem::create_directories(snapshot);
   std::filesystem::create_directories(repo + "/refs");
   ampt::test::write_file(repo + "/refs/main", "0123abc");
-  const auto r = run_process({AMPT_PYTHON, kScript, "make", snapshot, "--vocab", "50257",
-                              "--n_embd", "32", "--n_positions", "512", "--tokenizer", kRanks});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
+  ampt::test::make_pretrained_gpt2(snapshot, {"--n_embd", "32", "--n_positions", "512"});
   return cache;
 }
 
@@ -50,8 +44,7 @@ std::string two_texts() {
 
 TEST_CASE("configs/finetune_gpt2.yaml fine-tunes gpt2 from the hub cache on two short texts",
           "[hf][gpt2][configs]") {
-  if (run_process({AMPT_PYTHON, "-c", "import transformers, tiktoken"}).exit_code != 0 ||
-      !std::filesystem::exists(kRanks)) {
+  if (!ampt::test::have_gpt2_references()) {
     WARN("skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
     return;
   }

@@ -4,6 +4,7 @@
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/commands/run_model.h"
 #include "ampt/text/tokenizer_files.h"
+#include "support/gpt2_reference.h"
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
@@ -18,16 +19,6 @@ using ampt::test::run_ampt;
 using ampt::test::run_process;
 
 namespace {
-
-constexpr const char* kScript = AMPT_SOURCE_DIR "/tests/hf/gpt2_reference.py";
-constexpr const char* kRanks = AMPT_SOURCE_DIR "/.deps/gpt2.tiktoken";
-
-bool have_references() {
-  static const bool ok =
-      run_process({AMPT_PYTHON, "-c", "import transformers, tiktoken"}).exit_code == 0 &&
-      std::filesystem::exists(kRanks);
-  return ok;
-}
 
 // Trains `flags` for 3 steps on the CPU and returns the checkpoint.
 std::string trained(std::vector<std::string> flags) {
@@ -54,7 +45,7 @@ void check_logits(const std::string& checkpoint, const std::string& exported) {
   const auto both = torch::tensor(flat).view({2, -1});
   torch::NoGradGuard no_grad;
   const auto logits = model.forward(both);
-  const auto r = run_process({AMPT_PYTHON, kScript, "logits", exported, tokens_json});
+  const auto r = run_process({AMPT_PYTHON, ampt::test::kGpt2Reference, "logits", exported, tokens_json});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto expected =
@@ -67,15 +58,12 @@ void check_logits(const std::string& checkpoint, const std::string& exported) {
 }  // namespace
 
 TEST_CASE("hf export: from_pretrained gives ampt's logits, AutoTokenizer GPT-2's ids", "[hf][gpt2]") {
-  if (!have_references()) {
+  if (!ampt::test::have_gpt2_references()) {
     WARN("skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
     return;
   }
   const auto pretrained = make_temp_dir();
-  const auto made = run_process({AMPT_PYTHON, kScript, "make", pretrained, "--vocab", "50257",
-                                 "--n_embd", "48", "--tokenizer", kRanks});
-  INFO(made.err);
-  REQUIRE(made.exit_code == 0);
+  ampt::test::make_pretrained_gpt2(pretrained, {"--n_embd", "48"});
   const auto checkpoint = trained({"--init_from", pretrained});
   const auto exported = make_temp_dir() + "/finetuned";
   const auto r = run_ampt({"export", "--format", "hf", "--checkpoint", checkpoint, "--out", exported});
@@ -92,20 +80,20 @@ TEST_CASE("hf export: from_pretrained gives ampt's logits, AutoTokenizer GPT-2's
   // One merge per token in rank order, as GPT-2's own merges.txt (derived by Python) has them.
   CHECK(read_file(exported + "/merges.txt") == read_file(pretrained + "/merges.txt"));
   const std::string text = "Hello  world!\n\tIt's 2026 — naïve café, 日本語 🙂 x=1;  ";
-  const auto tokenized = run_process({AMPT_PYTHON, kScript, "tokenize", exported, text});
+  const auto tokenized = run_process({AMPT_PYTHON, ampt::test::kGpt2Reference, "tokenize", exported, text});
   INFO(tokenized.err);
   REQUIRE(tokenized.exit_code == 0);
   const auto reply = YAML::Load(tokenized.out);
   // transformers 5 names its tokenizers-backed class GPT2Tokenizer, 4 GPT2TokenizerFast.
   CHECK_THAT(reply["class"].as<std::string>(), Catch::Matches("GPT2Tokenizer(Fast)?"));
-  CHECK(reply["ids"].as<std::vector<int32_t>>() == ampt::text::load_tokenizer(kRanks).encode(text));
+  CHECK(reply["ids"].as<std::vector<int32_t>>() == ampt::text::load_tokenizer(ampt::test::kGpt2Ranks).encode(text));
   CHECK(reply["eos"].as<std::string>() == "<|endoftext|>");
   CHECK(reply["max_length"].as<int64_t>() == 64);
 }
 
 TEST_CASE("hf export: a GPT trained without a tokenizer goes without one, with a warning",
           "[hf][gpt2]") {
-  if (!have_references()) {
+  if (!ampt::test::have_gpt2_references()) {
     WARN("skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
     return;
   }
@@ -120,7 +108,7 @@ TEST_CASE("hf export: a GPT trained without a tokenizer goes without one, with a
   check_logits(checkpoint, exported);
   // A tokenizer larger than the model is refused.
   const auto too_big = run_ampt({"export", "--format", "hf", "--checkpoint", checkpoint, "--out",
-                                 exported, "--tokenizer", kRanks});
+                                 exported, "--tokenizer", ampt::test::kGpt2Ranks});
   CHECK(too_big.exit_code == 2);
   CHECK_THAT(too_big.err, Catch::Matches("ampt: error: the tokenizer .*gpt2.tiktoken has 50257 "
                                          "tokens but the model of .* has [0-9]+\n"));
@@ -133,7 +121,7 @@ TEST_CASE("hf export: what --format hf refuses, in one line", "[hf][gpt2]") {
   CHECK(r.err == "ampt: error: --format hf writes a GPT-2, and " + checkpoint +
                      " holds a mlp model: use --format safetensors\n");
   r = run_ampt({"export", "--checkpoint", checkpoint, "--out", make_temp_dir() + "/m.safetensors",
-                "--tokenizer", kRanks});
+                "--tokenizer", ampt::test::kGpt2Ranks});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "ampt: error: --tokenizer goes with --format hf (a safetensors file holds tensors "
                  "only)\n");

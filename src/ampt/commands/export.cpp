@@ -49,12 +49,10 @@ hf::Gpt2Config gpt2_config(const models::GptDims& dims) {
 }
 
 // The tokenizer to hand over: --tokenizer, else the one the run trained with.
-std::optional<text::Vocabulary> run_tokenizer(const std::string& flag, const config::Config& config) {
+std::optional<text::Vocabulary> run_vocabulary(const std::string& flag, const config::Config& config) {
   const auto path = flag.empty() ? data::run_tokenizer_path(config) : flag;
   if (!path) return std::nullopt;
-  auto vocabulary = text::load_vocabulary(*path);
-  const text::Tokenizer checked(vocabulary);  // the checks a run's tokenizer passes
-  return vocabulary;
+  return text::load_vocabulary(*path);
 }
 
 void export_hf(const checkpoint::Checkpoint& saved, const std::string& checkpoint_path,
@@ -67,14 +65,15 @@ void export_hf(const checkpoint::Checkpoint& saved, const std::string& checkpoin
                                  checkpoint_path, config.model));
   }
   auto gpt2 = gpt2_config(models::resolve_gpt_dims(config));
-  const auto tokenizer = run_tokenizer(tokenizer_flag, config);
+  const auto tokenizer = run_vocabulary(tokenizer_flag, config);
   if (tokenizer) {
+    const text::Tokenizer checked(*tokenizer);  // the checks a run's tokenizer passes
     const auto tokens = static_cast<int64_t>(tokenizer->tokens.size());
     if (tokens > gpt2.vocab_size) {
       throw UsageError(fmt::format("the tokenizer {} has {} tokens but the model of {} has {}",
                                    tokenizer->source, tokens, checkpoint_path, gpt2.vocab_size));
     }
-    gpt2.bos_token_id = gpt2.eos_token_id = text::Tokenizer(*tokenizer).eot_id();
+    gpt2.bos_token_id = gpt2.eos_token_id = checked.eot_id();
   } else {
     gpt2.bos_token_id = gpt2.eos_token_id = std::nullopt;
     fmt::print(stderr,

@@ -171,10 +171,11 @@ void Run::set_up_speed_features() {
   parts.max_grad_norm = config_.max_grad_norm;
   parts.overflow_steps = overflow_steps_;
   parts.monitor = &monitor_;
-  // Underflow is measured against the dtype autocast computes in (fp8 runs report bf16's).
-  if (policy_.compute_dtype == torch::kHalf || policy_.compute_dtype == torch::kBFloat16) {
-    parts.underflow_dtype = policy_.compute_dtype;
-  }
+  // Underflow is measured against the dtype autocast computes in now (fp8 runs report bf16's).
+  parts.underflow_dtype = [this] {
+    const auto dtype = policy_.compute_dtype;
+    return dtype == torch::kHalf || dtype == torch::kBFloat16 ? dtype : c10::kFloat;
+  };
   if (dist_.active()) {
     parts.before_backward = [this](bool last) { dist_.before_backward(last); };
     parts.after_backward = [this] { dist_.after_backward(); };

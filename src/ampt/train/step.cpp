@@ -77,8 +77,10 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
     }
   }
   // Before unscaling: underflow is about the values backward produced, scale included.
-  if (want_underflow && parts_.underflow_dtype != c10::kFloat) {
-    result.underflow = precision::underflow_counts(grads, parts_.underflow_dtype);
+  const auto underflow_dtype = want_underflow && parts_.underflow_dtype ? parts_.underflow_dtype()
+                                                                        : c10::kFloat;
+  if (underflow_dtype != c10::kFloat) {
+    result.underflow = precision::underflow_counts(grads, underflow_dtype);
   }
   const auto found_inf = parts_.scaler->unscale_(grads);
   // A non-finite loss skips the step as non-finite gradients do.

@@ -31,8 +31,9 @@ struct StepParts {
   torch::Tensor overflow_steps;  // 0-dim, += found_inf every step
   // Folds a non-finite loss into the skip decision and keeps the step's record (device side).
   precision::StabilityMonitor* monitor = nullptr;
-  // The half dtype whose gradient underflow eager log steps count; kFloat: none.
-  c10::ScalarType underflow_dtype = c10::kFloat;
+  // The half dtype whose gradient underflow eager log steps count, asked each step (a precision
+  // schedule changes it); kFloat or unset: none.
+  std::function<c10::ScalarType()> underflow_dtype;
   // Data parallelism (all optional): before each backward (true on the last micro-batch), after
   // the last one (gradients averaged over ranks), and found_inf made the same on every rank.
   std::function<void(bool last_micro_batch)> before_backward;
