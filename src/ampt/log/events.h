@@ -56,6 +56,7 @@ struct RunInfo {
   std::string resume_note;      // what a resume restored, or why it started fresh; empty if neither
   std::vector<std::string> speed_notes;  // TF32, channels-last, CUDA graphs: on, or why not
   std::string distributed;      // the ranks and the global batch; empty in a single process
+  std::string zero;             // ZeRO's stage and bytes per parameter per rank; empty without
 };
 
 // The state at a logged optimizer step (values read from the device only on such steps).
