@@ -53,9 +53,9 @@ std::vector<torch::Tensor> full_grads(const Net& net, const torch::Tensor& x, co
   return grads;
 }
 
-// A 96-byte bucket cap: w2 and b2 share one unit, b1 and w1 get one each.
+// A 48-byte bucket cap: b2 and w2 share a unit, b1 and w1 get one each.
 FlatLayout layout_for(const Net& net, int64_t world) {
-  return FlatLayout(ampt::distributed::plan_buckets(net.params(), ampt::config::ReduceDtype::grad, 96),
+  return FlatLayout(ampt::distributed::plan_buckets(net.params(), ampt::config::ReduceDtype::grad, 48),
                     world);
 }
 
@@ -77,7 +77,7 @@ TEST_CASE("zero: each stage leaves a rank its slices of the averaged gradients",
     const auto layout = layout_for(local, world);
     ZeroShards zero(group, stage, local.params(), local.params(), layout);
     std::unique_ptr<GradSync> sync =
-        stage == 1 ? std::make_unique<GradSync>(group, local.params(), ampt::config::ReduceDtype::grad, 96)
+        stage == 1 ? std::make_unique<GradSync>(group, local.params(), ampt::config::ReduceDtype::grad, 48)
                    : std::make_unique<GradSync>(group, local.params(), ampt::config::ReduceDtype::grad,
                                                 layout, zero.unit_grad_slices());
     sync->arm(true);

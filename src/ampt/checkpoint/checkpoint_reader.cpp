@@ -17,8 +17,10 @@ namespace fs = std::filesystem;
 
 uint32_t crc_of(const torch::Tensor& t) { return crc32(0, t.data_ptr(), t.nbytes()); }
 
-// An archive's root dictionary, or a RuntimeError naming the file.
-c10::impl::GenericDict read_root(const std::string& path, const std::string& format) {
+// An archive's root dictionary, whose "format" must be `format`; else a RuntimeError naming the
+// file and saying it is not `what`.
+c10::impl::GenericDict read_root(const std::string& path, const std::string& format,
+                                 const std::string& what) {
   c10::IValue root;
   try {
     root = read_tensor_archive(path);
@@ -29,11 +31,11 @@ c10::impl::GenericDict read_root(const std::string& path, const std::string& for
   } catch (const RuntimeError& e) {
     throw RuntimeError("checkpoint file '" + path + "' is truncated or corrupt: " + e.what());
   }
-  if (!root.isGenericDict()) throw RuntimeError("checkpoint file '" + path + "' is not " + format);
+  if (!root.isGenericDict()) throw RuntimeError("checkpoint file '" + path + "' is not " + what);
   auto dict = root.toGenericDict();
   const auto it = dict.find("format");
   if (it == dict.end() || !it->value().isString() || it->value().toStringRef() != format) {
-    throw RuntimeError("checkpoint file '" + path + "' is not " + format);
+    throw RuntimeError("checkpoint file '" + path + "' is not " + what);
   }
   return dict;
 }
@@ -74,7 +76,7 @@ CheckpointReader::CheckpointReader(const std::string& given) : path_(resolve_pat
 
   // The common file is small: every record is checked now.
   const auto common_path = (fs::path(path_) / manifest_->common.file).string();
-  const auto root = read_root(common_path, "an ampt checkpoint's common file");
+  const auto root = read_root(common_path, kCommonFormat, "an ampt checkpoint's common file");
   auto records = tensors_of(root, "tensors", common_path);
   for (const auto& [name, expected] : manifest_->common.records) {
     const auto it = records.find(name);
@@ -128,7 +130,7 @@ const torch::Tensor& CheckpointReader::record(int64_t rank, const std::string& k
   const auto& file = manifest_->shards[rank];
   const auto path = (fs::path(path_) / file.file).string();
   if (!shards_.contains(rank)) {
-    const auto root = read_root(path, "an ampt checkpoint shard");
+    const auto root = read_root(path, kShardFormat, "an ampt checkpoint shard");
     shards_[rank] = tensors_of(root, "tensors", path);
   }
   auto& tensors = shards_[rank];

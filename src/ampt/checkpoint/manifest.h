@@ -14,6 +14,9 @@
 namespace ampt::checkpoint {
 
 inline constexpr const char* kManifestName = "manifest.json";
+// The "format" of a shard file's root dictionary, and of the common file's (rank 0's).
+inline constexpr const char* kShardFormat = "ampt-checkpoint-shard";
+inline constexpr const char* kCommonFormat = "ampt-checkpoint-common";
 
 // How a ZeRO run's state is cut; the same on every rank.
 struct ShardedLayout {

@@ -69,13 +69,17 @@ std::string save_sharded(const std::string& directory, const ShardedSave& save, 
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw RuntimeError("cannot create '" + dir.string() + "': " + ec.message());
-    remove_stale_temporaries(dir.string());
-    const auto mine = write_archive(dir, shard_file_name(save.rank), "ampt-checkpoint-shard", save.shard);
+    // Only this rank's own: the others are writing theirs into the same directory.
+    remove_stale_temporaries(dir.string(), shard_file_name(save.rank));
+    const auto mine = write_archive(dir, shard_file_name(save.rank), kShardFormat, save.shard);
     if (save.rank == 0) {
+      remove_stale_temporaries(directory);
+      remove_stale_temporaries(dir.string(), kCommonFile);
+      remove_stale_temporaries(dir.string(), kManifestName);
       NamedTensors tensors{{"cpu_rng", save.meta.cpu_rng}};
       if (save.meta.cuda_rng.defined()) tensors.emplace_back("cuda_rng", save.meta.cuda_rng);
       for (const auto& [name, tensor] : save.meta.model) tensors.emplace_back("buffers/" + name, tensor);
-      common = write_archive(dir, kCommonFile, "ampt-checkpoint-common", tensors);
+      common = write_archive(dir, kCommonFile, kCommonFormat, tensors);
     }
     reports = gather(report_of(mine));
   } catch (const RuntimeError& error) {
