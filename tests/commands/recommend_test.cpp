@@ -45,3 +45,31 @@ TEST_CASE("cli recommend: table, recommendation and usage errors", "[recommend][
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("--gpu_memory_gb GB"));
 }
+
+TEST_CASE("cli recommend: per-rank memory with --world_size and --zero_stage", "[recommend][cli][zero]") {
+  const auto run = [](const std::string& stage) {
+    auto r = ampt::test::run_ampt({"recommend", "--model", "gpt2-124m", "--global_batch", "512",
+                                   "--batch_size", "16", "--world_size", "4", "--zero_stage", stage});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    return r.out;
+  };
+  const auto stage2 = run("2");
+  CHECK_THAT(stage2, Catch::Contains("Data parallel: 4 ranks, ZeRO stage 2 (optimizer state, fp32 "
+                                     "masters and gradients sharded)"));
+  CHECK_THAT(stage2, Catch::Contains("Estimated peak memory in GiB per rank at micro-batch 16"));
+  // bf16/O1 per parameter: fp32 weights 4, a quarter each of the fp32 gradient shard (4), the
+  // fp32 master shard (4) and AdamW's moments (8): 4 + 1 + 1 + 2 = 8, against 16 in one process.
+  CHECK_THAT(stage2, Catch::Contains("- bf16/O1: 4.00 + 1.00 + 1.00 + 2.00 = 8.00 (one process: 16.00)"));
+  CHECK_THAT(stage2, Catch::Contains("- bf16/O2: 2.00 + 1.00 + 1.00 + 2.00 = 6.00 (one process: 16.00)"));
+  // The global batch of 512 is 128 per rank.
+  CHECK_THAT(stage2, Catch::Contains("Recommendation for a global batch of 512"));
+  const auto stage1 = run("1");
+  CHECK_THAT(stage1, Catch::Contains("- bf16/O1: 4.00 + 9.00 + 1.00 + 2.00 = 16.00 (one process: 16.00)"));
+  const auto stage0 = run("0");
+  CHECK_THAT(stage0, Catch::Contains("- bf16/O1: 4.00 + 8.00 + 0.00 + 8.00 = 20.00 (one process: 16.00)"));
+
+  const auto bad = ampt::test::run_ampt({"recommend", "--world_size", "3", "--global_batch", "64"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "ampt: error: --global_batch 64 does not divide among --world_size 3 ranks\n");
+}

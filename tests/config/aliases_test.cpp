@@ -81,3 +81,34 @@ TEST_CASE("aliases: two spellings of one setting in a file must agree", "[config
   CHECK_THAT(yaml_error("training:\n  loss_scale_window: 10\n"),
              Catch::Contains("belongs in section 'scaler'"));
 }
+
+TEST_CASE("aliases: allreduce_dtype, ampt's old name of reduce_dtype, everywhere", "[config][aliases]") {
+  const auto flag = resolve({"--allreduce_dtype", "bf16"}, {});
+  CHECK(flag.config().reduce_dtype == ReduceDtype::bf16);
+  CHECK(describe(flag.source_of("reduce_dtype")) == "flag --allreduce_dtype");
+  const auto env = resolve({}, {{"AMPT_ALLREDUCE_DTYPE", "fp32"}});
+  CHECK(env.config().reduce_dtype == ReduceDtype::fp32);
+  CHECK(describe(env.source_of("reduce_dtype")) == "env AMPT_ALLREDUCE_DTYPE");
+  TempYaml yaml("dist:\n  allreduce_dtype: bf16\n");
+  CHECK(resolve_yaml(yaml).config().reduce_dtype == ReduceDtype::bf16);
+  CHECK(resolve_error({}, {{"AMPT_ALLREDUCE_DTYPE", "fp32"}, {"AMPT_REDUCE_DTYPE", "bf16"}}) ==
+        "AMPT_ALLREDUCE_DTYPE and AMPT_REDUCE_DTYPE both set reduce_dtype; give one of them");
+  CHECK(resolve_error({"--allreduce_dtype", "fp8"}) ==
+        "invalid value 'fp8' for reduce_dtype (flag --allreduce_dtype): expected one of grad, "
+        "fp32, bf16");
+}
+
+TEST_CASE("aliases: DeepSpeed's zero_optimization.stage sets zero_stage", "[config][aliases]") {
+  TempYaml yaml("zero_optimization:\n  stage: 2\n");
+  const auto r = resolve_yaml(yaml);
+  CHECK(r.config().zero_stage == 2);
+  CHECK(describe(r.source_of("zero_stage")) == yaml.at(2));
+  // Only inside its section: a bare `stage` is no setting, and no flag.
+  CHECK(yaml_error("stage: 2\n") ==
+        "key 'stage' in FILE:1 belongs in section 'zero_optimization'");
+  CHECK_THAT(resolve_error({"--stage", "2"}), Catch::StartsWith("unknown flag '--stage'"));
+  CHECK(yaml_error("zero_optimization:\n  stage: 3\n") ==
+        "invalid value '3' for zero_stage (FILE:2): expected an integer in [0, 2]");
+  CHECK_THAT(yaml_error("zero_optimization:\n  stage: 2\ndist:\n  zero_stage: 1\n"),
+             Catch::StartsWith("conflicting values for zero_stage"));
+}

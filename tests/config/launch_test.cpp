@@ -208,13 +208,16 @@ TEST_CASE("the launch is resolved with the configuration", "[config][launch]") {
 }
 
 TEST_CASE("dist options come from the dist section, env and flags", "[config][launch]") {
-  TempYaml yaml("dist:\n  backend: gloo\n  timeout: 45\n  allreduce_dtype: bf16\n");
+  TempYaml yaml("dist:\n  backend: gloo\n  timeout: 45\n  reduce_dtype: bf16\n  zero_stage: 2\n");
   const Config config = resolve_yaml(yaml).config();
   CHECK(config.dist_backend == DistBackend::gloo);
   CHECK(config.dist_timeout == 45);
-  CHECK(config.allreduce_dtype == AllreduceDtype::bf16);
-  CHECK(resolve({}, {{"AMPT_ALLREDUCE_DTYPE", "fp32"}}).config().allreduce_dtype ==
-        AllreduceDtype::fp32);
+  CHECK(config.reduce_dtype == ReduceDtype::bf16);
+  CHECK(config.zero_stage == 2);
+  CHECK(resolve({}, {{"AMPT_REDUCE_DTYPE", "fp32"}}).config().reduce_dtype == ReduceDtype::fp32);
+  CHECK(resolve({"--zero_stage", "1"}, {}).config().zero_stage == 1);
+  CHECK(resolve_error({"--zero_stage", "3"}) ==
+        "invalid value '3' for zero_stage (flag --zero_stage): expected an integer in [0, 2]");
   CHECK(resolve_error({"--dist_backend", "mpi"}) ==
         "invalid value 'mpi' for dist_backend (flag --dist_backend): expected one of auto, nccl, "
         "gloo");

@@ -70,7 +70,8 @@ TEST_CASE("the table holds the specified YAML paths and sections", "[config][tab
   CHECK(find_option("adam_eps")->yaml_path() == "training.adam_eps");
   CHECK(find_option("mlp_hidden")->yaml_path() == "model.mlp_hidden");
   CHECK(find_option("dist_backend")->yaml_path() == "dist.backend");
-  CHECK(find_option("allreduce_dtype")->yaml_path() == "dist.allreduce_dtype");
+  CHECK(find_option("reduce_dtype")->yaml_path() == "dist.reduce_dtype");
+  CHECK(find_option("zero_stage")->yaml_path() == "dist.zero_stage");
   CHECK(find_option("synthetic_classes")->yaml_path() == "data.synthetic_classes");
   CHECK(find_option("no_such_option") == nullptr);
 }

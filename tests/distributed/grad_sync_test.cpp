@@ -66,7 +66,7 @@ TEST_CASE("bucketed gradient all-reduce equals one process with the global batch
     Net local = net.copy();
     // A tiny cap puts every parameter in a bucket of its own: buckets start in order as
     // backward produces them.
-    GradSync sync(group, local.params(), ampt::config::AllreduceDtype::grad, /*bucket_bytes=*/64);
+    GradSync sync(group, local.params(), ampt::config::ReduceDtype::grad, /*bucket_bytes=*/64);
     CHECK(sync.bucket_count() == 3);
     // Micro-batch m of the step is global batch m; this rank takes slice `rank` of it.
     const auto xs = x.chunk(micro * world), ys = y.chunk(micro * world);
@@ -103,7 +103,7 @@ TEST_CASE("a bf16 all-reduce rounds the average but keeps every rank identical",
   std::vector<std::vector<torch::Tensor>> results(2);
   run_ranks(2, [&](Group& group) {
     Net local = net.copy();
-    GradSync sync(group, local.params(), ampt::config::AllreduceDtype::bf16);
+    GradSync sync(group, local.params(), ampt::config::ReduceDtype::bf16);
     CHECK(sync.bucket_count() == 1);
     sync.arm(true);
     local.loss(x.chunk(2)[group.rank()], y.chunk(2)[group.rank()]).backward();
@@ -147,7 +147,7 @@ TEST_CASE("an fp16 overflow on one rank skips the step on every rank with the sa
     auto optimizer = ampt::train::make_optimizer(
         config, {{"w1", local.w1}, {"b1", local.b1}, {"w2", local.w2}});
     ampt::precision::LossScaler scaler({true, 1024.0, 2.0, 0.5, 2000}, torch::kCPU);
-    GradSync sync(group, local.params(), ampt::config::AllreduceDtype::fp32);
+    GradSync sync(group, local.params(), ampt::config::ReduceDtype::fp32);
     auto& outcome = outcomes[group.rank()];
     for (int step = 0; step < 2; ++step) {
       auto xs = x.chunk(2)[group.rank()].clone();

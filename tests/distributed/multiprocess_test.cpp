@@ -4,15 +4,12 @@
 #include "ampt/data/registry.h"
 #include "ampt/models/registry.h"
 #include "support/json_field.h"
+#include "rank_processes.h"
 #include "support/process.h"
 
-#include <arpa/inet.h>
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,26 +22,6 @@ using namespace ampt::test;
 
 namespace {
 
-// A port nobody listens on right now (the kernel's choice for an ephemeral bind).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
-std::map<std::string, std::string> rank_env(int rank, int world, int port) {
-  return {{"RANK", std::to_string(rank)},       {"WORLD_SIZE", std::to_string(world)},
-          {"LOCAL_RANK", std::to_string(rank)}, {"LOCAL_WORLD_SIZE", std::to_string(world)},
-          {"MASTER_ADDR", "127.0.0.1"},         {"MASTER_PORT", std::to_string(port)},
-          {"OMP_NUM_THREADS", "1"}};
-}
-
 // A tiny MLP run, small enough for several processes on a shared two-core machine.
 std::vector<std::string> train_args(const std::string& out, int64_t batch, int64_t steps,
                                     const std::string& precision, int64_t accum = 1) {
@@ -54,28 +31,6 @@ std::vector<std::string> train_args(const std::string& out, int64_t batch, int64
           std::to_string(steps), "--optimizer", "sgd", "--lr", "0.2", "--warmup_steps", "0",
           "--log_every", "1", "--loader_workers", "0", "--eval_batches", "1",
           "--mixed_precision", precision, "--seed", "11", "--dist_timeout", "30"};
-}
-
-struct RankRun {
-  std::vector<int> status;
-  std::vector<std::string> out, err;
-};
-
-RankRun run_ranks(int world, const std::vector<std::string>& argv, const std::string& logs) {
-  const int port = free_port();
-  std::vector<std::unique_ptr<Child>> children;
-  for (int r = 0; r < world; ++r) {
-    std::filesystem::create_directories(fmt::format("{}/rank{}", logs, r));
-    children.push_back(std::make_unique<Child>(argv, fmt::format("{}/rank{}", logs, r),
-                                               rank_env(r, world, port)));
-  }
-  RankRun run;
-  for (auto& child : children) {
-    run.status.push_back(child->wait());
-    run.out.push_back(child->out());
-    run.err.push_back(child->err());
-  }
-  return run;
 }
 
 ampt::NamedTensors final_weights(const std::string& dir) {
@@ -95,7 +50,7 @@ void check_like_one_process(int world, const std::string& precision, int64_t acc
   const auto dir = make_temp_dir();
   const int64_t batch = 8;
   const int64_t steps = 6;
-  const auto ranks = run_ranks(world, train_args(dir + "/ranks", batch, steps, precision, accum),
+  const auto ranks = run_rank_processes(world, train_args(dir + "/ranks", batch, steps, precision, accum),
                                dir + "/logs");
   for (int r = 0; r < world; ++r) {
     INFO("rank " << r << " stdout:\n" << ranks.out[r] << "\nstderr:\n" << ranks.err[r]);
@@ -213,7 +168,7 @@ TEST_CASE("a missing rank and a mismatched world size are errors", "[dist][cli]"
 TEST_CASE("a 2-rank checkpoint resumed by one process reads on from the same sample",
           "[dist][cli][checkpoint]") {
   const auto dir = make_temp_dir();
-  const auto ranks = run_ranks(2, train_args(dir + "/out", 8, 3, "no"), dir + "/logs");
+  const auto ranks = run_rank_processes(2, train_args(dir + "/out", 8, 3, "no"), dir + "/logs");
   for (int r = 0; r < 2; ++r) {
     INFO("rank " << r << ":\n" << ranks.err[r]);
     REQUIRE(ranks.status[r] == 0);
@@ -241,7 +196,7 @@ TEST_CASE("2 Gloo ranks evaluate the CNN with rank 0's BatchNorm statistics", "[
       "--synthetic_samples", "320", "--batch_size", "8", "--max_steps", "3", "--eval_batches",
       "1", "--loader_workers", "0", "--mixed_precision", "no", "--seed", "5", "--dist_timeout",
       "30"};
-  const auto ranks = run_ranks(2, argv, dir + "/logs");
+  const auto ranks = run_rank_processes(2, argv, dir + "/logs");
   for (int r = 0; r < 2; ++r) {
     INFO("rank " << r << ":\n" << ranks.err[r]);
     REQUIRE(ranks.status[r] == 0);

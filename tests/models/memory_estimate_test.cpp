@@ -121,6 +121,37 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
                                           ampt::models::model_dims(with_model("mlp"), {}, 0)));
 }
 
+TEST_CASE("memory estimate: one rank's share under ZeRO stages 0 to 2, by hand", "[memory][zero]") {
+  const auto dims = ampt::models::model_dims(with_model("gpt-tiny"), {}, 0);
+  const int64_t p = 120'576;  // divides by 4
+  const auto whole = ampt::models::estimate_memory(dims, {"bf16", "O2"}, OptimizerKind::adamw, 0.9, 4);
+  using ampt::models::shard_memory;
+  // One process: nothing changes.
+  const auto one = shard_memory(whole, dims, {1, 2});
+  CHECK(one.total() == whole.total());
+  // Stage 0 on 4 ranks: everything whole, and the all-reduce buckets hold the gradients again.
+  const auto s0 = shard_memory(whole, dims, {4, 0});
+  CHECK(s0.gradients == 2 * whole.gradients);
+  CHECK(s0.optimizer == whole.optimizer);
+  CHECK(s0.masters == whole.masters);
+  // Stage 1: a quarter of AdamW's moments and of the fp32 masters, an fp32 gradient shard beside
+  // the whole gradients and their buckets, no fp32 master gradients at the step.
+  const auto s1 = shard_memory(whole, dims, {4, 1});
+  CHECK(s1.weights == whole.weights);
+  CHECK(s1.optimizer == 8 * p / 4);
+  CHECK(s1.masters == 4 * p / 4);
+  CHECK(s1.gradients == 2 * whole.gradients + 4 * p / 4);
+  CHECK(s1.step_transient == 0);
+  CHECK(s1.activations == whole.activations);
+  // Stage 2: only the gradient shard.
+  const auto s2 = shard_memory(whole, dims, {4, 2});
+  CHECK(s2.gradients == 4 * p / 4);
+  CHECK(s2.optimizer == 8 * p / 4);
+  CHECK(s2.total() == whole.weights + 4 * p / 4 + 4 * p / 4 + 8 * p / 4 + whole.activations);
+  // An uneven split rounds up: every rank holds the largest share.
+  CHECK(shard_memory(whole, dims, {7, 2}).masters == 4 * ((p + 6) / 7));
+}
+
 TEST_CASE("memory estimate: a seq_len beyond block_size is a usage error", "[memory]") {
   CHECK_THROWS_WITH(ampt::models::model_dims(with_model("gpt-tiny"), {}, 65),
                     "seq_len 65 exceeds block_size 64 of model gpt-tiny");

@@ -51,9 +51,13 @@ struct Fixture {
     loss.backward();
     poison();
     std::vector<torch::Tensor> grads;
-    for (const auto& p : model->parameters()) grads.push_back(p.grad());
+    std::vector<int64_t> grad_params;
+    for (const auto& p : model->parameters()) {
+      grad_params.push_back(static_cast<int64_t>(grads.size()));
+      grads.push_back(p.grad());
+    }
     const auto skip = monitor.skip_flag(loss.detach(), scaler.unscale_(grads));
-    monitor.observe(ampt::train::grad_norms(grads), scaler.update(skip), skip);
+    monitor.observe(ampt::train::grad_norms(grads), scaler.update(skip), skip, grad_params);
     monitor.record(number);
     return skip.item<float>();
   }

@@ -142,11 +142,12 @@ std::vector<char> read_whole_file(const std::string& path, std::string_view what
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-void remove_stale_temporaries(const std::string& directory) {
+void remove_stale_temporaries(const std::string& directory, const std::string& of_file) {
   std::error_code ec;
+  const std::string prefix = "." + of_file;
   for (const auto& entry : fs::directory_iterator(directory, ec)) {
     const auto name = entry.path().filename().string();
-    if (name.starts_with(".") && name.find(kTempMarker) != std::string::npos) {
+    if (name.starts_with(prefix) && name.find(kTempMarker) != std::string::npos) {
       fs::remove(entry.path(), ec);
     }
   }

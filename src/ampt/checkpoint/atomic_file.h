@@ -46,7 +46,8 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 // The whole file; RuntimeError "... not found" when it does not exist.
 std::vector<char> read_whole_file(const std::string& path, std::string_view what);
 
-// Removes temporary files a killed writer left behind in `directory`.
-void remove_stale_temporaries(const std::string& directory);
+// Removes temporary files a killed writer left behind in `directory`: all of them, or only
+// those of the file named `of_file` (when several writers share the directory).
+void remove_stale_temporaries(const std::string& directory, const std::string& of_file = "");
 
 }  // namespace ampt::checkpoint

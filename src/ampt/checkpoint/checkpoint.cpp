@@ -1,8 +1,10 @@
 #include "ampt/checkpoint/checkpoint.h"
 
 #include "ampt/checkpoint/atomic_file.h"
+#include "ampt/checkpoint/checkpoint_reader.h"
 #include "ampt/checkpoint/crc32.h"
 #include "ampt/checkpoint/host_snapshot.h"
+#include "ampt/checkpoint/manifest.h"
 #include "ampt/checkpoint/tensor_archive.h"
 #include "ampt/core/errors.h"
 
@@ -19,15 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 constexpr const char* kFormatName = "ampt-checkpoint";
 constexpr const char* kLatest = "latest";
-
-// What the archive writer takes: a contiguous CPU tensor with a storage of its own. A host
-// snapshot's tensors are that already and are written without a copy.
-torch::Tensor as_record(const torch::Tensor& tensor) {
-  auto t = tensor.detach();
-  const bool whole = t.device().is_cpu() && t.is_contiguous() && t.storage_offset() == 0 &&
-                     t.storage().nbytes() == t.nbytes();
-  return whole ? t : t.to(torch::kCPU).clone(torch::MemoryFormat::Contiguous);
-}
 
 // Writes each tensor as the file's next record and folds it into the checkpoint's checksum
 // (see tensors_checksum) from the CRC the record's zip header needs anyway.
@@ -130,22 +123,49 @@ int64_t tensors_checksum(const Checkpoint& c) {
 
 std::string shape_text(const torch::Tensor& t) { return fmt::format("[{}]", fmt::join(t.sizes(), ", ")); }
 
+// Files ckpt-<step>.pt and sharded directories ckpt-<step>, oldest first.
 std::vector<fs::path> checkpoints_in(const std::string& directory) {
-  std::vector<fs::path> found;
+  std::vector<std::pair<std::string, fs::path>> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(directory, ec)) {
     const auto name = entry.path().filename().string();
-    if (name.starts_with("ckpt-") && name.ends_with(".pt") && entry.is_regular_file(ec)) {
-      found.push_back(entry.path());
+    if (!name.starts_with("ckpt-")) continue;
+    if (name.ends_with(".pt") && entry.is_regular_file(ec)) {
+      found.emplace_back(name.substr(0, name.size() - 3), entry.path());
+    } else if (entry.is_directory(ec)) {
+      found.emplace_back(name, entry.path());
     }
   }
   std::sort(found.begin(), found.end());  // zero-padded step numbers sort by step
-  return found;
+  std::vector<fs::path> paths;
+  for (auto& [key, path] : found) paths.push_back(std::move(path));
+  return paths;
+}
+
+// A sharded checkpoint's directory holds files only: each is removed, then the directory.
+void remove_checkpoint(const fs::path& path) {
+  std::error_code ec;
+  std::vector<fs::path> files;
+  if (fs::is_directory(path, ec)) {
+    for (const auto& entry : fs::directory_iterator(path, ec)) files.push_back(entry.path());
+  }
+  for (const auto& file : files) fs::remove(file, ec);
+  fs::remove(path, ec);
 }
 
 }  // namespace
 
 std::string checkpoint_file_name(int64_t step) { return fmt::format("ckpt-{:08}.pt", step); }
+
+std::string checkpoint_dir_name(int64_t step) { return fmt::format("ckpt-{:08}", step); }
+
+void remove_old_checkpoints(const std::string& directory, const std::string& newest, int64_t keep) {
+  auto others = checkpoints_in(directory);
+  std::erase(others, fs::path(newest));
+  for (size_t i = 0; i + static_cast<size_t>(keep) < others.size() + 1; ++i) {
+    remove_checkpoint(others[i]);
+  }
+}
 
 std::string save(const std::string& directory, const Checkpoint& c, int64_t keep) {
   std::error_code ec;
@@ -185,18 +205,17 @@ std::string save(const std::string& directory, const Checkpoint& c, int64_t keep
   write_file_atomically((fs::path(directory) / kLatest).string(),
                         checkpoint_file_name(c.step) + "\n");
 
-  // The newest `keep`, counting this one, which is never deleted whatever the others' steps.
-  auto others = checkpoints_in(directory);
-  std::erase(others, fs::path(path));
-  for (size_t i = 0; i + static_cast<size_t>(keep) < others.size() + 1; ++i) {
-    fs::remove(others[i], ec);
-  }
+  remove_old_checkpoints(directory, path, keep);
   return path;
 }
 
-Checkpoint load(const std::string& given) {
+bool is_sharded(const std::string& path) {
+  return fs::is_regular_file(fs::path(path) / kManifestName);
+}
+
+std::string resolve_path(const std::string& given) {
   std::string path = given;
-  if (fs::is_directory(given) || fs::path(given).filename() == kLatest) {
+  if ((fs::is_directory(given) && !is_sharded(given)) || fs::path(given).filename() == kLatest) {
     const auto directory = fs::is_directory(given) ? fs::path(given) : fs::path(given).parent_path();
     const auto latest = find_latest(directory.empty() ? "." : directory.string());
     if (!latest) {
@@ -205,6 +224,17 @@ Checkpoint load(const std::string& given) {
     }
     path = *latest;
   }
+  if (!fs::exists(path)) throw RuntimeError("checkpoint '" + path + "' not found");
+  return path;
+}
+
+Checkpoint load(const std::string& given) {
+  const auto path = resolve_path(given);
+  if (is_sharded(path)) return CheckpointReader(path).assemble();
+  return load_file(path);
+}
+
+Checkpoint load_file(const std::string& path) {
   if (!fs::exists(path)) throw RuntimeError("checkpoint '" + path + "' not found");
   c10::IValue root;
   try {

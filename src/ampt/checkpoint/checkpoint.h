@@ -44,6 +44,8 @@ struct Checkpoint {
 
 // "ckpt-00000050.pt"
 std::string checkpoint_file_name(int64_t step);
+// "ckpt-00000050": a sharded (ZeRO) checkpoint's directory (sharded_save.h).
+std::string checkpoint_dir_name(int64_t step);
 
 // Writes <directory>/ckpt-<step>.pt (a torch zip archive: tensor_archive.h) and then the
 // `latest` pointer, both atomically, then deletes the oldest checkpoints beyond the newest
@@ -56,8 +58,21 @@ std::string save(const std::string& directory, const Checkpoint& checkpoint, int
 // corrupt, not an ampt checkpoint, or from a newer format version. The tensors are read-only
 // views of the file mapped into memory (no copy; see read_tensor_archive). Checkpoints written
 // by torch::pickle_save (ampt before its own writer) read the same way. A run directory, or its
-// `latest` file, stands for the checkpoint `latest` points to.
+// `latest` file, stands for the checkpoint `latest` points to. A sharded checkpoint is
+// assembled whole from its shards (CheckpointReader::assemble).
 Checkpoint load(const std::string& path);
+// Only an ordinary checkpoint file (what load reads when `path` is not sharded).
+Checkpoint load_file(const std::string& path);
+
+// The checkpoint `path` names: itself, or for a run directory or its `latest` file the
+// checkpoint `latest` points to. RuntimeError when there is none.
+std::string resolve_path(const std::string& path);
+// Whether `path` (resolved) is a sharded checkpoint's directory.
+bool is_sharded(const std::string& path);
+
+// Deletes the oldest checkpoints (files and sharded directories) in `directory` beyond the
+// newest `keep`, never `newest`, whatever the others' steps.
+void remove_old_checkpoints(const std::string& directory, const std::string& newest, int64_t keep);
 
 // The checkpoint `latest` in `directory` points to, if there is one.
 std::optional<std::string> find_latest(const std::string& directory);

@@ -190,6 +190,13 @@ void TensorArchiveWriter::finish(const c10::IValue& root) {
   file_.commit();
 }
 
+at::Tensor as_record(const at::Tensor& tensor) {
+  auto t = tensor.detach();
+  const bool whole = t.device().is_cpu() && t.is_contiguous() && t.storage_offset() == 0 &&
+                     t.storage().nbytes() == t.nbytes();
+  return whole ? t : t.to(torch::kCPU).clone(torch::MemoryFormat::Contiguous);
+}
+
 c10::IValue read_tensor_archive(const std::string& path) {
   auto file = std::make_shared<const MappedFile>(path);
   // Start reading the whole file ahead of the tensors' first touch.

@@ -47,6 +47,10 @@ class TensorArchiveWriter {
   std::unordered_map<const void*, size_t> by_storage_;  // storage → index in records_
 };
 
+// What TensorArchiveWriter::add takes: `tensor` itself when it is a contiguous CPU tensor with a
+// storage of its own (a host snapshot's tensors are), else a CPU copy that is.
+at::Tensor as_record(const at::Tensor& tensor);
+
 // Reads an archive's root object. Its tensors point into a read-only memory map of the file,
 // which they keep alive: nothing is copied, pages are read from disk as they are first touched
 // (read-ahead is requested for the whole file), and a tensor must not be written in place.

@@ -28,6 +28,9 @@ const std::vector<config::SubcommandFlag>& own_flags() {
       {"seq_len", "T", "", "Tokens per sample of a GPT [default: its block_size]"},
       {"input_shape", "SHAPE", "",
        "One MLP/CNN sample, e.g. 784 or 3,32,32 [default: the synthetic data's]"},
+      {"world_size", "N", "1",
+       "Ranks of data parallelism to plan for: estimates become per rank, with --zero_stage's "
+       "sharding"},
   };
   return flags;
 }
@@ -62,6 +65,28 @@ std::string grouped(int64_t n) {
   return out;
 }
 
+std::string sharding_text(const models::Sharding& s) {
+  if (!s.active()) return "";
+  const char* what = s.zero_stage == 0   ? "everything replicated, gradients also in the all-reduce buckets"
+                     : s.zero_stage == 1 ? "optimizer state and fp32 masters sharded"
+                                         : "optimizer state, fp32 masters and gradients sharded";
+  return fmt::format("Data parallel: {} ranks, ZeRO stage {} ({}); activations and weights are "
+                     "whole on every rank.\n",
+                     s.world_size, s.zero_stage, what);
+}
+
+// "- bf16/O1: 4.00 + 1.00 + 1.00 + 2.00 = 8.00 (one process: 16.00)"
+std::string bytes_per_parameter(const models::Scheme& scheme, const models::MemoryEstimate& m,
+                                const models::MemoryEstimate& whole, int64_t parameters) {
+  const auto per = [parameters](int64_t bytes) {
+    return static_cast<double>(bytes) / static_cast<double>(parameters);
+  };
+  return fmt::format("- {}: {:.2f} + {:.2f} + {:.2f} + {:.2f} = {:.2f} (one process: {:.2f})\n",
+                     scheme.name(), per(m.weights), per(m.gradients), per(m.masters),
+                     per(m.optimizer), per(m.weights + m.gradients + m.masters + m.optimizer),
+                     per(whole.weights + whole.gradients + whole.masters + whole.optimizer));
+}
+
 std::string describe_model(const models::ModelDims& d) {
   switch (d.family) {
     case models::ModelDims::Family::gpt:
@@ -87,7 +112,8 @@ std::string recommend_help() {
       "--batch_size as the micro-batch, --optimizer) for each precision and opt level: weights,\n"
       "gradients, fp32 masters, optimizer state, cast copies and activations, with and without\n"
       "activation checkpointing; then recommends the precision, opt level, micro-batch and\n"
-      "gradient accumulation for the global batch on the given GPU, and says why.",
+      "gradient accumulation for the global batch on the given GPU, and says why. With\n"
+      "--world_size N every figure is one rank's, with --zero_stage's sharding.",
       own_flags());
 }
 
@@ -105,7 +131,13 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
     const auto& text = split.values.at(name);
     return text.empty() ? unset : config::subcommand_integer(name, text, config::Range::at_least(1));
   };
-  const int64_t global_batch = count("global_batch", config.batch_size * config.grad_accum_steps);
+  const models::Sharding sharding{count("world_size", 1), config.zero_stage};
+  const int64_t global_batch =
+      count("global_batch", config.batch_size * config.grad_accum_steps * sharding.world_size);
+  if (global_batch % sharding.world_size != 0) {
+    throw UsageError(fmt::format("--global_batch {} does not divide among --world_size {} ranks",
+                                 global_batch, sharding.world_size));
+  }
   const auto& shape_text = split.values.at("input_shape");
   const auto dims = models::model_dims(
       config, shape_text.empty() ? std::vector<int64_t>{} : parse_shape(shape_text),
@@ -121,7 +153,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
       "Model {}: {} parameters ({}); optimizer {}\n"
       "GPU: {:.0f} GiB, compute capability {:.1f}; usable {:.1f} GiB = {:.0f} GiB x {:.2f} "
       "(allocator fragmentation) - 1 GiB (CUDA context, cuBLAS/cuDNN workspaces)\n\n"
-      "Estimated peak memory in GiB at micro-batch {} (--batch_size):\n\n"
+      "{}Estimated peak memory in GiB{} at micro-batch {} (--batch_size):\n\n"
       "| precision/opt level | weights | gradients | fp32 masters | optimizer | cast copies | "
       "activations | total | with --grad_ckpt | fits |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
@@ -129,8 +161,9 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
       config.optimizer == config::OptimizerKind::adamw ? "adamw (2 fp32 states per parameter)"
                                                        : "sgd",
       gpu.memory_gb, gpu.compute_capability, models::gib(usable), gpu.memory_gb, 1.0 - models::kFragmentation,
-      config.batch_size);
+      sharding_text(sharding), sharding.active() ? " per rank" : "", config.batch_size);
   std::string not_listed;
+  std::string per_parameter;
   for (const auto& scheme : models::memory_schemes()) {
     if (!models::scheme_applies(scheme, dims)) continue;
     if (scheme.precision == "fp8" && gpu.compute_capability < 8.9) {
@@ -139,7 +172,9 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
                                scheme.name(), gpu.compute_capability);
       continue;
     }
-    const auto m = models::estimate_memory(dims, scheme, config.optimizer, config.momentum, config.batch_size);
+    const auto whole = models::estimate_memory(dims, scheme, config.optimizer, config.momentum, config.batch_size);
+    const auto m = models::shard_memory(whole, dims, sharding);
+    if (sharding.active()) per_parameter += bytes_per_parameter(scheme, m, whole, params.total);
     const bool fits = m.total() <= usable;
     const bool fits_ckpt = m.activations_checkpointed >= 0 && m.total_checkpointed() <= usable;
     text += fmt::format(
@@ -151,8 +186,13 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
   }
 
   text += not_listed;
+  if (sharding.active()) {
+    text += "\nPersistent bytes per parameter per rank (weights + gradients + fp32 masters + "
+            "optimizer state):\n\n" + per_parameter;
+  }
 
-  const auto r = models::recommend(dims, config.optimizer, config.momentum, global_batch, gpu);
+  const auto r = models::recommend(dims, config.optimizer, config.momentum,
+                                   global_batch / sharding.world_size, gpu, sharding);
   if (r.fits) {
     // The user's own training flags (model, data ...) with the recommended settings in place of
     // theirs; YAML and environment settings still apply when the command runs.

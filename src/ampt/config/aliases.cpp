@@ -25,6 +25,8 @@ std::vector<Alias> build_aliases() {
       {"initial_scale_power", "grad_scaler_init", {"scaler"}, &power_of_two,
        "an integer in [0, 127] (init_scale = 2^power)"},
       {"scaler_enabled", "grad_scaler_enabled", {"amp", "scaler"}, nullptr, ""},
+      {"allreduce_dtype", "reduce_dtype", {"dist"}, nullptr, ""},
+      {"stage", "zero_stage", {"zero_optimization"}, nullptr, "", /*nested_only=*/true},
   };
 }
 
@@ -35,10 +37,27 @@ const std::vector<Alias>& aliases() {
   return table;
 }
 
+const std::vector<std::string>& alias_only_sections() {
+  static const std::vector<std::string> table = [] {
+    std::vector<std::string> found;
+    for (const Alias& alias : aliases()) {
+      for (const auto& section : alias.sections) {
+        if (std::ranges::find(sections(), section) == sections().end() &&
+            std::ranges::find(found, section) == found.end()) {
+          found.push_back(section);
+        }
+      }
+    }
+    return found;
+  }();
+  return table;
+}
+
 const Alias* find_alias(std::string_view key, std::string_view section) {
   for (const Alias& alias : aliases()) {
     if (alias.name != key) continue;
-    if (section.empty() || std::ranges::find(alias.sections, section) != alias.sections.end()) {
+    if (section.empty() ? !alias.nested_only
+                        : std::ranges::find(alias.sections, section) != alias.sections.end()) {
       return &alias;
     }
   }

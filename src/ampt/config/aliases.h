@@ -1,6 +1,8 @@
-// Names other tools give ampt's settings (DeepSpeed's loss_scale_window, initial_scale_power,
-// Accelerate's scaler_enabled), accepted as flags and YAML keys and turned into an assignment of
-// the canonical option, so `ampt config` shows the canonical setting and where it came from.
+// Names other tools give ampt's settings (DeepSpeed's loss_scale_window, initial_scale_power and
+// zero_optimization.stage, Accelerate's scaler_enabled) and names ampt itself used before
+// (allreduce_dtype), accepted as flags, environment variables and YAML keys and turned into an
+// assignment of the canonical option, so `ampt config` shows the canonical setting and where it
+// came from.
 #pragma once
 
 #include <optional>
@@ -21,9 +23,15 @@ struct Alias {
   // plain synonym.
   std::optional<std::string> (*translate)(std::string_view text) = nullptr;
   std::string expected;  // what a valid value looks like, when translate is set
+  // Only a key inside its sections (DeepSpeed's zero_optimization: {stage: 2}): no flag, no
+  // environment variable, no top-level key, where the bare name would mean nothing.
+  bool nested_only = false;
 };
 
 const std::vector<Alias>& aliases();
+
+// The sections aliases live in that no option has ("zero_optimization").
+const std::vector<std::string>& alias_only_sections();
 
 // The alias `key` names in `section` ("" = top level), or nullptr.
 const Alias* find_alias(std::string_view key, std::string_view section);

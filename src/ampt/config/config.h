@@ -19,7 +19,7 @@ enum class ScalerRules { torch, deepspeed };
 enum class Fp8AmaxAlgo { max, most_recent };
 enum class Fp8Scaling { delayed, current, rowwise };
 enum class DistBackend { auto_select, nccl, gloo };
-enum class AllreduceDtype { grad, fp32, bf16 };
+enum class ReduceDtype { grad, fp32, bf16 };
 
 struct Config {
   // run
@@ -137,7 +137,8 @@ struct Config {
   // dist
   DistBackend dist_backend = DistBackend::auto_select;  // auto: nccl on CUDA, gloo on CPU
   int64_t dist_timeout = 600;  // seconds a rank waits for the others before giving up
-  AllreduceDtype allreduce_dtype = AllreduceDtype::grad;
+  ReduceDtype reduce_dtype = ReduceDtype::grad;  // the dtype gradients are reduced in
+  int64_t zero_stage = 0;  // DeepSpeed's numbering: 1 shards the optimizer state, 2 the gradients too
   // Not an option: where this process sits in the job, from the launcher's environment.
   Launch launch;
   // Not an option: the Hugging Face hub cache that init_from names are looked up in, from

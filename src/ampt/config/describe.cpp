@@ -45,7 +45,9 @@ std::string facts(const Option& option, const Config& defaults) {
   if (!option.section.empty() && option.key != option.name)
     parts.push_back("YAML " + option.yaml_path());
   for (const Alias& alias : aliases()) {
-    if (alias.target == option.name) parts.push_back("alias --" + alias.name);
+    if (alias.target != option.name) continue;
+    parts.push_back(alias.nested_only ? "YAML " + alias.sections.front() + "." + alias.name
+                                      : "alias --" + alias.name);
   }
   return parts.empty() ? "" : fmt::format(" [{}]", fmt::join(parts, ", "));
 }

@@ -78,10 +78,10 @@ struct EnumNames<DistBackend> {
 };
 
 template <>
-struct EnumNames<AllreduceDtype> {
-  static constexpr Spellings<AllreduceDtype, 3> values{{{"grad", AllreduceDtype::grad},
-                                                        {"fp32", AllreduceDtype::fp32},
-                                                        {"bf16", AllreduceDtype::bf16}}};
+struct EnumNames<ReduceDtype> {
+  static constexpr Spellings<ReduceDtype, 3> values{{{"grad", ReduceDtype::grad},
+                                                     {"fp32", ReduceDtype::fp32},
+                                                     {"bf16", ReduceDtype::bf16}}};
 };
 
 // Exact, case-sensitive lookup: "BF16" is rejected so that files stay greppable.

@@ -23,6 +23,7 @@ cxxopts::Options make_cli() {
     cli.add_options()(option.name, option.help, value);
   }
   for (const Alias& alias : aliases()) {
+    if (alias.nested_only) continue;
     auto value = cxxopts::value<std::string>();
     if (find_option(alias.target)->is_switch) value->implicit_value("true");
     cli.add_options()(alias.name, "alias of --" + alias.target, value);
@@ -49,7 +50,9 @@ UsageError unknown_flag(const std::string& arg) {
   std::string flag = arg.substr(0, arg.find('='));
   std::vector<std::string> known{"--help"};
   for (const Option& option : options()) known.push_back("--" + option.name);
-  for (const Alias& alias : aliases()) known.push_back("--" + alias.name);
+  for (const Alias& alias : aliases()) {
+    if (!alias.nested_only) known.push_back("--" + alias.name);
+  }
   auto suggestion = closest(flag, known);
   return UsageError(
       fmt::format("unknown flag '{}'{}", flag,
@@ -97,7 +100,7 @@ std::vector<Assignment> read_flags(const std::vector<std::string>& all_args) {
     assignments.push_back({&option, std::move(text), {Source::Kind::flag, "--" + option.name}});
   }
   for (const Alias& alias : aliases()) {
-    if (parsed.count(alias.name) == 0) continue;
+    if (alias.nested_only || parsed.count(alias.name) == 0) continue;
     const Source source{Source::Kind::flag, "--" + alias.name};
     auto assignment = alias_assignment(alias, parsed[alias.name].as<std::string>(), source);
     // Two spellings of one setting on one command line: which should win is anyone's guess.

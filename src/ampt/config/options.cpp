@@ -260,9 +260,14 @@ std::vector<Option> build_table() {
       integer_option("dist_timeout", "dist.timeout", &C::dist_timeout, at_least_1,
                      "Seconds a rank waits for the others (rendezvous, collectives) before it "
                      "stops with an error naming the missing rank"),
-      enum_option("allreduce_dtype", "dist.allreduce_dtype", &C::allreduce_dtype,
-                  "Gradient all-reduce dtype: grad = the gradients' own, fp32, or bf16 (half "
-                  "the traffic, rounded)"),
+      enum_option("reduce_dtype", "dist.reduce_dtype", &C::reduce_dtype,
+                  "Dtype gradients are reduced across ranks in (all-reduce, or ZeRO-2's "
+                  "reduce-scatter): grad = the gradients' own, fp32, or bf16 (half the traffic, "
+                  "rounded)"),
+      integer_option("zero_stage", "dist.zero_stage", &C::zero_stage, Range::interval(0, true, 2, true),
+                     "ZeRO stage of a distributed run (DeepSpeed's numbering): 0 replicates "
+                     "everything, 1 shards the optimizer state (and O2's fp32 masters) across "
+                     "ranks, 2 the gradients too"),
   };
 }
 

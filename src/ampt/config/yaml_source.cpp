@@ -59,8 +59,10 @@ std::optional<std::string_view> autocast_alias(std::string_view key, std::string
   return std::nullopt;
 }
 
+// The option table's sections, and those only aliases live in (DeepSpeed's zero_optimization).
 bool is_section(std::string_view key) {
-  return std::ranges::find(sections(), key) != sections().end();
+  return std::ranges::find(sections(), key) != sections().end() ||
+         std::ranges::find(alias_only_sections(), key) != alias_only_sections().end();
 }
 
 // The option a key names inside `section` ("" = top level, where only canonical names count).
@@ -89,7 +91,10 @@ std::optional<std::string> home_section(std::string_view key) {
 
 std::vector<std::string> keys_allowed_in(std::string_view section) {
   std::vector<std::string> keys;
-  if (section.empty()) keys = sections();
+  if (section.empty()) {
+    keys = sections();
+    keys.insert(keys.end(), alias_only_sections().begin(), alias_only_sections().end());
+  }
   for (const Option& option : options()) {
     if (option.section.empty()) continue;
     if (section.empty()) {

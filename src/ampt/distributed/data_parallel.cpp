@@ -3,6 +3,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/distributed/grad_sync.h"
 #include "ampt/distributed/process_group.h"
+#include "ampt/distributed/zero_shards.h"
 
 #include <ATen/ops/cat.h>
 #include <ATen/ops/equal.h>
@@ -42,7 +43,8 @@ at::Tensor bits(const at::Tensor& t) {
 }  // namespace
 
 DataParallel::DataParallel(const config::Config& config, const c10::Device& device)
-    : allreduce_dtype_(config.allreduce_dtype),
+    : reduce_dtype_(config.reduce_dtype),
+      zero_stage_(config.zero_stage),
       rank_(config.launch.rank),
       world_size_(config.launch.world_size),
       launch_(config.launch.describe()) {
@@ -58,13 +60,25 @@ std::string DataParallel::describe() const {
 }
 
 void DataParallel::attach(const NamedTensors& model_tensors,
-                          const std::vector<at::Tensor>& parameters) {
+                          const std::vector<at::Tensor>& parameters,
+                          const std::vector<at::Tensor>& masters) {
   if (!group_) return;
   std::vector<at::Tensor> tensors;
   for (const auto& [name, tensor] : model_tensors) tensors.push_back(tensor);
   group_->broadcast(tensors, 0, "the broadcast of rank 0's initial weights");
-  grad_sync_ = std::make_unique<GradSync>(*group_, parameters, allreduce_dtype_);
   parameters_ = parameters;
+  if (zero_stage_ == 0) {
+    grad_sync_ = std::make_unique<GradSync>(*group_, parameters, reduce_dtype_);
+    return;
+  }
+  zero_ = std::make_unique<ZeroShards>(*group_, zero_stage_, parameters, masters,
+                                       FlatLayout(plan_buckets(parameters, reduce_dtype_), world_size_));
+  if (zero_stage_ == 1) {
+    grad_sync_ = std::make_unique<GradSync>(*group_, parameters, reduce_dtype_);
+  } else {
+    grad_sync_ = std::make_unique<GradSync>(*group_, parameters, reduce_dtype_, zero_->layout(),
+                                            zero_->unit_grad_slices());
+  }
 }
 
 void DataParallel::before_backward(bool last_micro_batch) {
@@ -92,6 +106,12 @@ at::Tensor DataParallel::mean(const at::Tensor& value) {
 
 int DataParallel::agree_stop(int local_signal) {
   return group_ ? group_->agree_stop(local_signal) : local_signal;
+}
+
+std::vector<std::string> DataParallel::gather_text(const std::string& key, const std::string& text,
+                                                   std::string_view what) {
+  if (!group_) return {text};
+  return group_->gather_text(key, text, what);
 }
 
 void DataParallel::finish() {

@@ -1,6 +1,6 @@
 // What the training loop does differently on several ranks, behind calls that do nothing in a
-// single process: identical initial weights, gradient averaging, agreed skip and stop decisions,
-// and global metrics.
+// single process: identical initial weights, gradient averaging (or ZeRO's sharding), agreed
+// skip and stop decisions, and global metrics.
 #pragma once
 
 #include "ampt/config/config.h"
@@ -11,12 +11,14 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ampt::distributed {
 
 class Group;
 class GradSync;
+class ZeroShards;
 
 // A distributed run on CUDA trains on GPU LOCAL_RANK; a process that sees a single GPU (Slurm's
 // per-task binding) uses it. Throws RuntimeError when LOCAL_RANK has no GPU of its own.
@@ -36,8 +38,18 @@ class DataParallel {
   // "2 ranks, gloo, torchrun rank 0 of 2 (...)"; empty in a single process.
   std::string describe() const;
 
+  // The ZeRO stage in effect: config.zero_stage on several ranks, 0 in a single process (which
+  // has nothing to shard).
+  int64_t zero_stage() const { return group_ ? zero_stage_ : 0; }
+
   // Copies rank 0's model tensors to every rank and starts averaging the parameters' gradients.
-  void attach(const NamedTensors& model_tensors, const std::vector<at::Tensor>& parameters);
+  // Under ZeRO it also cuts this rank's shard: `masters` are the parameters' fp32 values (O2's
+  // masters; the parameters themselves below O2), read once here; zero() then holds the shard.
+  void attach(const NamedTensors& model_tensors, const std::vector<at::Tensor>& parameters,
+              const std::vector<at::Tensor>& masters);
+  // This rank's ZeRO shards; null unless zero_stage() > 0 and attached.
+  ZeroShards* zero() { return zero_.get(); }
+  const ZeroShards* zero() const { return zero_.get(); }
   // Around the backward passes of one optimizer step: communication happens only on the last.
   void before_backward(bool last_micro_batch);
   void after_backward();
@@ -50,6 +62,9 @@ class DataParallel {
   at::Tensor mean(const at::Tensor& value);
   // A stop request (signal number) that every rank acts on at the same step; see Group.
   int agree_stop(int local_signal);
+  // Rank 0 gets every rank's `text` (Group::gather_text); a single process gets its own.
+  std::vector<std::string> gather_text(const std::string& key, const std::string& text,
+                                       std::string_view what);
   // Checks that every rank ends with rank 0's parameters bit for bit (a divergence would mean a
   // broken all-reduce or nondeterministic data: a RuntimeError naming the rank and the largest
   // difference), waits for every rank (rank 0's last checkpoint is written), then stops
@@ -57,11 +72,13 @@ class DataParallel {
   void finish();
 
  private:
-  config::AllreduceDtype allreduce_dtype_;
+  config::ReduceDtype reduce_dtype_;
+  int64_t zero_stage_ = 0;
   int64_t rank_ = 0;
   int64_t world_size_ = 1;
   std::string launch_;
   std::unique_ptr<Group> group_;
+  std::unique_ptr<ZeroShards> zero_;
   std::unique_ptr<GradSync> grad_sync_;
   std::vector<at::Tensor> parameters_;
 };

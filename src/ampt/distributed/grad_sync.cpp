@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <tuple>
 
 namespace ampt::distributed {
 namespace {
@@ -24,55 +25,86 @@ class ReadyHook : public torch::autograd::PostAccumulateGradHook {
   std::function<void()> on_ready_;
 };
 
-c10::ScalarType reduce_dtype(config::AllreduceDtype choice, c10::ScalarType grad) {
+c10::ScalarType reduce_dtype(config::ReduceDtype choice, c10::ScalarType grad) {
   switch (choice) {
-    case config::AllreduceDtype::fp32: return at::kFloat;
-    case config::AllreduceDtype::bf16: return at::kBFloat16;
-    case config::AllreduceDtype::grad: break;
+    case config::ReduceDtype::fp32: return at::kFloat;
+    case config::ReduceDtype::bf16: return at::kBFloat16;
+    case config::ReduceDtype::grad: break;
   }
   return grad;
 }
 
 }  // namespace
 
-GradSync::GradSync(Group& group, const std::vector<at::Tensor>& parameters,
-                   config::AllreduceDtype dtype, int64_t bucket_bytes)
-    : group_(group) {
-  for (const auto& p : parameters) {
-    if (p.requires_grad()) params_.push_back(p);
-  }
-  bucket_of_.resize(params_.size());
-  // One open bucket per (all-reduce dtype, device); a bucket closes when it reaches the cap.
-  std::map<std::pair<c10::ScalarType, std::string>, size_t> open;
-  std::vector<int64_t> sizes;
-  std::vector<at::TensorOptions> options;
-  for (size_t i = params_.size(); i-- > 0;) {
-    const auto& p = params_[i];
+std::vector<FlatUnit> plan_buckets(const std::vector<at::Tensor>& parameters,
+                                   config::ReduceDtype dtype, int64_t bucket_bytes) {
+  std::vector<FlatUnit> units;
+  std::vector<int64_t> bytes;
+  std::map<std::tuple<c10::ScalarType, c10::ScalarType, std::string>, size_t> open;
+  for (size_t i = parameters.size(); i-- > 0;) {
+    const auto& p = parameters[i];
+    if (!p.requires_grad()) continue;
     const auto type = reduce_dtype(dtype, p.scalar_type());
-    const auto key = std::make_pair(type, p.device().str());
+    const auto key = std::make_tuple(type, p.scalar_type(), p.device().str());
     auto found = open.find(key);
-    if (found == open.end() ||
-        sizes[found->second] * static_cast<int64_t>(c10::elementSize(type)) >= bucket_bytes) {
-      buckets_.emplace_back();
-      sizes.push_back(0);
-      options.push_back(p.options().dtype(type));
-      found = open.insert_or_assign(key, buckets_.size() - 1).first;
+    if (found == open.end() || bytes[found->second] >= bucket_bytes) {
+      units.emplace_back();
+      bytes.push_back(0);
+      found = open.insert_or_assign(key, units.size() - 1).first;
     }
-    Bucket& bucket = buckets_[found->second];
-    bucket.params.push_back(i);
-    bucket.offsets.push_back(sizes[found->second]);
-    sizes[found->second] += p.numel();
-    bucket_of_[i] = found->second;
+    units[found->second].params.push_back(static_cast<int64_t>(i));
+    units[found->second].numels.push_back(p.numel());
+    bytes[found->second] += p.numel() * static_cast<int64_t>(c10::elementSize(type));
   }
-  for (size_t b = 0; b < buckets_.size(); ++b) buckets_[b].buffer = at::empty({sizes[b]}, options[b]);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    torch::autograd::impl::set_post_acc_grad_hooks(
-        params_[i], std::make_unique<ReadyHook>([this, i] { ready(i); }));
+  return units;
+}
+
+GradSync::GradSync(Group& group, const std::vector<at::Tensor>& parameters,
+                   config::ReduceDtype dtype, int64_t bucket_bytes)
+    : GradSync(group, parameters, dtype, plan_buckets(parameters, dtype, bucket_bytes), {}, 1) {}
+
+GradSync::GradSync(Group& group, const std::vector<at::Tensor>& parameters,
+                   config::ReduceDtype dtype, const FlatLayout& layout,
+                   std::vector<at::Tensor> shards)
+    : GradSync(group, parameters, dtype, layout.units(), std::move(shards), layout.world_size()) {}
+
+GradSync::GradSync(Group& group, const std::vector<at::Tensor>& parameters,
+                   config::ReduceDtype dtype, const std::vector<FlatUnit>& units,
+                   std::vector<at::Tensor> shards, int64_t pad_to)
+    : group_(group), scatter_(!shards.empty()), params_(parameters) {
+  bucket_of_.assign(params_.size(), 0);
+  for (size_t b = 0; b < units.size(); ++b) {
+    Bucket bucket;
+    int64_t offset = 0;
+    for (size_t k = 0; k < units[b].params.size(); ++k) {
+      const auto i = static_cast<size_t>(units[b].params[k]);
+      bucket.params.push_back(i);
+      bucket.offsets.push_back(offset);
+      offset += units[b].numels[k];
+      bucket_of_[i] = b;
+    }
+    const auto& first = params_[bucket.params.front()];
+    bucket.options = first.options().dtype(reduce_dtype(dtype, first.scalar_type()));
+    bucket.size = (offset + pad_to - 1) / pad_to * pad_to;
+    if (scatter_) {
+      bucket.shard = shards[b];
+    } else {
+      bucket.buffer = at::empty({bucket.size}, bucket.options);
+    }
+    buckets_.push_back(std::move(bucket));
+  }
+  for (const auto& bucket : buckets_) {
+    for (const size_t i : bucket.params) {
+      torch::autograd::impl::set_post_acc_grad_hooks(
+          params_[i], std::make_unique<ReadyHook>([this, i] { ready(i); }));
+    }
   }
 }
 
 GradSync::~GradSync() {
-  for (auto& p : params_) torch::autograd::impl::post_acc_grad_hooks(p).reset();
+  for (const auto& bucket : buckets_) {
+    for (const size_t i : bucket.params) torch::autograd::impl::post_acc_grad_hooks(params_[i]).reset();
+  }
 }
 
 void GradSync::arm(bool communicate) {
@@ -103,18 +135,32 @@ void GradSync::start_ready_buckets_locked() {
 
 void GradSync::start(Bucket& bucket) {
   c10::NoGradGuard no_grad;
+  if (!bucket.buffer.defined()) bucket.buffer = at::empty({bucket.size}, bucket.options);
+  int64_t end = 0;
   for (size_t k = 0; k < bucket.params.size(); ++k) {
-    const auto& p = params_[bucket.params[k]];
+    auto& p = params_[bucket.params[k]];
     auto slot = bucket.buffer.narrow(0, bucket.offsets[k], p.numel());
+    end = bucket.offsets[k] + p.numel();
     if (p.grad().defined()) {
       slot.copy_(p.grad().reshape(-1));
+      // ZeRO-2 keeps no full gradient past this point: the copy is queued before the release.
+      if (scatter_) p.mutable_grad() = at::Tensor();
     } else {
       slot.zero_();
     }
   }
+  bucket.buffer.narrow(0, end, bucket.size - end).zero_();
   // Dividing first keeps a sum of large fp16-scaled gradients from overflowing.
   bucket.buffer.div_(static_cast<double>(group_.world_size()));
-  bucket.work = group_.all_reduce_async(bucket.buffer, Reduce::sum);
+  if (!scatter_) {
+    bucket.work = group_.all_reduce_async(bucket.buffer, Reduce::sum);
+    return;
+  }
+  const bool direct = bucket.shard.scalar_type() == bucket.options.dtype().toScalarType() &&
+                      bucket.shard.is_contiguous();
+  bucket.received = direct ? bucket.shard : at::empty({bucket.shard.numel()}, bucket.options);
+  bucket.work = group_.reduce_scatter_async(bucket.received, bucket.buffer,
+                                            "the gradient reduce-scatter");
 }
 
 void GradSync::finish() {
@@ -124,8 +170,14 @@ void GradSync::finish() {
   for (; next_bucket_ < buckets_.size(); ++next_bucket_) start(buckets_[next_bucket_]);
   c10::NoGradGuard no_grad;
   for (auto& bucket : buckets_) {
-    group_.wait(bucket.work, "the gradient all-reduce");
+    group_.wait(bucket.work, scatter_ ? "the gradient reduce-scatter" : "the gradient all-reduce");
     bucket.work.reset();
+    if (scatter_) {
+      if (!bucket.received.is_same(bucket.shard)) bucket.shard.copy_(bucket.received);
+      bucket.received = at::Tensor();
+      bucket.buffer = at::Tensor();
+      continue;
+    }
     for (size_t k = 0; k < bucket.params.size(); ++k) {
       auto& p = params_[bucket.params[k]];
       const auto average = bucket.buffer.narrow(0, bucket.offsets[k], p.numel()).view(p.sizes());

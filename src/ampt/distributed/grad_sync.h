@@ -1,9 +1,11 @@
 // Averages gradients across ranks the way DDP does: parameters in buckets, each bucket's
 // all-reduce started from an autograd hook as soon as backward has produced its last gradient,
 // so communication overlaps the rest of backward; finish() waits and writes the averages back.
+// Under ZeRO-2 each bucket is reduce-scattered instead and a rank keeps only its slice.
 #pragma once
 
 #include "ampt/config/config.h"
+#include "ampt/core/flat_layout.h"
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/intrusive_ptr.h>
@@ -20,14 +22,28 @@ namespace ampt::distributed {
 
 class Group;
 
+inline constexpr int64_t kBucketBytes = 25 * 1024 * 1024;  // DDP's default bucket_cap_mb
+
+// The buckets: parameters that require grad, in reverse registration order (roughly the order
+// backward produces them), one open bucket per (reduce dtype, parameter dtype, device), closed
+// when it reaches `bucket_bytes`. FlatUnit::params index `parameters`. ZeRO's flat layout uses
+// the same units, so that a bucket's reduce-scatter leaves each rank its slice of the unit.
+std::vector<FlatUnit> plan_buckets(const std::vector<at::Tensor>& parameters,
+                                   config::ReduceDtype dtype, int64_t bucket_bytes = kBucketBytes);
+
 class GradSync {
  public:
-  static constexpr int64_t kBucketBytes = 25 * 1024 * 1024;  // DDP's default bucket_cap_mb
-
-  // Registers a post-accumulate-grad hook on every parameter that requires grad. Buckets hold
-  // parameters in reverse registration order (roughly the order backward produces them).
-  GradSync(Group& group, const std::vector<at::Tensor>& parameters, config::AllreduceDtype dtype,
+  // All-reduce: registers a post-accumulate-grad hook on every parameter that requires grad,
+  // bucketed by plan_buckets.
+  GradSync(Group& group, const std::vector<at::Tensor>& parameters, config::ReduceDtype dtype,
            int64_t bucket_bytes = kBucketBytes);
+  // Reduce-scatter (ZeRO-2): the buckets are `layout`'s units, and finish() leaves this rank's
+  // slice of unit b's average in `shards[b]` (layout.unit_shard_numel(b) elements, any dtype)
+  // instead of in the gradients. Each parameter's gradient is released once its bucket has
+  // copied it, so full gradients live only until their bucket starts. A bucket's buffer exists
+  // only while it communicates.
+  GradSync(Group& group, const std::vector<at::Tensor>& parameters, config::ReduceDtype dtype,
+           const FlatLayout& layout, std::vector<at::Tensor> shards);
   ~GradSync();  // removes the hooks
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
@@ -36,7 +52,8 @@ class GradSync {
   // on the others (gradients only accumulate locally).
   void arm(bool communicate);
   // After the last backward: starts the buckets no hook started (parameters without a gradient
-  // count as zeros), waits for all of them and replaces each gradient by the average over ranks.
+  // count as zeros), waits for all of them and replaces each gradient by the average over ranks
+  // (reduce-scatter: fills the shards).
   void finish();
 
   int64_t bucket_count() const { return static_cast<int64_t>(buckets_.size()); }
@@ -45,16 +62,23 @@ class GradSync {
   struct Bucket {
     std::vector<size_t> params;  // indices into params_
     std::vector<int64_t> offsets;
-    at::Tensor buffer;  // flat, in the all-reduce dtype
+    at::TensorOptions options;  // the reduce dtype, on the parameters' device
+    int64_t size = 0;           // elements, padding to a multiple of the world size included
+    at::Tensor buffer;          // flat, in the reduce dtype
+    at::Tensor shard;           // reduce-scatter: where finish() leaves this rank's slice
+    at::Tensor received;        // reduce-scatter: the collective's output (`shard` when it can be)
     size_t pending = 0;
     c10::intrusive_ptr<c10d::Work> work;
   };
 
+  GradSync(Group& group, const std::vector<at::Tensor>& parameters, config::ReduceDtype dtype,
+           const std::vector<FlatUnit>& units, std::vector<at::Tensor> shards, int64_t pad_to);
   void ready(size_t param);  // called by the hooks
   void start_ready_buckets_locked();
   void start(Bucket& bucket);
 
   Group& group_;
+  bool scatter_ = false;
   std::vector<at::Tensor> params_;
   std::vector<size_t> bucket_of_;
   std::vector<Bucket> buckets_;

@@ -270,6 +270,26 @@ void Group::all_reduce(at::Tensor& tensor, Reduce op, std::string_view what) {
   wait(work, what);
 }
 
+c10::intrusive_ptr<c10d::Work> Group::reduce_scatter_async(at::Tensor& output, at::Tensor& input,
+                                                           std::string_view what) {
+  c10d::ReduceScatterOptions options;
+  options.reduceOp = c10d::ReduceOp::SUM;
+  try {
+    return data_->_reduce_scatter_base(output, input, options);
+  } catch (const std::exception& error) {
+    fail(what, error);
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> Group::all_gather_async(at::Tensor& output, at::Tensor& input,
+                                                       std::string_view what) {
+  try {
+    return data_->_allgather_base(output, input);
+  } catch (const std::exception& error) {
+    fail(what, error);
+  }
+}
+
 void Group::broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std::string_view what) {
   c10::NoGradGuard no_grad;
   std::map<c10::ScalarType, std::vector<at::Tensor>> by_dtype;
@@ -292,6 +312,30 @@ void Group::broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std:
       t.copy_(buffer[0].narrow(0, offset, t.numel()).view_as(t));
       offset += t.numel();
     }
+  }
+}
+
+std::vector<std::string> Group::gather_text(const std::string& key, const std::string& text,
+                                            std::string_view what) {
+  const auto name = [&key](int64_t r) { return fmt::format("ampt/gather/{}/{}", key, r); };
+  try {
+    if (rank_ != 0) {
+      store_->set(name(rank_), std::vector<uint8_t>(text.begin(), text.end()));
+      return {};
+    }
+    std::vector<std::string> keys;
+    for (int64_t r = 1; r < world_size_; ++r) keys.push_back(name(r));
+    store_->wait(keys, timeout_);
+    std::vector<std::string> texts{text};
+    for (const auto& k : keys) {
+      const auto bytes = store_->get(k);
+      texts.emplace_back(bytes.begin(), bytes.end());
+      store_->deleteKey(k);
+    }
+    return texts;
+  } catch (const std::exception& error) {
+    throw RuntimeError(fmt::format("rank {}: {} failed ({}): {}", rank_, what, where_,
+                                   first_line(error)));
   }
 }
 

@@ -56,9 +56,24 @@ class Group {
   void wait(const c10::intrusive_ptr<c10d::Work>& work, std::string_view what);
 
   void all_reduce(at::Tensor& tensor, Reduce op, std::string_view what);
+  // ZeRO's collectives on the data backend, started and finished with wait(): `output` (1/N of
+  // `input`) := this rank's slice of the sum of every rank's `input`; and `output` := every
+  // rank's `input` end to end, in rank order. Both are c10d's tensor forms (NCCL's
+  // ReduceScatter and AllGather; Gloo has them too since PyTorch 2.6).
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_async(at::Tensor& output, at::Tensor& input,
+                                                      std::string_view what);
+  c10::intrusive_ptr<c10d::Work> all_gather_async(at::Tensor& output, at::Tensor& input,
+                                                  std::string_view what);
   // Rank `root`'s values into `tensors` everywhere (one collective per dtype).
   void broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std::string_view what);
   void barrier(std::string_view what);
+
+  // Rank 0 gets every rank's `text` (in rank order) through the store, waiting up to the
+  // timeout for the others, which publish theirs and get nothing back. Thread-safe: a
+  // background checkpoint writer reports its shard this way while training goes on. `key`
+  // must be new for each exchange.
+  std::vector<std::string> gather_text(const std::string& key, const std::string& text,
+                                       std::string_view what);
 
   // Stop requests (signal numbers, 0 for none) agreed by every rank without stalling the step:
   // returns the largest request any rank made at the previous call, and sends this one's.

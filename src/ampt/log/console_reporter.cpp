@@ -87,6 +87,7 @@ void ConsoleReporter::on_start(const RunInfo& info) {
             info.total_steps, info.steps_per_epoch);
   for (const auto& note : info.speed_notes) log::info("[PERF] {}", note);
   if (!info.distributed.empty()) log::info("[DIST] {}", info.distributed);
+  if (!info.zero.empty()) log::info("[ZeRO] {}", info.zero);
   if (!info.resume_note.empty()) log::info("[CKPT] {}", info.resume_note);
 }
 

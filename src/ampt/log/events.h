@@ -58,6 +58,7 @@ struct RunInfo {
   std::string distributed;      // the ranks and the global batch; empty in a single process
   // What the run changed to be able to train (a batch fitted to a small split), one line each.
   std::vector<std::string> warnings;
+  std::string zero;             // ZeRO's stage and bytes per parameter per rank; empty without
 };
 
 // The state at a logged optimizer step (values read from the device only on such steps).

@@ -229,4 +229,21 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
   return m;
 }
 
+MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
+                            const Sharding& sharding) {
+  MemoryEstimate m = whole;
+  if (!sharding.active()) return m;
+  const int64_t n = sharding.world_size;
+  const auto slice = [n](int64_t bytes) { return (bytes + n - 1) / n; };
+  const int64_t shard = 4 * slice(count_parameters(dims).total);  // fp32, one rank's slice
+  if (sharding.zero_stage < 2) m.gradients += whole.gradients;  // the buckets' copy
+  if (sharding.zero_stage == 0) return m;
+  m.masters = shard;
+  m.optimizer = slice(whole.optimizer);
+  // The step reads the fp32 gradient shard: no fp32 master gradients are made for it.
+  m.step_transient = 0;
+  m.gradients = sharding.zero_stage == 1 ? m.gradients + shard : shard;
+  return m;
+}
+
 }  // namespace ampt::models

@@ -77,4 +77,20 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
                                config::OptimizerKind optimizer, double momentum,
                                int64_t micro_batch);
 
+// Data parallelism over `world_size` ranks with ZeRO stage `zero_stage` (0, 1 or 2).
+struct Sharding {
+  int64_t world_size = 1;
+  int64_t zero_stage = 0;
+  bool active() const { return world_size > 1; }
+};
+
+// One rank's share of `whole` (one process's estimate) as ampt trains it: on several ranks
+// stages 0 and 1 keep a copy of every gradient in the 25 MiB all-reduce buckets; stage 1 shards
+// the optimizer state and keeps an fp32 master shard (O2's masters, sharded; below O2 a copy of
+// the rank's slice of the weights) and an fp32 gradient shard beside the whole gradients; stage
+// 2 keeps only the gradient shard (each bucket's gradients live until it is reduce-scattered:
+// a few 25 MiB buckets, not counted). Weights and activations stay whole.
+MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
+                            const Sharding& sharding);
+
 }  // namespace ampt::models

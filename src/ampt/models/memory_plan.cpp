@@ -10,9 +10,16 @@ struct Candidate {
   bool checkpointing;
 };
 
+// One rank's estimate.
+MemoryEstimate estimate(const ModelDims& dims, const Scheme& scheme, config::OptimizerKind optimizer,
+                        double momentum, int64_t micro_batch, const Sharding& sharding) {
+  return shard_memory(estimate_memory(dims, scheme, optimizer, momentum, micro_batch), dims,
+                      sharding);
+}
+
 int64_t total_of(const ModelDims& dims, const Candidate& c, config::OptimizerKind optimizer,
-                 double momentum, int64_t micro_batch) {
-  const auto m = estimate_memory(dims, c.scheme, optimizer, momentum, micro_batch);
+                 double momentum, int64_t micro_batch, const Sharding& sharding) {
+  const auto m = estimate(dims, c.scheme, optimizer, momentum, micro_batch, sharding);
   return c.checkpointing ? m.total_checkpointed() : m.total();
 }
 
@@ -26,10 +33,11 @@ std::vector<int64_t> divisors(int64_t n) {
 
 // The largest divisor of global_batch that fits, 0 when not even 1 does.
 int64_t largest_fitting(const ModelDims& dims, const Candidate& c, config::OptimizerKind optimizer,
-                        double momentum, int64_t global_batch, int64_t budget) {
+                        double momentum, int64_t global_batch, int64_t budget,
+                        const Sharding& sharding) {
   int64_t best = 0;
   for (const int64_t b : divisors(global_batch)) {
-    if (total_of(dims, c, optimizer, momentum, b) > budget) break;  // grows with b
+    if (total_of(dims, c, optimizer, momentum, b, sharding) > budget) break;  // grows with b
     best = b;
   }
   return best;
@@ -43,7 +51,7 @@ int64_t usable_bytes(const GpuTarget& gpu) {
 }
 
 Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer, double momentum,
-                         int64_t global_batch, const GpuTarget& gpu) {
+                         int64_t global_batch, const GpuTarget& gpu, const Sharding& sharding) {
   const int64_t budget = usable_bytes(gpu);
   const std::string precision = gpu.compute_capability >= 8.0 ? "bf16" : "fp16";
   const bool can_checkpoint = dims.family == ModelDims::Family::gpt;
@@ -58,7 +66,7 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
   std::optional<Candidate> chosen;
   int64_t chosen_batch = 0;
   for (const auto& c : candidates) {
-    const int64_t b = largest_fitting(dims, c, optimizer, momentum, global_batch, budget);
+    const int64_t b = largest_fitting(dims, c, optimizer, momentum, global_batch, budget, sharding);
     if (b >= wanted && !chosen_batch) {
       chosen = c;
       chosen_batch = b;
@@ -69,7 +77,7 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
       chosen_batch = b;
     }
   }
-  const auto base = estimate_memory(dims, candidates.front().scheme, optimizer, momentum, 1);
+  const auto base = estimate(dims, candidates.front().scheme, optimizer, momentum, 1, sharding);
   if (!chosen) {
     r.reasons.push_back(fmt::format(
         "Nothing fits: even a micro-batch of 1 needs more than the {:.1f} GiB usable under every "
@@ -83,7 +91,7 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
   r.checkpointing = chosen->checkpointing;
   r.micro_batch = chosen_batch;
   r.grad_accum = global_batch / chosen_batch;
-  r.estimate_bytes = total_of(dims, *chosen, optimizer, momentum, chosen_batch);
+  r.estimate_bytes = total_of(dims, *chosen, optimizer, momentum, chosen_batch, sharding);
 
   if (precision == "bf16") {
     r.reasons.push_back(fmt::format(
@@ -102,10 +110,10 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
         "fp8 (--mixed_precision fp8) would run in e4m3 the Linear layers that measure faster "
         "so on this GPU (--fp8_layers auto), at about the same memory ({:.1f} GiB at this "
         "micro-batch); check its loss against bf16 with `ampt compare` first.",
-        gib(total_of(dims, fp8, optimizer, momentum, chosen_batch))));
+        gib(total_of(dims, fp8, optimizer, momentum, chosen_batch, sharding))));
   }
-  const auto o1 = estimate_memory(dims, {precision, "O1"}, optimizer, momentum, chosen_batch);
-  const auto o2 = estimate_memory(dims, {precision, "O2"}, optimizer, momentum, chosen_batch);
+  const auto o1 = estimate(dims, {precision, "O1"}, optimizer, momentum, chosen_batch, sharding);
+  const auto o2 = estimate(dims, {precision, "O2"}, optimizer, momentum, chosen_batch, sharding);
   const double params = static_cast<double>(count_parameters(dims).total);
   if (r.scheme.opt_level == "O1") {
     r.reasons.push_back(fmt::format(
@@ -121,11 +129,11 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
         "lets micro-batch {} fit; O1 fits at most {}.",
         gib(o1.activations - o2.activations), chosen_batch,
         largest_fitting(dims, {{precision, "O1"}, r.checkpointing}, optimizer, momentum,
-                        global_batch, budget)));
+                        global_batch, budget, sharding)));
   }
   if (can_checkpoint) {
     const int64_t without = largest_fitting(dims, {r.scheme, false}, optimizer, momentum,
-                                            global_batch, budget);
+                                            global_batch, budget, sharding);
     r.reasons.push_back(
         r.checkpointing
             ? fmt::format("Activation checkpointing (--grad_ckpt) on: without it only a "
@@ -143,7 +151,7 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
       next == all.end()
           ? ""
           : fmt::format(" ({} would need {:.1f} GiB)", *next,
-                        gib(total_of(dims, *chosen, optimizer, momentum, *next))),
+                        gib(total_of(dims, *chosen, optimizer, momentum, *next, sharding))),
       r.grad_accum));
   return r;
 }

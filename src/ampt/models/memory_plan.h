@@ -33,8 +33,9 @@ struct Recommendation {
 // Picks, in this order of preference, the first of: O1, O1 with activation checkpointing (GPT),
 // O2, O2 with checkpointing, in bf16 (fp16 below compute capability 8.0), that fits a
 // micro-batch of at least min(8, global_batch); else whichever fits the largest micro-batch.
-// Micro-batches are the divisors of global_batch, so the accumulation is whole.
+// Micro-batches are the divisors of global_batch, so the accumulation is whole. With
+// `sharding`, global_batch is one rank's share and every estimate is per rank (shard_memory).
 Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer, double momentum,
-                         int64_t global_batch, const GpuTarget& gpu);
+                         int64_t global_batch, const GpuTarget& gpu, const Sharding& sharding = {});
 
 }  // namespace ampt::models

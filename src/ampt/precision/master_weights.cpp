@@ -2,6 +2,9 @@
 
 #include <ATen/ops/_foreach_copy.h>
 
+#include <stdexcept>
+#include <string>
+
 namespace ampt::precision {
 
 MasterWeights::MasterWeights(torch::nn::Module& module, bool enabled,
@@ -18,7 +21,20 @@ MasterWeights::MasterWeights(torch::nn::Module& module, bool enabled,
   }
 }
 
+void MasterWeights::require_masters(const char* what) const {
+  if (released_) throw std::logic_error(std::string("MasterWeights::") + what + " after release_masters");
+}
+
+void MasterWeights::release_masters() {
+  if (!enabled_) return;
+  for (auto& e : entries_) {
+    if (e.separate) e.master = torch::Tensor();
+  }
+  released_ = true;
+}
+
 NamedTensors MasterWeights::masters() const {
+  require_masters("masters");
   NamedTensors out;
   out.reserve(entries_.size());
   for (const auto& e : entries_) out.emplace_back(e.name, e.master);
@@ -27,6 +43,7 @@ NamedTensors MasterWeights::masters() const {
 
 void MasterWeights::set_dtype(c10::ScalarType dtype) {
   if (!enabled_ || dtype == dtype_) return;
+  require_masters("set_dtype");
   torch::NoGradGuard no_grad;
   for (auto& e : entries_) {
     if (!e.separate) continue;
@@ -39,6 +56,7 @@ void MasterWeights::set_dtype(c10::ScalarType dtype) {
 }
 
 std::vector<torch::Tensor> MasterWeights::master_grads() {
+  require_masters("master_grads");
   std::vector<torch::Tensor> grads;
   std::vector<torch::Tensor> half_grads;
   std::vector<torch::Tensor> fp32_grads;
@@ -67,6 +85,7 @@ std::vector<torch::Tensor> MasterWeights::master_grads() {
 
 void MasterWeights::refresh_model() {
   if (!enabled_ || dtype_ == torch::kFloat) return;
+  require_masters("refresh_model");
   std::vector<torch::Tensor> params;
   std::vector<torch::Tensor> masters;
   for (auto& e : entries_) {

@@ -48,7 +48,15 @@ class MasterWeights {
   // is harmless then and needs no host-side decision.
   void refresh_model();
 
+  // ZeRO keeps the fp32 masters from here on, sharded across ranks, and refreshes the half
+  // parameters itself: drops the full copies (O2; nothing to drop below it). After that only
+  // enabled(), dtype() and a set_dtype to the current dtype may be called; the rest throw
+  // std::logic_error.
+  void release_masters();
+
  private:
+  void require_masters(const char* what) const;
+
   struct Entry {
     std::string name;
     torch::Tensor param;   // the model's parameter
@@ -57,6 +65,7 @@ class MasterWeights {
   };
 
   bool enabled_;
+  bool released_ = false;
   c10::ScalarType dtype_ = c10::kFloat;
   std::vector<Entry> entries_;
 };

@@ -106,7 +106,9 @@ torch::Tensor StabilityMonitor::skip_flag(const torch::Tensor& loss, const torch
 }
 
 void StabilityMonitor::observe(const torch::Tensor& grad_norms, const torch::Tensor& floor_hit,
-                               const torch::Tensor& skipped) {
+                               const torch::Tensor& skipped, std::vector<int64_t> grad_params) {
+  // A graph replay does not call observe: the captured step's gradients are every step's.
+  grad_params_ = std::move(grad_params);
   const auto bad_grads = grad_norms.isfinite().logical_not().to(torch::kFloat64);
   // 1-based position of the last non-finite gradient, 0 when there is none.
   const auto positions = torch::arange(1, bad_grads.numel() + 1, bad_grads.options());
@@ -121,10 +123,7 @@ void StabilityMonitor::observe(const torch::Tensor& grad_norms, const torch::Ten
 void StabilityMonitor::record(int64_t step) {
   if (slots_[next_].pending) drain(/*wait=*/false);  // the ring is full: drain() waits for the oldest
   Slot& slot = slots_[next_];
-  slot.grad_params.clear();
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (params_[i].grad().defined()) slot.grad_params.push_back(static_cast<int64_t>(i));
-  }
+  slot.grad_params = grad_params_;
   slot.host.copy_(record_, /*non_blocking=*/true);
   if (device_.is_cuda()) {
     slot.copied.emplace(device_.type());

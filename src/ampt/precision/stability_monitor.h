@@ -70,11 +70,12 @@ class StabilityMonitor {
   torch::Tensor skip_flag(const torch::Tensor& loss, const torch::Tensor& found_inf);
 
   // Device only, after the scaler update: writes this step's record into a device buffer in
-  // place (so a CUDA graph can hold it). `grad_norms` holds the norm of each defined gradient,
-  // in parameter order; `floor_hit` is LossScaler::update's result (may be undefined); `skipped`
-  // is the skip flag the step acted on (in a distributed run, the one all ranks agreed on).
+  // place (so a CUDA graph can hold it). `grad_norms` holds the norm of each gradient the step
+  // had, the one of parameter `grad_params[i]` (an index into `params`) at i, ascending;
+  // `floor_hit` is LossScaler::update's result (may be undefined); `skipped` is the skip flag
+  // the step acted on (in a distributed run, the one all ranks agreed on).
   void observe(const torch::Tensor& grad_norms, const torch::Tensor& floor_hit,
-               const torch::Tensor& skipped);
+               const torch::Tensor& skipped, std::vector<int64_t> grad_params);
 
   // Host, after the step was queued: starts copying the record to the host without waiting.
   void record(int64_t step);
@@ -103,6 +104,7 @@ class StabilityMonitor {
   torch::Device device_;
   int64_t max_consecutive_skips_;
   torch::Tensor loss_nonfinite_;  // this step's, between skip_flag and observe
+  std::vector<int64_t> grad_params_;  // the latest observe's, for the next record
   torch::Tensor consecutive_;     // 0-dim float32 on the device
   torch::Tensor record_;          // the latest step's record, float64 on the device
   std::array<Slot, 4> slots_;     // a ring: the host falls at most this many steps behind

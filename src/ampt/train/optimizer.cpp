@@ -16,10 +16,10 @@ struct Group {
   std::vector<torch::Tensor> params;
   std::vector<std::vector<torch::Tensor>> state;  // state[k][i]: k-th state tensor of param i
 
-  void append_named_state(const std::vector<std::string>& state_names, NamedTensors& out) const {
+  void append_named_state(const std::vector<StateKind>& kinds, NamedTensors& out) const {
     for (size_t k = 0; k < state.size(); ++k) {
       for (size_t i = 0; i < params.size(); ++i) {
-        out.emplace_back(names[i] + "." + state_names[k], state[k][i]);
+        out.emplace_back(names[i] + "." + kinds[k].name, state[k][i]);
       }
     }
   }
@@ -44,44 +44,36 @@ struct Group {
   }
 };
 
-std::vector<Group> split_by_decay(const NamedTensors& parameters, double decay) {
-  Group matrices{decay, {}, {}, {}};
-  Group vectors{0.0, {}, {}, {}};
-  for (const auto& [name, p] : parameters) {
-    auto& group = p.dim() >= 2 ? matrices : vectors;
-    group.names.push_back(name);
-    group.params.push_back(p);
+// The decaying tensors first, then the others; empty groups are left out.
+std::vector<Group> split_by_decay(OptimizerTensors tensors, double decay) {
+  Group decaying{decay, {}, {}, {}};
+  Group other{0.0, {}, {}, {}};
+  decaying.state.resize(tensors.state.size());
+  other.state.resize(tensors.state.size());
+  for (size_t i = 0; i < tensors.params.size(); ++i) {
+    auto& group = tensors.decay[i] ? decaying : other;
+    group.names.push_back(std::move(tensors.names[i]));
+    group.params.push_back(std::move(tensors.params[i]));
+    for (size_t k = 0; k < tensors.state.size(); ++k) {
+      group.state[k].push_back(std::move(tensors.state[k][i]));
+    }
   }
   std::vector<Group> groups;
-  for (auto* group : {&matrices, &vectors}) {
+  for (auto* group : {&decaying, &other}) {
     if (!group->params.empty()) groups.push_back(std::move(*group));
   }
   return groups;
 }
 
-std::vector<torch::Tensor> zeros_like_each(const std::vector<torch::Tensor>& tensors) {
-  std::vector<torch::Tensor> out;
-  out.reserve(tensors.size());
-  for (const auto& t : tensors) out.push_back(torch::zeros_like(t, torch::MemoryFormat::Preserve));
-  return out;
-}
-
 class FusedAdamW final : public Optimizer {
  public:
-  FusedAdamW(const config::Config& config, const NamedTensors& parameters)
-      : weight_decay_(config.weight_decay),
+  FusedAdamW(const config::Config& config, OptimizerTensors tensors)
+      : kinds_(optimizer_state_kinds(config)),
+        weight_decay_(config.weight_decay),
         beta1_(config.adam_beta1),
         beta2_(config.adam_beta2),
         eps_(config.adam_eps),
-        groups_(split_by_decay(parameters, config.weight_decay)) {
-    for (auto& group : groups_) {
-      std::vector<torch::Tensor> steps;
-      for (const auto& p : group.params) {
-        steps.push_back(torch::zeros({}, torch::dtype(torch::kFloat32).device(p.device())));
-      }
-      group.state = {zeros_like_each(group.params), zeros_like_each(group.params), steps};
-    }
-  }
+        groups_(split_by_decay(std::move(tensors), config.weight_decay)) {}
 
   void step(double lr, const torch::Tensor& found_inf) override { step_with(lr, found_inf); }
   void step(const torch::Tensor& lr, const torch::Tensor& found_inf) override {
@@ -97,7 +89,7 @@ class FusedAdamW final : public Optimizer {
 
   NamedTensors state() const override {
     NamedTensors out;
-    for (const auto& group : groups_) group.append_named_state({"exp_avg", "exp_avg_sq", "step"}, out);
+    for (const auto& group : groups_) group.append_named_state(kinds_, out);
     return out;
   }
 
@@ -119,6 +111,7 @@ class FusedAdamW final : public Optimizer {
     }
   }
 
+  std::vector<StateKind> kinds_;
   double weight_decay_;
   double beta1_;
   double beta2_;
@@ -128,13 +121,11 @@ class FusedAdamW final : public Optimizer {
 
 class FusedSgd final : public Optimizer {
  public:
-  FusedSgd(const config::Config& config, const NamedTensors& parameters)
-      : weight_decay_(config.weight_decay),
+  FusedSgd(const config::Config& config, OptimizerTensors tensors)
+      : kinds_(optimizer_state_kinds(config)),
+        weight_decay_(config.weight_decay),
         momentum_(config.momentum),
-        groups_(split_by_decay(parameters, config.weight_decay)) {
-    if (momentum_ == 0.0) return;
-    for (auto& group : groups_) group.state = {zeros_like_each(group.params)};
-  }
+        groups_(split_by_decay(std::move(tensors), config.weight_decay)) {}
 
   void step(double lr, const torch::Tensor& found_inf) override { step_with(lr, found_inf); }
   void step(const torch::Tensor& lr, const torch::Tensor& found_inf) override {
@@ -150,7 +141,7 @@ class FusedSgd final : public Optimizer {
 
   NamedTensors state() const override {
     NamedTensors out;
-    for (const auto& group : groups_) group.append_named_state({"momentum_buffer"}, out);
+    for (const auto& group : groups_) group.append_named_state(kinds_, out);
     return out;
   }
 
@@ -170,6 +161,7 @@ class FusedSgd final : public Optimizer {
     }
   }
 
+  std::vector<StateKind> kinds_;
   double weight_decay_;
   double momentum_;
   std::vector<Group> groups_;
@@ -177,12 +169,37 @@ class FusedSgd final : public Optimizer {
 
 }  // namespace
 
+std::vector<StateKind> optimizer_state_kinds(const config::Config& config) {
+  if (config.optimizer == config::OptimizerKind::adamw) {
+    return {{"exp_avg", true}, {"exp_avg_sq", true}, {"step", false}};
+  }
+  if (config.momentum == 0.0) return {};
+  return {{"momentum_buffer", true}};
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const config::Config& config, OptimizerTensors tensors) {
+  if (config.optimizer == config::OptimizerKind::sgd) {
+    return std::make_unique<FusedSgd>(config, std::move(tensors));
+  }
+  return std::make_unique<FusedAdamW>(config, std::move(tensors));
+}
+
 std::unique_ptr<Optimizer> make_optimizer(const config::Config& config,
                                           const NamedTensors& parameters) {
-  if (config.optimizer == config::OptimizerKind::sgd) {
-    return std::make_unique<FusedSgd>(config, parameters);
+  const auto kinds = optimizer_state_kinds(config);
+  OptimizerTensors tensors;
+  tensors.state.resize(kinds.size());
+  for (const auto& [name, p] : parameters) {
+    tensors.names.push_back(name);
+    tensors.params.push_back(p);
+    tensors.decay.push_back(p.dim() >= 2);
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      tensors.state[k].push_back(
+          kinds[k].per_element ? torch::zeros_like(p, torch::MemoryFormat::Preserve)
+                               : torch::zeros({}, torch::dtype(torch::kFloat32).device(p.device())));
+    }
   }
-  return std::make_unique<FusedAdamW>(config, parameters);
+  return make_optimizer(config, std::move(tensors));
 }
 
 }  // namespace ampt::train

@@ -28,7 +28,28 @@ class Optimizer {
   virtual NamedTensors state() const = 0;
 };
 
-// Weight decay applies to matrices only (not biases or norm gains), as in GPT-2 and nanoGPT.
+// A state tensor the optimizer keeps per parameter: shaped like it (per_element: AdamW's moments,
+// SGD's momentum) or a 0-dim float32 count (AdamW's step).
+struct StateKind {
+  std::string name;
+  bool per_element = true;
+};
+// adamw: exp_avg, exp_avg_sq, step; sgd: momentum_buffer, or nothing without momentum.
+std::vector<StateKind> optimizer_state_kinds(const config::Config& config);
+
+// What an optimizer steps, laid out by the caller: whole parameters, or the pieces of a ZeRO
+// shard, each a view of a flat buffer (its state too). The fused kernels are elementwise, so a
+// piece steps exactly as the same elements of the whole parameter would.
+struct OptimizerTensors {
+  std::vector<std::string> names;
+  std::vector<torch::Tensor> params;
+  std::vector<bool> decay;  // weight decay applies
+  std::vector<std::vector<torch::Tensor>> state;  // state[k][i]: kind k of params[i]
+};
+std::unique_ptr<Optimizer> make_optimizer(const config::Config& config, OptimizerTensors tensors);
+
+// Over whole parameters with fresh state. Weight decay applies to matrices only (not biases or
+// norm gains), as in GPT-2 and nanoGPT.
 std::unique_ptr<Optimizer> make_optimizer(const config::Config& config,
                                           const NamedTensors& named_parameters);
 

@@ -6,6 +6,7 @@
 
 #include "ampt/checkpoint/background_writer.h"
 #include "ampt/checkpoint/checkpoint.h"
+#include "ampt/checkpoint/checkpoint_reader.h"
 #include "ampt/checkpoint/host_snapshot.h"
 #include "ampt/config/precision_schedule.h"
 #include "ampt/core/named_tensors.h"
@@ -25,6 +26,7 @@
 #include "ampt/train/schedule.h"
 #include "ampt/train/step.h"
 #include "ampt/train/trainer.h"
+#include "ampt/train/zero_optimizer.h"
 
 #include <chrono>
 #include <memory>
@@ -77,6 +79,23 @@ class Run {
   // Reports the save in flight once its write has ended (`wait`: blocks until then): to the
   // observer, or for a final save that failed, as a RuntimeError.
   void collect_save(bool wait, bool final, log::RunSummary& summary);
+  // The fields every checkpoint of this run has at `steps_done`, tensors left out.
+  checkpoint::Checkpoint checkpoint_meta(int64_t steps_done) const;
+
+  // run_zero.cpp
+  // Attaches the ranks with ZeRO: cuts this rank's shard of the masters (broadcast from rank 0
+  // first), drops O2's full masters and builds the optimizer over the shard.
+  void shard_state();
+  // Copies this rank's pieces of the weights and optimizer state from `reader` (any checkpoint,
+  // re-cut for this world size), and the buffers; all checked before anything changes.
+  void restore_shards(checkpoint::CheckpointReader& reader);
+  // What a ZeRO save snapshots: the master shard, the optimizer's flat state and (rank 0) the
+  // buffers.
+  NamedTensors shard_tensors() const;
+  // Starts writing this rank's shard of `meta`'s step in the background; returns its directory.
+  std::string start_shard_save(checkpoint::Checkpoint meta, const NamedTensors& host);
+  // "[ZeRO] stage 2 over 4 ranks: ... bytes per parameter per rank"; empty without ZeRO.
+  std::string zero_note() const;
 
   // run_eval.cpp
   // The batch's loss under the run's precision; with `correct`, also the count of right argmax
@@ -111,6 +130,12 @@ class Run {
   precision::MasterWeights masters_;
   std::vector<std::string> precisions_used_;  // "FP32", "BF16": each stage's, in order
   std::unique_ptr<Optimizer> optimizer_;
+  // ZeRO: the optimizer's state as flat tensors (ZeroOptimizer::state) and kinds, the
+  // parameters' names and how many saves this run has started (each save's key).
+  NamedTensors zero_state_;
+  std::vector<StateKind> zero_kinds_;
+  std::vector<std::string> parameter_names_;
+  int64_t saves_started_ = 0;
   torch::Tensor overflow_steps_;  // counted on the device: a skipped step costs no sync
   std::optional<data::Loader> batches_;
   int64_t steps_per_epoch_ = 0;

@@ -11,17 +11,45 @@
 #include <iterator>
 
 namespace ampt::train {
+namespace {
+
+// A checkpoint file's size, or all of a sharded checkpoint's files together.
+int64_t bytes_on_disk(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return static_cast<int64_t>(fs::file_size(path, ec));
+  int64_t total = 0;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    total += static_cast<int64_t>(entry.file_size(ec));
+  }
+  return total;
+}
+
+// ", 2 shards re-cut for 4 ranks" when a sharded checkpoint's world size differs from this run's.
+std::string shards_note_for(const checkpoint::Checkpoint& saved, bool sharded, int64_t world) {
+  if (!sharded) return "";
+  if (saved.world_size == world) return fmt::format(" ({} shards)", world);
+  return fmt::format(" ({} shards re-cut for {} rank{})", saved.world_size, world, world > 1 ? "s" : "");
+}
+
+}  // namespace
 
 data::LoaderState Run::restore(const std::string& path, std::string& note) {
   const auto begun = Clock::now();
-  const auto saved = checkpoint::load(path);
+  checkpoint::CheckpointReader reader(path);
+  const auto& saved = reader.meta();
   if (saved.optimizer_kind != optimizer_->kind()) {
     throw RuntimeError(fmt::format("checkpoint '{}' was saved with optimizer {}, this run uses {}",
                                    path, saved.optimizer_kind, optimizer_->kind()));
   }
   // Check everything before changing anything, so a bad checkpoint leaves no half-restored run.
-  checkpoint::copy_into(saved.model, model_tensors(), "model", path);
-  checkpoint::copy_into(saved.optimizer, optimizer_->state(), "optimizer", path);
+  if (dist_.zero()) {
+    restore_shards(reader);
+  } else {
+    const auto whole = reader.assemble();
+    checkpoint::copy_into(whole.model, model_tensors(), "model", path);
+    checkpoint::copy_into(whole.optimizer, optimizer_->state(), "optimizer", path);
+  }
   std::string stage_note;
   if (const auto stage = config::stage_at(stages_, saved.step, saved.data_epoch); stage != stage_) {
     enter_stage(stage, saved.step, saved.data_epoch, /*announce=*/false);
@@ -29,7 +57,7 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
     stage_note = fmt::format(", precision stage {} of {} ({})", stage + 1, stages_.size(),
                              config::stage_text(stages_[stage]));
   }
-  masters_.refresh_model();
+  if (!dist_.zero()) masters_.refresh_model();
 
   std::string scaler_note;
   if (saved.scaler && scaler_.enabled()) {
@@ -53,10 +81,11 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
   start_step_ = saved.step;
   initial_loss_ = saved.initial_loss;
   note = fmt::format("Resumed from {} at step {} (epoch {}, batch {}) in {:.2f} s: model, {} "
-                     "optimizer state, RNG{}{}",
-                     path, saved.step, saved.data_epoch, saved.data_position, seconds_since(begun),
-                     saved.optimizer_kind, scaler_note.empty() ? "" : ", " + scaler_note,
-                     stage_note);
+                     "optimizer state{}, RNG{}{}",
+                     reader.path(), saved.step, saved.data_epoch, saved.data_position,
+                     seconds_since(begun), saved.optimizer_kind,
+                     shards_note_for(saved, checkpoint::is_sharded(reader.path()), dist_.world_size()),
+                     scaler_note.empty() ? "" : ", " + scaler_note, stage_note);
   return resume_position(saved, note);
 }
 
@@ -93,14 +122,7 @@ NamedTensors Run::state_tensors() const {
   return state;
 }
 
-void Run::save_checkpoint(int64_t steps_done, log::RunSummary& summary, bool final) {
-  if (!dist_.is_main()) return;  // identical on every rank: rank 0 writes it
-  // Queued steps are training's time, not the pause's.
-  if (device_.device.is_cuda()) torch::cuda::synchronize();
-  const auto paused = Clock::now();
-  const bool waits = writer_.busy();
-  collect_save(/*wait=*/true, /*final=*/false, summary);  // it is done with the snapshot buffer
-  const double waited = waits ? seconds_since(paused) : 0.0;
+checkpoint::Checkpoint Run::checkpoint_meta(int64_t steps_done) const {
   checkpoint::Checkpoint c;
   c.ampt_version = kVersion;
   c.git_revision = kGitRevision;
@@ -112,24 +134,41 @@ void Run::save_checkpoint(int64_t steps_done, log::RunSummary& summary, bool fin
   c.world_size = dist_.world_size();
   c.skipped_steps = static_cast<int64_t>(overflow_steps_.item<double>());
   c.initial_loss = initial_loss_;
-  auto host = snapshot_.capture(state_tensors());
-  // The model's tensors come first, then the optimizer's.
-  const auto split = host.end() - static_cast<std::ptrdiff_t>(optimizer_->state().size());
-  c.model.assign(std::make_move_iterator(host.begin()), std::make_move_iterator(split));
-  c.optimizer.assign(std::make_move_iterator(split), std::make_move_iterator(host.end()));
   c.optimizer_kind = optimizer_->kind();
   if (scaler_.enabled()) c.scaler = scaler_.state();
   c.cpu_rng = at::globalContext().defaultGenerator(c10::Device(c10::kCPU)).get_state();
   if (device_.device.is_cuda()) {
     c.cuda_rng = at::globalContext().defaultGenerator(device_.device).get_state();
   }
+  return c;
+}
+
+void Run::save_checkpoint(int64_t steps_done, log::RunSummary& summary, bool final) {
+  // Identical on every rank: rank 0 writes it; under ZeRO every rank writes its shard.
+  if (!dist_.is_main() && !dist_.zero()) return;
+  // Queued steps are training's time, not the pause's.
+  if (device_.device.is_cuda()) torch::cuda::synchronize();
+  const auto paused = Clock::now();
+  const bool waits = writer_.busy();
+  collect_save(/*wait=*/true, /*final=*/false, summary);  // it is done with the snapshot buffer
+  const double waited = waits ? seconds_since(paused) : 0.0;
+  auto c = checkpoint_meta(steps_done);
   log::CheckpointReport report;
   report.step = steps_done;
-  report.path = (std::filesystem::path(config_.output_dir) /
-                 checkpoint::checkpoint_file_name(steps_done)).string();
-  writer_.start([c = std::move(c), dir = config_.output_dir, keep = config_.keep_checkpoints] {
-    checkpoint::save(dir, c, keep);
-  });
+  if (dist_.zero()) {
+    report.path = start_shard_save(std::move(c), snapshot_.capture(shard_tensors()));
+  } else {
+    auto host = snapshot_.capture(state_tensors());
+    // The model's tensors come first, then the optimizer's.
+    const auto split = host.end() - static_cast<std::ptrdiff_t>(optimizer_->state().size());
+    c.model.assign(std::make_move_iterator(host.begin()), std::make_move_iterator(split));
+    c.optimizer.assign(std::make_move_iterator(split), std::make_move_iterator(host.end()));
+    report.path = (std::filesystem::path(config_.output_dir) /
+                   checkpoint::checkpoint_file_name(steps_done)).string();
+    writer_.start([c = std::move(c), dir = config_.output_dir, keep = config_.keep_checkpoints] {
+      checkpoint::save(dir, c, keep);
+    });
+  }
   report.pause_seconds = seconds_since(paused);
   report.wait_seconds = waited;
   pending_save_ = std::move(report);
@@ -150,8 +189,7 @@ void Run::collect_save(bool wait, bool final, log::RunSummary& summary) {
         fmt::format("checkpoint of step {} not saved: {}", report.step, report.error));
   }
   if (report.error.empty()) {
-    std::error_code ec;
-    report.bytes = static_cast<int64_t>(std::filesystem::file_size(report.path, ec));
+    report.bytes = bytes_on_disk(report.path);
     summary.checkpoint = report.path;
     ++summary.checkpoints_saved;
     summary.checkpoint_bytes += report.bytes;

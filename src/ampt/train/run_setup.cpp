@@ -76,8 +76,16 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
                                          config.amp_opt_level == config::OptLevel::O2)),
       masters_(*model_.module, config.amp_opt_level == config::OptLevel::O2,
                [this](const std::string& name) { return islands_.owns_parameter(name); }),
-      optimizer_(make_optimizer(config, masters_.masters())),
+      // ZeRO builds its optimizer over the shard, once the ranks have attached.
+      optimizer_(dist_.zero_stage() > 0 ? nullptr : make_optimizer(config, masters_.masters())),
       overflow_steps_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device_.device))) {
+  if (dist_.zero_stage() > 0 && masters_.enabled() && stages_.size() > 1) {
+    throw UsageError(fmt::format(
+        "zero_stage {} with amp_opt_level O2 cannot follow a precision schedule: a switch re-casts "
+        "the half weights from fp32 masters that ZeRO keeps sharded; use amp_opt_level O1, or "
+        "zero_stage 0",
+        dist_.zero_stage()));
+  }
   masters_.set_dtype(policy_.weight_dtype);
   precisions_used_.push_back(policy_.name());
   fit_batch_to_split();  // before a resume compares the checkpoint's batches with this run's
@@ -86,9 +94,16 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   // Resume before the loader exists: the checkpoint says where the data continues.
   std::string note;
   data::LoaderState data_start;
-  if (const auto path = checkpoint_to_resume(config, note)) data_start = restore(*path, note);
-  dist_.attach(model_tensors(), parameters_);
-  masters_.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
+  const auto resume = checkpoint_to_resume(config, note);
+  if (dist_.zero_stage() > 0) {
+    // The shards are cut first: each rank then reads only its pieces of the checkpoint.
+    shard_state();
+    if (resume) data_start = restore(*resume, note);
+  } else {
+    if (resume) data_start = restore(*resume, note);
+    dist_.attach(model_tensors(), parameters_, {});
+    masters_.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
+  }
   batches_.emplace(splits_.train, data::train_loader_options(config_, device_.device), data_start);
   fit_accumulation_to_epoch();
   steps_per_epoch_ = batches_->batches_per_epoch() / config_.grad_accum_steps;
@@ -103,7 +118,13 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   set_up_speed_features();
   peak_flops_ = device::peak_flops(device_.device, policy_.compute_dtype);
   // The snapshot buffer is set up now, as part of startup, not in the first save's pause.
-  if (dist_.is_main() && start_step_ < total_steps_) snapshot_.reserve(state_tensors());
+  if (start_step_ < total_steps_) {
+    if (dist_.zero()) {
+      snapshot_.reserve(shard_tensors());
+    } else if (dist_.is_main()) {
+      snapshot_.reserve(state_tensors());
+    }
+  }
 }
 
 void Run::fit_batch_to_split() {
@@ -166,7 +187,8 @@ void Run::set_up_speed_features() {
   parts.loss = [this](const data::Batch& batch) { return loss_of(batch, nullptr); };
   parts.parameters = parameters_;
   parts.scaler = &scaler_;
-  parts.masters = &masters_;
+  parts.masters = dist_.zero() ? nullptr : &masters_;
+  parts.zero = dist_.zero();
   parts.optimizer = optimizer_.get();
   parts.max_grad_norm = config_.max_grad_norm;
   parts.overflow_steps = overflow_steps_;
@@ -272,6 +294,7 @@ log::RunInfo Run::describe() const {
         dist_.world_size() * config_.batch_size * config_.grad_accum_steps, dist_.world_size(),
         config_.batch_size, config_.grad_accum_steps);
   }
+  info.zero = zero_note();
   info.speed_notes = speed_notes_;
   info.warnings = warnings_;
   return info;

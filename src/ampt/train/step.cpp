@@ -69,11 +69,18 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   StepPhase unscale("ampt::unscale");
   if (parts_.after_backward) parts_.after_backward();
   std::vector<torch::Tensor> grads;
-  if (parts_.masters != nullptr) {
-    grads = parts_.masters->master_grads();
+  std::vector<int64_t> grad_params;  // the parameter each gradient (and norm) belongs to
+  if (parts_.zero != nullptr) {
+    grads = parts_.zero->collect_grads();
+    grad_params = parts_.zero->sharded_parameters();
   } else {
-    for (const auto& p : parts_.parameters) {
-      if (p.grad().defined()) grads.push_back(p.grad());
+    for (size_t i = 0; i < parts_.parameters.size(); ++i) {
+      if (parts_.parameters[i].grad().defined()) grad_params.push_back(static_cast<int64_t>(i));
+    }
+    if (parts_.masters != nullptr) {
+      grads = parts_.masters->master_grads();
+    } else {
+      for (const auto i : grad_params) grads.push_back(parts_.parameters[i].grad());
     }
   }
   // Before unscaling: underflow is about the values backward produced, scale included.
@@ -81,6 +88,10 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
                                                                         : c10::kFloat;
   if (underflow_dtype != c10::kFloat) {
     result.underflow = precision::underflow_counts(grads, underflow_dtype);
+    if (parts_.zero != nullptr) {
+      result.underflow = result.underflow.to(parts_.zero->master_shard().device());
+      parts_.zero->sum(result.underflow, "the all-reduce of the underflow counts");
+    }
   }
   const auto found_inf = parts_.scaler->unscale_(grads);
   // A non-finite loss skips the step as non-finite gradients do.
@@ -90,7 +101,7 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   unscale.end();
   StepPhase clip("ampt::clip");
   // Per-gradient norms, shared by clipping and the monitor (a non-finite norm marks the gradient).
-  const auto norms = grad_norms(grads);
+  const auto norms = parts_.zero != nullptr ? parts_.zero->grad_norms(grads) : grad_norms(grads);
   if (parts_.max_grad_norm > 0.0) {
     result.grad_norm = clip_grad_norm_(grads, parts_.max_grad_norm, norms);
   } else if (want_grad_norm) {
@@ -99,14 +110,18 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   clip.end();
   StepPhase optimizer("ampt::optimizer");
   parts_.optimizer->step(lr, skip);
-  if (parts_.masters != nullptr) parts_.masters->refresh_model();
+  if (parts_.zero != nullptr) {
+    parts_.zero->gather_weights();
+  } else if (parts_.masters != nullptr) {
+    parts_.masters->refresh_model();
+  }
   optimizer.end();
   StepPhase scaler("ampt::scaler_update");
   const auto floor_hit = parts_.scaler->update(skip);
   parts_.overflow_steps.add_(skip);
   scaler.end();
   StepPhase monitor("ampt::monitor");
-  if (parts_.monitor) parts_.monitor->observe(norms, floor_hit, skip);
+  if (parts_.monitor) parts_.monitor->observe(norms, floor_hit, skip, grad_params);
   monitor.end();
   StepPhase zero("ampt::zero_grad");
   // O2 released its half gradients in the step: only fp32 parameters' gradients may be left.

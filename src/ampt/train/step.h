@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ampt/data/batch.h"
+#include "ampt/distributed/zero_shards.h"
 #include "ampt/precision/loss_scaler.h"
 #include "ampt/precision/stability_monitor.h"
 #include "ampt/precision/master_weights.h"
@@ -39,6 +40,9 @@ struct StepParts {
   std::function<void(bool last_micro_batch)> before_backward;
   std::function<void()> after_backward;
   std::function<void(torch::Tensor& found_inf)> agree_found_inf;
+  // ZeRO (optional): the step works on this rank's shard of the gradients, their norms are the
+  // global ones, and the stepped weights are all-gathered instead of refreshed from `masters`.
+  distributed::ZeroShards* zero = nullptr;
 };
 
 // Device tensors, valid until the next step (a graph's replay overwrites them in place).

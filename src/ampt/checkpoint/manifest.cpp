@@ -1,0 +1,224 @@
+#include "ampt/checkpoint/manifest.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/core/json_text.h"
+#include "ampt/text/json_reader.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <limits>
+
+namespace ampt::checkpoint {
+namespace {
+
+constexpr const char* kFormatName = "ampt-sharded-checkpoint";
+using text::JsonValue;
+
+std::string strings_json(const std::vector<std::string>& items) {
+  std::vector<std::string> quoted;
+  for (const auto& item : items) quoted.push_back(json_string(item));
+  return fmt::format("[{}]", fmt::join(quoted, ", "));
+}
+
+std::string file_json(const ManifestFile& file) {
+  std::vector<std::string> records;
+  for (const auto& [name, crc] : file.records) records.push_back(fmt::format("{}: {}", json_string(name), crc));
+  return fmt::format("{{\"file\": {}, \"crc32\": {{{}}}}}", json_string(file.file),
+                     fmt::join(records, ", "));
+}
+
+// Reading side: every access checks the kind, so a damaged file gives a clear error.
+class Fields {
+ public:
+  Fields(const JsonValue& object, const std::string& path) : object_(object), path_(path) {
+    if (object.kind != JsonValue::Kind::object) throw bad("it is not a JSON object");
+  }
+  const JsonValue& get(std::string_view key) const {
+    const JsonValue* value = object_.find(key);
+    if (value == nullptr) throw bad(fmt::format("it lacks '{}'", key));
+    return *value;
+  }
+  bool has(std::string_view key) const { return object_.find(key) != nullptr; }
+  int64_t integer(std::string_view key) const { return integer_of(get(key), key); }
+  double number(std::string_view key) const {
+    const auto& v = get(key);
+    if (v.kind == JsonValue::Kind::null) return std::numeric_limits<double>::quiet_NaN();
+    if (v.kind != JsonValue::Kind::number) throw bad(fmt::format("'{}' is not a number", key));
+    return v.number;
+  }
+  std::string text(std::string_view key) const {
+    const auto& v = get(key);
+    if (v.kind != JsonValue::Kind::string) throw bad(fmt::format("'{}' is not a string", key));
+    return v.string;
+  }
+  const std::vector<JsonValue>& array(std::string_view key) const {
+    const auto& v = get(key);
+    if (v.kind != JsonValue::Kind::array) throw bad(fmt::format("'{}' is not an array", key));
+    return v.items;
+  }
+  std::vector<int64_t> integers(std::string_view key) const {
+    std::vector<int64_t> out;
+    for (const auto& item : array(key)) out.push_back(integer_of(item, key));
+    return out;
+  }
+  std::vector<std::string> texts(std::string_view key) const {
+    std::vector<std::string> out;
+    for (const auto& item : array(key)) {
+      if (item.kind != JsonValue::Kind::string) throw bad(fmt::format("'{}' holds a non-string", key));
+      out.push_back(item.string);
+    }
+    return out;
+  }
+  RuntimeError bad(const std::string& why) const {
+    return RuntimeError("checkpoint manifest '" + path_ + "' cannot be used: " + why);
+  }
+
+ private:
+  int64_t integer_of(const JsonValue& v, std::string_view key) const {
+    if (v.kind != JsonValue::Kind::number || v.number != std::floor(v.number) ||
+        std::abs(v.number) > 9.0e15) {
+      throw bad(fmt::format("'{}' is not an integer", key));
+    }
+    return static_cast<int64_t>(v.number);
+  }
+
+  const JsonValue& object_;
+  const std::string& path_;
+};
+
+ManifestFile parse_file(const JsonValue& value, const std::string& path) {
+  const Fields f(value, path);
+  ManifestFile file{f.text("file"), {}};
+  const Fields records(f.get("crc32"), path);
+  for (const auto& [name, crc] : f.get("crc32").members) {
+    if (crc.kind != JsonValue::Kind::number || crc.number < 0 || crc.number > 4294967295.0) {
+      throw records.bad("the checksum of '" + name + "' is not a CRC-32");
+    }
+    file.records[name] = static_cast<uint32_t>(crc.number);
+  }
+  if (file.file.empty() || file.file.find('/') != std::string::npos) {
+    throw f.bad("a file name '" + file.file + "' outside the checkpoint's directory");
+  }
+  return file;
+}
+
+}  // namespace
+
+std::string manifest_json(const Manifest& m) {
+  const auto& c = m.meta;
+  const auto& l = m.layout;
+  std::string out = "{\n";
+  out += fmt::format("  \"format\": {},\n  \"format_version\": {},\n", json_string(kFormatName),
+                     c.format_version);
+  out += fmt::format("  \"ampt_version\": {},\n  \"git_revision\": {},\n",
+                     json_string(c.ampt_version), json_string(c.git_revision));
+  out += fmt::format(
+      "  \"step\": {},\n  \"data_epoch\": {},\n  \"data_position\": {},\n  \"batch_size\": {},\n"
+      "  \"world_size\": {},\n  \"skipped_steps\": {},\n  \"initial_loss\": {},\n"
+      "  \"optimizer_kind\": {},\n",
+      c.step, c.data_epoch, c.data_position, c.batch_size, c.world_size, c.skipped_steps,
+      json_number(c.initial_loss), json_string(c.optimizer_kind));
+  if (c.scaler) {
+    out += fmt::format("  \"scaler\": {{\"scale\": {}, \"growth_tracker\": {}, \"hysteresis\": {}}},\n",
+                       json_number(c.scaler->scale), c.scaler->growth_tracker,
+                       c.scaler->hysteresis);
+  }
+  out += "  \"parameters\": [\n";
+  for (size_t i = 0; i < l.names.size(); ++i) {
+    out += fmt::format("    {{\"name\": {}, \"shape\": [{}]}}{}\n", json_string(l.names[i]),
+                       fmt::join(l.shapes[i], ", "), i + 1 < l.names.size() ? "," : "");
+  }
+  out += "  ],\n  \"units\": [\n";
+  const auto& units = l.layout.units();
+  for (size_t u = 0; u < units.size(); ++u) {
+    out += fmt::format("    {{\"params\": [{}], \"numels\": [{}]}}{}\n",
+                       fmt::join(units[u].params, ", "), fmt::join(units[u].numels, ", "),
+                       u + 1 < units.size() ? "," : "");
+  }
+  out += fmt::format("  ],\n  \"per_element\": {},\n  \"per_piece\": {},\n",
+                     strings_json(l.per_element), strings_json(l.per_piece));
+  out += fmt::format("  \"common\": {},\n  \"shards\": [\n", file_json(m.common));
+  for (size_t r = 0; r < m.shards.size(); ++r) {
+    out += fmt::format("    {}{}\n", file_json(m.shards[r]), r + 1 < m.shards.size() ? "," : "");
+  }
+  out += "  ],\n";
+  out += fmt::format("  \"config\": {}\n}}\n", json_string(c.config));
+  return out;
+}
+
+Manifest parse_manifest(std::string_view text, const std::string& path) {
+  JsonValue root;
+  try {
+    root = text::parse_json(text);
+  } catch (const text::JsonError& e) {
+    throw RuntimeError("checkpoint manifest '" + path + "' is truncated or corrupt: " + e.what());
+  }
+  const Fields f(root, path);
+  if (!f.has("format") || f.text("format") != kFormatName) {
+    throw f.bad("it is not an ampt sharded checkpoint's manifest");
+  }
+  Manifest m;
+  auto& c = m.meta;
+  c.format_version = f.integer("format_version");
+  if (c.format_version > kFormatVersion) {
+    throw RuntimeError(fmt::format("checkpoint manifest '{}' has format version {}, newer than the "
+                                   "{} this ampt reads; use a newer ampt",
+                                   path, c.format_version, kFormatVersion));
+  }
+  c.ampt_version = f.text("ampt_version");
+  c.git_revision = f.text("git_revision");
+  c.config = f.text("config");
+  c.step = f.integer("step");
+  c.data_epoch = f.integer("data_epoch");
+  c.data_position = f.integer("data_position");
+  c.batch_size = f.integer("batch_size");
+  c.world_size = f.integer("world_size");
+  c.skipped_steps = f.integer("skipped_steps");
+  c.initial_loss = f.number("initial_loss");
+  c.optimizer_kind = f.text("optimizer_kind");
+  if (f.has("scaler")) {
+    const Fields s(f.get("scaler"), path);
+    c.scaler = precision::LossScalerState{static_cast<float>(s.number("scale")),
+                                          static_cast<int32_t>(s.integer("growth_tracker"))};
+    c.scaler->hysteresis = static_cast<int32_t>(s.integer("hysteresis"));
+  }
+  auto& l = m.layout;
+  for (const auto& item : f.array("parameters")) {
+    const Fields p(item, path);
+    l.names.push_back(p.text("name"));
+    l.shapes.push_back(p.integers("shape"));
+  }
+  std::vector<FlatUnit> units;
+  for (const auto& item : f.array("units")) {
+    const Fields u(item, path);
+    FlatUnit unit{u.integers("params"), u.integers("numels")};
+    if (unit.params.empty() || unit.params.size() != unit.numels.size()) {
+      throw u.bad("a unit's params and numels differ in length");
+    }
+    for (size_t k = 0; k < unit.params.size(); ++k) {
+      const auto p = unit.params[k];
+      if (p < 0 || p >= static_cast<int64_t>(l.shapes.size())) throw u.bad("a unit names no parameter");
+      int64_t numel = 1;
+      for (const auto d : l.shapes[p]) numel *= d;
+      if (numel != unit.numels[k]) throw u.bad("'" + l.names[p] + "' has another size in its unit");
+    }
+    units.push_back(std::move(unit));
+  }
+  l.per_element = f.texts("per_element");
+  l.per_piece = f.texts("per_piece");
+  m.common = parse_file(f.get("common"), path);
+  for (const auto& item : f.array("shards")) m.shards.push_back(parse_file(item, path));
+  if (m.shards.empty() || c.world_size != static_cast<int64_t>(m.shards.size())) {
+    throw f.bad(fmt::format("it lists {} shards for world size {}", m.shards.size(), c.world_size));
+  }
+  try {
+    l.layout = FlatLayout(std::move(units), c.world_size);
+  } catch (const std::invalid_argument& e) {
+    throw f.bad(e.what());
+  }
+  return m;
+}
+
+}  // namespace ampt::checkpoint

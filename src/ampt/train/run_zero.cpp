@@ -1,0 +1,153 @@
+#include "ampt/train/run.h"
+
+#include "ampt/checkpoint/sharded_save.h"
+#include "ampt/core/errors.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+
+namespace ampt::train {
+
+void Run::shard_state() {
+  std::vector<torch::Tensor> masters;
+  std::vector<bool> decay;
+  for (const auto& [name, master] : masters_.masters()) {
+    parameter_names_.push_back(name);
+    masters.push_back(master);
+    decay.push_back(master.dim() >= 2);  // as make_optimizer decides for whole parameters
+  }
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    if (!parameters_[i].requires_grad()) {
+      throw UsageError(fmt::format("zero_stage {} shards trainable parameters only, and '{}' is "
+                                   "frozen; use zero_stage 0",
+                                   dist_.zero_stage(), parameter_names_[i]));
+    }
+  }
+  dist_.attach(model_tensors(), parameters_, masters);
+  masters_.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
+  masters_.release_masters();
+  auto zero = make_zero_optimizer(config_, *dist_.zero(), parameter_names_, decay);
+  optimizer_ = std::move(zero.optimizer);
+  zero_state_ = std::move(zero.state);
+  zero_kinds_ = std::move(zero.kinds);
+}
+
+void Run::restore_shards(checkpoint::CheckpointReader& reader) {
+  auto& zero = *dist_.zero();
+  const auto expect = [&](const std::string& name, const std::vector<int64_t>& shape,
+                          const char* what) {
+    const auto found = reader.shape(name);
+    if (!found) {
+      throw RuntimeError(fmt::format("checkpoint '{}' has no {} tensor '{}' (shape [{}]): it was "
+                                     "saved from a different model",
+                                     reader.path(), what, name, fmt::join(shape, ", ")));
+    }
+    if (*found != shape) {
+      throw RuntimeError(fmt::format("checkpoint '{}': {} tensor '{}' has shape [{}], the model "
+                                     "expects [{}]",
+                                     reader.path(), what, name, fmt::join(*found, ", "),
+                                     fmt::join(shape, ", ")));
+    }
+  };
+  for (const auto p : zero.sharded_parameters()) {
+    const auto& name = parameter_names_[p];
+    const auto shape = parameters_[p].sizes().vec();
+    expect(name, shape, "model");
+    for (const auto& kind : zero_kinds_) {
+      expect(name + "." + kind.name, kind.per_element ? shape : std::vector<int64_t>{}, "optimizer");
+    }
+  }
+  const auto buffers = model_.module->named_buffers();
+  for (const auto& item : buffers) expect(item.key(), item.value().sizes().vec(), "model");
+
+  torch::NoGradGuard no_grad;
+  const auto& pieces = zero.pieces();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const auto& piece = pieces[i];
+    const auto& name = parameter_names_[piece.param];
+    reader.read(name, piece.begin, piece.count, zero.master_pieces()[i]);
+    for (size_t k = 0; k < zero_kinds_.size(); ++k) {
+      const auto& flat = zero_state_[k].second;
+      const auto state = name + "." + zero_kinds_[k].name;
+      if (zero_kinds_[k].per_element) {
+        reader.read(state, piece.begin, piece.count, flat.narrow(0, piece.shard_offset, piece.count));
+      } else {
+        reader.read(state, 0, 1, flat.narrow(0, static_cast<int64_t>(i), 1));
+      }
+    }
+  }
+  for (const auto& item : buffers) reader.read(item.key(), 0, item.value().numel(), item.value().view(-1));
+  zero.gather_weights();
+}
+
+NamedTensors Run::shard_tensors() const {
+  NamedTensors tensors{{"master", dist_.zero()->master_shard()}};
+  tensors.insert(tensors.end(), zero_state_.begin(), zero_state_.end());
+  if (dist_.is_main()) {
+    for (const auto& item : model_.module->named_buffers()) tensors.emplace_back(item.key(), item.value());
+  }
+  return tensors;
+}
+
+std::string Run::start_shard_save(checkpoint::Checkpoint meta, const NamedTensors& host) {
+  const auto& zero = *dist_.zero();
+  checkpoint::ShardedSave save;
+  const auto shard_end = host.begin() + static_cast<std::ptrdiff_t>(1 + zero_state_.size());
+  save.shard.assign(host.begin(), shard_end);
+  save.meta = std::move(meta);
+  save.meta.model.assign(shard_end, host.end());  // rank 0: the buffers
+  save.rank = dist_.rank();
+  auto& layout = save.layout;
+  layout.names = parameter_names_;
+  for (const auto& p : parameters_) layout.shapes.push_back(p.sizes().vec());
+  layout.layout = zero.layout();
+  layout.per_element = {"master"};
+  for (const auto& kind : zero_kinds_) (kind.per_element ? layout.per_element : layout.per_piece).push_back(kind.name);
+  const auto path = (std::filesystem::path(config_.output_dir) /
+                     checkpoint::checkpoint_dir_name(save.meta.step)).string();
+  // Every rank starts its saves in the same order: the count names this one's reports.
+  auto key = fmt::format("checkpoint/{}", saves_started_++);
+  writer_.start([this, save = std::move(save), key = std::move(key), dir = config_.output_dir,
+                 keep = config_.keep_checkpoints] {
+    checkpoint::save_sharded(dir, save, keep, [this, &key](const std::string& report) {
+      return dist_.gather_text(key, report, "the exchange of checkpoint shard reports");
+    });
+  });
+  return path;
+}
+
+std::string Run::zero_note() const {
+  if (config_.zero_stage > 0 && !dist_.active()) {
+    return fmt::format("zero_stage {} has nothing to shard in a single process: everything stays "
+                       "whole",
+                       config_.zero_stage);
+  }
+  const auto* zero = dist_.zero();
+  if (zero == nullptr) return "";
+  double count = 0.0, weights = 0.0, full_grads = 0.0;
+  for (const auto& p : parameters_) {
+    count += static_cast<double>(p.numel());
+    weights += static_cast<double>(p.nbytes());
+    full_grads += static_cast<double>(p.nbytes());
+  }
+  double optimizer = 0.0, full_optimizer = 0.0;
+  for (const auto& [name, state] : zero_state_) optimizer += static_cast<double>(state.nbytes());
+  for (const auto& kind : zero_kinds_) full_optimizer += kind.per_element ? 4.0 * count : 0.0;
+  const double master = static_cast<double>(zero->master_shard().nbytes());
+  const double grads = zero->stage() == 2 ? static_cast<double>(zero->master_shard().nbytes()) : full_grads;
+  const double full_masters = masters_.enabled() && masters_.dtype() != torch::kFloat ? 4.0 * count : 0.0;
+  return fmt::format(
+      "stage {} over {} ranks ({}): bytes per parameter on each rank: weights {:.2f} + gradients "
+      "{:.2f} + fp32 master shard {:.2f} + optimizer state {:.2f} = {:.2f} (without ZeRO {:.2f}); "
+      "the shards hold this rank's 1/{} of {} flat bucket{}",
+      zero->stage(), dist_.world_size(),
+      zero->stage() == 1 ? "optimizer state sharded" : "optimizer state and gradients sharded",
+      weights / count, grads / count, master / count, optimizer / count,
+      (weights + grads + master + optimizer) / count,
+      (weights + full_grads + full_masters + full_optimizer) / count, dist_.world_size(),
+      zero->layout().units().size(), zero->layout().units().size() > 1 ? "s" : "");
+}
+
+}  // namespace ampt::train

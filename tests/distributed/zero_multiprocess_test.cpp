@@ -1,0 +1,213 @@
+// ZeRO stages 1 and 2 as whole programs: 2 and 4 ampt processes on loopback with Gloo against
+// stage 0, sharded checkpoints resumed on the same and on other world sizes, and a lost rank.
+#include "ampt/checkpoint/checkpoint.h"
+#include "ampt/checkpoint/safetensors.h"
+#include "rank_processes.h"
+#include "support/json_field.h"
+#include "support/process.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <csignal>
+#include <filesystem>
+#include <map>
+
+using namespace ampt::test;
+
+namespace {
+
+// A tiny MLP trained with AdamW (clipping on), `world` ranks of batch `batch` each.
+std::vector<std::string> zero_args(const std::string& out, int64_t batch, int64_t steps,
+                                   int64_t stage, std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv{
+      AMPT_BINARY, "train", "--output_dir", out, "--mlp_hidden", "16", "--mlp_layers", "2",
+      "--synthetic_features", "8", "--synthetic_samples", "768", "--batch_size",
+      std::to_string(batch), "--max_steps", std::to_string(steps), "--optimizer", "adamw",
+      "--lr", "0.01", "--warmup_steps", "0", "--max_grad_norm", "0.5", "--log_every", "1",
+      "--loader_workers", "0", "--eval_batches", "1", "--seed", "11", "--dist_timeout", "30",
+      "--zero_stage", std::to_string(stage)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+void require_success(const RankRun& run) {
+  for (size_t r = 0; r < run.status.size(); ++r) {
+    INFO("rank " << r << " stdout:\n" << run.out[r] << "\nstderr:\n" << run.err[r]);
+    // Exit 0 also says every rank ended with rank 0's weights bit for bit.
+    REQUIRE(run.status[r] == 0);
+  }
+}
+
+RankRun train(int world, const std::vector<std::string>& argv, const std::string& logs) {
+  auto run = run_rank_processes(world, argv, logs);
+  require_success(run);
+  return run;
+}
+
+// Every step's loss, from the run's metrics.jsonl.
+std::vector<double> losses(const std::string& dir) {
+  std::vector<double> out;
+  for (const auto& line : lines_with(read_file(dir + "/metrics.jsonl"), "\"loss\"")) {
+    if (line.find("\"val_loss\"") == std::string::npos) out.push_back(json_field(line, "loss"));
+  }
+  return out;
+}
+
+// The model and optimizer tensors of a checkpoint (ordinary or sharded), by name.
+std::map<std::string, torch::Tensor> state_of(const std::string& path) {
+  const auto c = ampt::checkpoint::load(path);
+  std::map<std::string, torch::Tensor> out;
+  for (const auto* group : {&c.model, &c.optimizer}) {
+    for (const auto& [name, tensor] : *group) out[name] = tensor;
+  }
+  return out;
+}
+
+// Same names; every tensor within `rtol` relative (and `rtol` x 1e-2 absolute, for values near 0).
+void check_close(const std::string& a, const std::string& b, double rtol) {
+  const auto left = state_of(a);
+  const auto right = state_of(b);
+  REQUIRE(left.size() == right.size());
+  for (const auto& [name, tensor] : left) {
+    INFO(name << ": max difference "
+              << (tensor - right.at(name)).abs().max().item<double>());
+    REQUIRE(right.count(name) == 1);
+    CHECK(torch::allclose(tensor, right.at(name), rtol, rtol * 1e-2));
+  }
+}
+
+void check_losses_close(const std::vector<double>& a, const std::vector<double>& b, double rtol) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("step " << i + 1);
+    CHECK(a[i] == Approx(b[i]).epsilon(rtol));
+  }
+}
+
+// Stages 1 and 2 against stage 0, on `world` ranks in `precision`.
+void check_stages(int world, const std::vector<std::string>& precision, double rtol) {
+  const auto dir = make_temp_dir();
+  std::map<int64_t, RankRun> runs;
+  for (const int64_t stage : {0, 1, 2}) {
+    const auto out = fmt::format("{}/stage{}", dir, stage);
+    runs[stage] = train(world, zero_args(out, 8, 6, stage, precision), out + "-logs");
+  }
+  const auto stage0 = dir + "/stage0/ckpt-00000006.pt";
+  for (const int64_t stage : {1, 2}) {
+    INFO("stage " << stage);
+    const auto& out = runs[stage].out[0];
+    CHECK_THAT(out, Catch::Contains(fmt::format("[ZeRO] stage {} over {} ranks", stage, world)));
+    CHECK_THAT(out, Catch::Contains("bytes per parameter on each rank"));
+    CHECK(runs[stage].out[1].empty());  // rank 0 alone logs
+    const auto sharded = fmt::format("{}/stage{}/ckpt-00000006", dir, stage);
+    CHECK(std::filesystem::exists(sharded + "/manifest.json"));
+    CHECK(std::filesystem::exists(fmt::format("{}/rank-{:05}.pt", sharded, world - 1)));
+    check_losses_close(losses(fmt::format("{}/stage{}", dir, stage)), losses(dir + "/stage0"), rtol);
+    // The same steps skipped, the same parameter named for each, whichever rank holds it.
+    CHECK(lines_with(out, "Skipped step") == lines_with(runs[0].out[0], "Skipped step"));
+    CHECK(lines_with(out, "Skipped Steps:") == lines_with(runs[0].out[0], "Skipped Steps:"));
+    check_close(sharded, stage0, rtol);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("zero: stages 1 and 2 on 2 Gloo ranks train like stage 0 in fp32", "[dist][zero][cli]") {
+  check_stages(2, {"--mixed_precision", "no"}, 1e-6);
+}
+
+TEST_CASE("zero: stages 1 and 2 on 4 Gloo ranks train like stage 0 in fp32", "[dist][zero][cli]") {
+  check_stages(4, {"--mixed_precision", "no"}, 1e-6);
+}
+
+TEST_CASE("zero: stages 1 and 2 on 2 Gloo ranks train like stage 0 in bf16 with a bf16 reduce",
+          "[dist][zero][cli]") {
+  check_stages(2, {"--mixed_precision", "bf16", "--reduce_dtype", "bf16"}, 1e-2);
+}
+
+TEST_CASE("zero: O2 fp16 on 4 Gloo ranks shards the fp32 masters and agrees on every skip",
+          "[dist][zero][cli]") {
+  // 2^19 overflows the first two steps' gradients: every rank must skip them alike.
+  check_stages(4, {"--mixed_precision", "fp16", "--amp_opt_level", "O2", "--grad_scaler_init",
+                   "524288"},
+               1e-2);
+}
+
+TEST_CASE("zero: a sharded checkpoint resumes exactly on the same and on other world sizes",
+          "[dist][zero][cli][checkpoint]") {
+  const auto dir = make_temp_dir();
+  // The global batch stays 16 throughout: 2 x 8, 1 x 16, 4 x 4; fp32, where another split of
+  // the batch changes only the rounding of the gradients' sums.
+  const auto args = [&](const std::string& out, int64_t batch, int64_t stage,
+                        const std::string& flag, const std::string& value) {
+    return zero_args(dir + "/" + out, batch, 6, stage, {"--mixed_precision", "no", flag, value});
+  };
+  train(2, args("two", 8, 2, "--save_every", "3"), dir + "/logs-two");
+  const auto reference = dir + "/two/ckpt-00000006";
+  const auto midway = dir + "/two/ckpt-00000003";
+  REQUIRE(std::filesystem::exists(midway + "/manifest.json"));
+
+  SECTION("2 -> 2 continues bit for bit") {
+    train(2, args("again", 8, 2, "--resume", midway), dir + "/logs-again");
+    check_close(dir + "/again/ckpt-00000006", reference, 0.0);
+  }
+  SECTION("2 -> 1: one process reads every shard") {
+    const auto one = run_process(args("one", 16, 2, "--resume", midway), {{"OMP_NUM_THREADS", "1"}});
+    INFO(one.out << one.err);
+    REQUIRE(one.exit_code == 0);
+    CHECK_THAT(one.out, Catch::Contains("(2 shards re-cut for 1 rank)"));
+    CHECK_THAT(one.out, Catch::Contains("[ZeRO] zero_stage 2 has nothing to shard in a single process"));
+    check_close(dir + "/one/ckpt-00000006.pt", reference, 1e-6);
+  }
+  SECTION("2 -> 4: the shards are re-cut") {
+    const auto four = train(4, args("four", 4, 1, "--resume", midway), dir + "/logs-four");
+    CHECK_THAT(four.out[0], Catch::Contains("(2 shards re-cut for 4 ranks)"));
+    check_close(dir + "/four/ckpt-00000006", reference, 1e-6);
+  }
+  SECTION("1 -> 4: an ordinary checkpoint is cut into shards") {
+    const auto one = run_process(args("single", 16, 0, "--save_every", "3"), {{"OMP_NUM_THREADS", "1"}});
+    INFO(one.err);
+    REQUIRE(one.exit_code == 0);
+    train(4, args("four", 4, 2, "--resume", dir + "/single/ckpt-00000003.pt"), dir + "/logs-four");
+    check_close(dir + "/four/ckpt-00000006", dir + "/single/ckpt-00000006.pt", 1e-6);
+  }
+}
+
+TEST_CASE("zero: ampt export writes whole weights from a sharded checkpoint", "[dist][zero][cli]") {
+  const auto dir = make_temp_dir();
+  train(2, zero_args(dir + "/out", 8, 2, 2), dir + "/logs");
+  const auto e = run_ampt({"export", "--checkpoint", dir + "/out", "--out", dir + "/model.safetensors"});
+  INFO(e.out << e.err);
+  REQUIRE(e.exit_code == 0);
+  // Every weight whole, equal to what the 2-rank run's own final check saw on every rank.
+  const auto exported = ampt::checkpoint::read_safetensors(dir + "/model.safetensors");
+  std::map<std::string, torch::Tensor> by_name(exported.begin(), exported.end());
+  const auto c = ampt::checkpoint::load(dir + "/out");
+  for (const auto& [name, tensor] : c.model) {
+    INFO(name);
+    REQUIRE(by_name.count(name) == 1);
+    CHECK(torch::equal(by_name.at(name), tensor));
+  }
+  CHECK(by_name.size() == c.model.size());
+}
+
+TEST_CASE("zero: a killed rank makes the others stop naming it", "[dist][zero][cli]") {
+  const auto dir = make_temp_dir();
+  auto argv = zero_args(dir + "/out", 8, 1000000, 2, {"--dist_timeout", "10", "--synthetic_samples", "65536"});
+  const int port = free_port();
+  std::filesystem::create_directories(dir + "/rank0");
+  std::filesystem::create_directories(dir + "/rank1");
+  Child rank0(argv, dir + "/rank0", rank_env(0, 2, port));
+  Child rank1(argv, dir + "/rank1", rank_env(1, 2, port));
+  REQUIRE(wait_until([&] { return rank0.out().find("step       3/1000000") != std::string::npos; }, 60));
+  const auto start = std::chrono::steady_clock::now();
+  rank1.signal(SIGKILL);
+  const int status = rank0.wait();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(rank0.err());
+  CHECK(status == 1);
+  CHECK(seconds < 10.0 + 5.0);
+  CHECK_THAT(rank0.err(), Catch::Contains("lost rank 1"));
+}
