@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include <csignal>
 #include <filesystem>
 #include <map>
 
@@ -194,20 +193,9 @@ TEST_CASE("zero: ampt export writes whole weights from a sharded checkpoint", "[
 }
 
 TEST_CASE("zero: a killed rank makes the others stop naming it", "[dist][zero][cli]") {
+  const int victim = GENERATE(0, 1);
   const auto dir = make_temp_dir();
-  auto argv = zero_args(dir + "/out", 8, 1000000, 2, {"--dist_timeout", "10", "--synthetic_samples", "65536"});
-  const int port = free_port();
-  std::filesystem::create_directories(dir + "/rank0");
-  std::filesystem::create_directories(dir + "/rank1");
-  Child rank0(argv, dir + "/rank0", rank_env(0, 2, port));
-  Child rank1(argv, dir + "/rank1", rank_env(1, 2, port));
-  REQUIRE(wait_until([&] { return rank0.out().find("step       3/1000000") != std::string::npos; }, 60));
-  const auto start = std::chrono::steady_clock::now();
-  rank1.signal(SIGKILL);
-  const int status = rank0.wait();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  INFO(rank0.err());
-  CHECK(status == 1);
-  CHECK(seconds < 10.0 + 5.0);
-  CHECK_THAT(rank0.err(), Catch::Contains("lost rank 1"));
+  check_lost_rank_is_named(
+      zero_args(dir + "/out", 8, 1000000, 2, {"--dist_timeout", "10", "--synthetic_samples", "65536"}),
+      victim, dir);
 }
