@@ -17,7 +17,8 @@ using namespace ampt::test;
 
 namespace {
 
-// A tiny MLP trained with AdamW (clipping on), `world` ranks of batch `batch` each.
+// A tiny MLP trained with AdamW (clipping on), `world` ranks of batch `batch` each; `extra`
+// flags come last and win over these.
 std::vector<std::string> zero_args(const std::string& out, int64_t batch, int64_t steps,
                                    int64_t stage, std::vector<std::string> extra = {}) {
   std::vector<std::string> argv{
@@ -119,6 +120,14 @@ TEST_CASE("zero: stages 1 and 2 on 2 Gloo ranks train like stage 0 in fp32", "[d
 
 TEST_CASE("zero: stages 1 and 2 on 4 Gloo ranks train like stage 0 in fp32", "[dist][zero][cli]") {
   check_stages(4, {"--mixed_precision", "no"}, 1e-6);
+}
+
+TEST_CASE("zero: stages 1 and 2 with accumulation and SGD train like stage 0 in fp32",
+          "[dist][zero][cli]") {
+  // Only the last micro-batch communicates; SGD's momentum is the sharded state.
+  check_stages(2, {"--mixed_precision", "no", "--grad_accum_steps", "2", "--optimizer", "sgd",
+                   "--momentum", "0.9", "--lr", "0.1"},
+               1e-6);
 }
 
 TEST_CASE("zero: stages 1 and 2 on 2 Gloo ranks train like stage 0 in bf16 with a bf16 reduce",
