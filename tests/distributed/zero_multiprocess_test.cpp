@@ -208,3 +208,16 @@ TEST_CASE("zero: a killed rank makes the others stop naming it", "[dist][zero][c
       zero_args(dir + "/out", 8, 1000000, 2, {"--dist_timeout", "10", "--synthetic_samples", "65536"}),
       victim, dir);
 }
+
+TEST_CASE("zero: O2 with a precision schedule is a usage error on every rank", "[dist][zero][cli]") {
+  const auto dir = make_temp_dir();
+  const auto run = run_rank_processes(
+      2, zero_args(dir + "/out", 8, 4, 1, {"--amp_opt_level", "O2", "--precision_schedule", "fp32:2,bf16"}),
+      dir + "/logs");
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << ": " << run.err[r]);
+    CHECK(run.status[r] == 2);
+    CHECK_THAT(run.err[r], Catch::StartsWith("ampt: error: zero_stage 1 with amp_opt_level O2 cannot "
+                                             "follow a precision schedule"));
+  }
+}
