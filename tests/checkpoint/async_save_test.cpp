@@ -15,6 +15,7 @@
 
 namespace fs = std::filesystem;
 using ampt::config::Config;
+using ampt::test::entries;
 using ampt::test::lines_with;
 using ampt::test::read_file;
 using ampt::test::run_ampt;
@@ -39,13 +40,6 @@ Config small_run(const std::string& dir) {
   config.log_every = 1;
   config.output_dir = dir;
   return config;
-}
-
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 std::vector<std::string> small_train(const std::string& dir, std::vector<std::string> extra) {

@@ -16,6 +16,7 @@
 #include <thread>
 
 using namespace ampt::checkpoint;
+using ampt::test::entries;
 namespace fs = std::filesystem;
 
 namespace {
@@ -115,13 +116,6 @@ std::vector<std::string> save_all(const Whole& whole, const std::string& dir, in
   }
   for (auto& t : threads) t.join();
   return errors;
-}
-
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <thread>
@@ -14,6 +15,10 @@
 namespace ampt::test {
 
 inline void run_ranks(int64_t world_size, const std::function<void(distributed::Group&)>& body) {
+  // c10d's flight recorder, one per process, updates its map of process groups before taking its
+  // lock (PyTorch 2.11): several ranks' collectives in one process race there and crash. It only
+  // keeps a trace for debugging; off, before the first group is made, it is never touched.
+  ::setenv("TORCH_FR_BUFFER_SIZE", "0", 1);
   auto store = c10::make_intrusive<c10d::HashStore>();
   std::vector<std::exception_ptr> errors(static_cast<size_t>(world_size));
   std::vector<std::thread> threads;

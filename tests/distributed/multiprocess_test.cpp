@@ -109,24 +109,7 @@ TEST_CASE("a killed rank makes the others stop within the timeout naming it", "[
   const auto dir = make_temp_dir();
   auto argv = train_args(dir + "/out", 8, 1000000, "no");
   argv.insert(argv.end(), {"--dist_timeout", "10", "--synthetic_samples", "65536"});
-  const int port = free_port();
-  std::filesystem::create_directories(dir + "/rank0");
-  std::filesystem::create_directories(dir + "/rank1");
-  Child rank0(argv, dir + "/rank0", rank_env(0, 2, port));
-  Child rank1(argv, dir + "/rank1", rank_env(1, 2, port));
-  // Training is under way once rank 0 has logged its first steps.
-  REQUIRE(wait_until([&] { return rank0.out().find("step       3/1000000") != std::string::npos; }, 60));
-  Child& killed = victim == 0 ? rank0 : rank1;
-  Child& survivor = victim == 0 ? rank1 : rank0;
-  const auto start = std::chrono::steady_clock::now();
-  killed.signal(SIGKILL);
-  const int status = survivor.wait();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  INFO(survivor.err());
-  CHECK(status == 1);
-  CHECK(seconds < 10.0 + 5.0);
-  CHECK_THAT(survivor.err(), Catch::Contains(fmt::format("lost rank {}", victim)));
-  CHECK(killed.wait() == 128 + SIGKILL);
+  check_lost_rank_is_named(argv, victim, dir);
 }
 
 TEST_CASE("an unreachable master is an error naming host and port", "[dist][cli]") {

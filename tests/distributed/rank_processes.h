@@ -5,11 +5,14 @@
 #include "support/process.h"
 
 #include <arpa/inet.h>
+#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -61,6 +64,31 @@ inline RankRun run_rank_processes(int world, const std::vector<std::string>& arg
     run.err.push_back(child->err());
   }
   return run;
+}
+
+// Two ranks of `argv` (a run of very many steps with --dist_timeout 10); once rank 0 has logged
+// step 3, SIGKILL for rank `victim`: the survivor must stop within the timeout, exit 1 and name
+// the lost rank.
+inline void check_lost_rank_is_named(const std::vector<std::string>& argv, int victim,
+                                     const std::string& dir) {
+  const int port = free_port();
+  std::filesystem::create_directories(dir + "/rank0");
+  std::filesystem::create_directories(dir + "/rank1");
+  Child rank0(argv, dir + "/rank0", rank_env(0, 2, port));
+  Child rank1(argv, dir + "/rank1", rank_env(1, 2, port));
+  // Training is under way once rank 0 has logged its first steps.
+  REQUIRE(wait_until([&] { return rank0.out().find("step       3/") != std::string::npos; }, 60));
+  Child& killed = victim == 0 ? rank0 : rank1;
+  Child& survivor = victim == 0 ? rank1 : rank0;
+  const auto start = std::chrono::steady_clock::now();
+  killed.signal(SIGKILL);
+  const int status = survivor.wait();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(survivor.err());
+  CHECK(status == 1);
+  CHECK(seconds < 10.0 + 5.0);
+  CHECK_THAT(survivor.err(), Catch::Contains(fmt::format("lost rank {}", victim)));
+  CHECK(killed.wait() == 128 + SIGKILL);
 }
 
 }  // namespace ampt::test

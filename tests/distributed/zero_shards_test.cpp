@@ -122,11 +122,14 @@ TEST_CASE("zero: global gradient norms match one process and find a NaN on any r
   }
 }
 
-TEST_CASE("zero: a sharded AdamW step and its all-gather equal the whole step",
+TEST_CASE("zero: a sharded AdamW or SGD step and its all-gather equal the whole step",
           "[dist][zero]") {
   const int64_t world = GENERATE(2, 4);
+  const auto kind = GENERATE(ampt::config::OptimizerKind::adamw, ampt::config::OptimizerKind::sgd);
   const Net net = make_net();
   ampt::config::Config config;
+  config.optimizer = kind;
+  config.momentum = 0.9;
   config.weight_decay = 0.1;
   // The whole step, three times, on gradients that change each step.
   Net whole = net.copy();

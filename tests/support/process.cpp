@@ -10,6 +10,7 @@
 #include <csignal>
 #include <thread>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -151,6 +152,15 @@ std::string make_temp_dir() {
     throw std::runtime_error("cannot create a temp dir from " + pattern + ": " + std::strerror(errno));
   }
   return pattern;
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 void write_file(const std::string& path, const std::string& text) {

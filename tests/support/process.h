@@ -28,6 +28,9 @@ ProcessResult run_ampt(const std::vector<std::string>& args,
 // A fresh empty directory under the system temp dir, unique per call.
 std::string make_temp_dir();
 
+// The names in `dir`, sorted.
+std::vector<std::string> entries(const std::string& dir);
+
 // Writes `text` to `path`, creating parent directories.
 void write_file(const std::string& path, const std::string& text);
 

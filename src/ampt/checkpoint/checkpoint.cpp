@@ -167,13 +167,7 @@ void remove_old_checkpoints(const std::string& directory, const std::string& new
   }
 }
 
-std::string save(const std::string& directory, const Checkpoint& c, int64_t keep) {
-  std::error_code ec;
-  fs::create_directories(directory, ec);
-  if (ec) throw RuntimeError("cannot create '" + directory + "': " + ec.message());
-  remove_stale_temporaries(directory);
-  const auto path = (fs::path(directory) / checkpoint_file_name(c.step)).string();
-
+void write_checkpoint_file(const std::string& path, const Checkpoint& c) {
   // The tensors go first, in checksum order, so the checksum is known when the root is pickled.
   TensorArchiveWriter archive(path);
   RecordWriter records(archive);
@@ -202,6 +196,15 @@ std::string save(const std::string& directory, const Checkpoint& c, int64_t keep
   }
   root.insert("checksum", records.checksum());
   archive.finish(root);
+}
+
+std::string save(const std::string& directory, const Checkpoint& c, int64_t keep) {
+  std::error_code ec;
+  fs::create_directories(directory, ec);
+  if (ec) throw RuntimeError("cannot create '" + directory + "': " + ec.message());
+  remove_stale_temporaries(directory);
+  const auto path = (fs::path(directory) / checkpoint_file_name(c.step)).string();
+  write_checkpoint_file(path, c);
   write_file_atomically((fs::path(directory) / kLatest).string(),
                         checkpoint_file_name(c.step) + "\n");
 
@@ -236,17 +239,7 @@ Checkpoint load(const std::string& given) {
 
 Checkpoint load_file(const std::string& path) {
   if (!fs::exists(path)) throw RuntimeError("checkpoint '" + path + "' not found");
-  c10::IValue root;
-  try {
-    root = read_tensor_archive(path);
-  } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
-    throw RuntimeError("checkpoint '" + path + "' is truncated or corrupt: " +
-                       what.substr(0, what.find('\n')));
-  } catch (const RuntimeError& e) {
-    throw RuntimeError("checkpoint '" + path + "' is truncated or corrupt: " + e.what());
-  }
-  const Reader r(root, path);
+  const Reader r(read_tensor_archive(path, "checkpoint"), path);
   if (!r.has("format") || r.text("format") != kFormatName) throw r.bad("it is not an ampt checkpoint");
   Checkpoint c;
   c.format_version = r.integer("format_version");

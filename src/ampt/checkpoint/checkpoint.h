@@ -54,6 +54,10 @@ std::string checkpoint_dir_name(int64_t step);
 // a background thread while training goes on, given tensors no step writes to.
 std::string save(const std::string& directory, const Checkpoint& checkpoint, int64_t keep);
 
+// Writes `checkpoint` to `path` as save does, atomically, and nothing else (a sharded
+// checkpoint's common file is one, without parameters or optimizer state).
+void write_checkpoint_file(const std::string& path, const Checkpoint& checkpoint);
+
 // Reads and checks a checkpoint; RuntimeError naming the file when it is missing, truncated,
 // corrupt, not an ampt checkpoint, or from a newer format version. The tensors are read-only
 // views of the file mapped into memory (no copy; see read_tensor_archive). Checkpoints written

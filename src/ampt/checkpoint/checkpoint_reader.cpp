@@ -21,16 +21,7 @@ uint32_t crc_of(const torch::Tensor& t) { return crc32(0, t.data_ptr(), t.nbytes
 // file and saying it is not `what`.
 c10::impl::GenericDict read_root(const std::string& path, const std::string& format,
                                  const std::string& what) {
-  c10::IValue root;
-  try {
-    root = read_tensor_archive(path);
-  } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
-    throw RuntimeError("checkpoint file '" + path + "' is truncated or corrupt: " +
-                       what.substr(0, what.find('\n')));
-  } catch (const RuntimeError& e) {
-    throw RuntimeError("checkpoint file '" + path + "' is truncated or corrupt: " + e.what());
-  }
+  const auto root = read_tensor_archive(path, "checkpoint file");
   if (!root.isGenericDict()) throw RuntimeError("checkpoint file '" + path + "' is not " + what);
   auto dict = root.toGenericDict();
   const auto it = dict.find("format");
@@ -70,34 +61,17 @@ CheckpointReader::CheckpointReader(const std::string& given) : path_(resolve_pat
   const auto manifest_path = (fs::path(path_) / kManifestName).string();
   const auto bytes = read_whole_file(manifest_path, "checkpoint manifest");
   manifest_ = parse_manifest(std::string_view(bytes.data(), bytes.size()), manifest_path);
-  meta_ = manifest_->meta;
   const auto& names = manifest_->layout.names;
   for (size_t i = 0; i < names.size(); ++i) param_index_.emplace(names[i], static_cast<int64_t>(i));
 
-  // The common file is small: every record is checked now.
-  const auto common_path = (fs::path(path_) / manifest_->common.file).string();
-  const auto root = read_root(common_path, kCommonFormat, "an ampt checkpoint's common file");
-  auto records = tensors_of(root, "tensors", common_path);
-  for (const auto& [name, expected] : manifest_->common.records) {
-    const auto it = records.find(name);
-    if (it == records.end() || crc_of(it->second) != expected) {
-      throw RuntimeError(fmt::format("checkpoint '{}' is corrupt: record '{}' of {} {}", path_, name,
-                                     manifest_->common.file,
-                                     it == records.end() ? "is missing" : "does not match its checksum"));
-    }
-  }
-  for (const auto& [name, tensor] : records) {
-    if (name == "cpu_rng") {
-      meta_.cpu_rng = tensor;
-    } else if (name == "cuda_rng") {
-      meta_.cuda_rng = tensor;
-    } else if (name.starts_with("buffers/")) {
-      meta_.model.emplace_back(name.substr(8), tensor);
-      whole_.emplace(name.substr(8), tensor);
-    }
-  }
-  if (!meta_.cpu_rng.defined()) {
-    throw RuntimeError("checkpoint '" + path_ + "' is corrupt: its common file has no cpu_rng");
+  // The common file is an ordinary checkpoint file, checked whole: its buffers go by name.
+  meta_ = load_file((fs::path(path_) / kCommonFile).string());
+  for (const auto& [name, tensor] : meta_.model) whole_.emplace(name, tensor);
+  if (meta_.step != manifest_->step || meta_.world_size != manifest_->layout.layout.world_size()) {
+    throw RuntimeError(fmt::format("checkpoint '{}' is corrupt: its manifest is of step {} and {} "
+                                   "ranks, its common file of step {} and {}",
+                                   path_, manifest_->step, manifest_->layout.layout.world_size(),
+                                   meta_.step, meta_.world_size));
   }
 }
 

@@ -1,5 +1,6 @@
 #include "ampt/checkpoint/manifest.h"
 
+#include "ampt/checkpoint/checkpoint.h"
 #include "ampt/core/errors.h"
 #include "ampt/core/json_text.h"
 #include "ampt/text/json_reader.h"
@@ -8,7 +9,6 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
-#include <limits>
 
 namespace ampt::checkpoint {
 namespace {
@@ -42,12 +42,6 @@ class Fields {
   }
   bool has(std::string_view key) const { return object_.find(key) != nullptr; }
   int64_t integer(std::string_view key) const { return integer_of(get(key), key); }
-  double number(std::string_view key) const {
-    const auto& v = get(key);
-    if (v.kind == JsonValue::Kind::null) return std::numeric_limits<double>::quiet_NaN();
-    if (v.kind != JsonValue::Kind::number) throw bad(fmt::format("'{}' is not a number", key));
-    return v.number;
-  }
   std::string text(std::string_view key) const {
     const auto& v = get(key);
     if (v.kind != JsonValue::Kind::string) throw bad(fmt::format("'{}' is not a string", key));
@@ -107,24 +101,11 @@ ManifestFile parse_file(const JsonValue& value, const std::string& path) {
 }  // namespace
 
 std::string manifest_json(const Manifest& m) {
-  const auto& c = m.meta;
   const auto& l = m.layout;
   std::string out = "{\n";
-  out += fmt::format("  \"format\": {},\n  \"format_version\": {},\n", json_string(kFormatName),
-                     c.format_version);
-  out += fmt::format("  \"ampt_version\": {},\n  \"git_revision\": {},\n",
-                     json_string(c.ampt_version), json_string(c.git_revision));
-  out += fmt::format(
-      "  \"step\": {},\n  \"data_epoch\": {},\n  \"data_position\": {},\n  \"batch_size\": {},\n"
-      "  \"world_size\": {},\n  \"skipped_steps\": {},\n  \"initial_loss\": {},\n"
-      "  \"optimizer_kind\": {},\n",
-      c.step, c.data_epoch, c.data_position, c.batch_size, c.world_size, c.skipped_steps,
-      json_number(c.initial_loss), json_string(c.optimizer_kind));
-  if (c.scaler) {
-    out += fmt::format("  \"scaler\": {{\"scale\": {}, \"growth_tracker\": {}, \"hysteresis\": {}}},\n",
-                       json_number(c.scaler->scale), c.scaler->growth_tracker,
-                       c.scaler->hysteresis);
-  }
+  out += fmt::format("  \"format\": {},\n  \"format_version\": {},\n  \"step\": {},\n"
+                     "  \"world_size\": {},\n",
+                     json_string(kFormatName), kFormatVersion, m.step, m.shards.size());
   out += "  \"parameters\": [\n";
   for (size_t i = 0; i < l.names.size(); ++i) {
     out += fmt::format("    {{\"name\": {}, \"shape\": [{}]}}{}\n", json_string(l.names[i]),
@@ -139,12 +120,11 @@ std::string manifest_json(const Manifest& m) {
   }
   out += fmt::format("  ],\n  \"per_element\": {},\n  \"per_piece\": {},\n",
                      strings_json(l.per_element), strings_json(l.per_piece));
-  out += fmt::format("  \"common\": {},\n  \"shards\": [\n", file_json(m.common));
+  out += "  \"shards\": [\n";
   for (size_t r = 0; r < m.shards.size(); ++r) {
     out += fmt::format("    {}{}\n", file_json(m.shards[r]), r + 1 < m.shards.size() ? "," : "");
   }
-  out += "  ],\n";
-  out += fmt::format("  \"config\": {}\n}}\n", json_string(c.config));
+  out += "  ]\n}\n";
   return out;
 }
 
@@ -160,30 +140,13 @@ Manifest parse_manifest(std::string_view text, const std::string& path) {
     throw f.bad("it is not an ampt sharded checkpoint's manifest");
   }
   Manifest m;
-  auto& c = m.meta;
-  c.format_version = f.integer("format_version");
-  if (c.format_version > kFormatVersion) {
+  if (f.integer("format_version") > kFormatVersion) {
     throw RuntimeError(fmt::format("checkpoint manifest '{}' has format version {}, newer than the "
                                    "{} this ampt reads; use a newer ampt",
-                                   path, c.format_version, kFormatVersion));
+                                   path, f.integer("format_version"), kFormatVersion));
   }
-  c.ampt_version = f.text("ampt_version");
-  c.git_revision = f.text("git_revision");
-  c.config = f.text("config");
-  c.step = f.integer("step");
-  c.data_epoch = f.integer("data_epoch");
-  c.data_position = f.integer("data_position");
-  c.batch_size = f.integer("batch_size");
-  c.world_size = f.integer("world_size");
-  c.skipped_steps = f.integer("skipped_steps");
-  c.initial_loss = f.number("initial_loss");
-  c.optimizer_kind = f.text("optimizer_kind");
-  if (f.has("scaler")) {
-    const Fields s(f.get("scaler"), path);
-    c.scaler = precision::LossScalerState{static_cast<float>(s.number("scale")),
-                                          static_cast<int32_t>(s.integer("growth_tracker"))};
-    c.scaler->hysteresis = static_cast<int32_t>(s.integer("hysteresis"));
-  }
+  m.step = f.integer("step");
+  const int64_t world_size = f.integer("world_size");
   auto& l = m.layout;
   for (const auto& item : f.array("parameters")) {
     const Fields p(item, path);
@@ -208,13 +171,12 @@ Manifest parse_manifest(std::string_view text, const std::string& path) {
   }
   l.per_element = f.texts("per_element");
   l.per_piece = f.texts("per_piece");
-  m.common = parse_file(f.get("common"), path);
   for (const auto& item : f.array("shards")) m.shards.push_back(parse_file(item, path));
-  if (m.shards.empty() || c.world_size != static_cast<int64_t>(m.shards.size())) {
-    throw f.bad(fmt::format("it lists {} shards for world size {}", m.shards.size(), c.world_size));
+  if (m.shards.empty() || world_size != static_cast<int64_t>(m.shards.size())) {
+    throw f.bad(fmt::format("it lists {} shards for world size {}", m.shards.size(), world_size));
   }
   try {
-    l.layout = FlatLayout(std::move(units), c.world_size);
+    l.layout = FlatLayout(std::move(units), world_size);
   } catch (const std::invalid_argument& e) {
     throw f.bad(e.what());
   }

@@ -1,9 +1,9 @@
-// The manifest of a sharded (ZeRO) checkpoint, manifest.json beside the shards: the run's state
-// that is no tensor, the flat layout the shards were cut by, and a checksum for every record of
-// every file, so that a loader can read any range and check what it read.
+// The manifest of a sharded (ZeRO) checkpoint, manifest.json beside the shards: the flat layout
+// the shards were cut by and a checksum for every record of every shard, so that a loader can
+// read any range and check what it read. The rest of the run's state is in common.pt, an
+// ordinary checkpoint file without parameters or optimizer state.
 #pragma once
 
-#include "ampt/checkpoint/checkpoint.h"
 #include "ampt/core/flat_layout.h"
 
 #include <cstdint>
@@ -14,9 +14,9 @@
 namespace ampt::checkpoint {
 
 inline constexpr const char* kManifestName = "manifest.json";
-// The "format" of a shard file's root dictionary, and of the common file's (rank 0's).
+inline constexpr const char* kCommonFile = "common.pt";
+// The "format" of a shard file's root dictionary.
 inline constexpr const char* kShardFormat = "ampt-checkpoint-shard";
-inline constexpr const char* kCommonFormat = "ampt-checkpoint-common";
 
 // How a ZeRO run's state is cut; the same on every rank.
 struct ShardedLayout {
@@ -30,17 +30,16 @@ struct ShardedLayout {
   std::vector<std::string> per_piece;
 };
 
-// One file of the checkpoint and the CRC-32 of each of its records (tensors), by name.
+// One rank's shard file and the CRC-32 of each of its records (tensors), by name.
 struct ManifestFile {
   std::string file;
   std::map<std::string, uint32_t> records;
 };
 
 struct Manifest {
-  Checkpoint meta;  // the scalars only: no tensors
+  int64_t step = 0;
   ShardedLayout layout;
   std::vector<ManifestFile> shards;  // one per rank; the world size is their count
-  ManifestFile common;               // rank 0's: buffers and RNG states
 };
 
 std::string manifest_json(const Manifest& manifest);

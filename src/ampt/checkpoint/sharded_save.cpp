@@ -14,7 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr const char* kLatest = "latest";
-constexpr const char* kCommonFile = "common.pt";
 
 std::string shard_file_name(int64_t rank) { return fmt::format("rank-{:05}.pt", rank); }
 
@@ -63,7 +62,6 @@ ManifestFile parse_report(const std::string& text, int64_t rank) {
 std::string save_sharded(const std::string& directory, const ShardedSave& save, int64_t keep,
                          const GatherReports& gather) {
   const auto dir = fs::path(directory) / checkpoint_dir_name(save.meta.step);
-  ManifestFile common;
   std::vector<std::string> reports;
   try {
     std::error_code ec;
@@ -76,10 +74,7 @@ std::string save_sharded(const std::string& directory, const ShardedSave& save, 
       remove_stale_temporaries(directory);
       remove_stale_temporaries(dir.string(), kCommonFile);
       remove_stale_temporaries(dir.string(), kManifestName);
-      NamedTensors tensors{{"cpu_rng", save.meta.cpu_rng}};
-      if (save.meta.cuda_rng.defined()) tensors.emplace_back("cuda_rng", save.meta.cuda_rng);
-      for (const auto& [name, tensor] : save.meta.model) tensors.emplace_back("buffers/" + name, tensor);
-      common = write_archive(dir, kCommonFile, kCommonFormat, tensors);
+      write_checkpoint_file((dir / kCommonFile).string(), save.meta);
     }
     reports = gather(report_of(mine));
   } catch (const RuntimeError& error) {
@@ -90,9 +85,8 @@ std::string save_sharded(const std::string& directory, const ShardedSave& save, 
   if (save.rank != 0) return dir.string();
 
   Manifest manifest;
-  manifest.meta = save.meta;
+  manifest.step = save.meta.step;
   manifest.layout = save.layout;
-  manifest.common = common;
   for (size_t r = 0; r < reports.size(); ++r) {
     manifest.shards.push_back(parse_report(reports[r], static_cast<int64_t>(r)));
   }

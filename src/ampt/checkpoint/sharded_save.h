@@ -12,8 +12,8 @@ namespace ampt::checkpoint {
 
 // What one rank saves.
 struct ShardedSave {
-  // The scalars, the same on every rank; rank 0's also carries the model's buffers (in
-  // meta.model) and the RNG states, which every rank holds alike.
+  // Everything but the parameters and the optimizer state, the same on every rank: the scalars,
+  // the RNG states and (in meta.model) the model's buffers. Rank 0 writes it.
   Checkpoint meta;
   ShardedLayout layout;
   int64_t rank = 0;
@@ -25,7 +25,8 @@ struct ShardedSave {
 // others: DataParallel::gather_text.
 using GatherReports = std::function<std::vector<std::string>(const std::string& report)>;
 
-// Writes <directory>/ckpt-<step>/rank-<rank>.pt (rank 0 also common.pt), each atomically, and
+// Writes <directory>/ckpt-<step>/rank-<rank>.pt (rank 0 also common.pt: `meta` as an ordinary
+// checkpoint file, its own checksum included), each atomically, and
 // reports its records' checksums through `gather`; a rank whose write fails reports the error
 // before throwing it. Rank 0 then writes manifest.json, and only then the `latest` pointer, so
 // a checkpoint is found only once every shard is on disk, and deletes the oldest checkpoints

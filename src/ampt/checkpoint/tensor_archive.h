@@ -56,5 +56,7 @@ at::Tensor as_record(const at::Tensor& tensor);
 // (read-ahead is requested for the whole file), and a tensor must not be written in place.
 // Throws RuntimeError or c10::Error when the file is not such an archive, or is truncated.
 c10::IValue read_tensor_archive(const std::string& path);
+// The same, every failure one RuntimeError "<what> '<path>' is truncated or corrupt: ...".
+c10::IValue read_tensor_archive(const std::string& path, const std::string& what);
 
 }  // namespace ampt::checkpoint

@@ -7,9 +7,11 @@
 
 #include <ATen/ops/cat.h>
 #include <ATen/ops/equal.h>
-#include <ATen/ops/full.h>
+#include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace ampt::distributed {
 
@@ -117,14 +119,20 @@ std::vector<std::string> DataParallel::gather_text(const std::string& key, const
 void DataParallel::finish() {
   if (!group_) return;
   if (!parameters_.empty()) {
-    std::vector<at::Tensor> mine;
-    for (const auto& p : parameters_) mine.push_back(p.detach().reshape(-1));
-    const auto local = at::cat(mine);
-    auto reference = local.clone();
-    group_->broadcast({reference}, 0, "the final comparison of weights");
-    const double difference = (local - reference).abs().max().item<double>();
-    auto worst = at::full({2}, 0.0, local.options().dtype(at::kDouble));
-    if (!at::equal(bits(local), bits(reference))) worst.fill_(difference).select(0, 1).fill_(rank_);
+    // A chunk at a time: a copy of every weight at once would be the run's largest allocation.
+    double difference = 0.0;
+    for (const auto& chunk : chunks(parameters_, kChunkBytes)) {
+      std::vector<at::Tensor> mine;
+      for (const auto& p : chunk) mine.push_back(p.detach().reshape(-1));
+      const auto local = at::cat(mine);
+      auto reference = local.clone();
+      group_->broadcast({reference}, 0, "the final comparison of weights");
+      if (!at::equal(bits(local), bits(reference))) {
+        difference = std::max(difference, (local - reference).abs().max().item<double>());
+      }
+    }
+    auto worst = at::zeros({2}, parameters_.front().options().dtype(at::kDouble));
+    if (difference > 0.0) worst.fill_(difference).select(0, 1).fill_(rank_);
     group_->all_reduce(worst, Reduce::max, "the final comparison of weights");
     if (worst[0].item<double>() > 0.0) {
       throw RuntimeError(fmt::format(

@@ -112,6 +112,7 @@ void GradSync::arm(bool communicate) {
   armed_ = communicate;
   if (!communicate) return;
   next_bucket_ = 0;
+  landed_ = 0;
   for (auto& bucket : buckets_) {
     bucket.pending = bucket.params.size();
     bucket.work.reset();
@@ -161,6 +162,19 @@ void GradSync::start(Bucket& bucket) {
   bucket.received = direct ? bucket.shard : at::empty({bucket.shard.numel()}, bucket.options);
   bucket.work = group_.reduce_scatter_async(bucket.received, bucket.buffer,
                                             "the gradient reduce-scatter");
+  // When communication falls behind backward, backward waits: buffers of every bucket in flight
+  // at once would add up to a whole copy of the gradients, which stage 2 exists to avoid.
+  const auto started = static_cast<size_t>(&bucket - buckets_.data()) + 1;
+  while (started - landed_ > kScatterInFlight) land(buckets_[landed_++]);
+}
+
+void GradSync::land(Bucket& bucket) {
+  c10::NoGradGuard no_grad;
+  group_.wait(bucket.work, "the gradient reduce-scatter");
+  bucket.work.reset();
+  if (!bucket.received.is_same(bucket.shard)) bucket.shard.copy_(bucket.received);
+  bucket.received = at::Tensor();
+  bucket.buffer = at::Tensor();
 }
 
 void GradSync::finish() {
@@ -169,15 +183,13 @@ void GradSync::finish() {
   armed_ = false;
   for (; next_bucket_ < buckets_.size(); ++next_bucket_) start(buckets_[next_bucket_]);
   c10::NoGradGuard no_grad;
+  if (scatter_) {
+    while (landed_ < buckets_.size()) land(buckets_[landed_++]);
+    return;
+  }
   for (auto& bucket : buckets_) {
-    group_.wait(bucket.work, scatter_ ? "the gradient reduce-scatter" : "the gradient all-reduce");
+    group_.wait(bucket.work, "the gradient all-reduce");
     bucket.work.reset();
-    if (scatter_) {
-      if (!bucket.received.is_same(bucket.shard)) bucket.shard.copy_(bucket.received);
-      bucket.received = at::Tensor();
-      bucket.buffer = at::Tensor();
-      continue;
-    }
     for (size_t k = 0; k < bucket.params.size(); ++k) {
       auto& p = params_[bucket.params[k]];
       const auto average = bucket.buffer.narrow(0, bucket.offsets[k], p.numel()).view(p.sizes());

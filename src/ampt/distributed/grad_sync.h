@@ -41,7 +41,8 @@ class GradSync {
   // slice of unit b's average in `shards[b]` (layout.unit_shard_numel(b) elements, any dtype)
   // instead of in the gradients. Each parameter's gradient is released once its bucket has
   // copied it, so full gradients live only until their bucket starts. A bucket's buffer exists
-  // only while it communicates.
+  // only while it communicates, and at most two communicate at once: backward waits for the
+  // older one before it starts a third.
   GradSync(Group& group, const std::vector<at::Tensor>& parameters, config::ReduceDtype dtype,
            const FlatLayout& layout, std::vector<at::Tensor> shards);
   ~GradSync();  // removes the hooks
@@ -76,6 +77,9 @@ class GradSync {
   void ready(size_t param);  // called by the hooks
   void start_ready_buckets_locked();
   void start(Bucket& bucket);
+  // Reduce-scatter: waits for `bucket`, leaves its slice in its shard and frees its buffers.
+  void land(Bucket& bucket);
+  static constexpr size_t kScatterInFlight = 2;  // as DeepSpeed's two reduce buffers
 
   Group& group_;
   bool scatter_ = false;
@@ -83,6 +87,7 @@ class GradSync {
   std::vector<size_t> bucket_of_;
   std::vector<Bucket> buckets_;
   size_t next_bucket_ = 0;  // buckets start in index order on every rank
+  size_t landed_ = 0;       // reduce-scatter: buckets before this one are done
   bool armed_ = false;
   std::mutex mutex_;
 };

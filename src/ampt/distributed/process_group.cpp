@@ -290,11 +290,28 @@ c10::intrusive_ptr<c10d::Work> Group::all_gather_async(at::Tensor& output, at::T
   }
 }
 
-void Group::broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std::string_view what) {
-  c10::NoGradGuard no_grad;
+std::vector<std::vector<at::Tensor>> chunks(const std::vector<at::Tensor>& tensors, int64_t max_bytes) {
   std::map<c10::ScalarType, std::vector<at::Tensor>> by_dtype;
   for (const auto& t : tensors) by_dtype[t.scalar_type()].push_back(t);
+  std::vector<std::vector<at::Tensor>> out;
   for (auto& [dtype, group] : by_dtype) {
+    int64_t bytes = max_bytes;  // full: the first tensor opens a chunk
+    for (const auto& t : group) {
+      const auto size = static_cast<int64_t>(t.nbytes());
+      if (bytes + size > max_bytes) {
+        out.emplace_back();
+        bytes = 0;
+      }
+      out.back().push_back(t);
+      bytes += size;
+    }
+  }
+  return out;
+}
+
+void Group::broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std::string_view what) {
+  c10::NoGradGuard no_grad;
+  for (auto& group : chunks(tensors, kChunkBytes)) {
     std::vector<at::Tensor> flat;
     for (const auto& t : group) flat.push_back(t.reshape(-1));
     std::vector<at::Tensor> buffer{at::cat(flat)};

@@ -98,6 +98,12 @@ class Group {
   std::unique_ptr<Heartbeat> heartbeat_;
 };
 
+// `tensors` in order, cut into runs of one dtype of at most `max_bytes` each (a larger tensor
+// alone): what one collective copies at a time, so that passing a whole model around costs a
+// transient copy of one run, not of the model.
+std::vector<std::vector<at::Tensor>> chunks(const std::vector<at::Tensor>& tensors, int64_t max_bytes);
+inline constexpr int64_t kChunkBytes = 25 * 1024 * 1024;
+
 // How long a rank may miss heartbeats before the others call it lost, for a given dist_timeout.
 std::chrono::milliseconds heartbeat_stale(std::chrono::milliseconds timeout);
 

@@ -18,13 +18,6 @@ void Run::shard_state() {
     masters.push_back(master);
     decay.push_back(master.dim() >= 2);  // as make_optimizer decides for whole parameters
   }
-  for (size_t i = 0; i < parameters_.size(); ++i) {
-    if (!parameters_[i].requires_grad()) {
-      throw UsageError(fmt::format("zero_stage {} shards trainable parameters only, and '{}' is "
-                                   "frozen; use zero_stage 0",
-                                   dist_.zero_stage(), parameter_names_[i]));
-    }
-  }
   dist_.attach(model_tensors(), parameters_, masters);
   masters_.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
   masters_.release_masters();
