@@ -12,6 +12,22 @@ debian_packages=(cmake g++ ninja-build ccache git libyaml-cpp-dev libcxxopts-dev
 fail() { echo "bootstrap: error: $*" >&2; exit 1; }
 note() { echo "bootstrap: $*"; }
 
+# pip into the virtualenv, twice before giving up (a PyPI download can drop mid-way); on failure
+# the error names what pip said last and the free disk space, since a bare "could not install"
+# left a red CI with nothing to go on.
+pip_install() {
+  local what="$1"; shift
+  local log="$venv/pip-install.log"
+  for attempt in 1 2; do
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" >"$log" 2>&1 && return 0
+    [ "$attempt" -eq 1 ] && note "pip failed installing $what; trying once more"
+  done
+  local said free
+  said="$(grep -E 'ERROR|Error|error' "$log" | tail -n 1)"
+  free="$(df -Ph "$venv" | awk 'NR==2 {print $4}')"
+  fail "could not install $what from PyPI into $venv: ${said:-pip gave no error line} ($free free there; full log: $log)"
+}
+
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"
   elif command -v sudo >/dev/null 2>&1; then sudo "$@"
@@ -53,15 +69,13 @@ else
     "$python" -m venv "$venv" >/dev/null 2>&1 || fail "could not create a virtualenv with $python (install python3-venv)"
   fi
   note "installing torch==$torch_version, numpy, safetensors and tensorboard into $venv (a few GB, once)"
-  "$venv/bin/python" -m pip install -q "torch==$torch_version" numpy safetensors tensorboard >/dev/null 2>&1 \
-    || fail "could not install torch==$torch_version from PyPI into $venv"
+  pip_install "torch==$torch_version" "torch==$torch_version" numpy safetensors tensorboard
 fi
 
 # The tokenizer tests compare ampt's ids with tiktoken's and Hugging Face's.
 if ! "$venv/bin/python" -c "import tiktoken, tokenizers, transformers" >/dev/null 2>&1; then
   note "installing tiktoken, tokenizers and transformers (the tokenizer tests' references) into $venv"
-  "$venv/bin/python" -m pip install -q tiktoken tokenizers transformers >/dev/null 2>&1 \
-    || fail "could not install tiktoken, tokenizers and transformers from PyPI into $venv"
+  pip_install "tiktoken, tokenizers and transformers" tiktoken tokenizers transformers
 fi
 
 # GPT-2's BPE ranks, for the tokenizer tests and benchmarks/tokenizer.py. The usual download

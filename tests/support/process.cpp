@@ -1,6 +1,7 @@
 #include "support/process.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -13,9 +14,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <cstdlib>
 
 extern char** environ;
 
@@ -143,6 +146,37 @@ ProcessResult run_ampt(const std::vector<std::string>& args,
   return run_process(argv, env, working_dir);
 }
 
+namespace {
+
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
+
+// Removes the dirs this process made when it exits, so a CI run does not leave gigabytes of runs
+// in /tmp. nftw, not std::filesystem::remove_all: see make_temp_dir. AMPT_KEEP_TEST_DIRS=1 keeps
+// them for a post-mortem.
+class TempDirs {
+ public:
+  void add(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dirs_.push_back(dir);
+  }
+  ~TempDirs() {
+    const char* keep = std::getenv("AMPT_KEEP_TEST_DIRS");
+    if (keep != nullptr && std::string(keep) == "1") return;
+    for (const auto& dir : dirs_) ::nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> dirs_;
+};
+
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+}  // namespace
+
 // mkdtemp, not a name from the pid: pids wrap within one CI run, and clearing a reused name with
 // std::filesystem::remove_all crashes, because the torch wheel's libtorch.so exports its own
 // broken copy of that function and it wins symbol resolution in every binary linked to it.
@@ -151,6 +185,7 @@ std::string make_temp_dir() {
   if (mkdtemp(pattern.data()) == nullptr) {
     throw std::runtime_error("cannot create a temp dir from " + pattern + ": " + std::strerror(errno));
   }
+  temp_dirs().add(pattern);
   return pattern;
 }
 

@@ -25,7 +25,8 @@ ProcessResult run_ampt(const std::vector<std::string>& args,
                        const std::map<std::string, std::string>& env = {},
                        const std::string& working_dir = "");
 
-// A fresh empty directory under the system temp dir, unique per call.
+// A fresh empty directory under the system temp dir, unique per call; removed when the process
+// exits.
 std::string make_temp_dir();
 
 // The names in `dir`, sorted.
