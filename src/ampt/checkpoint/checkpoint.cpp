@@ -316,7 +316,13 @@ void copy_into(const NamedTensors& saved, const NamedTensors& targets, const std
     }
   }
   torch::NoGradGuard no_grad;
-  for (const auto& [name, target] : targets) copy_tensor(target, by_name.at(name));
+  std::vector<torch::Tensor> into;
+  std::vector<torch::Tensor> from;
+  for (const auto& [name, target] : targets) {
+    into.push_back(target);
+    from.push_back(by_name.at(name));
+  }
+  copy_tensors(into, from);
 }
 
 }  // namespace ampt::checkpoint

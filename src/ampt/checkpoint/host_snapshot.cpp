@@ -1,5 +1,6 @@
 #include "ampt/checkpoint/host_snapshot.h"
 
+#include "ampt/checkpoint/byte_copy.h"
 #include "ampt/core/errors.h"
 
 #include <cuda_runtime_api.h>
@@ -42,13 +43,20 @@ std::shared_ptr<uint8_t> allocate(int64_t bytes, bool pinned) {
 
 }  // namespace
 
-void copy_tensor(const torch::Tensor& target, const torch::Tensor& source, bool non_blocking) {
-  if (target.is_cpu() && source.is_cpu() && target.is_contiguous() && source.is_contiguous() &&
-      target.dtype() == source.dtype() && target.sizes() == source.sizes()) {
-    std::memcpy(target.data_ptr(), source.data_ptr(), source.nbytes());
-  } else {
-    target.copy_(source, non_blocking);
+void copy_tensors(const std::vector<torch::Tensor>& targets,
+                  const std::vector<torch::Tensor>& sources, bool non_blocking) {
+  std::vector<ByteCopy> byte_copies;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const auto& target = targets[i];
+    const auto& source = sources[i];
+    if (target.is_cpu() && source.is_cpu() && target.is_contiguous() && source.is_contiguous() &&
+        target.dtype() == source.dtype() && target.sizes() == source.sizes()) {
+      byte_copies.push_back({target.data_ptr(), source.data_ptr(), source.nbytes()});
+    } else {
+      target.copy_(source, non_blocking);
+    }
   }
+  copy_bytes(byte_copies);
 }
 
 void HostSnapshot::reserve(const NamedTensors& tensors) { fit(tensors); }
@@ -72,17 +80,21 @@ NamedTensors HostSnapshot::capture(const NamedTensors& tensors) {
   fit(tensors);
   NamedTensors out;
   out.reserve(tensors.size());
+  std::vector<torch::Tensor> targets;
+  std::vector<torch::Tensor> sources;
   int64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     auto* owner = new std::shared_ptr<uint8_t>(buffer_);
     auto copy = torch::from_blob(
         buffer_.get() + offset, tensor.sizes(),
         [owner](void*) { delete owner; }, torch::TensorOptions().dtype(tensor.dtype()));
-    // Asynchronous from a CUDA device into pinned memory; waited for below, once.
-    copy_tensor(copy, tensor.detach(), /*non_blocking=*/pinned_);
+    targets.push_back(copy);
+    sources.push_back(tensor.detach());
     out.emplace_back(name, std::move(copy));
     offset += aligned(static_cast<int64_t>(tensor.nbytes()));
   }
+  // Asynchronous from a CUDA device into pinned memory; waited for below, once.
+  copy_tensors(targets, sources, /*non_blocking=*/pinned_);
   if (pinned_) torch::cuda::synchronize();
   return out;
 }

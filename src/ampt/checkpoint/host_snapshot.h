@@ -6,14 +6,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace ampt::checkpoint {
 
-// target = source, the state copies of saves and loads. Between contiguous CPU tensors of one
-// dtype and shape it is one thread's memcpy: on a busy CPU the OpenMP team of Tensor::copy_
-// waits on its threads' time slices (3 to 5 times slower on the 2-core benchmark machine).
-// Otherwise Tensor::copy_, asynchronous when `non_blocking` (a CUDA source, pinned target).
-void copy_tensor(const torch::Tensor& target, const torch::Tensor& source, bool non_blocking = false);
+// targets[i] = sources[i], the state copies of saves and loads. Between contiguous CPU tensors
+// of one dtype and shape, copy_bytes (threads of its own and streaming stores): on a busy CPU the
+// OpenMP team of Tensor::copy_ waits on its threads' time slices (3 to 5 times slower on the
+// 2-core benchmark machine). Otherwise Tensor::copy_, asynchronous when `non_blocking` (a CUDA
+// source, pinned target).
+void copy_tensors(const std::vector<torch::Tensor>& targets,
+                  const std::vector<torch::Tensor>& sources, bool non_blocking = false);
 
 // One buffer, allocated by the first capture and reused by every later one while the state's
 // size stays the same, so a run holds one extra copy of its state, not one per save. Pinned
