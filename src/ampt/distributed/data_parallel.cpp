@@ -99,6 +99,11 @@ void DataParallel::share_buffers(const std::vector<at::Tensor>& buffers) {
   if (group_ && !buffers.empty()) group_->broadcast(buffers, 0, "the broadcast of rank 0's buffers");
 }
 
+std::vector<bool> DataParallel::main_flags(const std::vector<bool>& flags, std::string_view what) {
+  if (!group_ || flags.empty()) return flags;
+  return group_->broadcast_flags(flags, 0, what);
+}
+
 at::Tensor DataParallel::mean(const at::Tensor& value) {
   if (!group_) return value;
   auto total = value.detach().to(at::kFloat).clone();

@@ -58,6 +58,9 @@ class DataParallel {
   // Copies rank 0's buffers (BatchNorm running statistics, which each rank updates from its own
   // slice) to every rank, so that the ranks evaluate the model rank 0 saves.
   void share_buffers(const std::vector<at::Tensor>& buffers);
+  // Rank 0's `flags` on every rank: a choice each rank made from its own measurements, made
+  // one for all (`flags` itself in a single process).
+  std::vector<bool> main_flags(const std::vector<bool>& flags, std::string_view what);
   // The mean of a 0-dim tensor over ranks (a new tensor; `value` itself in a single process).
   at::Tensor mean(const at::Tensor& value);
   // A stop request (signal number) that every rank acts on at the same step; see Group.

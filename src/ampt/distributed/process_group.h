@@ -66,6 +66,9 @@ class Group {
                                                   std::string_view what);
   // Rank `root`'s values into `tensors` everywhere (one collective per dtype).
   void broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std::string_view what);
+  // Rank `root`'s `flags` on every rank (each rank passes as many).
+  std::vector<bool> broadcast_flags(const std::vector<bool>& flags, int64_t root,
+                                    std::string_view what);
   void barrier(std::string_view what);
 
   // Rank 0 gets every rank's `text` (in rank order) through the store, waiting up to the

@@ -210,11 +210,19 @@ void Run::use_fp8() {
   const auto recipe = precision::fp8_recipe(config_);
   // Layers of one shape are measured once; the key says which GPU and recipe the times are for.
   precision::Fp8TimingCache cache;
-  const auto plan = precision::choose_fp8_layers(
+  auto plan = precision::choose_fp8_layers(
       config_.fp8_layers, model_.fp8_candidates, config_.batch_size * model_.tokens_per_sample,
       fmt::format("{}, {} scaling", device::device_description(device_.device),
                   config::to_string(config_.fp8_scaling)),
       precision::gemm_timer(device_.device, recipe), cache);
+  if (plan.setting == "auto") {
+    // Each rank timed the GEMMs on its own GPU, and two GPUs can put a shape on either side of
+    // the line: every rank takes rank 0's choice, so that the ranks train one model.
+    std::vector<bool> fp8;
+    for (const auto& layer : plan.layers) fp8.push_back(layer.fp8);
+    fp8 = dist_.main_flags(fp8, "the broadcast of rank 0's fp8 layer choice");
+    for (size_t i = 0; i < fp8.size(); ++i) plan.layers[i].fp8 = fp8[i];
+  }
   const auto table = plan.table();
   speed_notes_.insert(speed_notes_.end(), table.begin(), table.end());
   model_.use_fp8(recipe, [&plan](const std::string& layer) { return plan.fp8(layer); });
