@@ -358,14 +358,13 @@ std::vector<std::string> Group::gather_text(const std::string& key, const std::s
 
 std::vector<bool> Group::broadcast_flags(const std::vector<bool>& flags, int64_t root,
                                         std::string_view what) {
-  auto bytes = at::empty({static_cast<int64_t>(flags.size())}, at::kByte);
-  for (size_t i = 0; i < flags.size(); ++i) bytes[static_cast<int64_t>(i)] = flags[i] ? 1 : 0;
-  auto on_device = bytes.to(device_);
+  std::vector<uint8_t> bytes(flags.begin(), flags.end());
+  auto on_device = at::from_blob(bytes.data(), {static_cast<int64_t>(bytes.size())}, at::kByte)
+                       .to(device_, /*non_blocking=*/false, /*copy=*/true);
   broadcast({on_device}, root, what);
-  bytes = on_device.cpu();
-  std::vector<bool> out(flags.size());
-  for (size_t i = 0; i < flags.size(); ++i) out[i] = bytes[static_cast<int64_t>(i)].item<uint8_t>() != 0;
-  return out;
+  const auto host = on_device.cpu();
+  const auto* out = host.data_ptr<uint8_t>();
+  return std::vector<bool>(out, out + host.numel());
 }
 
 void Group::barrier(std::string_view what) {
