@@ -2,6 +2,7 @@
 
 #include "ampt/checkpoint/atomic_file.h"
 #include "ampt/checkpoint/crc32.h"
+#include "ampt/checkpoint/host_snapshot.h"
 #include "ampt/checkpoint/tensor_archive.h"
 #include "ampt/core/errors.h"
 
@@ -141,7 +142,7 @@ void CheckpointReader::read(const std::string& name, int64_t begin, int64_t coun
                             const torch::Tensor& out) {
   torch::NoGradGuard no_grad;
   if (const auto it = whole_.find(name); it != whole_.end()) {
-    out.copy_(it->second.reshape(-1).narrow(0, begin, count));
+    copy_tensors({out}, {it->second.reshape(-1).narrow(0, begin, count)});
     return;
   }
   const auto found = locate(name);
@@ -152,10 +153,13 @@ void CheckpointReader::read(const std::string& name, int64_t begin, int64_t coun
     out.fill_(record(first.rank, found->kind)[piece_index(first.rank, first.shard_offset)].item());
     return;
   }
+  std::vector<torch::Tensor> targets;
+  std::vector<torch::Tensor> sources;
   for (const auto& piece : layout.locate(found->param, begin, count)) {
-    out.narrow(0, piece.begin - begin, piece.count)
-        .copy_(record(piece.rank, found->kind).narrow(0, piece.shard_offset, piece.count));
+    targets.push_back(out.narrow(0, piece.begin - begin, piece.count));
+    sources.push_back(record(piece.rank, found->kind).narrow(0, piece.shard_offset, piece.count));
   }
+  copy_tensors(targets, sources);
 }
 
 Checkpoint CheckpointReader::assemble() {
