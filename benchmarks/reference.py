@@ -272,7 +272,7 @@ def train(args):
         "peak_memory_kind": kind,
         "flops_per_sample": flops_per_sample,
         "parameters": sum(p.numel() for p in model.parameters()),
-        "final_loss": float(loss),
+        "final_loss": float(loss.detach()),
     }
 
 

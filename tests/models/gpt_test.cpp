@@ -1,6 +1,7 @@
 // The GPT model: shapes, causality, weight tying, initialisation, dropout, data checks, training.
 #include "ampt/core/errors.h"
 #include "ampt/models/registry.h"
+#include "ampt/precision/autocast_guard.h"
 #include "models/overfit.h"
 
 #include <catch2/catch.hpp>
@@ -201,6 +202,40 @@ TEST_CASE("gpt: the fused head's loss and gradients equal the logits' cross_entr
   for (size_t i = 0; i < grads[0].size(); ++i) {
     INFO("parameter " << i);
     CHECK(torch::allclose(grads[1][i], grads[0][i], 1e-4, 1e-6));
+  }
+}
+
+TEST_CASE("gpt: residual adds fused with the next LayerNorm give the blocks' own logits and "
+          "gradients", "[models][gpt][add_layer_norm]") {
+  const auto tokens = random_tokens(3, kContext);
+  for (const bool bf16 : {false, true}) {
+    INFO((bf16 ? "bf16 autocast" : "fp32"));
+    std::vector<torch::Tensor> logits;
+    std::vector<std::vector<torch::Tensor>> grads;
+    for (const bool fused : {false, true}) {
+      auto config = small_gpt();
+      config.n_layer = 3;
+      config.fused_kernels = fused;
+      torch::manual_seed(3);
+      auto model = ampt::models::make_model(config, token_blocks(kContext, kVocab));
+      torch::Tensor out;
+      {
+        ampt::precision::AutocastGuard autocast(torch::kCPU, torch::kBFloat16, bf16);
+        out = model.forward(tokens);
+      }
+      torch::manual_seed(4);
+      (out.to(torch::kFloat32) * torch::randn(out.sizes())).sum().backward();
+      logits.push_back(out.detach());
+      grads.emplace_back();
+      for (const auto& p : model.module->parameters()) grads.back().push_back(p.grad().clone());
+    }
+    // The same operations on the same values, in the same order: the same logits.
+    CHECK(torch::equal(logits[1], logits[0]));
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      INFO("parameter " << i);
+      // Only the order in which autograd adds a sum's two gradients may differ.
+      CHECK(torch::allclose(grads[1][i], grads[0][i], 1e-5, 1e-7));
+    }
   }
 }
 

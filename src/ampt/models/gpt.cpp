@@ -3,7 +3,9 @@
 #include "ampt/precision/precision_islands.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/kernels/add_layer_norm.h"
 #include "ampt/kernels/fused_classifier.h"
+#include "ampt/kernels/gelu_mlp.h"
 #include "ampt/models/activation_checkpoint.h"
 
 #include <fmt/format.h>
@@ -30,6 +32,12 @@ torch::nn::LayerNorm layer_norm(const GptDims& dims) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dims.n_embd}).eps(dims.layer_norm_eps));
 }
 
+// (residual + branch, norm(residual + branch)) in one pass (kernels/add_layer_norm.h).
+kernels::AddLayerNormResult add_norm(const torch::Tensor& residual, const torch::Tensor& branch,
+                                     const torch::nn::LayerNorm& norm) {
+  return kernels::add_layer_norm(residual, branch, norm->weight, norm->bias, norm->options.eps());
+}
+
 }  // namespace
 
 GptMlpImpl::GptMlpImpl(int64_t n_embd, double dropout, bool tanh_gelu)
@@ -40,6 +48,13 @@ GptMlpImpl::GptMlpImpl(int64_t n_embd, double dropout, bool tanh_gelu)
 }
 
 torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
+  const auto* islands = active_islands();
+  const bool fp32_linear = islands != nullptr && (islands->find(c_fc.get()) != nullptr ||
+                                                  islands->find(c_proj.get()) != nullptr);
+  if (fused_ && !fp8_fc_ && !fp8_proj_ && !fp32_linear) {
+    return dropout_->forward(kernels::gelu_mlp(
+        x, {c_fc->weight, c_fc->bias, c_proj->weight, c_proj->bias}, gelu_approximate_));
+  }
   // The tanh approximation is GPT-2's own GELU (and llm.c's), so weights trained elsewhere
   // behave the same here.
   return dropout_->forward(
@@ -107,6 +122,12 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& tokens) {
   const auto positions = torch::arange(time, tokens.options());
   auto x = drop_->forward(call(wte_, tokens) + call(wpe_, positions));
   const bool checkpointed = grad_ckpt_ && is_training() && torch::GradMode::is_enabled();
+  // Islands decide per module what runs in fp32; the fused adds would hand them half inputs.
+  const auto* islands = active_islands();
+  if (fused_ && !checkpointed && !h_->is_empty() &&
+      (islands == nullptr || islands->list().empty())) {
+    return fused_blocks(x);
+  }
   for (const auto& block : *h_) {
     auto* b = block->as<GptBlock>();
     if (!checkpointed) {
@@ -121,6 +142,21 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& tokens) {
                    b->parameters(), /*preserve_rng=*/dims_.dropout > 0.0);
   }
   return call(ln_f_, x);
+}
+
+torch::Tensor GptImpl::fused_blocks(torch::Tensor x) {
+  // Each residual add goes into the LayerNorm that reads its sum: ln_2 of the same block, ln_1
+  // of the next one, ln_f after the last. Only the first block's ln_1 runs alone.
+  auto normed = call(h_[0]->as<GptBlock>()->ln_1, x);
+  for (size_t i = 0; i < h_->size(); ++i) {
+    auto* b = h_[i]->as<GptBlock>();
+    const auto attended = add_norm(x, call(b->attn, normed), b->ln_2);
+    const auto& next = i + 1 < h_->size() ? h_[i + 1]->as<GptBlock>()->ln_1 : ln_f_;
+    const auto out = add_norm(attended.sum, call(b->mlp, attended.normed), next);
+    x = out.sum;
+    normed = out.normed;
+  }
+  return normed;
 }
 
 torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
@@ -158,6 +194,11 @@ torch::Tensor GptImpl::next_logits(const torch::Tensor& tokens, KvCache& cache) 
   }
   cache.length = end;
   return at::linear(call(ln_f_, x.select(1, time - 1)), real_vocab_weight());
+}
+
+void GptImpl::set_fused(bool fused) {
+  fused_ = fused;
+  for (const auto& block : *h_) block->as<GptBlock>()->mlp->set_fused(fused);
 }
 
 torch::Tensor GptImpl::real_vocab_weight() const {

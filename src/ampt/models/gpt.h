@@ -28,8 +28,12 @@ class GptMlpImpl : public torch::nn::Module {
   // Runs c_fc and c_proj in fp8 from now on where `selected` names them (prefix + "c_fc").
   void enable_fp8(const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected,
                   const std::string& prefix);
+  // Whether c_fc, the GELU and c_proj run as one operation that recomputes the GELU's output in
+  // backward rather than keeping it (kernels/gelu_mlp.h): not in fp8, nor with fp32 islands.
+  void set_fused(bool fused) { fused_ = fused; }
 
  private:
+  bool fused_ = true;
   c10::intrusive_ptr<precision::Fp8Linear> fp8_fc_;
   c10::intrusive_ptr<precision::Fp8Linear> fp8_proj_;
   torch::nn::Dropout dropout_{nullptr};
@@ -76,7 +80,11 @@ class GptImpl : public torch::nn::Module {
   // the head and the loss run fused, chunk by chunk (kernels/fused_classifier.h), unless
   // set_fused(false) asks for the plain logits and cross_entropy.
   torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
-  void set_fused(bool fused) { fused_ = fused; }
+  // The fused kernels (--fused_kernels): the head with the loss, and also each residual add
+  // with the LayerNorm after it (kernels/add_layer_norm.h; not with fp32 islands or activation
+  // checkpointing, whose units are whole modules and blocks) and each MLP as one operation
+  // (GptMlpImpl::set_fused).
+  void set_fused(bool fused);
   // Generation: the logits [B, real vocabulary] of the position after `tokens` [B, T_new], which
   // follow the cache's positions (the whole prompt into an empty cache, then one token at a
   // time); the cache grows by T_new. Throws RuntimeError past the context block_size.
@@ -99,6 +107,9 @@ class GptImpl : public torch::nn::Module {
  private:
   // The final LayerNorm's output [B, T, n_embd]: what the head reads.
   torch::Tensor hidden(const torch::Tensor& tokens);
+  // The blocks and ln_f from the embeddings `x`, each residual add fused with the LayerNorm that
+  // follows it (kernels/add_layer_norm.h): the same values as the blocks one by one.
+  torch::Tensor fused_blocks(torch::Tensor x);
   // wte's rows of real tokens: the head's weight.
   torch::Tensor real_vocab_weight() const;
 

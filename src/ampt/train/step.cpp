@@ -124,10 +124,19 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   if (parts_.monitor) parts_.monitor->observe(norms, floor_hit, skip, grad_params);
   monitor.end();
   StepPhase zero("ampt::zero_grad");
-  // O2 released its half gradients in the step: only fp32 parameters' gradients may be left.
+  // Undefined gradients let the next backward's AccumulateGrad take its tensors as they are,
+  // where zeroed ones cost a zeroing pass and an add into zeros per parameter (torch's
+  // zero_grad(set_to_none=True)). A CUDA graph's gradients live in its memory pool and are
+  // rewritten by each replay: those are zeroed in place. (O2 released its half gradients in the
+  // step already.)
   std::vector<torch::Tensor> left;
-  for (const auto& p : parts_.parameters) {
-    if (p.grad().defined()) left.push_back(p.grad());
+  for (auto& p : parts_.parameters) {
+    if (!p.grad().defined()) continue;
+    if (graph_) {
+      left.push_back(p.grad());
+    } else {
+      p.mutable_grad() = torch::Tensor();
+    }
   }
   if (!left.empty()) at::_foreach_zero_(left);
   return result;

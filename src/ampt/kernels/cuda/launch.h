@@ -17,6 +17,31 @@ void softmax_cross_entropy(void* logits, Dtype dtype, int64_t rows, int64_t cols
                            const int64_t* targets, int64_t ignore_index, float* row_loss,
                            bool write_grad, void* stream);
 
+// The (residual and sum, branch, normed) element types add_layer_norm has kernels for: what
+// fp32 training, O1 autocast (an fp32 residual stream, half branches and half inputs to the next
+// matmul) and a wholly half model produce.
+enum class AddLayerNormLayout { f32_f32_f32, f32_bf16_bf16, f32_f16_f16, bf16_bf16_bf16, f16_f16_f16 };
+
+// Rows of `cols` elements (all row-major, contiguous): sum ← residual + branch (rounded to the
+// residual's type), normed ← (sum − mean) · rstd · weight + bias, with the row's mean and
+// rstd = 1/sqrt(biased variance + eps) into mean[rows] and rstd[rows].
+void add_layer_norm_forward(AddLayerNormLayout layout, const void* residual, const void* branch,
+                            const float* weight, const float* bias, int64_t rows, int64_t cols,
+                            float eps, void* sum, void* normed, float* mean, float* rstd,
+                            void* stream);
+
+// The float32 rows of `partial` add_layer_norm_backward needs: [chunks, 2, cols].
+int64_t add_layer_norm_grad_chunks(int64_t rows);
+
+// The gradient of the sum, d_sum (null: none) + layer norm's backward of d_normed, into
+// d_residual (the stream's type) and, when not null, d_branch (the branch's type); per chunk of
+// rows, Σ d_normed · xhat and Σ d_normed per column into partial[chunk][0] and [chunk][1], for
+// the caller to sum over chunks (the weight's and bias's gradients).
+void add_layer_norm_backward(AddLayerNormLayout layout, const void* sum, const void* d_normed,
+                             const void* d_sum, const float* weight, const float* mean,
+                             const float* rstd, int64_t rows, int64_t cols, void* d_residual,
+                             void* d_branch, float* partial, void* stream);
+
 enum class Fp8Dtype { e4m3, e5m2 };
 
 // Delayed scaling's bookkeeping, done by the last block of fp8_cast_transpose to finish, so the

@@ -1,0 +1,28 @@
+// A transformer's MLP, c_proj(gelu(c_fc(x))), as one autograd operation that keeps c_fc's
+// output (the GELU's input) for backward and recomputes the GELU's output there instead of
+// keeping it too: the [tokens, 4·width] half tensor autograd would hold per block (1.2 GB for
+// gpt2-124m at batch 16 × 1024 in bf16) for one elementwise pass in backward, the trade
+// torch.compile's partitioner makes. The same ATen operations as the two Linears and the GELU
+// run one by one, in the same order, so values and gradients are the unfused ones.
+#pragma once
+
+#include <torch/types.h>
+
+#include <string>
+
+namespace ampt::kernels {
+
+struct GeluMlpWeights {
+  const torch::Tensor& fc_weight;    // [hidden, width]
+  const torch::Tensor& fc_bias;      // [hidden]
+  const torch::Tensor& proj_weight;  // [width, hidden]
+  const torch::Tensor& proj_bias;    // [width]
+};
+
+// x [..., width] → [..., width]. Under autocast the inputs are cast as autocast casts a Linear's
+// (its weight cache included) and the operation runs in autocast's dtype. `approximate`:
+// "none" or "tanh", as at::gelu. Gradients flow to x and the four weights.
+torch::Tensor gelu_mlp(const torch::Tensor& x, const GeluMlpWeights& weights,
+                       const std::string& approximate);
+
+}  // namespace ampt::kernels

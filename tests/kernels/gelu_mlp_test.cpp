@@ -1,0 +1,126 @@
+// The MLP as one operation that recomputes its GELU in backward: the same output and gradients
+// as two at::linear calls around at::gelu, in fp32 and under autocast, and on a GPU the memory it
+// keeps for backward is less by the GELU's output.
+#include "ampt/kernels/gelu_mlp.h"
+
+#include "ampt/precision/autocast_guard.h"
+
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+using ampt::kernels::gelu_mlp;
+
+namespace {
+
+constexpr int64_t kWidth = 24, kHidden = 96;
+
+std::vector<torch::Tensor> make_params(const torch::Device& device) {
+  torch::manual_seed(29);
+  const auto on = torch::TensorOptions().device(device);
+  return {torch::randn({2, 8, kWidth}, on), torch::randn({kHidden, kWidth}, on) * 0.2,
+          torch::randn({kHidden}, on) * 0.1, torch::randn({kWidth, kHidden}, on) * 0.1,
+          torch::randn({kWidth}, on) * 0.1};
+}
+
+torch::Tensor unfused(const std::vector<torch::Tensor>& p, const std::string& approximate) {
+  return at::linear(at::gelu(at::linear(p[0], p[1], p[2]), approximate), p[3], p[4]);
+}
+
+torch::Tensor fused(const std::vector<torch::Tensor>& p, const std::string& approximate) {
+  return gelu_mlp(p[0], {p[1], p[2], p[3], p[4]}, approximate);
+}
+
+// Output and the gradients of all five inputs for sum(output · g).
+template <class Fn>
+std::vector<torch::Tensor> run(const std::vector<torch::Tensor>& params, Fn&& fn,
+                               const std::string& approximate, c10::ScalarType autocast) {
+  std::vector<torch::Tensor> leaves;
+  for (const auto& t : params) leaves.push_back(t.detach().clone().requires_grad_(true));
+  torch::Tensor out;
+  {
+    const auto device = params[0].device().type();
+    ampt::precision::AutocastGuard guard(device, autocast == c10::kFloat ? c10::kBFloat16 : autocast,
+                                         autocast != c10::kFloat);
+    out = fn(leaves, approximate);
+  }
+  torch::manual_seed(31);
+  (out.to(torch::kFloat32) * torch::randn(out.sizes(), out.options().dtype(torch::kFloat32)))
+      .sum()
+      .backward();
+  std::vector<torch::Tensor> results{out.detach()};
+  for (const auto& t : leaves) results.push_back(t.grad());
+  return results;
+}
+
+void compare(const torch::Device& device, c10::ScalarType autocast, double tol) {
+  const auto params = make_params(device);
+  for (const std::string approximate : {"tanh", "none"}) {
+    const auto want = run(params, unfused, approximate, autocast);
+    const auto got = run(params, fused, approximate, autocast);
+    const std::vector<std::string> names{"output", "d_x", "d_fc_weight", "d_fc_bias",
+                                         "d_proj_weight", "d_proj_bias"};
+    for (size_t i = 0; i < want.size(); ++i) {
+      INFO(names[i] << ", gelu " << approximate << ", max error "
+                    << (got[i].to(torch::kFloat64) - want[i].to(torch::kFloat64)).abs().max().item<double>());
+      CHECK(got[i].dtype() == want[i].dtype());
+      CHECK(got[i].sizes() == want[i].sizes());
+      CHECK(torch::allclose(got[i].to(torch::kFloat64), want[i].to(torch::kFloat64), tol, tol));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gelu_mlp: output and gradients equal the two Linears around the GELU in fp32",
+          "[kernels][gelu_mlp]") {
+  compare(torch::kCPU, c10::kFloat, 1e-6);
+}
+
+TEST_CASE("gelu_mlp: under bf16 autocast, the autocast Linears' values and dtypes",
+          "[kernels][gelu_mlp]") {
+  compare(torch::kCPU, c10::kBFloat16, 1e-6);
+}
+
+TEST_CASE("gelu_mlp: frozen weights get no gradient and the input's is unchanged",
+          "[kernels][gelu_mlp]") {
+  const auto params = make_params(torch::kCPU);
+  const auto want = run(params, unfused, "tanh", c10::kFloat)[1];
+  const auto x = params[0].clone().requires_grad_(true);
+  const auto out = gelu_mlp(x, {params[1], params[2], params[3], params[4]}, "tanh");
+  torch::manual_seed(31);  // run()'s g
+  (out * torch::randn(out.sizes())).sum().backward();
+  CHECK(torch::allclose(x.grad(), want, 1e-6, 1e-6));
+  for (size_t i = 1; i < params.size(); ++i) CHECK_FALSE(params[i].grad().defined());
+}
+
+TEST_CASE("gelu_mlp: on a GPU, the same values and one [rows, hidden] tensor less kept for "
+          "backward", "[kernels][gelu_mlp][cuda]") {
+  if (!torch::cuda::is_available()) {
+    WARN("no CUDA device: gelu_mlp's memory on a GPU needs one");
+    return;
+  }
+  const torch::Device gpu(torch::kCUDA, 0);
+  compare(gpu, c10::kFloat, 1e-5);
+  compare(gpu, c10::kBFloat16, 1e-2);
+  // Bytes held after the forward, the output and inputs aside: what autograd keeps.
+  const auto kept = [&](auto&& fn) {
+    std::vector<torch::Tensor> leaves;
+    for (const auto& t : make_params(gpu)) leaves.push_back(t.requires_grad_(true));
+    torch::cuda::synchronize();
+    const auto allocated = [] {
+      return c10::cuda::CUDACachingAllocator::getDeviceStats(0)
+          .allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)]
+          .current;
+    };
+    const auto before = allocated();
+    const auto out = fn(leaves, std::string("tanh"));
+    const auto held = allocated() - before - out.numel() * out.element_size();
+    return held;
+  };
+  const int64_t gelu_output = 2 * 8 * kHidden * 4;  // fp32 [rows, hidden]: 12 × 512 bytes
+  CHECK(kept(unfused) - kept(fused) == gelu_output);
+}
