@@ -117,8 +117,10 @@ std::vector<Option> build_table() {
       bool_option("cuda_graphs", "perf.cuda_graphs", &C::cuda_graphs,
                   "Capture the whole training step as a CUDA graph and replay it (CUDA)"),
       bool_option("fused_kernels", "perf.fused_kernels", &C::fused_kernels,
-                  "Fused kernels (the GPT's head and cross-entropy in row chunks, never the "
-                  "whole logits); false runs the plain ATen ops, for comparison"),
+                  "Fused kernels for GPTs: the head and cross-entropy in row chunks (never the "
+                  "whole logits), each residual add with the LayerNorm after it, the MLP "
+                  "recomputing its GELU in backward; false runs the plain ATen ops, for "
+                  "comparison"),
       bool_option("allow_tf32", "perf.allow_tf32", &C::allow_tf32,
                   "Let fp32 matmuls and convolutions use TF32 tensor cores (CUDA, Ampere+)"),
       bool_option("channels_last", "perf.channels_last", &C::channels_last,
