@@ -15,9 +15,9 @@ TEST_CASE("cli recommend: table, recommendation and usage errors", "[recommend][
     CHECK_THAT(r.out, Catch::Contains(row));
   }
   CHECK_THAT(r.out, Catch::Contains("Recommendation for a global batch of 512: bf16 O1, micro-batch "
-                                    "64 x 8 accumulation steps\n  ampt train --model gpt2-124m "
-                                    "--mixed_precision bf16 --amp_opt_level O1 --batch_size 64 "
-                                    "--grad_accum_steps 8\n"));
+                                    "256 x 2 accumulation steps\n  ampt train --model gpt2-124m "
+                                    "--mixed_precision bf16 --amp_opt_level O1 --batch_size 256 "
+                                    "--grad_accum_steps 2\n"));
 
   // fp8 only where the GPU has it; otherwise one line says so.
   r = ampt::test::run_ampt({"recommend", "--model", "gpt2-124m", "--compute_capability", "8.0"});

@@ -163,8 +163,14 @@ class ClassifierLossFunction : public torch::autograd::Function<ClassifierLossFu
     const auto dtype = [&](const char* key) {
       return static_cast<c10::ScalarType>(ctx->saved_data[key].toInt());
     };
-    return {(saved[0] * scale).to(dtype("hidden_dtype")),
-            (saved[1] * scale).to(dtype("weight_dtype")),
+    // Scaled straight into the inputs' dtypes: one pass, no second float32 copy of either.
+    const auto scaled = [&](const torch::Tensor& grad, c10::ScalarType type) {
+      auto out = torch::empty(grad.sizes(), grad.options().dtype(type));
+      at::mul_out(out, grad, scale);
+      return out;
+    };
+    return {scaled(saved[0], dtype("hidden_dtype")),
+            scaled(saved[1], dtype("weight_dtype")),
             torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
             torch::Tensor()};
   }

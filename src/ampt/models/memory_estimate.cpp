@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 namespace ampt::models {
@@ -34,27 +35,42 @@ constexpr int64_t kLossBytesPerLogit = 12;
 // README "ampt recommend"): the block input (ln_1), ln_1's output as the matmul sees it, q/k/v
 // (3), the attention output (SDPA keeps it; c_proj reads the same storage), the mid-block
 // residual (ln_2), ln_2's output, c_fc's output (4, kept by GELU) and GELU's output (4, kept by
-// c_proj). fp8 Linear layers keep their e4m3 inputs (1 byte) instead: ln_1/ln_2 outputs, the
-// attention output as c_proj's input (besides SDPA's bf16 copy), and GELU's output.
-int64_t gpt_block_bytes_per_token_channel(const Scheme& s) {
+// c_proj) unless the fused MLP recomputes it in backward (kernels/gelu_mlp.h). fp8 Linear layers
+// keep their e4m3 inputs (1 byte) instead: ln_1/ln_2 outputs, the attention output as c_proj's
+// input (besides SDPA's bf16 copy), and GELU's output; their MLP is never the fused one.
+int64_t gpt_block_bytes_per_token_channel(const Scheme& s, bool fused) {
   const auto [r, h] = widths(s);
   if (s.precision == "fp8") return 2 * r + 1 + 3 * h + h + 1 + 1 + 4 * h + 4;
-  return 2 * r + h + 3 * h + h + h + 4 * h + 4 * h;
+  return 2 * r + h + 3 * h + h + h + 4 * h + (fused ? 0 : 4 * h);
+}
+
+// The head and the loss at the start of backward. Plain: ln_f's input and output, then per logit
+// the fp32 log-probabilities saved by log_softmax and two gradients of that size. Fused
+// (kernels/fused_classifier.h): ln_f's input, the fp32 gradients of the hidden states and of the
+// tied weight that the forward computed, and their scaled copies that backward hands on (the
+// hidden states' in the matmul dtype, the weight's in fp32); the forward's one chunk of fp32
+// logits at a time (about 2^26).
+int64_t gpt_head_bytes(const ModelDims& d, const Scheme& s, int64_t tokens) {
+  const auto [r, h] = widths(s);
+  const int64_t C = d.gpt.n_embd, V = d.gpt.vocab_size;
+  if (!d.fused_kernels) return tokens * C * (r + h) + tokens * V * kLossBytesPerLogit;
+  const int64_t chunk_rows = std::min(tokens, std::max<int64_t>(64, (int64_t{1} << 26) / V));
+  return tokens * C * (r + 4 + h) + 8 * V * C + chunk_rows * V * 4;
 }
 
 int64_t gpt_activations(const ModelDims& d, const Scheme& s, int64_t b, bool checkpointed) {
   const auto [r, h] = widths(s);
-  const int64_t T = d.seq_len, C = d.gpt.n_embd, L = d.gpt.n_layer, V = d.gpt.vocab_size;
+  const int64_t T = d.seq_len, C = d.gpt.n_embd, L = d.gpt.n_layer;
   const int64_t tokens = b * T;
   // Per block besides the channel-wide tensors: SDPA's fp32 log-sum-exp per head and token, and
   // the two LayerNorms' fp32 mean and rstd per token.
-  const int64_t block =
-      tokens * C * gpt_block_bytes_per_token_channel(s) + tokens * d.gpt.n_head * 4 + tokens * 16;
+  const int64_t block = tokens * C * gpt_block_bytes_per_token_channel(s, d.fused_kernels) +
+                        tokens * d.gpt.n_head * 4 + tokens * 16;
   // Checkpointing keeps each block's input and recomputes one block at a time in backward.
   const int64_t blocks = checkpointed ? L * tokens * C * r + block : L * block;
   const int64_t data = tokens * 2 * 8;  // int64 inputs and targets
-  const int64_t head = tokens * C * (r + h) + tokens * 8;  // ln_f's input and output, its stats
-  return data + blocks + head + tokens * V * kLossBytesPerLogit;
+  const int64_t norm_stats = tokens * 8;  // ln_f's mean and rstd
+  return data + blocks + norm_stats + gpt_head_bytes(d, s, tokens);
 }
 
 int64_t mlp_activations(const ModelDims& d, const Scheme& s, int64_t b) {
@@ -109,6 +125,7 @@ ModelDims model_dims(const config::Config& config, std::vector<int64_t> input_sh
                                    d.gpt.block_size, config.model));
     }
     d.classes = d.gpt.vocab_size;
+    d.fused_kernels = config.fused_kernels;
   } else if (config.model == "mlp") {
     d.family = Family::mlp;
     d.input_shape = input_shape.empty() ? std::vector<int64_t>{config.synthetic_features}

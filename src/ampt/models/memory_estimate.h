@@ -24,6 +24,8 @@ struct ModelDims {
   int64_t classes = 0;
   int64_t mlp_hidden = 0, mlp_layers = 0;
   int64_t cnn_channels = 0, cnn_blocks = 0;
+  // GPT: --fused_kernels (the chunked head and loss, the MLP recomputing its GELU).
+  bool fused_kernels = true;
 };
 
 // The configured model; `input_shape` (MLP/CNN) empty means the synthetic data's (features, or

@@ -67,7 +67,7 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
   int64_t chosen_batch = 0;
   for (const auto& c : candidates) {
     const int64_t b = largest_fitting(dims, c, optimizer, momentum, global_batch, budget, sharding);
-    if (b >= wanted && !chosen_batch) {
+    if (b >= wanted) {  // the first in order that fits the wanted micro-batch
       chosen = c;
       chosen_batch = b;
       break;
