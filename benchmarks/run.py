@@ -12,7 +12,8 @@ for GPTs), step time, peak memory, MFU, and ampt's ratio to each reference.
 On CPU it runs the tiny presets, three times each in turns (about 15 minutes on 2 cores); on a
 GPU every GPT-2 preset (124m, 350m, 774m, 1558m) and the CNN, once each, fp8 with
 `--fp8_layers auto` (its table of layers is copied into the results), and each GPT's ampt fp8
-against ampt bf16 with the issue's targets (>= 1.0x everywhere, >= 1.25x on gpt2-1558m).
+against ampt bf16 with the issue's targets (>= 1.0x everywhere, >= 1.25x on gpt2-1558m), and
+each GPT's bf16 once more with --fused_kernels=false.
 Throughput is the steady state: the second half of the steps (ampt: the last metrics.jsonl
 interval; the reference: timed after half the steps as warm-up). Not part of the tests.
 """
@@ -73,14 +74,14 @@ def ampt_features():
     return {"tf32": "--allow_tf32" in help_text, "fp8": "fp8" in mp_line}
 
 
-def ampt_run(device, model, batch, steps, precision):
+def ampt_run(device, model, batch, steps, precision, extra=()):
     mixed = {"fp32": "no", "tf32": "no"}.get(precision, precision)
     with tempfile.TemporaryDirectory() as out:
         cmd = [str(AMPT), "train", "--device", device, "--model", model, "--mixed_precision", mixed,
                "--max_steps", str(steps), "--batch_size", str(batch), "--log_every", str(steps // 2),
                "--val_fraction", "0", "--output_dir", out]
         # Enough samples for every step, so data generation stays small for the 1024-token GPTs.
-        cmd += ["--synthetic_samples", str(batch * (steps + 2))]
+        cmd += ["--synthetic_samples", str(batch * (steps + 2)), *extra]
         if precision == "tf32":
             cmd.append("--allow_tf32")
         if precision == "fp8":  # each layer in fp8 only where it measured faster at startup
@@ -237,6 +238,10 @@ def main():
             if precision in ("tf32", "fp8") and args.device == "cpu":
                 continue
             runners = [("ampt", lambda: ampt_run(args.device, model, batch, steps, precision))]
+            if args.device == "cuda" and model in GPT_BLOCK and precision == "bf16":
+                # What the fused kernels (head + loss, add + LayerNorm, MLP) are worth on the GPU.
+                runners.append(("ampt, unfused", lambda: ampt_run(
+                    args.device, model, batch, steps, precision, ["--fused_kernels=false"])))
             if precision != "fp8":  # PyTorch has no fp8 training loop of its own to compare with
                 runners += [(label, lambda c=c: reference_run(args.device, model, batch, steps,
                                                               precision, c))
