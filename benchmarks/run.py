@@ -266,7 +266,16 @@ def main():
                        f"{human(row['throughput'])}{'tok' if tokens > 1 else 'samples'}/s "
                        f"{r['step_ms']:.1f} ms/step peak {r['peak_memory_bytes'] / 2**20:.0f} MiB"),
                       flush=True)
+            write_report(args, plan, rows, skipped, name, repeats, final=False)
 
+    write_report(args, plan, rows, skipped, name, repeats, final=True)
+
+
+def write_report(args, plan, rows, skipped, name, repeats, final):
+    """benchmarks/results/<device>-<date>.md from the rows so far; the chart once all are in.
+
+    Written after every case, so a run stopped by a time limit still leaves what it measured."""
+    import torch
     date = datetime.date.today().isoformat()
     slug = "cpu" if args.device == "cpu" else name.lower().replace(" ", "-")
     out = ROOT / "benchmarks" / "results" / f"{slug}-{date}.md"
@@ -313,11 +322,14 @@ def main():
         lines += fp8_summary(model, mrows)
     if skipped:
         lines += ["Not measured: " + "; ".join(skipped) + ".", ""]
+    if not final:
+        lines += ["*Partial: written while the run went on; it stopped before the plan's end.*", ""]
     chart = out.with_suffix(".png")
-    if write_chart(rows, chart, f"ampt vs PyTorch AMP, {name}"):
+    if final and write_chart(rows, chart, f"ampt vs PyTorch AMP, {name}"):
         lines += [f"![throughput]({chart.name})", ""]
     out.write_text("\n".join(lines))
-    print(f"wrote {out.relative_to(ROOT)}" + (f" and {chart.name}" if chart.exists() else ""))
+    if final:
+        print(f"wrote {out.relative_to(ROOT)}" + (f" and {chart.name}" if chart.exists() else ""))
 
 
 if __name__ == "__main__":
