@@ -4,7 +4,8 @@
 # torch (/opt/torch/.venv, torch 2.11.0+cu130) and runs what is asked, writing into $OUT.
 #   scripts/gpu_session.sh tests    # the CUDA-tagged tests, then the whole suite (ctest -j8)
 #   scripts/gpu_session.sh bench [RUN.PY ARGS]  # benchmarks/run.py's GPU plan, within 540 s
-#   scripts/gpu_session.sh ARGS...  # any command, after the set-up (e.g. build/ampt train ...)
+#   scripts/gpu_session.sh ARGS...  # any command, after the set-up (e.g. build/ampt train ...,
+#                                   # timeout 540 .venv/bin/python benchmarks/fp8_loss.py)
 set -uo pipefail
 here=$(pwd)
 origin=$(sed -n 1p .gpu/origin)
@@ -34,9 +35,10 @@ case "${1:-}" in
     # to run.py (e.g. --models gpt2-124m gpt2-350m, to split the plan over two calls).
     timeout "${BENCH_SECONDS:-540}" .venv/bin/python benchmarks/run.py --device cuda "${@:2}" 2>&1 |
       tee "$OUT/bench.txt" | tail -n 60
-    find benchmarks/results -type f -newer "$here/.gpu/origin" -exec cp {} "$OUT/" \;
     ;;
   *)
     "$@"
     ;;
 esac
+# Whatever results files the command wrote (run.py, fp8_loss.py, op_profile.py) come back.
+find benchmarks/results -type f -newer "$here/.gpu/origin" -exec cp {} "$OUT/" \;
