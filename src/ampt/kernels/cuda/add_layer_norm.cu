@@ -2,15 +2,10 @@
 // third reads of a row come from L1/L2, as in llm.c's layernorm kernels). The weight and bias
 // gradients are summed over rows in a fixed order: per block of rows into `partial`, and the
 // caller sums the blocks, so the result is deterministic.
+#include "ampt/kernels/cuda/element.cuh"
 #include "ampt/kernels/cuda/launch.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <algorithm>
-#include <stdexcept>
-#include <string>
 #include <type_traits>
 
 namespace ampt::kernels::cuda {
@@ -18,14 +13,6 @@ namespace {
 
 constexpr int kRowThreads = 256;  // 8 warps, 8 rows a block
 constexpr int kWarps = kRowThreads / 32;
-
-__device__ float to_float(float v) { return v; }
-__device__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ float to_float(__half v) { return __half2float(v); }
-template <class T> __device__ T from_float(float v);
-template <> __device__ float from_float<float>(float v) { return v; }
-template <> __device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
-template <> __device__ __half from_float<__half>(float v) { return __float2half(v); }
 
 __device__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffff, v, offset);
@@ -131,12 +118,6 @@ __global__ void add_layer_norm_param_grad_kernel(const S* sum, const O* d_normed
   }
 }
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-  }
-}
-
 dim3 row_grid(int64_t rows) { return dim3(static_cast<unsigned>((rows + kWarps - 1) / kWarps)); }
 
 // Calls `launch` with null pointers of the three element types of `layout`.
@@ -177,7 +158,7 @@ void add_layer_norm_forward(AddLayerNormLayout layout, const void* residual, con
         static_cast<const S*>(residual), static_cast<const B*>(branch), weight, bias, rows, cols,
         eps, static_cast<S*>(sum), static_cast<O*>(normed), mean, rstd);
   });
-  check(cudaGetLastError(), "add_layer_norm forward kernel launch");
+  check_launch("add_layer_norm forward kernel launch");
 }
 
 int64_t add_layer_norm_grad_chunks(int64_t rows) {
@@ -200,13 +181,13 @@ void add_layer_norm_backward(AddLayerNormLayout layout, const void* sum, const v
     add_layer_norm_input_grad_kernel<S, B, O><<<row_grid(rows), kRowThreads, 0, s>>>(
         static_cast<const S*>(sum), static_cast<const O*>(d_normed), static_cast<const S*>(d_sum),
         weight, mean, rstd, rows, cols, static_cast<S*>(d_residual), static_cast<B*>(d_branch));
-    check(cudaGetLastError(), "add_layer_norm input-gradient kernel launch");
+    check_launch("add_layer_norm input-gradient kernel launch");
     const dim3 grid(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>(chunks));
     add_layer_norm_param_grad_kernel<S, O><<<grid, dim3(32, 8), 0, s>>>(
         static_cast<const S*>(sum), static_cast<const O*>(d_normed), mean, rstd, rows, cols,
         rows_per_chunk, partial);
   });
-  check(cudaGetLastError(), "add_layer_norm parameter-gradient kernel launch");
+  check_launch("add_layer_norm parameter-gradient kernel launch");
 }
 
 }  // namespace ampt::kernels::cuda

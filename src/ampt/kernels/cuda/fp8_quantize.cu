@@ -4,16 +4,12 @@
 // so that a second 16-byte store writes 16 consecutive elements of a transposed row. Amaxes are
 // reduced per block and combined with atomic maxima on their bit patterns (non-negative floats
 // order like their bits; a NaN's bits exceed infinity's, so a NaN propagates as in ATen's amax).
+#include "ampt/kernels/cuda/element.cuh"
 #include "ampt/kernels/cuda/launch.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_fp8.h>
-#include <cuda_runtime.h>
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
 #include <type_traits>
 
 namespace ampt::kernels::cuda {
@@ -281,12 +277,6 @@ __global__ void __launch_bounds__(kThreads)
   store_transposed(tile, out_t, rows, cols);
 }
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-  }
-}
-
 dim3 tiles(int64_t rows, int64_t cols) {
   return dim3(static_cast<unsigned>((cols + kTile - 1) / kTile),
               static_cast<unsigned>((rows + kTile - 1) / kTile));
@@ -324,7 +314,7 @@ void fp8_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_t cols, 
                                                   update != nullptr);
     }
   });
-  check(cudaGetLastError(), "fp8_cast_transpose kernel launch");
+  check_launch("fp8_cast_transpose kernel launch");
 }
 
 void fp8_scale_from_amax(const void* x, Dtype dtype, int64_t n, float max_over_headroom,
@@ -337,7 +327,7 @@ void fp8_scale_from_amax(const void* x, Dtype dtype, int64_t n, float max_over_h
     scale_from_amax_kernel<<<blocks, kThreads, 0, s>>>(in, n, max_over_headroom, scale, amax_out,
                                                        scratch);
   });
-  check(cudaGetLastError(), "fp8_scale_from_amax kernel launch");
+  check_launch("fp8_scale_from_amax kernel launch");
 }
 
 void fp8_rowwise_amax(const void* x, Dtype dtype, int64_t rows, int64_t cols, uint32_t* row_amax,
@@ -347,7 +337,7 @@ void fp8_rowwise_amax(const void* x, Dtype dtype, int64_t rows, int64_t cols, ui
   with_input(x, dtype, [&](const auto* in) {
     rowwise_amax_kernel<<<tiles(rows, cols), kThreads, 0, s>>>(in, rows, cols, row_amax, col_amax);
   });
-  check(cudaGetLastError(), "fp8_rowwise_amax kernel launch");
+  check_launch("fp8_rowwise_amax kernel launch");
 }
 
 void fp8_rowwise_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_t cols,
@@ -368,7 +358,7 @@ void fp8_rowwise_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_
           in, rows, cols, row_amax, col_amax, max_over_headroom, q, q_t, row_inverse, col_inverse);
     }
   });
-  check(cudaGetLastError(), "fp8_rowwise_cast_transpose kernel launch");
+  check_launch("fp8_rowwise_cast_transpose kernel launch");
 }
 
 }  // namespace ampt::kernels::cuda

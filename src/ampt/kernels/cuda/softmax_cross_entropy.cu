@@ -1,28 +1,15 @@
 // One block per row: an online max/sum-of-exponentials pass, then (for training) the gradient
 // written over the logits. The loss is per row, summed by the caller in a fixed order, so the
 // result is deterministic.
+#include "ampt/kernels/cuda/element.cuh"
 #include "ampt/kernels/cuda/launch.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <cfloat>
-#include <stdexcept>
-#include <string>
 
 namespace ampt::kernels::cuda {
 namespace {
 
 constexpr int kThreads = 512;
-
-__device__ float to_float(float v) { return v; }
-__device__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ float to_float(__half v) { return __half2float(v); }
-template <class T> __device__ T from_float(float v);
-template <> __device__ float from_float<float>(float v) { return v; }
-template <> __device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
-template <> __device__ __half from_float<__half>(float v) { return __float2half(v); }
 
 // (max, sum of exp(v - max)) of two partial results.
 __device__ void merge(float& m, float& s, float other_m, float other_s) {
@@ -81,12 +68,6 @@ __global__ void softmax_cross_entropy_kernel(T* logits, int64_t cols, int64_t va
   }
 }
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-  }
-}
-
 }  // namespace
 
 void softmax_cross_entropy(void* logits, Dtype dtype, int64_t rows, int64_t cols, int64_t valid,
@@ -110,7 +91,7 @@ void softmax_cross_entropy(void* logits, Dtype dtype, int64_t rows, int64_t cols
                                                           targets, ignore_index, row_loss, write_grad);
       break;
   }
-  check(cudaGetLastError(), "softmax_cross_entropy kernel launch");
+  check_launch("softmax_cross_entropy kernel launch");
 }
 
 }  // namespace ampt::kernels::cuda
