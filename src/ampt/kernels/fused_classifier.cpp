@@ -15,8 +15,6 @@
 namespace ampt::kernels {
 namespace {
 
-constexpr int64_t kLogitsPerChunk = int64_t{1} << 26;
-
 c10::ScalarType compute_dtype(const torch::Tensor& weight) {
   const auto device = weight.device().type();
   if (at::autocast::is_autocast_enabled(device)) return at::autocast::get_autocast_dtype(device);
@@ -178,13 +176,17 @@ class ClassifierLossFunction : public torch::autograd::Function<ClassifierLossFu
 
 }  // namespace
 
+int64_t default_chunk_rows(int64_t classes) {
+  constexpr int64_t kLogitsPerChunk = int64_t{1} << 26;
+  return std::max<int64_t>(64, kLogitsPerChunk / classes);
+}
+
 torch::Tensor classifier_loss(const torch::Tensor& hidden, const torch::Tensor& weight,
                               const torch::Tensor& targets, const ClassifierLossOptions& options) {
   const int64_t classes = weight.size(0);
   const int64_t valid = options.valid_classes > 0 ? options.valid_classes : classes;
   TORCH_CHECK(valid <= classes, "valid_classes ", valid, " exceeds the weight's ", classes, " rows");
-  int64_t chunk = options.chunk_rows > 0 ? options.chunk_rows
-                                         : std::max<int64_t>(64, kLogitsPerChunk / classes);
+  int64_t chunk = options.chunk_rows > 0 ? options.chunk_rows : default_chunk_rows(classes);
   if (options.fp8) chunk = std::max<int64_t>(16, chunk / 16 * 16);  // fp8 GEMM tiles
   // Without a backward to come (evaluation), no gradient is computed or kept.
   const bool grad =

@@ -13,12 +13,16 @@ namespace ampt::kernels {
 
 constexpr int64_t kIgnoreIndex = -100;  // PyTorch's cross_entropy default
 
+// The rows per chunk when ClassifierLossOptions::chunk_rows is 0: about 2^26 logits a chunk, and
+// at least 64 rows (what the memory estimate counts for the chunk, too).
+int64_t default_chunk_rows(int64_t classes);
+
 struct ClassifierLossOptions {
   // Columns (vocabulary rows of `weight`) that take part in the softmax; the rest are padding
   // (a vocabulary rounded up for tensor cores): they never enter the softmax and get no gradient.
   // 0: all of them.
   int64_t valid_classes = 0;
-  // Rows per chunk; 0 picks about 2^26 logits per chunk.
+  // Rows per chunk; 0: default_chunk_rows(classes).
   int64_t chunk_rows = 0;
   // The three matmuls in fp8 (fp8_quantize.h, fp8_gemm.h): the weight and each chunk of hidden
   // rows in e4m3, each chunk's logit gradient in e5m2, each tensor scaled from its own amax

@@ -1,6 +1,7 @@
 #include "ampt/models/memory_estimate.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/kernels/fused_classifier.h"
 
 #include <fmt/format.h>
 
@@ -54,7 +55,7 @@ int64_t gpt_head_bytes(const ModelDims& d, const Scheme& s, int64_t tokens) {
   const auto [r, h] = widths(s);
   const int64_t C = d.gpt.n_embd, V = d.gpt.vocab_size;
   if (!d.fused_kernels) return tokens * C * (r + h) + tokens * V * kLossBytesPerLogit;
-  const int64_t chunk_rows = std::min(tokens, std::max<int64_t>(64, (int64_t{1} << 26) / V));
+  const int64_t chunk_rows = std::min(tokens, kernels::default_chunk_rows(V));
   return tokens * C * (r + 4 + h) + 8 * V * C + chunk_rows * V * 4;
 }
 
