@@ -64,7 +64,7 @@ struct Config {
   bool cuda_graphs = false;    // capture the training step once, replay it
   bool fused_kernels = true;   // the GPT's fused head + loss (kernels/); false: plain ATen ops
   bool allow_tf32 = false;     // fp32 matmuls and convolutions on TF32 tensor cores (CUDA)
-  bool channels_last = true;   // the CNN in NHWC on CUDA
+  bool channels_last = true;   // the CNN in NHWC
 
   // scaler (torch.amp.GradScaler's defaults)
   double grad_scaler_init = 65536.0;

@@ -124,7 +124,7 @@ std::vector<Option> build_table() {
       bool_option("allow_tf32", "perf.allow_tf32", &C::allow_tf32,
                   "Let fp32 matmuls and convolutions use TF32 tensor cores (CUDA, Ampere+)"),
       bool_option("channels_last", "perf.channels_last", &C::channels_last,
-                  "Keep the CNN's weights and activations channels-last (NHWC) on CUDA"),
+                  "Keep the CNN's weights and activations channels-last (NHWC)"),
 
       // scaler
       float_option("grad_scaler_init", "scaler.init_scale", &C::grad_scaler_init, positive,

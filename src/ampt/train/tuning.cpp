@@ -14,7 +14,7 @@ std::string apply_tf32(bool allow, const c10::Device& device) {
 }
 
 bool channels_last_applies(const config::Config& config, const c10::Device& device) {
-  return config.model == "cnn" && device.is_cuda() && config.channels_last;
+  return config.model == "cnn" && config.channels_last;
 }
 
 void to_channels_last(models::Model& model) {

@@ -1,5 +1,5 @@
 // Device-wide math and layout choices that trade nothing but speed: TF32 for fp32 matmuls and
-// convolutions, channels-last (NHWC) for the CNN on a GPU.
+// convolutions, channels-last (NHWC) for the CNN.
 #pragma once
 
 #include "ampt/config/config.h"
@@ -17,11 +17,12 @@ namespace ampt::train {
 // Returns the line the startup block prints.
 std::string apply_tf32(bool allow, const c10::Device& device);
 
-// Whether the CNN runs channels-last: on a GPU, when enabled.
+// Whether the CNN runs channels-last: when enabled, on any device.
 bool channels_last_applies(const config::Config& config, const c10::Device& device);
 
-// Stores the model's 4-D weights channels-last and converts its inputs the same way, the layout
-// cuDNN's tensor-core convolutions work in. Call before the optimizer allocates its state.
+// Stores the model's 4-D weights channels-last and converts its inputs the same way: the layout
+// cuDNN's tensor-core convolutions work in, and oneDNN's fastest on a CPU (NCHW makes it reorder
+// around every convolution). Call before the optimizer allocates its state.
 void to_channels_last(models::Model& model);
 
 }  // namespace ampt::train
