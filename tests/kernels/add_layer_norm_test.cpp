@@ -27,8 +27,10 @@ Inputs make_inputs(const torch::Device& device, c10::ScalarType stream, c10::Sca
   // An offset and a spread per row, so the mean and variance both matter.
   return {(torch::randn({3, 5, cols}, on) * 2 + 0.5).to(stream).requires_grad_(true),
           torch::randn({3, 5, cols}, on).to(branch).requires_grad_(true),
-          (1 + 0.3 * torch::randn({cols}, on)).requires_grad_(true),
-          (0.1 * torch::randn({cols}, on)).requires_grad_(true)};
+          // The stream's dtype: a wholly half model has half LayerNorm weights, and ATen's CUDA
+          // layer_norm (the reference) refuses fp32 weights with a half input.
+          (1 + 0.3 * torch::randn({cols}, on)).to(stream).requires_grad_(true),
+          (0.1 * torch::randn({cols}, on)).to(stream).requires_grad_(true)};
 }
 
 struct Run {

@@ -113,10 +113,12 @@ AddLayerNormResult add_layer_norm(const torch::Tensor& residual, const torch::Te
                                   double eps) {
   const auto normed = normed_dtype(residual, branch);
   const auto layout = kernel_layout(residual.scalar_type(), branch.scalar_type(), normed);
+  // Empty inputs go to ATen too: no rows would leave the weight gradients' partial sums unwritten.
   const bool fits = residual.is_cuda() && layout && residual.sizes() == branch.sizes() &&
                     residual.device() == branch.device() && weight.defined() && bias.defined() &&
-                    residual.dim() > 0 && weight.numel() == residual.size(-1) &&
-                    bias.numel() == weight.numel() && weight.device() == residual.device();
+                    residual.numel() > 0 && weight.dim() == 1 && bias.dim() == 1 &&
+                    weight.numel() == residual.size(-1) && bias.numel() == weight.numel() &&
+                    weight.device() == residual.device() && bias.device() == residual.device();
   if (!fits) return add_layer_norm_reference(residual, branch, weight, bias, eps);
   const auto outputs = AddLayerNormFunction::apply(
       residual.contiguous(), branch.contiguous(), weight, bias, eps,
