@@ -138,12 +138,15 @@ void compare_fp8(const torch::Device& device) {
     }, 3.0);
     const auto reference = fp8_reference(c, valid, used, 3.0);
     CHECK(torch::allclose(fused.loss, reference.loss, 2e-3, 1e-5));
-    // A bf16 logit that rounds the other way can move an element of the gradient by one fp8 step.
+    // A bf16 logit that rounds the other way (on a GPU: the fp8 GEMM's accumulation order, __expf)
+    // can move one element of the gradient by a whole e5m2 step, a quarter of it: an element-wise
+    // bound fails now and then on noise alone, a bound on the error's norm does not, and a
+    // mis-scaled operand still breaks it many times over.
     for (const auto& [got, want, what] : {std::tuple{fused.dhidden, reference.dhidden, "dh"},
                                           std::tuple{fused.dweight, reference.dweight, "dW"}}) {
-      INFO(what << ": max error " << (got - want).abs().max().item<double>() << " of max "
-                << want.abs().max().item<double>());
-      CHECK((got - want).abs().max().item<double>() <= 2e-2 * want.abs().max().item<double>());
+      INFO(what << ": error norm " << (got - want).norm().item<double>() << " of norm "
+                << want.norm().item<double>());
+      CHECK((got - want).norm().item<double>() <= 2e-2 * want.norm().item<double>());
     }
     CHECK(fused.dweight.narrow(0, valid, classes - valid).abs().max().item<double>() == 0.0);
     CHECK(fused.dhidden[1].abs().max().item<double>() == 0.0);

@@ -146,3 +146,57 @@ TEST_CASE("cuda_graphs: graphed steps equal eager steps on a GPU", "[train][step
     CHECK(graphed.step->captured());
   }
 }
+
+// bf16 and fp32 steps have no scale to divide by, so they skip GradScaler's unscale pass and find
+// non-finite gradients from the norms clipping computes: the step must still be skipped, weights
+// and optimizer state untouched, exactly as a scaled step's.
+TEST_CASE("an unscaled step skips a non-finite gradient as a scaled one does", "[train][step]") {
+  for (const bool scaled : {false, true}) {
+    INFO((scaled ? "scaler on (fp16)" : "scaler off (bf16, fp32)"));
+    auto w = torch::ones({4}).requires_grad_(true);
+    auto b = torch::zeros({1}).requires_grad_(true);
+    Config config;
+    auto optimizer = ampt::train::make_optimizer(config, {{"w", w}, {"b", b}});
+    ampt::precision::LossScalerOptions options;
+    options.enabled = scaled;
+    options.init_scale = 4.0;
+    ampt::precision::LossScaler scaler(options, torch::kCPU);
+    ampt::train::StepParts parts;
+    parts.loss = [&](const ampt::data::Batch& batch) { return (w * batch.inputs).sum() + b.sum(); };
+    parts.parameters = {w, b};
+    parts.scaler = &scaler;
+    parts.optimizer = optimizer.get();
+    parts.max_grad_norm = 1.0;
+    parts.overflow_steps = torch::zeros({});
+    ampt::train::TrainStep step(parts, /*graphed=*/false);
+    const auto state_of = [&] {
+      std::vector<torch::Tensor> out{w.detach().clone(), b.detach().clone()};
+      for (const auto& [name, t] : optimizer->state()) out.push_back(t.clone());
+      return out;
+    };
+    const auto same = [](const std::vector<torch::Tensor>& x, const std::vector<torch::Tensor>& y) {
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (!torch::equal(x[i], y[i])) return false;
+      }
+      return x.size() == y.size();
+    };
+    const auto inf = std::numeric_limits<float>::infinity();
+    const auto nan = std::numeric_limits<float>::quiet_NaN();
+
+    step.run({{torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}), {}}}, 0.1, false);
+    CHECK(parts.overflow_steps.item<float>() == 0.0F);
+    CHECK_FALSE(w.grad().defined());  // set to none after the step
+    const auto before = state_of();
+    CHECK_FALSE(torch::equal(before[0], torch::ones({4})));  // the clean step moved the weights
+
+    for (const auto bad : {inf, -inf, nan}) {
+      INFO("gradient element " << bad);
+      step.run({{torch::tensor({1.0F, bad, 3.0F, 4.0F}), {}}}, 0.1, false);
+      CHECK(same(state_of(), before));
+    }
+    CHECK(parts.overflow_steps.item<float>() == 3.0F);
+    step.run({{torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}), {}}}, 0.1, false);
+    CHECK(parts.overflow_steps.item<float>() == 3.0F);
+    CHECK_FALSE(same(state_of(), before));
+  }
+}

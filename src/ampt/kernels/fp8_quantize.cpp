@@ -4,6 +4,7 @@
 #include "ampt/kernels/cuda_dtype.h"
 
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
 
 #include <cmath>
 
@@ -14,14 +15,17 @@ cuda::Fp8Dtype kernel_fp8(c10::ScalarType dtype) {
   return dtype == c10::kFloat8_e5m2 ? cuda::Fp8Dtype::e5m2 : cuda::Fp8Dtype::e4m3;
 }
 
+// The current stream of the current device: callers set the device to the tensor's first.
 void* stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 
-// What the CUDA kernels take: a contiguous 2-D float32/bfloat16/float16 CUDA tensor, 16-byte
-// aligned, whose sides are multiples of 16 (the fp8 GEMMs need that anyway).
+// What the CUDA kernels take: a non-empty contiguous 2-D float32/bfloat16/float16 CUDA tensor,
+// 16-byte aligned, whose sides are multiples of 16 (the fp8 GEMMs need that anyway) and whose
+// rows fit the launch grid (64 a block along gridDim.y, at most 65535 blocks).
 bool kernel_takes(const torch::Tensor& x) {
   const auto t = x.scalar_type();
-  return x.is_cuda() && x.dim() == 2 && x.is_contiguous() && x.size(0) % 16 == 0 &&
-         x.size(1) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 == 0 &&
+  return x.is_cuda() && x.dim() == 2 && x.is_contiguous() && x.numel() > 0 &&
+         x.size(0) % 16 == 0 && x.size(1) % 16 == 0 && x.size(0) <= 64 * int64_t{65535} &&
+         reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 == 0 &&
          (t == c10::kFloat || t == c10::kBFloat16 || t == c10::kHalf);
 }
 
@@ -75,6 +79,7 @@ Fp8Cast cast_with_aten(const torch::Tensor& x, const torch::Tensor& scale, const
 Fp8Cast cast_with_kernel(const torch::Tensor& x, const torch::Tensor& scale,
                          const Fp8Format& format, bool want_data, bool want_transposed,
                          Fp8History* history) {
+  const c10::cuda::CUDAGuard guard(x.device());
   const int64_t rows = x.size(0), cols = x.size(1);
   const auto fp8 = x.options().dtype(format.dtype);
   Fp8Cast out;
@@ -133,6 +138,7 @@ void scale_from_amax(const torch::Tensor& x, const torch::Tensor& scale, const F
                      const torch::Tensor& amax_out, const torch::Tensor& scratch,
                      bool use_kernel) {
   if (use_kernel && kernel_takes(x)) {
+    const c10::cuda::CUDAGuard guard(x.device());
     cuda::fp8_scale_from_amax(x.data_ptr(), cuda_dtype(x.scalar_type()), x.numel(),
                               max_over_headroom(format), scale.data_ptr<float>(),
                               amax_out.defined() ? amax_out.data_ptr<float>() : nullptr,
@@ -155,6 +161,7 @@ Fp8Cast cast_fp8_rowwise(const torch::Tensor& x, const Fp8Format& format, bool u
             quantize(x, col_scale.unsqueeze(0), format).t().contiguous(), row_scale.reciprocal(),
             col_scale.reciprocal()};
   }
+  const c10::cuda::CUDAGuard guard(x.device());
   const auto amaxes = torch::zeros({rows + cols}, x.options().dtype(torch::kInt32));
   auto* row_amax = reinterpret_cast<uint32_t*>(amaxes.data_ptr<int32_t>());
   cuda::fp8_rowwise_amax(x.data_ptr(), cuda_dtype(x.scalar_type()), rows, cols, row_amax,

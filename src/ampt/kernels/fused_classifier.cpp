@@ -7,6 +7,7 @@
 
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <torch/autograd.h>
 #include <torch/nn/functional/loss.h>
 
@@ -27,6 +28,10 @@ c10::ScalarType compute_dtype(const torch::Tensor& weight) {
 void softmax_cross_entropy(torch::Tensor& logits, const torch::Tensor& targets, int64_t valid,
                            torch::Tensor& row_loss, bool grad) {
   if (logits.is_cuda()) {
+    TORCH_CHECK(targets.device() == logits.device() && targets.is_contiguous(),
+                "fused classifier: targets must be contiguous on the logits' device ",
+                logits.device(), ", got ", targets.device());
+    const c10::cuda::CUDAGuard guard(logits.device());
     cuda::softmax_cross_entropy(logits.data_ptr(), cuda_dtype(logits.scalar_type()),
                                 logits.size(0), logits.size(1), valid,
                                 targets.data_ptr<int64_t>(), kIgnoreIndex,

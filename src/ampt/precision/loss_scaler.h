@@ -40,8 +40,9 @@ struct LossScalerState {
 // decision nor the update needs a host synchronisation. Under torch rules without a floor or
 // ceiling the update is the ATen kernel torch.amp.GradScaler calls (`_amp_update_scale_`), so
 // trajectories match it bit for bit; unscaling always uses its
-// `_amp_foreach_non_finite_check_and_unscale_`. A disabled scaler still checks gradients for
-// inf/NaN, so every precision can skip a non-finite step.
+// `_amp_foreach_non_finite_check_and_unscale_`. A disabled scaler's unscale_ still checks
+// gradients for inf/NaN; the training step skips that pass and finds them from the gradient norms
+// (train/grad_clip.h), so every precision can skip a non-finite step.
 class LossScaler {
  public:
   // UsageError for contradictory settings (hysteresis under torch rules, a floor above the

@@ -13,6 +13,10 @@ torch::Tensor total_grad_norm_of(const torch::Tensor& norms) {
   return torch::linalg_vector_norm(norms, 2);
 }
 
+torch::Tensor any_nonfinite(const torch::Tensor& norms) {
+  return norms.isfinite().all().logical_not().to(torch::kFloat32);
+}
+
 torch::Tensor total_grad_norm(const std::vector<torch::Tensor>& grads) {
   return total_grad_norm_of(grad_norms(grads));
 }

@@ -8,7 +8,6 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
-#include <ATen/ops/_foreach_zero.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -53,7 +52,7 @@ bool TrainStep::captured() const { return graph_ && graph_->captured; }
 
 template <class Lr>
 StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const Lr& lr,
-                           bool want_grad_norm, bool want_underflow) {
+                           bool want_grad_norm, bool want_underflow, bool capturing) {
   StepResult result;
   const double micro = static_cast<double>(micro_batches.size());
   for (size_t m = 0; m < micro_batches.size(); ++m) {
@@ -93,15 +92,20 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
       parts_.zero->sum(result.underflow, "the all-reduce of the underflow counts");
     }
   }
-  const auto found_inf = parts_.scaler->unscale_(grads);
+  // A scaled step's gradients are divided by the scale, which GradScaler's fused kernel does while
+  // it looks for inf and NaN. An unscaled one (bf16, fp32) has nothing to divide: the per-gradient
+  // norms that clipping and the monitor need anyway find a non-finite gradient, without a pass
+  // that rewrites every gradient times 1 (eager's bf16 loop has none).
+  auto found_inf = parts_.scaler->enabled() ? parts_.scaler->unscale_(grads) : torch::Tensor();
+  // Per-gradient norms, shared by clipping and the monitor (a non-finite norm marks the gradient).
+  const auto norms = parts_.zero != nullptr ? parts_.zero->grad_norms(grads) : grad_norms(grads);
+  if (!found_inf.defined()) found_inf = any_nonfinite(norms);
   // A non-finite loss skips the step as non-finite gradients do.
   auto skip = parts_.monitor ? parts_.monitor->skip_flag(result.loss_sum, found_inf) : found_inf;
   // Every rank must skip the same steps, or their weights and scales drift apart.
   if (parts_.agree_found_inf) parts_.agree_found_inf(skip);
   unscale.end();
   StepPhase clip("ampt::clip");
-  // Per-gradient norms, shared by clipping and the monitor (a non-finite norm marks the gradient).
-  const auto norms = parts_.zero != nullptr ? parts_.zero->grad_norms(grads) : grad_norms(grads);
   if (parts_.max_grad_norm > 0.0) {
     result.grad_norm = clip_grad_norm_(grads, parts_.max_grad_norm, norms);
   } else if (want_grad_norm) {
@@ -126,20 +130,15 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   StepPhase zero("ampt::zero_grad");
   // Undefined gradients let the next backward's AccumulateGrad take its tensors as they are,
   // where zeroed ones cost a zeroing pass and an add into zeros per parameter (torch's
-  // zero_grad(set_to_none=True)). A CUDA graph's gradients live in its memory pool and are
-  // rewritten by each replay: those are zeroed in place. (O2 released its half gradients in the
-  // step already.)
-  std::vector<torch::Tensor> left;
-  for (auto& p : parts_.parameters) {
-    if (!p.grad().defined()) continue;
-    if (graph_) {
-      left.push_back(p.grad());
-    } else {
-      p.mutable_grad() = torch::Tensor();
-    }
-  }
-  if (!left.empty()) at::_foreach_zero_(left);
+  // zero_grad(set_to_none=True)). A captured step keeps them: they are the graph-pool tensors
+  // its backward took while capturing, which every replay writes afresh. (O2 released its half
+  // gradients in the step already.)
+  if (!capturing) release_grads();
   return result;
+}
+
+void TrainStep::release_grads() {
+  for (auto& p : parts_.parameters) p.mutable_grad() = torch::Tensor();
 }
 
 StepResult TrainStep::run(const std::vector<data::Batch>& micro_batches, double lr,
@@ -170,8 +169,12 @@ StepResult TrainStep::run(const std::vector<data::Batch>& micro_batches, double 
       const bool cache = at::autocast::is_autocast_cache_enabled();
       at::autocast::set_autocast_cache_enabled(false);
       // Thread-local: the loader's worker threads keep pinning host memory during the capture.
+      // PyTorch's whole-network capture recipe: with no gradients going in, the captured
+      // backward writes fresh graph-pool gradients, never adds into (and zeroes) kept ones.
+      release_grads();
       g.graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
-      g.result = body(g.inputs, g.lr, /*want_grad_norm=*/true, /*want_underflow=*/false);
+      g.result = body(g.inputs, g.lr, /*want_grad_norm=*/true, /*want_underflow=*/false,
+                      /*capturing=*/true);
       g.graph.capture_end();
       at::autocast::set_autocast_cache_enabled(cache);
     }

@@ -77,8 +77,10 @@ class TrainStep {
 
  private:
   template <class Lr>
+  // `capturing`: the step being recorded into the CUDA graph, which keeps its gradients.
   StepResult body(const std::vector<data::Batch>& micro_batches, const Lr& lr, bool want_grad_norm,
-                  bool want_underflow);
+                  bool want_underflow, bool capturing = false);
+  void release_grads();
 
   struct Graph;  // CUDA-only state, defined in step.cpp
   StepParts parts_;

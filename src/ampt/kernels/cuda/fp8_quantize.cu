@@ -154,7 +154,8 @@ __global__ void __launch_bounds__(kThreads)
     cast_transpose_kernel(const In* x, int64_t rows, int64_t cols, const float* scale_ptr,
                           uint8_t* out, uint8_t* out_t, float* inverse, Fp8ScaleUpdate update,
                           bool has_update) {
-  __shared__ Tile tile;
+  // Aligned for the 32-bit stores that pack four fp8 values.
+  __shared__ alignas(16) Tile tile;
   const float scale = *scale_ptr;
   const Segment s = segment_of(rows, cols);
   float m = 0.0f;
@@ -255,7 +256,7 @@ __global__ void __launch_bounds__(kThreads)
                                   const uint32_t* row_amax, const uint32_t* col_amax,
                                   float max_over_headroom, uint8_t* out, uint8_t* out_t,
                                   float* row_inverse, float* col_inverse) {
-  __shared__ Tile tile;
+  __shared__ alignas(16) Tile tile;  // as above
   const Segment s = segment_of(rows, cols);
   if (s.inside) {
     float v[kSegment];
