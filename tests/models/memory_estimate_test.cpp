@@ -7,6 +7,7 @@
 #include "ampt/models/registry.h"
 #include "support/process.h"
 
+#include <ATen/cuda/CUDAContextLight.h>
 #include <catch2/catch.hpp>
 #include <torch/cuda.h>
 #include <yaml-cpp/yaml.h>
@@ -239,7 +240,12 @@ TEST_CASE("memory estimate: within 15% of the CUDA allocator's peak (needs a GPU
   for (const std::string precision : {"bf16", "no"}) {
     INFO(precision);
     const int64_t measured = measured_peak("cuda", precision, 4, 512, 8, 512, 16);
-    const int64_t estimated = estimated_peak("cuda", precision, 4, 512, 8, 512, 16);
+    // Besides the tensors, the allocator holds cuBLAS's and cuBLASLt's workspaces for each of the
+    // two threads that run matmuls (the training thread, autograd's CUDA thread): 2 × 33 MiB on
+    // sm90, 8% of this small model's peak, which a model estimate rightly leaves out.
+    const auto workspaces = static_cast<int64_t>(
+        2 * (at::cuda::getChosenWorkspaceSize() + at::cuda::getCUDABlasLtWorkspaceSize()));
+    const int64_t estimated = estimated_peak("cuda", precision, 4, 512, 8, 512, 16) + workspaces;
     INFO("measured " << measured << " bytes, estimated " << estimated);
     CHECK(static_cast<double>(measured) == Approx(static_cast<double>(estimated)).epsilon(0.15));
   }
