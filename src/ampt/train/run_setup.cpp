@@ -29,7 +29,7 @@ models::Model make_model(const config::Config& config, const data::DataSpec& spe
   auto model = models::make_model(config, spec);
   model.module->to(device);
   model.module->train();
-  if (channels_last_applies(config, device)) to_channels_last(model);
+  if (channels_last_applies(config)) to_channels_last(model);
   return model;
 }
 
@@ -163,7 +163,7 @@ void Run::set_up_speed_features() {
   if (auto note = apply_tf32(config_.allow_tf32, device_.device); !note.empty()) {
     speed_notes_.push_back(std::move(note));
   }
-  if (channels_last_applies(config_, device_.device)) {
+  if (channels_last_applies(config_)) {
     speed_notes_.emplace_back("Channels-last: the CNN's weights and activations in NHWC");
   }
   const auto obstacle =

@@ -168,10 +168,10 @@ StepResult TrainStep::run(const std::vector<data::Batch>& micro_batches, double 
       // Cached casts made inside the capture would be graph-pool tensors read after it.
       const bool cache = at::autocast::is_autocast_cache_enabled();
       at::autocast::set_autocast_cache_enabled(false);
-      // Thread-local: the loader's worker threads keep pinning host memory during the capture.
       // PyTorch's whole-network capture recipe: with no gradients going in, the captured
       // backward writes fresh graph-pool gradients, never adds into (and zeroes) kept ones.
       release_grads();
+      // Thread-local: the loader's worker threads keep pinning host memory during the capture.
       g.graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
       g.result = body(g.inputs, g.lr, /*want_grad_norm=*/true, /*want_underflow=*/false,
                       /*capturing=*/true);

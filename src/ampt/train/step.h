@@ -76,8 +76,8 @@ class TrainStep {
   static constexpr int kWarmupSteps = 3;
 
  private:
-  template <class Lr>
   // `capturing`: the step being recorded into the CUDA graph, which keeps its gradients.
+  template <class Lr>
   StepResult body(const std::vector<data::Batch>& micro_batches, const Lr& lr, bool want_grad_norm,
                   bool want_underflow, bool capturing = false);
   void release_grads();

@@ -13,7 +13,7 @@ std::string apply_tf32(bool allow, const c10::Device& device) {
                : "TF32: off, fp32 matmuls and convolutions in IEEE fp32";
 }
 
-bool channels_last_applies(const config::Config& config, const c10::Device& device) {
+bool channels_last_applies(const config::Config& config) {
   return config.model == "cnn" && config.channels_last;
 }
 

@@ -18,7 +18,7 @@ namespace ampt::train {
 std::string apply_tf32(bool allow, const c10::Device& device);
 
 // Whether the CNN runs channels-last: when enabled, on any device.
-bool channels_last_applies(const config::Config& config, const c10::Device& device);
+bool channels_last_applies(const config::Config& config);
 
 // Stores the model's 4-D weights channels-last and converts its inputs the same way: the layout
 // cuDNN's tensor-core convolutions work in, and oneDNN's fastest on a CPU (NCHW makes it reorder
