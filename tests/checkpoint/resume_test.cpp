@@ -3,6 +3,7 @@
 #include "ampt/train/trainer.h"
 
 #include "support/process.h"
+#include "support/stop_after.h"
 #include "support/same_state.h"
 
 #include <catch2/catch.hpp>
@@ -35,13 +36,6 @@ Config small_run(MixedPrecision precision, const std::string& dir) {
   return config;
 }
 
-// A stop request (as from SIGTERM) once `steps` steps have run.
-ampt::train::RunContext stop_after(int steps) {
-  ampt::train::RunContext context;
-  context.stop_requested = [calls = 0, steps]() mutable { return ++calls == steps ? SIGTERM : 0; };
-  return context;
-}
-
 }  // namespace
 
 TEST_CASE("resume: stopped at 50 and resumed equals never stopped, in each precision", "[checkpoint][resume]") {
@@ -54,7 +48,7 @@ TEST_CASE("resume: stopped at 50 and resumed equals never stopped, in each preci
 
     LastStep first;
     const auto stopped =
-        ampt::train::run_training(small_run(precision, stopped_dir), stop_after(50), first);
+        ampt::train::run_training(small_run(precision, stopped_dir), ampt::test::stop_after(50), first);
     CHECK(stopped.stop_signal == SIGTERM);
     CHECK(stopped.steps == 50);
     CHECK(stopped.checkpoint == stopped_dir + "/ckpt-00000050.pt");

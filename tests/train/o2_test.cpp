@@ -9,6 +9,7 @@
 #include "ampt/train/trainer.h"
 
 #include "support/process.h"
+#include "support/stop_after.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -50,12 +51,6 @@ Config run_of(const std::string& model, MixedPrecision precision, OptLevel level
   return config;
 }
 
-ampt::train::RunContext stop_after(int steps) {
-  ampt::train::RunContext context;
-  context.stop_requested = [calls = 0, steps]() mutable { return ++calls == steps ? SIGTERM : 0; };
-  return context;
-}
-
 }  // namespace
 
 // The tolerance: O2 differs from O1 by rounding only (half weights and gradients, a half
@@ -94,7 +89,7 @@ TEST_CASE("O2 checkpoints hold the fp32 masters and a stopped O2 run resumes exa
   auto stopped_config = config;
   stopped_config.output_dir = ampt::test::make_temp_dir();
   Recorder first;
-  const auto stopped = ampt::train::run_training(stopped_config, stop_after(20), first);
+  const auto stopped = ampt::train::run_training(stopped_config, ampt::test::stop_after(20), first);
   REQUIRE(stopped.steps == 20);
   const auto middle = ampt::checkpoint::load(stopped.checkpoint);
   for (const auto& [name, tensor] : middle.model) {
@@ -247,7 +242,7 @@ TEST_CASE("precision schedule: a run resumed in the middle picks the right stage
 
   config.output_dir = ampt::test::make_temp_dir();
   Recorder first;
-  ampt::train::run_training(config, stop_after(30), first);
+  ampt::train::run_training(config, ampt::test::stop_after(30), first);
   config.resume = "auto";
   Recorder second;
   const auto resumed = ampt::train::run_training(config, {}, second);

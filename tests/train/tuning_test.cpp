@@ -5,6 +5,7 @@
 #include "ampt/train/tuning.h"
 
 #include "support/process.h"
+#include "support/stop_after.h"
 #include "support/same_state.h"
 
 #include <catch2/catch.hpp>
@@ -37,12 +38,6 @@ Config cnn_run(bool channels_last, const std::string& dir) {
   config.channels_last = channels_last;
   config.output_dir = dir;
   return config;
-}
-
-ampt::train::RunContext stop_after(int steps) {
-  ampt::train::RunContext context;
-  context.stop_requested = [calls = 0, steps]() mutable { return ++calls == steps ? SIGTERM : 0; };
-  return context;
 }
 
 }  // namespace
@@ -108,7 +103,7 @@ TEST_CASE("channels-last: a checkpoint resumes exactly, and loads into an NCHW r
 
   const auto stopped_dir = ampt::test::make_temp_dir();
   Losses first;
-  ampt::train::run_training(cnn_run(true, stopped_dir), stop_after(6), first);
+  ampt::train::run_training(cnn_run(true, stopped_dir), ampt::test::stop_after(6), first);
   const auto copy_dir = ampt::test::make_temp_dir();
   std::filesystem::copy(stopped_dir, copy_dir, std::filesystem::copy_options::recursive);
 
