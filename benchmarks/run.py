@@ -13,7 +13,8 @@ On CPU it runs the tiny presets, three times each in turns (about 15 minutes on 
 GPU every GPT-2 preset (124m, 350m, 774m, 1558m) and the CNN, once each, fp8 with
 `--fp8_layers auto` (its table of layers is copied into the results), and each GPT's ampt fp8
 against ampt bf16 with the issue's targets (>= 1.0x everywhere, >= 1.25x on gpt2-1558m), and
-each GPT's bf16 once more with --fused_kernels=false.
+each GPT's bf16 once more with --fused_kernels=false (gpt2-124m at batch 16 also with
+--gemm_epilogues=false).
 Throughput is the steady state: the second half of the steps (ampt: the last metrics.jsonl
 interval; the reference: timed after half the steps as warm-up). Not part of the tests.
 """
@@ -55,6 +56,8 @@ PLANS = {
 }
 GPT_BLOCK = {"gpt-tiny": 64, "gpt2-124m": 1024, "gpt2-350m": 1024, "gpt2-774m": 1024,
              "gpt2-1558m": 1024}
+# The case whose bf16 also runs with --gemm_epilogues=false on a GPU.
+EPILOGUE_CASE = ("gpt2-124m", 16)
 # ampt fp8 ÷ ampt bf16 tokens/s that issue #15 asks for; every other GPT preset: 1.0.
 FP8_TARGETS = {"gpt2-1558m": 1.25}
 
@@ -242,6 +245,10 @@ def main():
                 # What the fused kernels (head + loss, add + LayerNorm, MLP) are worth on the GPU.
                 runners.append(("ampt, unfused", lambda: ampt_run(
                     args.device, model, batch, steps, precision, ["--fused_kernels=false"])))
+                if (model, batch) == EPILOGUE_CASE:
+                    # What the cuBLASLt epilogues alone are worth, on the headline case.
+                    runners.append(("ampt, no epilogues", lambda: ampt_run(
+                        args.device, model, batch, steps, precision, ["--gemm_epilogues=false"])))
             if precision != "fp8":  # PyTorch has no fp8 training loop of its own to compare with
                 runners += [(label, lambda c=c: reference_run(args.device, model, batch, steps,
                                                               precision, c))

@@ -18,7 +18,9 @@ mkdir -p "$here/$rel"
 tar -C "$here/$rel" -xzf .gpu/build.tar.gz
 [[ -e .venv ]] || ln -s /opt/torch/.venv .venv
 torch_lib=$(/opt/torch/.venv/bin/python -c 'import torch, os; print(os.path.dirname(torch.__file__) + "/lib")')
-export LD_LIBRARY_PATH=$torch_lib:$here/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# ampt links the wheel's libcublasLt (kernels/gemm_epilogues): the image's copy, beside torch.
+cublaslt_lib=$(dirname "$(find "$torch_lib/../.." -path '*/nvidia/*' -name 'libcublasLt.so.*' | head -n 1)")
+export LD_LIBRARY_PATH=$torch_lib:$cublaslt_lib:$here/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 OUT=${OUT:-$here/gpu_out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.txt" 2>&1

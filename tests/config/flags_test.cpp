@@ -98,3 +98,13 @@ TEST_CASE("help is detected before resolving and otherwise ignored", "[config][f
   CHECK_FALSE(wants_help({"--", "--help"}));
   CHECK(resolve({"--help"}, {}).config().batch_size == ampt::config::Config{}.batch_size);
 }
+
+TEST_CASE("gemm_epilogues: on by default, off by flag or env, a bad value named",
+          "[config][flags]") {
+  CHECK(resolve({}, {}).config().gemm_epilogues);
+  CHECK_FALSE(resolve({"--gemm_epilogues=false"}, {}).config().gemm_epilogues);
+  CHECK_FALSE(resolve({}, {{"AMPT_GEMM_EPILOGUES", "0"}}).config().gemm_epilogues);
+  CHECK(resolve_error({"--gemm_epilogues=fast"}) ==
+        "invalid value 'fast' for gemm_epilogues (flag --gemm_epilogues): expected a boolean "
+        "(true/false, yes/no, on/off, 1/0)");
+}

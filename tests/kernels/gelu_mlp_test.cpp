@@ -1,6 +1,7 @@
 // The MLP as one operation that recomputes its GELU in backward: the same output and gradients
-// as two at::linear calls around at::gelu, in fp32 and under autocast, and on a GPU the memory it
-// keeps for backward is less by the GELU's output.
+// as two at::linear calls around at::gelu, in fp32 and under autocast (on a GPU in half dtypes,
+// where the GEMM epilogues round differently, as close to float64 arithmetic as those calls), and
+// on a GPU the memory it keeps for backward is less by the GELU's output.
 #include "ampt/kernels/gelu_mlp.h"
 
 #include "ampt/precision/autocast_guard.h"
@@ -9,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,11 @@ torch::Tensor fused(const std::vector<torch::Tensor>& p, const std::string& appr
   return gelu_mlp(p[0], {p[1], p[2], p[3], p[4]}, approximate);
 }
 
+torch::Tensor fused_without_epilogues(const std::vector<torch::Tensor>& p,
+                                      const std::string& approximate) {
+  return gelu_mlp(p[0], {p[1], p[2], p[3], p[4]}, approximate, /*epilogues=*/false);
+}
+
 // Output and the gradients of all five inputs for sum(output · g).
 template <class Fn>
 std::vector<torch::Tensor> run(const std::vector<torch::Tensor>& params, Fn&& fn,
@@ -56,11 +63,14 @@ std::vector<torch::Tensor> run(const std::vector<torch::Tensor>& params, Fn&& fn
   return results;
 }
 
-void compare(const torch::Device& device, c10::ScalarType autocast, double tol) {
+using Mlp = torch::Tensor (*)(const std::vector<torch::Tensor>&, const std::string&);
+
+void compare(const torch::Device& device, c10::ScalarType autocast, double tol,
+             Mlp candidate = fused) {
   const auto params = make_params(device);
   for (const std::string approximate : {"tanh", "none"}) {
     const auto want = run(params, unfused, approximate, autocast);
-    const auto got = run(params, fused, approximate, autocast);
+    const auto got = run(params, candidate, approximate, autocast);
     const std::vector<std::string> names{"output", "d_x", "d_fc_weight", "d_fc_bias",
                                          "d_proj_weight", "d_proj_bias"};
     for (size_t i = 0; i < want.size(); ++i) {
@@ -69,6 +79,49 @@ void compare(const torch::Device& device, c10::ScalarType autocast, double tol) 
       CHECK(got[i].dtype() == want[i].dtype());
       CHECK(got[i].sizes() == want[i].sizes());
       CHECK(torch::allclose(got[i].to(torch::kFloat64), want[i].to(torch::kFloat64), tol, tol));
+    }
+  }
+}
+
+// The output and gradients run() gives, in float64 arithmetic on the inputs as `dtype` rounds
+// them: x and the weights as autocast casts them, and the output's gradient g.
+std::vector<torch::Tensor> exact(const std::vector<torch::Tensor>& params,
+                                 const std::string& approximate, c10::ScalarType dtype) {
+  std::vector<torch::Tensor> p;
+  for (const auto& t : params) p.push_back(t.to(dtype).to(torch::kFloat64));
+  const auto x = p[0].reshape({-1, kWidth});
+  const auto pre = torch::addmm(p[2], x, p[1].t());
+  const auto hidden = at::gelu(pre, approximate);
+  const auto out = torch::addmm(p[4], hidden, p[3].t());
+  torch::manual_seed(31);  // run()'s g
+  const auto g = torch::randn(out.sizes(), params[0].options()).to(dtype).to(torch::kFloat64);
+  const auto d_pre = at::gelu_backward(g.mm(p[3]), pre, approximate);
+  return {out.view(params[0].sizes()), d_pre.mm(p[1]).view(params[0].sizes()), d_pre.t().mm(x),
+          d_pre.sum(0), g.t().mm(hidden), g.sum(0)};
+}
+
+// In a half dtype on a GPU the GEMM epilogues (kernels/gemm_epilogues.h) round once where the
+// ATen operations round after each, so the two differ by roundings, and more than a fixed
+// tolerance allows. Against float64 arithmetic on the same inputs, the fused path's error may be
+// ATen's own by a margin, and no more: a wrong operand or a missed term is errors of the values'
+// own size.
+void compare_errors(const torch::Device& device, c10::ScalarType autocast) {
+  const auto params = make_params(device);
+  for (const std::string approximate : {"tanh", "none"}) {
+    const auto want = exact(params, approximate, autocast);
+    const auto aten = run(params, unfused, approximate, autocast);
+    const auto got = run(params, fused, approximate, autocast);
+    const std::vector<std::string> names{"output", "d_x", "d_fc_weight", "d_fc_bias",
+                                         "d_proj_weight", "d_proj_bias"};
+    for (size_t i = 0; i < want.size(); ++i) {
+      const auto error = [&](const torch::Tensor& t) {
+        return (t.to(torch::kFloat64) - want[i]).norm().item<double>();
+      };
+      const double half_ulp = std::ldexp(want[i].norm().item<double>(), -9);
+      INFO(names[i] << ", gelu " << approximate << ": error " << error(got[i]) << ", ATen's "
+                    << error(aten[i]));
+      CHECK(got[i].dtype() == aten[i].dtype());
+      CHECK(error(got[i]) <= 1.5 * error(aten[i]) + half_ulp);
     }
   }
 }
@@ -97,15 +150,17 @@ TEST_CASE("gelu_mlp: frozen weights get no gradient and the input's is unchanged
   for (size_t i = 1; i < params.size(); ++i) CHECK_FALSE(params[i].grad().defined());
 }
 
-TEST_CASE("gelu_mlp: on a GPU, the same values and one [rows, hidden] tensor less kept for "
-          "backward", "[kernels][gelu_mlp][cuda]") {
+TEST_CASE("gelu_mlp: on a GPU, the same values (half dtypes: as close as ATen's) and one "
+          "[rows, hidden] tensor less kept for backward", "[kernels][gelu_mlp][cuda]") {
   if (!torch::cuda::is_available()) {
     WARN("no CUDA device: gelu_mlp's memory on a GPU needs one");
     return;
   }
   const torch::Device gpu(torch::kCUDA, 0);
   compare(gpu, c10::kFloat, 1e-5);
-  compare(gpu, c10::kBFloat16, 1e-2);
+  compare_errors(gpu, c10::kBFloat16);
+  compare_errors(gpu, c10::kHalf);
+  compare(gpu, c10::kBFloat16, 1e-6, fused_without_epilogues);  // the ATen ops themselves
   // Bytes held after the forward, the output and inputs aside: what autograd keeps.
   const auto kept = [&](auto&& fn) {
     std::vector<torch::Tensor> leaves;

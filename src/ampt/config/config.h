@@ -63,6 +63,7 @@ struct Config {
   bool grad_ckpt = false;      // recompute each transformer block in backward
   bool cuda_graphs = false;    // capture the training step once, replay it
   bool fused_kernels = true;   // the GPT's fused head + loss (kernels/); false: plain ATen ops
+  bool gemm_epilogues = true;  // the fused MLP's bias, GELU and gradients in cuBLASLt epilogues
   bool allow_tf32 = false;     // fp32 matmuls and convolutions on TF32 tensor cores (CUDA)
   bool channels_last = true;   // the CNN in NHWC
 

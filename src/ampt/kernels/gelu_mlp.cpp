@@ -1,5 +1,7 @@
 #include "ampt/kernels/gelu_mlp.h"
 
+#include "ampt/kernels/gemm_epilogues.h"
+
 #include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 
@@ -12,36 +14,61 @@ class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& fc_weight, const torch::Tensor& fc_bias,
                                const torch::Tensor& proj_weight, const torch::Tensor& proj_bias,
-                               const std::string& approximate) {
-    const auto pre = at::addmm(fc_bias, x, fc_weight.t());
+                               const std::string& approximate, bool epilogues) {
+    // cuBLASLt's GELU is the tanh approximation.
+    epilogues = epilogues && approximate == "tanh";
+    torch::Tensor pre, hidden;
+    const auto fused = epilogues ? linear_gelu(x, fc_weight, fc_bias) : std::nullopt;
+    if (fused) {
+      pre = fused->first;
+      hidden = fused->second;
+    } else {
+      pre = at::addmm(fc_bias, x, fc_weight.t());
+      hidden = at::gelu(pre, approximate);
+    }
     ctx->save_for_backward({x, pre, fc_weight, proj_weight});
     ctx->saved_data["approximate"] = approximate;
-    return at::addmm(proj_bias, at::gelu(pre, approximate), proj_weight.t());
+    ctx->saved_data["epilogues"] = epilogues;
+    return at::addmm(proj_bias, hidden, proj_weight.t());
   }
 
-  // Each gradient as AddmmBackward0 and GeluBackward0 form it (mm_mat1_backward, and
-  // mm_mat2_backward for a transposed weight), so the values are the unfused ones.
+  // Without the epilogues, each gradient as AddmmBackward0 and GeluBackward0 form it
+  // (mm_mat1_backward, and mm_mat2_backward for a transposed weight), so the values are the
+  // unfused ones.
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto &x = saved[0], &pre = saved[1], &fc_weight = saved[2], &proj_weight = saved[3];
     const auto approximate = ctx->saved_data["approximate"].toStringRef();
-    const auto& dy = grads[0];
+    const bool epilogues = ctx->saved_data["epilogues"].toBool();
+    const auto dy = grads[0].contiguous();
     torch::Tensor dx, d_fc_weight, d_fc_bias, d_proj_weight, d_proj_bias;
-    if (ctx->needs_input_grad(3)) d_proj_weight = dy.t().mm(at::gelu(pre, approximate));
-    if (ctx->needs_input_grad(4)) d_proj_bias = dy.sum(0);
-    const auto d_pre = at::gelu_backward(dy.mm(proj_weight), pre, approximate);
-    if (ctx->needs_input_grad(1)) d_fc_weight = d_pre.t().mm(x);
-    if (ctx->needs_input_grad(2)) d_fc_bias = d_pre.sum(0);
-    if (ctx->needs_input_grad(0)) dx = d_pre.mm(fc_weight);
-    return {dx, d_fc_weight, d_fc_bias, d_proj_weight, d_proj_bias, torch::Tensor()};
+    // A Linear's weight and bias gradients from one GEMM where both are wanted.
+    const auto weight_bias = [&](const torch::Tensor& d_out, const auto& input, int64_t w,
+                                 torch::Tensor& d_weight, torch::Tensor& d_bias) {
+      const bool both = epilogues && ctx->needs_input_grad(w) && ctx->needs_input_grad(w + 1);
+      if (const auto fused = both ? linear_weight_bias_grad(d_out, input()) : std::nullopt) {
+        d_weight = fused->first;
+        d_bias = fused->second;
+        return;
+      }
+      if (ctx->needs_input_grad(w)) d_weight = d_out.t().mm(input());
+      if (ctx->needs_input_grad(w + 1)) d_bias = d_out.sum(0);
+    };
+    weight_bias(dy, [&] { return at::gelu(pre, approximate); }, 3, d_proj_weight, d_proj_bias);
+    auto d_pre = epilogues ? linear_input_grad_dgelu(dy, proj_weight, pre) : std::nullopt;
+    if (!d_pre) d_pre = at::gelu_backward(dy.mm(proj_weight), pre, approximate);
+    weight_bias(*d_pre, [&] { return x; }, 1, d_fc_weight, d_fc_bias);
+    if (ctx->needs_input_grad(0)) dx = d_pre->mm(fc_weight);
+    return {dx, d_fc_weight, d_fc_bias, d_proj_weight, d_proj_bias, torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
 }  // namespace
 
 torch::Tensor gelu_mlp(const torch::Tensor& x, const GeluMlpWeights& weights,
-                       const std::string& approximate) {
+                       const std::string& approximate, bool epilogues) {
   const auto device = x.device().type();
   const bool autocast = at::autocast::is_autocast_enabled(device);
   const auto dtype = at::autocast::get_autocast_dtype(device);
@@ -54,7 +81,7 @@ torch::Tensor gelu_mlp(const torch::Tensor& x, const GeluMlpWeights& weights,
   sizes.back() = weights.proj_weight.size(0);
   return GeluMlpFunction::apply(cast(x).reshape({-1, x.size(-1)}), cast(weights.fc_weight),
                                 cast(weights.fc_bias), cast(weights.proj_weight),
-                                cast(weights.proj_bias), approximate)
+                                cast(weights.proj_bias), approximate, epilogues)
       .view(sizes);
 }
 

@@ -2,8 +2,12 @@
 // output (the GELU's input) for backward and recomputes the GELU's output there instead of
 // keeping it too: the [tokens, 4·width] half tensor autograd would hold per block (1.2 GB for
 // gpt2-124m at batch 16 × 1024 in bf16) for one elementwise pass in backward, the trade
-// torch.compile's partitioner makes. The same ATen operations as the two Linears and the GELU
-// run one by one, in the same order, so values and gradients are the unfused ones.
+// torch.compile's partitioner makes. On a GPU, in bfloat16 or float16 with the tanh GELU
+// (GPT-2's), the GEMMs do the bias, the GELU, its gradient and the bias gradients in their
+// epilogues (gemm_epilogues.h): the same arithmetic on values not yet rounded to the half dtype,
+// and four passes over a [tokens, 4·width] tensor fewer. Everywhere else the same ATen operations
+// as the two Linears and the GELU run one by one, in the same order, so values and gradients are
+// the unfused ones.
 #pragma once
 
 #include <torch/types.h>
@@ -21,8 +25,9 @@ struct GeluMlpWeights {
 
 // x [..., width] → [..., width]. Under autocast the inputs are cast as autocast casts a Linear's
 // (its weight cache included) and the operation runs in autocast's dtype. `approximate`:
-// "none" or "tanh", as at::gelu. Gradients flow to x and the four weights.
+// "none" or "tanh", as at::gelu. Gradients flow to x and the four weights. `epilogues` false
+// keeps the GELU and the bias gradients out of the GEMMs everywhere.
 torch::Tensor gelu_mlp(const torch::Tensor& x, const GeluMlpWeights& weights,
-                       const std::string& approximate);
+                       const std::string& approximate, bool epilogues = true);
 
 }  // namespace ampt::kernels

@@ -53,7 +53,8 @@ torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
                                                   islands->find(c_proj.get()) != nullptr);
   if (fused_ && !fp8_fc_ && !fp8_proj_ && !fp32_linear) {
     return dropout_->forward(kernels::gelu_mlp(
-        x, {c_fc->weight, c_fc->bias, c_proj->weight, c_proj->bias}, gelu_approximate_));
+        x, {c_fc->weight, c_fc->bias, c_proj->weight, c_proj->bias}, gelu_approximate_,
+        epilogues_));
   }
   // The tanh approximation is GPT-2's own GELU (and llm.c's), so weights trained elsewhere
   // behave the same here.
@@ -196,9 +197,9 @@ torch::Tensor GptImpl::next_logits(const torch::Tensor& tokens, KvCache& cache) 
   return at::linear(call(ln_f_, x.select(1, time - 1)), real_vocab_weight());
 }
 
-void GptImpl::set_fused(bool fused) {
+void GptImpl::set_fused(bool fused, bool epilogues) {
   fused_ = fused;
-  for (const auto& block : *h_) block->as<GptBlock>()->mlp->set_fused(fused);
+  for (const auto& block : *h_) block->as<GptBlock>()->mlp->set_fused(fused, epilogues);
 }
 
 torch::Tensor GptImpl::real_vocab_weight() const {

@@ -29,11 +29,16 @@ class GptMlpImpl : public torch::nn::Module {
   void enable_fp8(const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected,
                   const std::string& prefix);
   // Whether c_fc, the GELU and c_proj run as one operation that recomputes the GELU's output in
-  // backward rather than keeping it (kernels/gelu_mlp.h): not in fp8, nor with fp32 islands.
-  void set_fused(bool fused) { fused_ = fused; }
+  // backward rather than keeping it (kernels/gelu_mlp.h): not in fp8, nor with fp32 islands; and
+  // whether that operation may use the GEMM epilogues where they apply.
+  void set_fused(bool fused, bool epilogues) {
+    fused_ = fused;
+    epilogues_ = epilogues;
+  }
 
  private:
   bool fused_ = true;
+  bool epilogues_ = true;
   c10::intrusive_ptr<precision::Fp8Linear> fp8_fc_;
   c10::intrusive_ptr<precision::Fp8Linear> fp8_proj_;
   torch::nn::Dropout dropout_{nullptr};
@@ -83,8 +88,9 @@ class GptImpl : public torch::nn::Module {
   // The fused kernels (--fused_kernels): the head with the loss, and also each residual add
   // with the LayerNorm after it (kernels/add_layer_norm.h; not with fp32 islands or activation
   // checkpointing, whose units are whole modules and blocks) and each MLP as one operation
-  // (GptMlpImpl::set_fused).
-  void set_fused(bool fused);
+  // (GptMlpImpl::set_fused), with the GEMM epilogues there unless `epilogues` is false
+  // (--gemm_epilogues).
+  void set_fused(bool fused, bool epilogues = true);
   // Generation: the logits [B, real vocabulary] of the position after `tokens` [B, T_new], which
   // follow the cache's positions (the whole prompt into an empty cache, then one token at a
   // time); the cache grows by T_new. Throws RuntimeError past the context block_size.

@@ -98,7 +98,7 @@ Model make_gpt(const config::Config& config, const data::DataSpec& spec) {
   }
   Gpt gpt(dims);
   gpt->set_grad_ckpt(config.grad_ckpt);
-  gpt->set_fused(config.fused_kernels);
+  gpt->set_fused(config.fused_kernels, config.gemm_epilogues);
   return {gpt.ptr(), forward_of(gpt),
           [gpt](const torch::Tensor& x, const torch::Tensor& y) mutable { return gpt->loss(x, y); },
           gpt_training_flops_per_token(parameter_count(*gpt), dims, tokens) * tokens, tokens,
