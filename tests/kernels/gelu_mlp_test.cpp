@@ -41,6 +41,10 @@ torch::Tensor fused_without_epilogues(const std::vector<torch::Tensor>& p,
   return gelu_mlp(p[0], {p[1], p[2], p[3], p[4]}, approximate, /*epilogues=*/false);
 }
 
+// What run() and exact() return, in order.
+const std::vector<std::string> kResultNames{"output", "d_x", "d_fc_weight", "d_fc_bias",
+                                            "d_proj_weight", "d_proj_bias"};
+
 // Output and the gradients of all five inputs for sum(output · g).
 template <class Fn>
 std::vector<torch::Tensor> run(const std::vector<torch::Tensor>& params, Fn&& fn,
@@ -71,10 +75,8 @@ void compare(const torch::Device& device, c10::ScalarType autocast, double tol,
   for (const std::string approximate : {"tanh", "none"}) {
     const auto want = run(params, unfused, approximate, autocast);
     const auto got = run(params, candidate, approximate, autocast);
-    const std::vector<std::string> names{"output", "d_x", "d_fc_weight", "d_fc_bias",
-                                         "d_proj_weight", "d_proj_bias"};
     for (size_t i = 0; i < want.size(); ++i) {
-      INFO(names[i] << ", gelu " << approximate << ", max error "
+      INFO(kResultNames[i] << ", gelu " << approximate << ", max error "
                     << (got[i].to(torch::kFloat64) - want[i].to(torch::kFloat64)).abs().max().item<double>());
       CHECK(got[i].dtype() == want[i].dtype());
       CHECK(got[i].sizes() == want[i].sizes());
@@ -111,15 +113,13 @@ void compare_errors(const torch::Device& device, c10::ScalarType autocast) {
     const auto want = exact(params, approximate, autocast);
     const auto aten = run(params, unfused, approximate, autocast);
     const auto got = run(params, fused, approximate, autocast);
-    const std::vector<std::string> names{"output", "d_x", "d_fc_weight", "d_fc_bias",
-                                         "d_proj_weight", "d_proj_bias"};
     for (size_t i = 0; i < want.size(); ++i) {
       const auto error = [&](const torch::Tensor& t) {
         return (t.to(torch::kFloat64) - want[i]).norm().item<double>();
       };
       const double half_ulp = std::ldexp(want[i].norm().item<double>(), -9);
-      INFO(names[i] << ", gelu " << approximate << ": error " << error(got[i]) << ", ATen's "
-                    << error(aten[i]));
+      INFO(kResultNames[i] << ", gelu " << approximate << ": error " << error(got[i])
+                           << ", ATen's " << error(aten[i]));
       CHECK(got[i].dtype() == aten[i].dtype());
       CHECK(error(got[i]) <= 1.5 * error(aten[i]) + half_ulp);
     }
