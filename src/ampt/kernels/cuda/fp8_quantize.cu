@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kThreads)
                           uint8_t* out, uint8_t* out_t, float* inverse, Fp8ScaleUpdate update,
                           bool has_update) {
   // Aligned for the 32-bit stores that pack four fp8 values.
-  __shared__ alignas(16) Tile tile;
+  alignas(16) __shared__ Tile tile;
   const float scale = *scale_ptr;
   const Segment s = segment_of(rows, cols);
   float m = 0.0f;
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(kThreads)
                                   const uint32_t* row_amax, const uint32_t* col_amax,
                                   float max_over_headroom, uint8_t* out, uint8_t* out_t,
                                   float* row_inverse, float* col_inverse) {
-  __shared__ alignas(16) Tile tile;  // as above
+  alignas(16) __shared__ Tile tile;  // as above
   const Segment s = segment_of(rows, cols);
   if (s.inside) {
     float v[kSegment];

@@ -1,0 +1,187 @@
+// The fp8 quantisation kernels (src/ampt/kernels/cuda/fp8_quantize.cu) emulated on the CPU
+// against the ATen path of kernels/fp8_quantize bit for bit: both copies, the factors, delayed
+// scaling's ring and next scale, current scaling's amax pass and the row-wise pair of passes, on
+// one tile, tiles cut at the edges and several blocks finishing one grid-wide amax.
+#include "ampt/kernels/fp8_quantize.h"
+
+#include "cuda_emulated/launch.h"
+#include "kernels/cuda/kernel_checks.h"
+
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <limits>
+
+using ampt::kernels::cast_fp8;
+using ampt::kernels::cast_fp8_rowwise;
+using ampt::kernels::Fp8Cast;
+using ampt::kernels::Fp8Format;
+using ampt::kernels::Fp8History;
+using ampt::kernels::scale_from_amax;
+using ampt::test::Guarded;
+using ampt::test::emulated_dtype;
+namespace emulated = ampt::kernels::cuda_emulated;
+
+namespace {
+
+constexpr auto kE4m3 = c10::kFloat8_e4m3fn;
+constexpr auto kE5m2 = c10::kFloat8_e5m2;
+
+emulated::Fp8Dtype fp8(const Fp8Format& format) {
+  return format.dtype == kE5m2 ? emulated::Fp8Dtype::e5m2 : emulated::Fp8Dtype::e4m3;
+}
+
+float max_over_headroom(const Fp8Format& format) {
+  return static_cast<float>(format.max_over_headroom());
+}
+
+uint32_t* bits_of(const torch::Tensor& int32) {
+  return reinterpret_cast<uint32_t*>(int32.data_ptr<int32_t>());
+}
+
+// The emulated kernel on x's memory, with `history`'s tensors as its bookkeeping.
+Fp8Cast emulated_cast(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
+                      bool want_data, bool want_transposed, Fp8History* history) {
+  const int64_t rows = x.size(0), cols = x.size(1);
+  Guarded data({rows, cols}, format.dtype, "data"), transposed({cols, rows}, format.dtype, "transposed");
+  Guarded inverse({}, torch::kFloat32, "inverse");
+  emulated::Fp8ScaleUpdate update{};
+  if (history) {
+    update = {history->scale.data_ptr<float>(), history->last_scale.data_ptr<float>(),
+              history->amaxes.data_ptr<float>(), history->newest.data_ptr<int32_t>(),
+              history->amaxes.size(0),          history->use_max,
+              max_over_headroom(format),         bits_of(history->scratch)};
+  }
+  emulated::fp8_cast_transpose(x.data_ptr(), emulated_dtype(x.scalar_type()), rows, cols, scale.data_ptr<float>(),
+                               fp8(format), want_data ? data.data() : nullptr,
+                               want_transposed ? transposed.data() : nullptr,
+                               inverse.data<float>(), history ? &update : nullptr, nullptr);
+  Fp8Cast out;
+  if (want_data) out.data = data.get();
+  if (want_transposed) out.transposed = transposed.get();
+  out.inverse = inverse.get();
+  return out;
+}
+
+Fp8Cast emulated_rowwise(const torch::Tensor& x, const Fp8Format& format) {
+  const int64_t rows = x.size(0), cols = x.size(1);
+  const auto amaxes = torch::zeros({rows + cols}, torch::kInt32);
+  emulated::fp8_rowwise_amax(x.data_ptr(), emulated_dtype(x.scalar_type()), rows, cols, bits_of(amaxes),
+                             bits_of(amaxes) + rows, nullptr);
+  Guarded data({rows, cols}, format.dtype, "data"), transposed({cols, rows}, format.dtype, "transposed");
+  Guarded row_inverse({rows}, torch::kFloat32, "row inverses");
+  Guarded col_inverse({cols}, torch::kFloat32, "column inverses");
+  emulated::fp8_rowwise_cast_transpose(x.data_ptr(), emulated_dtype(x.scalar_type()), rows, cols, bits_of(amaxes),
+                                       bits_of(amaxes) + rows, max_over_headroom(format),
+                                       fp8(format), data.data(), transposed.data(),
+                                       row_inverse.data<float>(), col_inverse.data<float>(),
+                                       nullptr);
+  return {data.get(), transposed.get(), row_inverse.get(), col_inverse.get()};
+}
+
+torch::Tensor bits(const torch::Tensor& fp8) { return fp8.view(torch::kUInt8); }
+
+void check_same_history(const Fp8History& emulated, const Fp8History& aten) {
+  CHECK(torch::allclose(emulated.amaxes, aten.amaxes, 0.0, 0.0, /*equal_nan=*/true));
+  CHECK(torch::equal(emulated.newest, aten.newest));
+  CHECK(torch::equal(emulated.scale, aten.scale));
+  CHECK(torch::equal(emulated.last_scale, aten.last_scale));
+  CHECK(torch::equal(emulated.scratch, torch::zeros({2}, torch::kInt32)));
+}
+
+}  // namespace
+
+TEST_CASE("fp8 quantisation kernels, emulated, equal the ATen path bit for bit",
+          "[kernels][emulated]") {
+  torch::manual_seed(7);
+  // One tile; tiles cut at the edges (80 = 64 + 16); 3 x 4 blocks, whose amax pass takes 2.
+  for (const auto& shape : {std::vector<int64_t>{16, 16}, {48, 80}, {144, 208}}) {
+    for (const auto input : {torch::kFloat32, torch::kBFloat16, torch::kHalf}) {
+      for (const auto dtype : {kE4m3, kE5m2}) {
+        INFO(shape[0] << "x" << shape[1] << " " << input << " -> " << dtype);
+        const Fp8Format format{dtype, 1};
+        // A ring of 2 that 3 calls wrap around; the first call's history has a zero in it.
+        auto emulated = Fp8History::zeros(2, true, torch::kCPU);
+        auto aten = Fp8History::zeros(2, true, torch::kCPU);
+        for (int call = 0; call < 3; ++call) {
+          INFO("call " << call + 1);
+          // Outliers beyond the format at the scale used: saturation.
+          auto x = torch::randn(shape) * (call + 1) * 3;
+          x[1][2] = 1e5 * (call + 1);
+          const auto xin = x.to(input);
+          const auto e = emulated_cast(xin, emulated.scale, format, true, true, &emulated);
+          const auto a = cast_fp8(xin, aten.scale, format, true, true, &aten, false);
+          CHECK(torch::equal(bits(e.data), bits(a.data)));
+          CHECK(torch::equal(bits(e.transposed), bits(a.transposed)));
+          CHECK(torch::equal(e.inverse, a.inverse));
+          check_same_history(emulated, aten);
+
+          const auto es = torch::ones({}), as = torch::ones({});
+          const auto e_amax = torch::zeros({}), a_amax = torch::zeros({});
+          const auto scratch = torch::zeros({2}, torch::kInt32);
+          emulated::fp8_scale_from_amax(xin.data_ptr(), emulated_dtype(xin.scalar_type()), xin.numel(),
+                                        max_over_headroom(format), es.data_ptr<float>(),
+                                        e_amax.data_ptr<float>(), bits_of(scratch), nullptr);
+          scale_from_amax(xin, as, format, a_amax, scratch, false);
+          CHECK(torch::equal(es, as));
+          CHECK(torch::equal(e_amax, a_amax));
+          CHECK(torch::equal(scratch, torch::zeros({2}, torch::kInt32)));
+
+          const auto er = emulated_rowwise(xin, format);
+          const auto ar = cast_fp8_rowwise(xin, format, false);
+          CHECK(torch::equal(bits(er.data), bits(ar.data)));
+          CHECK(torch::equal(bits(er.transposed), bits(ar.transposed)));
+          CHECK(torch::equal(er.inverse, ar.inverse));
+          CHECK(torch::equal(er.transposed_inverse, ar.transposed_inverse));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fp8 quantisation kernels, emulated: one copy alone, the latest amax, a NaN",
+          "[kernels][emulated]") {
+  torch::manual_seed(8);
+  const auto x = (torch::randn({48, 80}) * 4).to(torch::kBFloat16);
+  const Fp8Format format{kE4m3, 0};
+  const auto scale = torch::full({}, 20.0f);
+  const auto both = cast_fp8(x, scale, format, true, true, nullptr, false);
+  const auto data = emulated_cast(x, scale, format, true, false, nullptr);
+  CHECK_FALSE(data.transposed.defined());
+  CHECK(torch::equal(bits(data.data), bits(both.data)));
+  const auto transposed = emulated_cast(x, scale, format, false, true, nullptr);
+  CHECK_FALSE(transposed.data.defined());
+  CHECK(torch::equal(bits(transposed.transposed), bits(both.transposed)));
+
+  // The next scale from each call's own amax (use_max false).
+  auto emulated = Fp8History::zeros(3, false, torch::kCPU);
+  auto aten = Fp8History::zeros(3, false, torch::kCPU);
+  for (const double magnitude : {8.0, 2.0, 0.5}) {
+    INFO("magnitude " << magnitude);
+    const auto xm = x * magnitude;
+    emulated_cast(xm, emulated.scale, format, true, false, &emulated);
+    cast_fp8(xm, aten.scale, format, true, false, &aten, false);
+    check_same_history(emulated, aten);
+  }
+
+  // A NaN reaches the ring and leaves the scale as it was; the data holds the format's NaN.
+  auto nan = x.clone();
+  nan[4][7] = std::numeric_limits<float>::quiet_NaN();
+  const auto e = emulated_cast(nan, emulated.scale, format, true, true, &emulated);
+  const auto a = cast_fp8(nan, aten.scale, format, true, true, &aten, false);
+  CHECK(torch::equal(bits(e.data), bits(a.data)));
+  check_same_history(emulated, aten);
+  CHECK(std::isnan(emulated.ordered()[0].item<float>()));
+}
+
+TEST_CASE("fp8 quantisation kernels, emulated: a grid beyond CUDA's limits is refused",
+          "[kernels][emulated]") {
+  // 64 rows a block along gridDim.y, at most 65535 blocks: what kernels/fp8_quantize.cpp keeps
+  // away from the kernel. No memory is touched: the launch fails first.
+  const auto scale = torch::ones({});
+  CHECK_THROWS_WITH(emulated::fp8_cast_transpose(nullptr, emulated::Dtype::bfloat16,
+                                                 64 * int64_t{65536}, 16, scale.data_ptr<float>(),
+                                                 emulated::Fp8Dtype::e4m3, nullptr, nullptr,
+                                                 nullptr, nullptr, nullptr),
+                    "fp8_cast_transpose kernel launch: invalid configuration argument");
+}
