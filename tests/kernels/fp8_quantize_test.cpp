@@ -80,7 +80,11 @@ TEST_CASE("fp8 cast: both copies equal the per-element reference, saturating",
       // Copies not asked for are not made.
       const auto only_t = cast_fp8(x, scale, Fp8Format{dtype, 0}, false, true, nullptr);
       CHECK_FALSE(only_t.data.defined());
+      CHECK_FALSE(only_t.column_sums.defined());
       CHECK(torch::equal(bits(only_t.transposed), expected.t()));
+      // Column sums, asked for, are the input's own (a bias's gradient), unscaled.
+      const auto sums = cast_fp8(x, scale, Fp8Format{dtype, 0}, false, false, nullptr, true, true);
+      CHECK(torch::equal(sums.column_sums, x.sum(0, false, torch::kFloat32)));
     }
   }
 }
@@ -215,11 +219,16 @@ TEST_CASE("fp8 CUDA kernels equal the ATen path bit for bit", "[kernels][fp8][cu
         auto aten = Fp8History::zeros(4, true, gpu);
         for (int call = 0; call < 3; ++call) {
           const auto x = (torch::randn(shape, torch::dtype(input).device(gpu)) * (call + 1) * 3);
-          const auto k = cast_fp8(x, kernel.scale, format, true, true, &kernel, true);
-          const auto a = cast_fp8(x, aten.scale, format, true, true, &aten, false);
+          const auto k = cast_fp8(x, kernel.scale, format, true, true, &kernel, true, true);
+          const auto a = cast_fp8(x, aten.scale, format, true, true, &aten, false, true);
           CHECK(torch::equal(bits(k.data), bits(a.data)));
           CHECK(torch::equal(bits(k.transposed), bits(a.transposed)));
           CHECK(torch::equal(k.inverse, a.inverse));
+          // The column sums in another order: within float32 roundings of the largest sum.
+          const double tol = 1e-6 * x.size(0) * x.abs().max().item<double>();
+          INFO("column sums' largest difference "
+               << (k.column_sums - a.column_sums).abs().max().item<double>());
+          CHECK(torch::allclose(k.column_sums, a.column_sums, 0.0, tol));
           CHECK(torch::equal(kernel.amaxes, aten.amaxes));
           CHECK(torch::equal(kernel.newest, aten.newest));
           CHECK(torch::equal(kernel.scale, aten.scale));

@@ -65,28 +65,33 @@ void record(Fp8History& history, const torch::Tensor& scale, const torch::Tensor
 }
 
 Fp8Cast cast_with_aten(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
-                       bool want_data, bool want_transposed, Fp8History* history) {
+                       bool want_data, bool want_transposed, Fp8History* history,
+                       bool want_column_sums) {
   const auto q = quantize(x, scale, format);
   Fp8Cast out;
   if (want_data) out.data = q;
   if (want_transposed) out.transposed = q.t().contiguous();
   out.inverse = scale.reciprocal();
   out.transposed_inverse = out.inverse;
+  if (want_column_sums) out.column_sums = x.sum(0, /*keepdim=*/false, torch::kFloat32);
   if (history) record(*history, scale, amax_of(x), format);
   return out;
 }
 
 Fp8Cast cast_with_kernel(const torch::Tensor& x, const torch::Tensor& scale,
                          const Fp8Format& format, bool want_data, bool want_transposed,
-                         Fp8History* history) {
+                         Fp8History* history, bool want_column_sums) {
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t rows = x.size(0), cols = x.size(1);
   const auto fp8 = x.options().dtype(format.dtype);
+  const auto f32 = x.options().dtype(torch::kFloat32);
   Fp8Cast out;
   if (want_data) out.data = torch::empty({rows, cols}, fp8);
   if (want_transposed) out.transposed = torch::empty({cols, rows}, fp8);
-  out.inverse = torch::empty({}, x.options().dtype(torch::kFloat32));
+  out.inverse = torch::empty({}, f32);
   out.transposed_inverse = out.inverse;
+  torch::Tensor partials;
+  if (want_column_sums) partials = torch::empty({cuda::fp8_column_partial_rows(rows), cols}, f32);
   cuda::Fp8ScaleUpdate update{};
   if (history) {
     update = {history->scale.data_ptr<float>(),
@@ -102,7 +107,10 @@ Fp8Cast cast_with_kernel(const torch::Tensor& x, const torch::Tensor& scale,
                            scale.data_ptr<float>(), kernel_fp8(format.dtype),
                            want_data ? out.data.data_ptr() : nullptr,
                            want_transposed ? out.transposed.data_ptr() : nullptr,
-                           out.inverse.data_ptr<float>(), history ? &update : nullptr, stream());
+                           out.inverse.data_ptr<float>(),
+                           want_column_sums ? partials.data_ptr<float>() : nullptr,
+                           history ? &update : nullptr, stream());
+  if (want_column_sums) out.column_sums = partials.sum(0);  // a fixed order: deterministic
   return out;
 }
 
@@ -127,11 +135,13 @@ torch::Tensor Fp8History::ordered() const {
 }
 
 Fp8Cast cast_fp8(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
-                 bool want_data, bool want_transposed, Fp8History* history, bool use_kernel) {
+                 bool want_data, bool want_transposed, Fp8History* history, bool use_kernel,
+                 bool want_column_sums) {
   if (use_kernel && kernel_takes(x)) {
-    return cast_with_kernel(x, scale, format, want_data, want_transposed, history);
+    return cast_with_kernel(x, scale, format, want_data, want_transposed, history,
+                            want_column_sums);
   }
-  return cast_with_aten(x, scale, format, want_data, want_transposed, history);
+  return cast_with_aten(x, scale, format, want_data, want_transposed, history, want_column_sums);
 }
 
 void scale_from_amax(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
@@ -159,7 +169,7 @@ Fp8Cast cast_fp8_rowwise(const torch::Tensor& x, const Fp8Format& format, bool u
     const auto col_scale = power_of_two(scale_for(magnitude.amax(0), format));
     return {quantize(x, row_scale.unsqueeze(1), format),
             quantize(x, col_scale.unsqueeze(0), format).t().contiguous(), row_scale.reciprocal(),
-            col_scale.reciprocal()};
+            col_scale.reciprocal(), torch::Tensor()};
   }
   const c10::cuda::CUDAGuard guard(x.device());
   const auto amaxes = torch::zeros({rows + cols}, x.options().dtype(torch::kInt32));
@@ -169,7 +179,7 @@ Fp8Cast cast_fp8_rowwise(const torch::Tensor& x, const Fp8Format& format, bool u
   const auto fp8 = x.options().dtype(format.dtype);
   const auto f32 = x.options().dtype(torch::kFloat32);
   Fp8Cast out{torch::empty({rows, cols}, fp8), torch::empty({cols, rows}, fp8),
-              torch::empty({rows}, f32), torch::empty({cols}, f32)};
+              torch::empty({rows}, f32), torch::empty({cols}, f32), torch::Tensor()};
   cuda::fp8_rowwise_cast_transpose(x.data_ptr(), cuda_dtype(x.scalar_type()), rows, cols, row_amax,
                                    row_amax + rows, max_over_headroom(format),
                                    kernel_fp8(format.dtype), out.data.data_ptr(),

@@ -27,6 +27,7 @@ struct Fp8Cast {
   torch::Tensor transposed;          // [cols, rows], undefined when not asked for
   torch::Tensor inverse;             // float32
   torch::Tensor transposed_inverse;  // float32
+  torch::Tensor column_sums;         // [cols] float32: x's, unscaled; undefined when not asked for
 };
 
 // Delayed scaling's state of one tensor, all on its device (TransformerEngine's amax history).
@@ -47,10 +48,12 @@ struct Fp8History {
 // into the copies asked for, saturating at ±format.max(). With `history`, its bookkeeping in the
 // same pass: amax(x) enters the ring, last_scale ← scale (which may be history->scale itself),
 // and history->scale ← max_over_headroom / (ring maximum, or amax(x)) when that is finite and
-// positive, else unchanged. `use_kernel` false forces the ATen path (tests compare the two).
+// positive, else unchanged. `want_column_sums`: x's column sums in float32 too, in the same pass
+// on CUDA (a bias's gradient from the output gradient being quantised); on the ATen path
+// x.sum(0) with dtype float32. `use_kernel` false forces the ATen path (tests compare the two).
 Fp8Cast cast_fp8(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
                  bool want_data, bool want_transposed, Fp8History* history,
-                 bool use_kernel = true);
+                 bool use_kernel = true, bool want_column_sums = false);
 
 // Current scaling's first pass: scale ← max_over_headroom / amax(x) when finite and positive,
 // else unchanged; amax_out (0-dim float32, optional) ← amax(x). `scratch` as in Fp8History.

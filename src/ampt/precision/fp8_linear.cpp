@@ -20,7 +20,7 @@ torch::Tensor Fp8TensorScaling::scale() const {
 }
 
 kernels::Fp8Cast Fp8TensorScaling::quantize(const torch::Tensor& t, bool record, bool want_data,
-                                            bool want_transposed) {
+                                            bool want_transposed, bool want_column_sums) {
   if (recipe_.scaling == config::Fp8Scaling::rowwise) return kernels::cast_fp8_rowwise(t, format_);
   const bool delayed = recipe_.scaling == config::Fp8Scaling::delayed;
   if (!state_) {
@@ -34,16 +34,19 @@ kernels::Fp8Cast Fp8TensorScaling::quantize(const torch::Tensor& t, bool record,
     const auto scale = record ? state.scale : state.scale.clone();
     kernels::scale_from_amax(t, scale, format_,
                              record ? state.amaxes.select(0, 0) : torch::Tensor(), state.scratch);
-    return kernels::cast_fp8(t, scale, format_, want_data, want_transposed, nullptr);
+    return kernels::cast_fp8(t, scale, format_, want_data, want_transposed, nullptr, true,
+                             want_column_sums);
   }
   if (!record) {
-    return kernels::cast_fp8(t, state.last_scale, format_, want_data, want_transposed, nullptr);
+    return kernels::cast_fp8(t, state.last_scale, format_, want_data, want_transposed, nullptr,
+                             true, want_column_sums);
   }
   if (!primed_) {
     kernels::scale_from_amax(t, state.scale, format_, torch::Tensor(), state.scratch);
     primed_ = true;
   }
-  return kernels::cast_fp8(t, state.scale, format_, want_data, want_transposed, &state);
+  return kernels::cast_fp8(t, state.scale, format_, want_data, want_transposed, &state, true,
+                           want_column_sums);
 }
 
 namespace {
@@ -91,10 +94,11 @@ class Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
     const auto& dy = grad_outputs[0];
     const int64_t out = dy.size(-1);
     const auto dy2 = dy.reshape({-1, out});
-    const bool grad_x = ctx->needs_input_grad(0), grad_weight = ctx->needs_input_grad(1);
+    const bool grad_x = ctx->needs_input_grad(0), grad_weight = ctx->needs_input_grad(1),
+               grad_bias = ctx->needs_input_grad(2);
     // Row-wise GEMMs (CUTLASS's on Ada) write bfloat16 only.
     const bool rowwise = x_t_inverse.dim() > 0;
-    const auto g = layer->grad_output.quantize(dy2, /*record=*/true, grad_x, grad_weight);
+    const auto g = layer->grad_output.quantize(dy2, /*record=*/true, grad_x, grad_weight, grad_bias);
     torch::Tensor dx, dw;
     if (grad_x) {
       // dx = dy · W: [M, out] · [out, in], W column-major as Wᵀ row-major.
@@ -112,8 +116,10 @@ class Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
                .to(dtype("weight_dtype"));
     }
     torch::Tensor db;
-    if (ctx->needs_input_grad(2)) {
-      db = dy2.sum(0, /*keepdim=*/false, torch::kFloat32).to(dtype("bias_dtype"));
+    if (grad_bias) {
+      const auto sums = g.column_sums.defined() ? g.column_sums
+                                                : dy2.sum(0, /*keepdim=*/false, torch::kFloat32);
+      db = sums.to(dtype("bias_dtype"));
     }
     return {dx, dw, db, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

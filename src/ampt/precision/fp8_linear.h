@@ -42,9 +42,10 @@ class Fp8TensorScaling {
 
   // The fp8 copies of t [rows, cols] asked for. `record`: update the scale state and the
   // history; a recomputation (activation checkpointing) passes false and reuses the scale its
-  // first pass used.
+  // first pass used. `want_column_sums`: t's column sums too, in the same pass where the
+  // per-tensor kernel runs (kernels::cast_fp8); row-wise scaling leaves them undefined.
   kernels::Fp8Cast quantize(const torch::Tensor& t, bool record, bool want_data = true,
-                            bool want_transposed = true);
+                            bool want_transposed = true, bool want_column_sums = false);
 
   c10::ScalarType dtype() const { return format_.dtype; }
   // The scale the latest recorded call used (0-dim float32); undefined before the first call,
@@ -70,7 +71,8 @@ class Fp8Linear : public torch::CustomClassHolder {
   // Gradients: x's in x's dtype, weight's and bias's in float32 (the master weights' dtype
   // when they are float32). in, out and x's row count must be multiples of 16 on a GPU.
   // Forward keeps only the transposed fp8 copies of x and the weight for backward, which reads
-  // them as they are: dx = dy · W from Wᵀ, dW = dyᵀ · x from xᵀ (no transposing pass). The
+  // them as they are: dx = dy · W from Wᵀ, dW = dyᵀ · x from xᵀ (no transposing pass); the bias's
+  // gradient comes from the pass that quantises dy (kernels::cast_fp8's column sums). The
   // forward GEMM uses cuBLASLt's fast accumulation, the backward ones do not (as
   // TransformerEngine: gradients sum over many more terms).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& weight,

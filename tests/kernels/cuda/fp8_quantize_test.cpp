@@ -1,7 +1,8 @@
 // The fp8 quantisation kernels (src/ampt/kernels/cuda/fp8_quantize.cu) emulated on the CPU
 // against the ATen path of kernels/fp8_quantize bit for bit: both copies, the factors, delayed
 // scaling's ring and next scale, current scaling's amax pass and the row-wise pair of passes, on
-// one tile, tiles cut at the edges and several blocks finishing one grid-wide amax.
+// one tile, tiles cut at the edges and several blocks finishing one grid-wide amax; and the
+// column sums the same pass gives a bias's gradient.
 #include "ampt/kernels/fp8_quantize.h"
 
 #include "cuda_emulated/launch.h"
@@ -18,6 +19,7 @@ using ampt::kernels::Fp8Cast;
 using ampt::kernels::Fp8Format;
 using ampt::kernels::Fp8History;
 using ampt::kernels::scale_from_amax;
+using ampt::test::check_close;
 using ampt::test::Guarded;
 using ampt::test::emulated_dtype;
 namespace emulated = ampt::kernels::cuda_emulated;
@@ -41,10 +43,12 @@ uint32_t* bits_of(const torch::Tensor& int32) {
 
 // The emulated kernel on x's memory, with `history`'s tensors as its bookkeeping.
 Fp8Cast emulated_cast(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
-                      bool want_data, bool want_transposed, Fp8History* history) {
+                      bool want_data, bool want_transposed, Fp8History* history,
+                      bool want_column_sums = false) {
   const int64_t rows = x.size(0), cols = x.size(1);
   Guarded data({rows, cols}, format.dtype, "data"), transposed({cols, rows}, format.dtype, "transposed");
   Guarded inverse({}, torch::kFloat32, "inverse");
+  Guarded partials({emulated::fp8_column_partial_rows(rows), cols}, torch::kFloat32, "partials");
   emulated::Fp8ScaleUpdate update{};
   if (history) {
     update = {history->scale.data_ptr<float>(), history->last_scale.data_ptr<float>(),
@@ -55,11 +59,14 @@ Fp8Cast emulated_cast(const torch::Tensor& x, const torch::Tensor& scale, const 
   emulated::fp8_cast_transpose(x.data_ptr(), emulated_dtype(x.scalar_type()), rows, cols, scale.data_ptr<float>(),
                                fp8(format), want_data ? data.data() : nullptr,
                                want_transposed ? transposed.data() : nullptr,
-                               inverse.data<float>(), history ? &update : nullptr, nullptr);
+                               inverse.data<float>(),
+                               want_column_sums ? partials.data<float>() : nullptr,
+                               history ? &update : nullptr, nullptr);
   Fp8Cast out;
   if (want_data) out.data = data.get();
   if (want_transposed) out.transposed = transposed.get();
   out.inverse = inverse.get();
+  if (want_column_sums) out.column_sums = partials.get().sum(0);
   return out;
 }
 
@@ -76,7 +83,7 @@ Fp8Cast emulated_rowwise(const torch::Tensor& x, const Fp8Format& format) {
                                        fp8(format), data.data(), transposed.data(),
                                        row_inverse.data<float>(), col_inverse.data<float>(),
                                        nullptr);
-  return {data.get(), transposed.get(), row_inverse.get(), col_inverse.get()};
+  return {data.get(), transposed.get(), row_inverse.get(), col_inverse.get(), torch::Tensor()};
 }
 
 torch::Tensor bits(const torch::Tensor& fp8) { return fp8.view(torch::kUInt8); }
@@ -105,16 +112,19 @@ TEST_CASE("fp8 quantisation kernels, emulated, equal the ATen path bit for bit",
         auto aten = Fp8History::zeros(2, true, torch::kCPU);
         for (int call = 0; call < 3; ++call) {
           INFO("call " << call + 1);
-          // Outliers beyond the format at the scale used: saturation.
+          // An outlier beyond the format at the scale used (saturation), finite in float16.
           auto x = torch::randn(shape) * (call + 1) * 3;
-          x[1][2] = 1e5 * (call + 1);
+          x[1][2] = 2e4 * (call + 1);
           const auto xin = x.to(input);
-          const auto e = emulated_cast(xin, emulated.scale, format, true, true, &emulated);
-          const auto a = cast_fp8(xin, aten.scale, format, true, true, &aten, false);
+          const auto e = emulated_cast(xin, emulated.scale, format, true, true, &emulated, true);
+          const auto a = cast_fp8(xin, aten.scale, format, true, true, &aten, false, true);
           CHECK(torch::equal(bits(e.data), bits(a.data)));
           CHECK(torch::equal(bits(e.transposed), bits(a.transposed)));
           CHECK(torch::equal(e.inverse, a.inverse));
           check_same_history(emulated, aten);
+          // Float sums in another order: within a few float32 roundings of the largest term.
+          check_close(e.column_sums, a.column_sums.to(torch::kFloat64),
+                      1e-6 * x.abs().max().item<double>(), "column sums");
 
           const auto es = torch::ones({}), as = torch::ones({});
           const auto e_amax = torch::zeros({}), a_amax = torch::zeros({});
@@ -139,7 +149,7 @@ TEST_CASE("fp8 quantisation kernels, emulated, equal the ATen path bit for bit",
   }
 }
 
-TEST_CASE("fp8 quantisation kernels, emulated: one copy alone, the latest amax, a NaN",
+TEST_CASE("fp8 quantisation kernels, emulated: one output alone, the latest amax, a NaN",
           "[kernels][emulated]") {
   torch::manual_seed(8);
   const auto x = (torch::randn({48, 80}) * 4).to(torch::kBFloat16);
@@ -152,6 +162,11 @@ TEST_CASE("fp8 quantisation kernels, emulated: one copy alone, the latest amax, 
   const auto transposed = emulated_cast(x, scale, format, false, true, nullptr);
   CHECK_FALSE(transposed.data.defined());
   CHECK(torch::equal(bits(transposed.transposed), bits(both.transposed)));
+  // A bias's gradient alone: neither copy, the column sums.
+  const auto sums = emulated_cast(x, scale, format, false, false, nullptr, true);
+  CHECK_FALSE(sums.data.defined());
+  CHECK_FALSE(sums.transposed.defined());
+  check_close(sums.column_sums, x.sum(0, false, torch::kFloat64), 1e-5, "column sums alone");
 
   // The next scale from each call's own amax (use_max false).
   auto emulated = Fp8History::zeros(3, false, torch::kCPU);
@@ -182,6 +197,6 @@ TEST_CASE("fp8 quantisation kernels, emulated: a grid beyond CUDA's limits is re
   CHECK_THROWS_WITH(emulated::fp8_cast_transpose(nullptr, emulated::Dtype::bfloat16,
                                                  64 * int64_t{65536}, 16, scale.data_ptr<float>(),
                                                  emulated::Fp8Dtype::e4m3, nullptr, nullptr,
-                                                 nullptr, nullptr, nullptr),
+                                                 nullptr, nullptr, nullptr, nullptr),
                     "fp8_cast_transpose kernel launch: invalid configuration argument");
 }

@@ -1,7 +1,9 @@
 // fp8 quantisation in as few passes over memory as the scaling allows. A block of 256 threads
 // owns a 64 x 64 tile: each thread loads 16 consecutive elements of one row with 16-byte loads,
 // stores their fp8 values as one 16-byte row-major store, and passes them through shared memory
-// so that a second 16-byte store writes 16 consecutive elements of a transposed row. Amaxes are
+// so that a second 16-byte store writes 16 consecutive elements of a transposed row (and, for a
+// gradient whose bias needs its column sums, its values so that 64 threads sum the tile's
+// columns: TransformerEngine's cast_transpose_dbias, one read instead of two). Amaxes are
 // reduced per block and combined with atomic maxima on their bit patterns (non-negative floats
 // order like their bits; a NaN's bits exceed infinity's, so a NaN propagates as in ATen's amax).
 #include "ampt/kernels/cuda/element.cuh"
@@ -149,15 +151,28 @@ __device__ void store_transposed(const Tile& tile, uint8_t* out_t, int64_t rows,
   *reinterpret_cast<uint4*>(out_t + t_row * rows + t_col) = pack16(q);
 }
 
+// The tile's column sums (of the values before scaling) into column_partials[blockIdx.y][cols],
+// once every thread has put its values in `sums`: a fixed order, so the result is deterministic.
+__device__ void store_column_sums(const float (&sums)[kTile][kTile + 1], float* column_partials,
+                                  int64_t cols) {
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kTile + threadIdx.x;
+  if (threadIdx.x >= kTile || col >= cols) return;
+  float total = 0.0f;
+  for (int r = 0; r < kTile; ++r) total += sums[r][threadIdx.x];
+  column_partials[static_cast<int64_t>(blockIdx.y) * cols + col] = total;
+}
+
 template <class In, Fp8Dtype D>
 __global__ void __launch_bounds__(kThreads)
     cast_transpose_kernel(const In* x, int64_t rows, int64_t cols, const float* scale_ptr,
-                          uint8_t* out, uint8_t* out_t, float* inverse, Fp8ScaleUpdate update,
-                          bool has_update) {
+                          uint8_t* out, uint8_t* out_t, float* inverse, float* column_partials,
+                          Fp8ScaleUpdate update, bool has_update) {
   // Aligned for the 32-bit stores that pack four fp8 values.
   alignas(16) __shared__ Tile tile;
+  __shared__ float sums[kTile][kTile + 1];  // the padding spreads the writes over the banks
   const float scale = *scale_ptr;
   const Segment s = segment_of(rows, cols);
+  const int r = threadIdx.x / 4, c = (threadIdx.x % 4) * kSegment;
   float m = 0.0f;
   if (s.inside) {
     float v[kSegment];
@@ -167,14 +182,17 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < kSegment; ++j) {
       m = nan_max(m, fabsf(v[j]));
       q[j] = to_fp8<D>(v[j] * scale);
+      if (column_partials) sums[r][c + j] = v[j];
     }
     if (out) *reinterpret_cast<uint4*>(out + s.row * cols + s.col) = pack16(q);
     if (out_t) put_in_tile(tile, q);
+  } else if (column_partials) {
+#pragma unroll
+    for (int j = 0; j < kSegment; ++j) sums[r][c + j] = 0.0f;
   }
-  if (out_t) {
-    __syncthreads();
-    store_transposed(tile, out_t, rows, cols);
-  }
+  if (out_t || column_partials) __syncthreads();
+  if (out_t) store_transposed(tile, out_t, rows, cols);
+  if (column_partials) store_column_sums(sums, column_partials, cols);
   if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *inverse = 1.0f / scale;
   if (!has_update) return;
 
@@ -295,9 +313,11 @@ void with_input(const void* x, Dtype dtype, F f) {
 
 }  // namespace
 
+int64_t fp8_column_partial_rows(int64_t rows) { return (rows + kTile - 1) / kTile; }
+
 void fp8_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_t cols, const float* scale,
                         Fp8Dtype out_dtype, void* out, void* out_t, float* inverse,
-                        const Fp8ScaleUpdate* update, void* stream) {
+                        float* column_partials, const Fp8ScaleUpdate* update, void* stream) {
   if (rows == 0 || cols == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
   const Fp8ScaleUpdate u = update ? *update : Fp8ScaleUpdate{};
@@ -307,12 +327,12 @@ void fp8_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_t cols, 
     using In = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
     if (out_dtype == Fp8Dtype::e4m3) {
       cast_transpose_kernel<In, Fp8Dtype::e4m3>
-          <<<tiles(rows, cols), kThreads, 0, s>>>(in, rows, cols, scale, q, q_t, inverse, u,
-                                                  update != nullptr);
+          <<<tiles(rows, cols), kThreads, 0, s>>>(in, rows, cols, scale, q, q_t, inverse,
+                                                  column_partials, u, update != nullptr);
     } else {
       cast_transpose_kernel<In, Fp8Dtype::e5m2>
-          <<<tiles(rows, cols), kThreads, 0, s>>>(in, rows, cols, scale, q, q_t, inverse, u,
-                                                  update != nullptr);
+          <<<tiles(rows, cols), kThreads, 0, s>>>(in, rows, cols, scale, q, q_t, inverse,
+                                                  column_partials, u, update != nullptr);
     }
   });
   check_launch("fp8_cast_transpose kernel launch");

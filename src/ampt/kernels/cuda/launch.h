@@ -61,13 +61,18 @@ struct Fp8ScaleUpdate {
   uint32_t* scratch;
 };
 
+// The rows of fp8_cast_transpose's column_partials for x of `rows` rows: one per 64 rows.
+int64_t fp8_column_partial_rows(int64_t rows);
+
 // One read of x [rows, cols] (row-major, `dtype`; rows and cols multiples of 16, x 16-byte
 // aligned): `out` [rows, cols] ← fp8(x · *scale) and `out_t` [cols, rows] ← its transpose (either
 // may be null), saturating to the format's largest finite value, rounding to nearest even;
-// `*inverse` ← 1 / *scale; with `update`, its bookkeeping too.
+// `*inverse` ← 1 / *scale; unless null, `column_partials` [fp8_column_partial_rows(rows), cols]
+// (float32) ← the sums of x's columns over each 64 rows, for the caller to sum (a bias's
+// gradient); with `update`, its bookkeeping too.
 void fp8_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_t cols, const float* scale,
                         Fp8Dtype out_dtype, void* out, void* out_t, float* inverse,
-                        const Fp8ScaleUpdate* update, void* stream);
+                        float* column_partials, const Fp8ScaleUpdate* update, void* stream);
 
 // Current scaling's first pass over x (`n` elements, a multiple of 16, 16-byte aligned):
 // `*scale` ← max_over_headroom / amax(x) when finite and positive, else unchanged;
