@@ -4,6 +4,8 @@
 #include "ampt/kernels/fp8_gemm.h"
 #include "ampt/kernels/fp8_quantize.h"
 
+#include "support/fp8_reference.h"
+
 #include <ATen/cuda/CUDAGraph.h>
 #include <ATen/ops/_scaled_mm.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -25,6 +27,7 @@ namespace {
 
 constexpr auto kE4m3 = c10::kFloat8_e4m3fn;
 constexpr auto kE5m2 = c10::kFloat8_e5m2;
+const ampt::kernels::Fp8CastSpec kAll{.data = true, .transposed = true, .column_sums = true};
 
 // The fp8 bits of clamp(v · scale, ±max), rounded to nearest even by c10's scalar conversion.
 uint8_t fp8_bits(float v, float scale, c10::ScalarType dtype) {
@@ -69,7 +72,7 @@ TEST_CASE("fp8 cast: both copies equal the per-element reference, saturating",
       x[7][9] = -1e6;
       const float s = 37.5f;
       const auto scale = torch::full({}, s);
-      const auto cast = cast_fp8(x, scale, Fp8Format{dtype, 0}, true, true, nullptr);
+      const auto cast = cast_fp8(x, scale, Fp8Format{dtype, 0}, {}, nullptr);
       const auto expected = reference_bits(x, std::vector<float>(32, s), std::vector<float>(48, 1.0f),
                                            dtype);
       CHECK(torch::equal(bits(cast.data), expected));
@@ -78,12 +81,13 @@ TEST_CASE("fp8 cast: both copies equal the per-element reference, saturating",
       CHECK(cast.data.to(torch::kFloat32)[7][9].item<double>() == -Fp8Format{dtype, 0}.max());
       CHECK(value(cast.inverse) == 1.0f / s);
       // Copies not asked for are not made.
-      const auto only_t = cast_fp8(x, scale, Fp8Format{dtype, 0}, false, true, nullptr);
+      const auto only_t = cast_fp8(x, scale, Fp8Format{dtype, 0}, {.data = false, .transposed = true}, nullptr);
       CHECK_FALSE(only_t.data.defined());
       CHECK_FALSE(only_t.column_sums.defined());
       CHECK(torch::equal(bits(only_t.transposed), expected.t()));
       // Column sums, asked for, are the input's own (a bias's gradient), unscaled.
-      const auto sums = cast_fp8(x, scale, Fp8Format{dtype, 0}, false, false, nullptr, true, true);
+      const auto sums = cast_fp8(x, scale, Fp8Format{dtype, 0},
+                                 {.data = false, .transposed = false, .column_sums = true}, nullptr);
       CHECK(torch::equal(sums.column_sums, x.sum(0, false, torch::kFloat32)));
     }
   }
@@ -108,7 +112,7 @@ TEST_CASE("fp8 delayed bookkeeping: the ring, the scale used and the next one", 
   for (size_t i = 0; i < calls.size(); ++i) {
     INFO("call " << i + 1);
     const auto x = with_amax(calls[i].amax);
-    const auto cast = cast_fp8(x, history.scale, format, true, false, &history);
+    const auto cast = cast_fp8(x, history.scale, format, {.data = true, .transposed = false}, &history);
     CHECK(value(cast.inverse) == 1.0f / calls[i].used);
     const auto expected = reference_bits(x, std::vector<float>(16, calls[i].used),
                                          std::vector<float>(16, 1.0f), kE4m3);
@@ -120,13 +124,13 @@ TEST_CASE("fp8 delayed bookkeeping: the ring, the scale used and the next one", 
 
   // most_recent: the next scale from the call's own amax; a zero, infinite or NaN amax keeps it.
   auto recent = Fp8History::zeros(2, /*use_max=*/false, torch::kCPU);
-  cast_fp8(with_amax(8), recent.scale, format, true, false, &recent);
-  cast_fp8(with_amax(2), recent.scale, format, true, false, &recent);
+  cast_fp8(with_amax(8), recent.scale, format, {.data = true, .transposed = false}, &recent);
+  cast_fp8(with_amax(2), recent.scale, format, {.data = true, .transposed = false}, &recent);
   CHECK(value(recent.scale) == 112.0f);
   for (const double bad : {0.0, std::numeric_limits<double>::infinity(),
                            std::numeric_limits<double>::quiet_NaN()}) {
     INFO("amax " << bad);
-    cast_fp8(with_amax(bad), recent.scale, format, true, false, &recent);
+    cast_fp8(with_amax(bad), recent.scale, format, {.data = true, .transposed = false}, &recent);
     CHECK(value(recent.scale) == 112.0f);
     CHECK(value(recent.last_scale) == 112.0f);
   }
@@ -145,6 +149,42 @@ TEST_CASE("fp8 current scaling's first pass: scale from the tensor's own amax", 
   CHECK(value(amax) == 0.0f);
   scale_from_amax(with_amax(1), scale, Fp8Format{kE4m3, 0}, torch::Tensor(), scratch);
   CHECK(value(scale) == 448.0f);
+}
+
+TEST_CASE("fp8 cast prologues: GPT-2's GELU and its gradient, then cast as they are",
+          "[kernels][fp8]") {
+  using P = ampt::kernels::Fp8CastSpec::Prologue;
+  const std::vector<double> xs = {-6.0, -3.0, -1.0, -0.25, 0.0, 0.5, 1.0, 2.5};
+  const auto x = torch::tensor(xs, torch::kFloat32).view({1, 8}).to(torch::kBFloat16);
+  const auto gelu = [](double v) {
+    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  };
+  const auto values = ampt::kernels::fp8_cast_values(x, {.prologue = P::gelu_tanh});
+  const auto dy = torch::full({1, 8}, 3.0, torch::kBFloat16);
+  const auto grads =
+      ampt::kernels::fp8_cast_values(dy, {.prologue = P::gelu_tanh_grad, .pre = x});
+  CHECK(values.dtype() == torch::kFloat32);
+  for (int64_t i = 0; i < 8; ++i) {
+    const double v = x[0][i].item<double>();  // as rounded to bfloat16
+    INFO("x " << v);
+    CHECK(values[0][i].item<double>() == Approx(gelu(v)).margin(1e-6));
+    // dy · GELU'(x), against a central difference of the formula.
+    const double h = 1e-5, derivative = (gelu(v + h) - gelu(v - h)) / (2 * h);
+    CHECK(grads[0][i].item<double>() == Approx(3 * derivative).margin(1e-5));
+  }
+  CHECK(grads[0][4].item<double>() == 1.5);  // GELU'(0) = 1/2
+
+  // The cast quantises those values, records their amax and sums their columns.
+  const Fp8Format format{kE4m3, 0};
+  auto history = Fp8History::zeros(2, true, torch::kCPU);
+  const auto cast =
+      cast_fp8(dy, history.scale, format,
+               {.column_sums = true, .prologue = P::gelu_tanh_grad, .pre = x}, &history);
+  const auto plain = cast_fp8(grads, torch::ones({}), format, {}, nullptr);
+  CHECK(torch::equal(bits(cast.data), bits(plain.data)));
+  CHECK(torch::equal(bits(cast.transposed), bits(plain.transposed)));
+  CHECK(value(history.ordered()[0]) == grads.abs().max().item<float>());
+  CHECK(torch::equal(cast.column_sums, grads.sum(0)));
 }
 
 TEST_CASE("fp8 row-wise cast: power-of-two scales per row and per column", "[kernels][fp8]") {
@@ -219,8 +259,8 @@ TEST_CASE("fp8 CUDA kernels equal the ATen path bit for bit", "[kernels][fp8][cu
         auto aten = Fp8History::zeros(4, true, gpu);
         for (int call = 0; call < 3; ++call) {
           const auto x = (torch::randn(shape, torch::dtype(input).device(gpu)) * (call + 1) * 3);
-          const auto k = cast_fp8(x, kernel.scale, format, true, true, &kernel, true, true);
-          const auto a = cast_fp8(x, aten.scale, format, true, true, &aten, false, true);
+          const auto k = cast_fp8(x, kernel.scale, format, kAll, &kernel, true);
+          const auto a = cast_fp8(x, aten.scale, format, kAll, &aten, false);
           CHECK(torch::equal(bits(k.data), bits(a.data)));
           CHECK(torch::equal(bits(k.transposed), bits(a.transposed)));
           CHECK(torch::equal(k.inverse, a.inverse));
@@ -238,8 +278,8 @@ TEST_CASE("fp8 CUDA kernels equal the ATen path bit for bit", "[kernels][fp8][cu
           const auto ks = torch::ones({}, torch::dtype(torch::kFloat32).device(gpu));
           const auto as = ks.clone();
           const auto k_amax = torch::zeros_like(ks), a_amax = torch::zeros_like(ks);
-          scale_from_amax(x, ks, format, k_amax, kernel.scratch, true);
-          scale_from_amax(x, as, format, a_amax, kernel.scratch, false);
+          scale_from_amax(x, ks, format, k_amax, kernel.scratch, {}, true);
+          scale_from_amax(x, as, format, a_amax, kernel.scratch, {}, false);
           CHECK(torch::equal(ks, as));
           CHECK(torch::equal(k_amax, a_amax));
 
@@ -253,12 +293,39 @@ TEST_CASE("fp8 CUDA kernels equal the ATen path bit for bit", "[kernels][fp8][cu
       }
     }
   }
+  // The GELU and its gradient computed in the cast: CUDA's tanhf against ATen's.
+  using P = ampt::kernels::Fp8CastSpec::Prologue;
+  for (const auto input : {torch::kBFloat16, torch::kHalf}) {
+    for (const auto dtype : {kE4m3, kE5m2}) {
+      for (const auto prologue : {P::gelu_tanh, P::gelu_tanh_grad}) {
+        INFO(input << " -> " << dtype << (prologue == P::gelu_tanh ? ", GELU" : ", GELU's gradient"));
+        const auto x = (torch::randn({1040, 1600}, torch::dtype(input).device(gpu)) * 2);
+        ampt::kernels::Fp8CastSpec spec = kAll;
+        spec.prologue = prologue;
+        if (prologue == P::gelu_tanh_grad) spec.pre = torch::randn_like(x) * 2;
+        const Fp8Format format{dtype, 0};
+        const auto ks = torch::ones({}, torch::dtype(torch::kFloat32).device(gpu));
+        const auto as = ks.clone();
+        auto kh = Fp8History::zeros(1, true, gpu), ah = Fp8History::zeros(1, true, gpu);
+        scale_from_amax(x, ks, format, {}, kh.scratch, spec, true);
+        scale_from_amax(x, as, format, {}, ah.scratch, spec, false);
+        CHECK(torch::allclose(ks, as, 1e-6, 0.0));
+        const auto k = cast_fp8(x, as, format, spec, &kh, true);
+        const auto a = cast_fp8(x, as, format, spec, &ah, false);
+        ampt::test::check_fp8_close(k, a, dtype, ah.amaxes[0].item<double>());
+        CHECK(torch::allclose(kh.amaxes, ah.amaxes, 1e-6, 0.0));
+        CHECK(torch::allclose(k.column_sums, a.column_sums, 1e-4,
+                              1e-5 * a.column_sums.abs().max().item<double>()));
+      }
+    }
+  }
+
   // A NaN reaches the ring and leaves the scale as it was, in both.
   auto kernel = Fp8History::zeros(2, true, gpu);
   auto x = torch::ones({32, 32}, torch::dtype(torch::kBFloat16).device(gpu));
-  cast_fp8(x, kernel.scale, Fp8Format{kE4m3, 0}, true, true, &kernel, true);
+  cast_fp8(x, kernel.scale, Fp8Format{kE4m3, 0}, {}, &kernel, true);
   x[4][7] = std::numeric_limits<float>::quiet_NaN();
-  cast_fp8(x, kernel.scale, Fp8Format{kE4m3, 0}, true, true, &kernel, true);
+  cast_fp8(x, kernel.scale, Fp8Format{kE4m3, 0}, {}, &kernel, true);
   CHECK(value(kernel.scale) == 448.0f);
   CHECK(std::isnan(value(kernel.ordered()[0])));
 }
@@ -279,18 +346,18 @@ TEST_CASE("fp8 delayed cast replays in a CUDA graph: no host reads", "[kernels][
     const auto side = c10::cuda::getStreamFromPool();
     c10::cuda::CUDAStreamGuard guard(side);
     input.fill_(1.0);
-    cast_fp8(input, graphed.scale, format, true, true, &graphed);  // warm-up, outside the graph
+    cast_fp8(input, graphed.scale, format, {}, &graphed);  // warm-up, outside the graph
     graph.capture_begin();
-    out = cast_fp8(input, graphed.scale, format, true, true, &graphed);
+    out = cast_fp8(input, graphed.scale, format, {}, &graphed);
     graph.capture_end();
   }
   torch::cuda::synchronize();
-  cast_fp8(torch::ones_like(input), eager.scale, format, true, true, &eager, false);
+  cast_fp8(torch::ones_like(input), eager.scale, format, {}, &eager, false);
   for (int step = 1; step <= 4; ++step) {
     INFO("replay " << step);
     input.copy_(torch::randn(input.sizes(), input.options()) * step);
     graph.replay();
-    const auto reference = cast_fp8(input, eager.scale, format, true, true, &eager, false);
+    const auto reference = cast_fp8(input, eager.scale, format, {}, &eager, false);
     CHECK(torch::equal(bits(out.data), bits(reference.data)));
     CHECK(torch::equal(bits(out.transposed), bits(reference.transposed)));
     CHECK(torch::equal(graphed.scale, eager.scale));

@@ -64,6 +64,8 @@ TEST_CASE("fp8 layers auto: fp8 where it measured faster, each shape measured on
     CHECK_FALSE(plan.fp8(fmt::format("h.{}.attn.c_attn", i)));  // slower
     CHECK_FALSE(plan.fp8(fmt::format("h.{}.attn.c_proj", i)));  // not faster
     CHECK(plan.fp8(fmt::format("h.{}.mlp.c_fc", i)));
+    // A tie alone, but the MLP's pair is faster in fp8 (1.5 ms against 2.5): c_fc's choice.
+    CHECK(plan.fp8(fmt::format("h.{}.mlp.c_proj", i)));
   }
   CHECK(plan.fp8("head"));  // a candidate like any other
   CHECK_FALSE(plan.fp8("h.9.mlp.c_fc"));  // not a layer
@@ -77,6 +79,27 @@ TEST_CASE("fp8 layers auto: fp8 where it measured faster, each shape measured on
   choose_fp8_layers("auto", gpt_candidates(3), 512, "H100, delayed", measure, cache);
   CHECK(timer.calls == 15);
   CHECK(cache.size() == 15);
+}
+
+TEST_CASE("fp8 layers auto: a block's MLP Linears take one precision, the faster in sum",
+          "[precision][fp8]") {
+  FakeTimer timer;
+  // c_proj (256 -> 64) slower in fp8 by more than c_fc gains: both stay bf16. The attention's
+  // c_proj (64 -> 64) has no partner and keeps its own choice.
+  timer.by_out[256] = {1.0, 0.9};
+  timer.by_out[64] = {0.5, 0.7};
+  Fp8TimingCache cache;
+  const auto plan = choose_fp8_layers("auto", gpt_candidates(2), 256, "gpu",
+                                      [&](const GemmShape& s) { return timer(s); }, cache);
+  for (int i = 0; i < 2; ++i) {
+    INFO("block " << i);
+    CHECK_FALSE(plan.fp8(fmt::format("h.{}.mlp.c_fc", i)));  // faster alone (1.1x)
+    CHECK_FALSE(plan.fp8(fmt::format("h.{}.mlp.c_proj", i)));
+  }
+  // Patterns are taken as written: one MLP Linear alone is the user's choice.
+  const auto pattern = choose_fp8_layers("h.*.mlp.c_fc", gpt_candidates(2), 256, "gpu", {}, cache);
+  CHECK(pattern.fp8("h.0.mlp.c_fc"));
+  CHECK_FALSE(pattern.fp8("h.0.mlp.c_proj"));
 }
 
 TEST_CASE("fp8 layers all and patterns measure nothing", "[precision][fp8]") {
@@ -112,13 +135,14 @@ TEST_CASE("fp8 layers table: one row per run of blocks with the same choice",
       "auto", gpt_candidates(4), 256, "gpu", [&](const GemmShape& s) { return timer(s); }, cache);
   CHECK(measured.table() ==
         std::vector<std::string>{
-            "fp8 layers (--fp8_layers auto, fp8 where its GEMMs measured faster): 5 of 17 in fp8",
+            "fp8 layers (--fp8_layers auto, fp8 where its GEMMs measured faster, a block's MLP "
+            "Linears together): 9 of 17 in fp8",
             "| layers | GEMM (rows x in -> out) | bf16 ms | fp8 ms | fp8 gain | runs in |",
             "|---|---|---:|---:|---:|---|",
             "| h.0-3.attn.c_attn | 256 x 64 -> 192 | 1.000 | 1.250 | 0.80x | bf16 |",
             "| h.0-3.attn.c_proj | 256 x 64 -> 64 | 0.500 | 0.500 | 1.00x | bf16 |",
             "| h.0-3.mlp.c_fc | 256 x 64 -> 256 | 2.000 | 1.000 | 2.00x | fp8 |",
-            "| h.0-3.mlp.c_proj | 256 x 256 -> 64 | 0.500 | 0.500 | 1.00x | bf16 |",
+            "| h.0-3.mlp.c_proj | 256 x 256 -> 64 | 0.500 | 0.500 | 1.00x | fp8 |",
             "| head | 256 x 64 -> 512 | 4.000 | 2.500 | 1.60x | fp8 |"});
 
   const auto patterns = choose_fp8_layers("h.1.*,h.3.*,h.2.mlp.c_fc", gpt_candidates(4), 64,

@@ -40,15 +40,6 @@ std::vector<double> scales_used(const Fp8Recipe& recipe, const std::vector<doubl
   return scales;
 }
 
-// Every device this build can run _scaled_mm on: the CPU, and a GPU of compute capability 8.9+.
-std::vector<torch::Device> fp8_devices() {
-  std::vector<torch::Device> devices{torch::kCPU};
-  if (torch::cuda::is_available()) {
-    const auto* p = at::cuda::getDeviceProperties(0);
-    if (p->major * 10 + p->minor >= 89) devices.emplace_back(torch::kCUDA, 0);
-  }
-  return devices;
-}
 
 // got ≈ a · b + c (c may be undefined) for a [M, K]: each of the K terms, and the rounding of
 // the sum at most twice more, off by `unit` of the magnitudes summed, (K + 2) · unit · (|a|·|b|),
@@ -143,7 +134,7 @@ TEST_CASE("fp8 scaling: a zero or non-finite amax keeps the previous scale, reco
 // operand moves the terms by 2^-4 and more, well beyond either.
 TEST_CASE("fp8 linear: forward and backward equal quantise, dequantise, fp32 matmul",
           "[precision][fp8]") {
-  for (const auto& device : fp8_devices()) {
+  for (const auto& device : ampt::test::fp8_devices()) {
     for (const auto scaling : {Fp8Scaling::current, Fp8Scaling::delayed, Fp8Scaling::rowwise}) {
       INFO("device " << device.str() << ", " << ampt::config::to_string(scaling) << " scaling");
       torch::manual_seed(11);

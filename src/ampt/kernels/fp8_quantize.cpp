@@ -29,6 +29,23 @@ bool kernel_takes(const torch::Tensor& x) {
          (t == c10::kFloat || t == c10::kBFloat16 || t == c10::kHalf);
 }
 
+// And a gradient prologue's `pre` alike, of x's shape, dtype and device.
+bool kernel_takes(const torch::Tensor& x, const Fp8CastSpec& spec) {
+  if (!kernel_takes(x)) return false;
+  if (spec.prologue != Fp8CastSpec::Prologue::gelu_tanh_grad) return true;
+  return kernel_takes(spec.pre) && spec.pre.sizes() == x.sizes() &&
+         spec.pre.scalar_type() == x.scalar_type() && spec.pre.device() == x.device();
+}
+
+cuda::Fp8Input kernel_input(const torch::Tensor& x, const Fp8CastSpec& spec) {
+  using P = Fp8CastSpec::Prologue;
+  const auto prologue = spec.prologue == P::gelu_tanh        ? cuda::Fp8Prologue::gelu_tanh
+                        : spec.prologue == P::gelu_tanh_grad ? cuda::Fp8Prologue::gelu_tanh_grad
+                                                             : cuda::Fp8Prologue::none;
+  return {x.data_ptr(), cuda_dtype(x.scalar_type()), prologue,
+          prologue == cuda::Fp8Prologue::gelu_tanh_grad ? spec.pre.data_ptr() : nullptr};
+}
+
 float max_over_headroom(const Fp8Format& format) {
   return static_cast<float>(format.max_over_headroom());
 }
@@ -65,33 +82,32 @@ void record(Fp8History& history, const torch::Tensor& scale, const torch::Tensor
 }
 
 Fp8Cast cast_with_aten(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
-                       bool want_data, bool want_transposed, Fp8History* history,
-                       bool want_column_sums) {
-  const auto q = quantize(x, scale, format);
+                       const Fp8CastSpec& spec, Fp8History* history) {
+  const auto v = fp8_cast_values(x, spec);
+  const auto q = quantize(v, scale, format);
   Fp8Cast out;
-  if (want_data) out.data = q;
-  if (want_transposed) out.transposed = q.t().contiguous();
+  if (spec.data) out.data = q;
+  if (spec.transposed) out.transposed = q.t().contiguous();
   out.inverse = scale.reciprocal();
   out.transposed_inverse = out.inverse;
-  if (want_column_sums) out.column_sums = x.sum(0, /*keepdim=*/false, torch::kFloat32);
-  if (history) record(*history, scale, amax_of(x), format);
+  if (spec.column_sums) out.column_sums = v.sum(0, /*keepdim=*/false, torch::kFloat32);
+  if (history) record(*history, scale, amax_of(v), format);
   return out;
 }
 
 Fp8Cast cast_with_kernel(const torch::Tensor& x, const torch::Tensor& scale,
-                         const Fp8Format& format, bool want_data, bool want_transposed,
-                         Fp8History* history, bool want_column_sums) {
+                         const Fp8Format& format, const Fp8CastSpec& spec, Fp8History* history) {
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t rows = x.size(0), cols = x.size(1);
   const auto fp8 = x.options().dtype(format.dtype);
   const auto f32 = x.options().dtype(torch::kFloat32);
   Fp8Cast out;
-  if (want_data) out.data = torch::empty({rows, cols}, fp8);
-  if (want_transposed) out.transposed = torch::empty({cols, rows}, fp8);
+  if (spec.data) out.data = torch::empty({rows, cols}, fp8);
+  if (spec.transposed) out.transposed = torch::empty({cols, rows}, fp8);
   out.inverse = torch::empty({}, f32);
   out.transposed_inverse = out.inverse;
   torch::Tensor partials;
-  if (want_column_sums) partials = torch::empty({cuda::fp8_column_partial_rows(rows), cols}, f32);
+  if (spec.column_sums) partials = torch::empty({cuda::fp8_column_partial_rows(rows), cols}, f32);
   cuda::Fp8ScaleUpdate update{};
   if (history) {
     update = {history->scale.data_ptr<float>(),
@@ -103,14 +119,13 @@ Fp8Cast cast_with_kernel(const torch::Tensor& x, const torch::Tensor& scale,
               max_over_headroom(format),
               reinterpret_cast<uint32_t*>(history->scratch.data_ptr<int32_t>())};
   }
-  cuda::fp8_cast_transpose(x.data_ptr(), cuda_dtype(x.scalar_type()), rows, cols,
-                           scale.data_ptr<float>(), kernel_fp8(format.dtype),
-                           want_data ? out.data.data_ptr() : nullptr,
-                           want_transposed ? out.transposed.data_ptr() : nullptr,
+  cuda::fp8_cast_transpose(kernel_input(x, spec), rows, cols, scale.data_ptr<float>(),
+                           kernel_fp8(format.dtype), spec.data ? out.data.data_ptr() : nullptr,
+                           spec.transposed ? out.transposed.data_ptr() : nullptr,
                            out.inverse.data_ptr<float>(),
-                           want_column_sums ? partials.data_ptr<float>() : nullptr,
+                           spec.column_sums ? partials.data_ptr<float>() : nullptr,
                            history ? &update : nullptr, stream());
-  if (want_column_sums) out.column_sums = partials.sum(0);  // a fixed order: deterministic
+  if (spec.column_sums) out.column_sums = partials.sum(0);  // a fixed order: deterministic
   return out;
 }
 
@@ -134,28 +149,34 @@ torch::Tensor Fp8History::ordered() const {
   return amaxes.roll(-newest.item<int64_t>());
 }
 
-Fp8Cast cast_fp8(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
-                 bool want_data, bool want_transposed, Fp8History* history, bool use_kernel,
-                 bool want_column_sums) {
-  if (use_kernel && kernel_takes(x)) {
-    return cast_with_kernel(x, scale, format, want_data, want_transposed, history,
-                            want_column_sums);
+torch::Tensor fp8_cast_values(const torch::Tensor& x, const Fp8CastSpec& spec) {
+  switch (spec.prologue) {
+    case Fp8CastSpec::Prologue::none: break;
+    case Fp8CastSpec::Prologue::gelu_tanh: return at::gelu(x.to(torch::kFloat32), "tanh");
+    case Fp8CastSpec::Prologue::gelu_tanh_grad:
+      return at::gelu_backward(x.to(torch::kFloat32), spec.pre.to(torch::kFloat32), "tanh");
   }
-  return cast_with_aten(x, scale, format, want_data, want_transposed, history, want_column_sums);
+  return x;
+}
+
+Fp8Cast cast_fp8(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
+                 const Fp8CastSpec& spec, Fp8History* history, bool use_kernel) {
+  if (use_kernel && kernel_takes(x, spec)) return cast_with_kernel(x, scale, format, spec, history);
+  return cast_with_aten(x, scale, format, spec, history);
 }
 
 void scale_from_amax(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
                      const torch::Tensor& amax_out, const torch::Tensor& scratch,
-                     bool use_kernel) {
-  if (use_kernel && kernel_takes(x)) {
+                     const Fp8CastSpec& spec, bool use_kernel) {
+  if (use_kernel && kernel_takes(x, spec)) {
     const c10::cuda::CUDAGuard guard(x.device());
-    cuda::fp8_scale_from_amax(x.data_ptr(), cuda_dtype(x.scalar_type()), x.numel(),
-                              max_over_headroom(format), scale.data_ptr<float>(),
+    cuda::fp8_scale_from_amax(kernel_input(x, spec), x.numel(), max_over_headroom(format),
+                              scale.data_ptr<float>(),
                               amax_out.defined() ? amax_out.data_ptr<float>() : nullptr,
                               reinterpret_cast<uint32_t*>(scratch.data_ptr<int32_t>()), stream());
     return;
   }
-  const auto amax = amax_of(x);
+  const auto amax = amax_of(fp8_cast_values(x, spec));
   const auto next = scale_for(amax, format);
   scale.copy_(torch::where(usable(next), next, scale));
   if (amax_out.defined()) amax_out.copy_(amax);

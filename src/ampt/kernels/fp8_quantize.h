@@ -44,22 +44,38 @@ struct Fp8History {
   torch::Tensor ordered() const;
 };
 
-// Quantises x (2-D, float32, bfloat16 or float16) with `scale` (0-dim float32 on x's device)
-// into the copies asked for, saturating at ±format.max(). With `history`, its bookkeeping in the
-// same pass: amax(x) enters the ring, last_scale ← scale (which may be history->scale itself),
-// and history->scale ← max_over_headroom / (ring maximum, or amax(x)) when that is finite and
-// positive, else unchanged. `want_column_sums`: x's column sums in float32 too, in the same pass
-// on CUDA (a bias's gradient from the output gradient being quantised); on the ATen path
-// x.sum(0) with dtype float32. `use_kernel` false forces the ATen path (tests compare the two).
-Fp8Cast cast_fp8(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
-                 bool want_data, bool want_transposed, Fp8History* history,
-                 bool use_kernel = true, bool want_column_sums = false);
+// What a cast makes, and what it applies to each element of x first: in float32 and in the same
+// pass on CUDA, so that the amax, the copies and the column sums are of the result.
+// TransformerEngine fuses the MLP's GELU into the cast of c_proj's input (gelu_tanh) and the
+// GELU's gradient into the cast of c_fc's output gradient (gelu_tanh_grad: x · GELU'(pre), x
+// the gradient of the GELU's output).
+struct Fp8CastSpec {
+  bool data = true;          // the row-major copy
+  bool transposed = true;    // the transposed copy
+  bool column_sums = false;  // float32 column sums of the values cast: a bias's gradient
+  enum class Prologue { none, gelu_tanh, gelu_tanh_grad } prologue = Prologue::none;
+  torch::Tensor pre{};  // gelu_tanh_grad: the GELU's input, of x's shape and dtype
+};
 
-// Current scaling's first pass: scale ← max_over_headroom / amax(x) when finite and positive,
-// else unchanged; amax_out (0-dim float32, optional) ← amax(x). `scratch` as in Fp8History.
+// The values a cast with `spec` quantises, by ATen ops: x itself, or its prologue's result in
+// float32 (at::gelu, at::gelu_backward with approximate "tanh").
+torch::Tensor fp8_cast_values(const torch::Tensor& x, const Fp8CastSpec& spec);
+
+// Quantises v = fp8_cast_values(x, spec) (x 2-D, float32, bfloat16 or float16) with `scale`
+// (0-dim float32 on x's device) into what `spec` asks for, saturating at ±format.max(). With
+// `history`, its bookkeeping in the same pass: amax(v) enters the ring, last_scale ← scale
+// (which may be history->scale itself), and history->scale ← max_over_headroom / (ring maximum,
+// or amax(v)) when that is finite and positive, else unchanged. `use_kernel` false forces the
+// ATen path (tests compare the two).
+Fp8Cast cast_fp8(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
+                 const Fp8CastSpec& spec, Fp8History* history, bool use_kernel = true);
+
+// Current scaling's first pass: scale ← max_over_headroom / amax(v) when finite and positive,
+// else unchanged; amax_out (0-dim float32, optional) ← amax(v); v as in cast_fp8 (only the
+// spec's prologue matters). `scratch` as in Fp8History.
 void scale_from_amax(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
                      const torch::Tensor& amax_out, const torch::Tensor& scratch,
-                     bool use_kernel = true);
+                     const Fp8CastSpec& spec = {}, bool use_kernel = true);
 
 // Row-wise scaling (TorchAO's rowwise recipe): data with one scale per row of x, transposed with
 // one per column of x, each the largest power of two not above max_over_headroom / that row's

@@ -117,7 +117,7 @@ class HeadMatmuls {
     const Fp8Format format{dtype, 0};
     const auto scale = torch::ones({}, x.options().dtype(torch::kFloat32));
     scale_from_amax(x, scale, format, {}, scratch_);
-    return cast_fp8(x, scale, format, true, want_transposed, nullptr);
+    return cast_fp8(x, scale, format, {.data = true, .transposed = want_transposed}, nullptr);
   }
 
   bool fp8_, grad_;

@@ -1,5 +1,6 @@
 #include "ampt/models/gpt.h"
 
+#include "ampt/precision/fp8_mlp.h"
 #include "ampt/precision/precision_islands.h"
 
 #include "ampt/core/errors.h"
@@ -51,10 +52,13 @@ torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
   const auto* islands = active_islands();
   const bool fp32_linear = islands != nullptr && (islands->find(c_fc.get()) != nullptr ||
                                                   islands->find(c_proj.get()) != nullptr);
+  const kernels::GeluMlpWeights weights{c_fc->weight, c_fc->bias, c_proj->weight, c_proj->bias};
   if (fused_ && !fp8_fc_ && !fp8_proj_ && !fp32_linear) {
-    return dropout_->forward(kernels::gelu_mlp(
-        x, {c_fc->weight, c_fc->bias, c_proj->weight, c_proj->bias}, gelu_approximate_,
-        epilogues_));
+    return dropout_->forward(kernels::gelu_mlp(x, weights, gelu_approximate_, epilogues_));
+  }
+  if (fused_ && fp8_fc_ && fp8_proj_ && gelu_approximate_ == "tanh") {
+    return dropout_->forward(
+        precision::fp8_gelu_mlp(x, weights, *fp8_fc_, *fp8_proj_, /*record=*/!recomputing()));
   }
   // The tanh approximation is GPT-2's own GELU (and llm.c's), so weights trained elsewhere
   // behave the same here.

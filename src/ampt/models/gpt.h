@@ -28,9 +28,11 @@ class GptMlpImpl : public torch::nn::Module {
   // Runs c_fc and c_proj in fp8 from now on where `selected` names them (prefix + "c_fc").
   void enable_fp8(const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected,
                   const std::string& prefix);
-  // Whether c_fc, the GELU and c_proj run as one operation that recomputes the GELU's output in
-  // backward rather than keeping it (kernels/gelu_mlp.h): not in fp8, nor with fp32 islands; and
-  // whether that operation may use the GEMM epilogues where they apply.
+  // Whether c_fc, the GELU and c_proj run as one operation: in the autocast dtype, one that
+  // recomputes the GELU's output in backward rather than keeping it (kernels/gelu_mlp.h; not with
+  // fp32 islands), and that may use the GEMM epilogues where they apply (`epilogues`); with both
+  // Linears in fp8 and the tanh GELU, one whose casts compute the GELU and its gradient
+  // (precision/fp8_mlp.h).
   void set_fused(bool fused, bool epilogues) {
     fused_ = fused;
     epilogues_ = epilogues;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iterator>
+#include <string_view>
 
 namespace ampt::precision {
 namespace {
@@ -72,6 +73,21 @@ std::string milliseconds(const std::optional<GemmTimes>& t, double GemmTimes::*f
   return t ? fmt::format("{:.3f}", (*t).*field) : "–";
 }
 
+// A block's MLP runs as one operation, whose elementwise work rides in its GEMMs' epilogues or
+// its fp8 casts, only with c_fc and c_proj in one precision (models/gpt.h): where auto's choices
+// for the two differ, both take the one whose GEMMs measured faster in sum.
+void pair_mlp_layers(std::vector<Fp8LayerChoice>& layers) {
+  constexpr std::string_view kFc = "mlp.c_fc";
+  for (auto& fc : layers) {
+    if (!fc.name.ends_with(kFc)) continue;
+    const auto proj_name = fc.name.substr(0, fc.name.size() - kFc.size()) + "mlp.c_proj";
+    const auto proj = std::ranges::find(layers, proj_name, &Fp8LayerChoice::name);
+    if (proj == layers.end() || proj->fp8 == fc.fp8 || !fc.times || !proj->times) continue;
+    fc.fp8 = proj->fp8 = fc.times->fp8_ms + proj->times->fp8_ms <
+                         fc.times->bf16_ms + proj->times->bf16_ms;
+  }
+}
+
 }  // namespace
 
 GemmTimes Fp8TimingCache::get(const std::string& device, const GemmShape& shape,
@@ -91,8 +107,10 @@ std::vector<std::string> Fp8LayerPlan::table() const {
   const auto in_fp8 = std::ranges::count(layers, true, &Fp8LayerChoice::fp8);
   std::vector<std::string> lines = {
       fmt::format("fp8 layers (--fp8_layers {}{}): {} of {} in fp8", setting,
-                  setting == "auto" ? ", fp8 where its GEMMs measured faster" : "", in_fp8,
-                  layers.size()),
+                  setting == "auto" ? ", fp8 where its GEMMs measured faster, a block's MLP "
+                                      "Linears together"
+                                    : "",
+                  in_fp8, layers.size()),
       "| layers | GEMM (rows x in -> out) | bf16 ms | fp8 ms | fp8 gain | runs in |",
       "|---|---|---:|---:|---:|---|"};
   for (const auto& g : groups_of(layers)) {
@@ -123,6 +141,7 @@ Fp8LayerPlan choose_fp8_layers(const std::string& setting,
     }
     plan.layers.push_back(std::move(choice));
   }
+  if (setting == "auto") pair_mlp_layers(plan.layers);
   if (setting == "auto" || setting == "all") return plan;
   for (const auto& p : patterns) {
     if (std::ranges::none_of(candidates, [&](const auto& c) { return glob_match(p, c.name); })) {

@@ -69,8 +69,9 @@ struct Fp8LayerPlan {
 
 // The plan for `setting` (config.fp8_layers: "auto", "all" or comma-separated name patterns)
 // over `candidates` at `rows` rows per micro-batch. auto measures each shape once through `cache`
-// (`measure` runs only for shapes it lacks) and picks fp8 where it was faster. Throws UsageError
-// when a pattern matches no candidate.
+// (`measure` runs only for shapes it lacks) and picks fp8 where it was faster, except that a
+// block's mlp.c_fc and mlp.c_proj take one choice, the faster in sum (the MLP is one fused
+// operation only in one precision). Throws UsageError when a pattern matches no candidate.
 Fp8LayerPlan choose_fp8_layers(const std::string& setting,
                                const std::vector<Fp8Candidate>& candidates, int64_t rows,
                                const std::string& device, const GemmTimer& measure,

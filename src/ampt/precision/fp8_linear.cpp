@@ -19,9 +19,14 @@ torch::Tensor Fp8TensorScaling::scale() const {
   return recipe_.scaling == config::Fp8Scaling::delayed ? state_->last_scale : state_->scale;
 }
 
-kernels::Fp8Cast Fp8TensorScaling::quantize(const torch::Tensor& t, bool record, bool want_data,
-                                            bool want_transposed, bool want_column_sums) {
-  if (recipe_.scaling == config::Fp8Scaling::rowwise) return kernels::cast_fp8_rowwise(t, format_);
+kernels::Fp8Cast Fp8TensorScaling::quantize(const torch::Tensor& t, bool record,
+                                            const kernels::Fp8CastSpec& spec) {
+  if (recipe_.scaling == config::Fp8Scaling::rowwise) {
+    const auto values = kernels::fp8_cast_values(t, spec);
+    auto cast = kernels::cast_fp8_rowwise(values, format_);
+    if (spec.column_sums) cast.column_sums = values.sum(0, /*keepdim=*/false, torch::kFloat32);
+    return cast;
+  }
   const bool delayed = recipe_.scaling == config::Fp8Scaling::delayed;
   if (!state_) {
     state_ = kernels::Fp8History::zeros(delayed ? recipe_.amax_history_len : 1,
@@ -33,20 +38,48 @@ kernels::Fp8Cast Fp8TensorScaling::quantize(const torch::Tensor& t, bool record,
     // The state keeps the latest recorded call's scale and amax; an unusable amax keeps the scale.
     const auto scale = record ? state.scale : state.scale.clone();
     kernels::scale_from_amax(t, scale, format_,
-                             record ? state.amaxes.select(0, 0) : torch::Tensor(), state.scratch);
-    return kernels::cast_fp8(t, scale, format_, want_data, want_transposed, nullptr, true,
-                             want_column_sums);
+                             record ? state.amaxes.select(0, 0) : torch::Tensor(), state.scratch,
+                             spec);
+    return kernels::cast_fp8(t, scale, format_, spec, nullptr);
   }
-  if (!record) {
-    return kernels::cast_fp8(t, state.last_scale, format_, want_data, want_transposed, nullptr,
-                             true, want_column_sums);
-  }
+  if (!record) return kernels::cast_fp8(t, state.last_scale, format_, spec, nullptr);
   if (!primed_) {
-    kernels::scale_from_amax(t, state.scale, format_, torch::Tensor(), state.scratch);
+    kernels::scale_from_amax(t, state.scale, format_, torch::Tensor(), state.scratch, spec);
     primed_ = true;
   }
-  return kernels::cast_fp8(t, state.scale, format_, want_data, want_transposed, &state, true,
-                           want_column_sums);
+  return kernels::cast_fp8(t, state.scale, format_, spec, &state);
+}
+
+namespace {
+
+// Row-wise GEMMs (CUTLASS's on Ada) write bfloat16 only; their factors are vectors.
+bool rowwise(const kernels::Fp8Cast& cast) { return cast.inverse.dim() > 0; }
+
+}  // namespace
+
+torch::Tensor fp8_forward_gemm(const kernels::Fp8Cast& xq, const kernels::Fp8Cast& wq,
+                               const torch::Tensor& bias) {
+  // _scaled_mm wants its first operand row-major and its second column-major: wq.data.t() is.
+  return kernels::fp8_gemm(xq.data, wq.data.t(), xq.inverse, wq.inverse,
+                           bias.to(torch::kBFloat16), torch::kBFloat16, /*fast_accum=*/true);
+}
+
+torch::Tensor fp8_input_grad(const kernels::Fp8Cast& g, const Fp8Saved& w_t,
+                             c10::ScalarType dtype) {
+  // dx = dy · W: [M, out] · [out, in], W column-major as Wᵀ row-major.
+  return kernels::fp8_gemm(g.data, w_t.data.t(), g.inverse, w_t.inverse, {},
+                           rowwise(g) ? torch::kBFloat16 : dtype, false)
+      .to(dtype);
+}
+
+torch::Tensor fp8_weight_grad(const kernels::Fp8Cast& g, const Fp8Saved& x_t) {
+  // dW = dyᵀ · x: [out, M] · [M, in], x column-major as xᵀ row-major.
+  return kernels::fp8_gemm(g.transposed, x_t.data.t(), g.transposed_inverse, x_t.inverse, {},
+                           rowwise(g) ? torch::kBFloat16 : torch::kFloat32, false);
+}
+
+Fp8Saved Fp8Saved::transposed_of(const kernels::Fp8Cast& cast) {
+  return {cast.transposed, cast.transposed_inverse};
 }
 
 namespace {
@@ -62,12 +95,10 @@ class Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
                                bool grad_x, bool grad_weight) {
     const int64_t in = weight.size(1);
     // xᵀ serves dW, Wᵀ serves dx: each is made only when that gradient will be.
-    const auto xq = layer->input.quantize(x.reshape({-1, in}), record, true, grad_weight);
-    const auto wq = layer->weight.quantize(weight, record, true, grad_x);
-    // _scaled_mm wants its first operand row-major and its second column-major: wq.data.t() is.
-    const auto y = kernels::fp8_gemm(xq.data, wq.data.t(), xq.inverse, wq.inverse,
-                                     bias.to(torch::kBFloat16), torch::kBFloat16,
-                                     /*fast_accum=*/true);
+    const auto xq = layer->input.quantize(x.reshape({-1, in}), record,
+                                          {.data = true, .transposed = grad_weight});
+    const auto wq = layer->weight.quantize(weight, record, {.data = true, .transposed = grad_x});
+    const auto y = fp8_forward_gemm(xq, wq, bias);
     ctx->save_for_backward({xq.transposed, xq.transposed_inverse, wq.transposed,
                             wq.transposed_inverse});
     ctx->saved_data["layer"] = c10::IValue::make_capsule(layer);
@@ -82,45 +113,26 @@ class Fp8LinearFunction : public torch::autograd::Function<Fp8LinearFunction> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
-    const auto& x_t = saved[0];
-    const auto& x_t_inverse = saved[1];
-    const auto& w_t = saved[2];
-    const auto& w_t_inverse = saved[3];
+    const Fp8Saved x_t{saved[0], saved[1]}, w_t{saved[2], saved[3]};
     const auto layer =
         c10::static_intrusive_pointer_cast<Fp8Linear>(ctx->saved_data["layer"].toCapsule());
     const auto dtype = [&](const char* key) {
       return static_cast<c10::ScalarType>(ctx->saved_data[key].toInt());
     };
     const auto& dy = grad_outputs[0];
-    const int64_t out = dy.size(-1);
-    const auto dy2 = dy.reshape({-1, out});
     const bool grad_x = ctx->needs_input_grad(0), grad_weight = ctx->needs_input_grad(1),
                grad_bias = ctx->needs_input_grad(2);
-    // Row-wise GEMMs (CUTLASS's on Ada) write bfloat16 only.
-    const bool rowwise = x_t_inverse.dim() > 0;
-    const auto g = layer->grad_output.quantize(dy2, /*record=*/true, grad_x, grad_weight, grad_bias);
-    torch::Tensor dx, dw;
+    const auto g = layer->grad_output.quantize(
+        dy.reshape({-1, dy.size(-1)}), /*record=*/true,
+        {.data = grad_x, .transposed = grad_weight, .column_sums = grad_bias});
+    torch::Tensor dx, dw, db;
     if (grad_x) {
-      // dx = dy · W: [M, out] · [out, in], W column-major as Wᵀ row-major.
       auto dx_shape = dy.sizes().vec();
-      dx_shape.back() = w_t.size(0);
-      dx = kernels::fp8_gemm(g.data, w_t.t(), g.inverse, w_t_inverse, {},
-                             rowwise ? torch::kBFloat16 : dtype("x_dtype"), false)
-               .to(dtype("x_dtype"))
-               .view(dx_shape);
+      dx_shape.back() = w_t.data.size(0);
+      dx = fp8_input_grad(g, w_t, dtype("x_dtype")).view(dx_shape);
     }
-    if (grad_weight) {
-      // dW = dyᵀ · x: [out, M] · [M, in], x column-major as xᵀ row-major.
-      dw = kernels::fp8_gemm(g.transposed, x_t.t(), g.transposed_inverse, x_t_inverse, {},
-                             rowwise ? torch::kBFloat16 : torch::kFloat32, false)
-               .to(dtype("weight_dtype"));
-    }
-    torch::Tensor db;
-    if (grad_bias) {
-      const auto sums = g.column_sums.defined() ? g.column_sums
-                                                : dy2.sum(0, /*keepdim=*/false, torch::kFloat32);
-      db = sums.to(dtype("bias_dtype"));
-    }
+    if (grad_weight) dw = fp8_weight_grad(g, x_t).to(dtype("weight_dtype"));
+    if (grad_bias) db = g.column_sums.to(dtype("bias_dtype"));
     return {dx, dw, db, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };

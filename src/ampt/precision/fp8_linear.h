@@ -40,12 +40,12 @@ class Fp8TensorScaling {
  public:
   Fp8TensorScaling(const Fp8Recipe& recipe, c10::ScalarType fp8_dtype);
 
-  // The fp8 copies of t [rows, cols] asked for. `record`: update the scale state and the
-  // history; a recomputation (activation checkpointing) passes false and reuses the scale its
-  // first pass used. `want_column_sums`: t's column sums too, in the same pass where the
-  // per-tensor kernel runs (kernels::cast_fp8); row-wise scaling leaves them undefined.
-  kernels::Fp8Cast quantize(const torch::Tensor& t, bool record, bool want_data = true,
-                            bool want_transposed = true, bool want_column_sums = false);
+  // What `spec` asks for of t [rows, cols] (kernels::cast_fp8: the copies, column sums, and a
+  // prologue whose values are quantised, their amax recorded). `record`: update the scale state
+  // and the history; a recomputation (activation checkpointing) passes false and reuses the
+  // scale its first pass used.
+  kernels::Fp8Cast quantize(const torch::Tensor& t, bool record,
+                            const kernels::Fp8CastSpec& spec = {});
 
   c10::ScalarType dtype() const { return format_.dtype; }
   // The scale the latest recorded call used (0-dim float32); undefined before the first call,
@@ -82,5 +82,23 @@ class Fp8Linear : public torch::CustomClassHolder {
   Fp8TensorScaling weight;       // e4m3
   Fp8TensorScaling grad_output;  // e5m2
 };
+
+// A quantised copy kept for a backward GEMM, with the factors that dequantise it.
+struct Fp8Saved {
+  torch::Tensor data, inverse;
+  static Fp8Saved transposed_of(const kernels::Fp8Cast& cast);
+};
+
+// An fp8 Linear's three GEMMs, for Fp8Linear and for operations that chain fp8 Linears with the
+// work between them in the casts (precision/fp8_mlp.h):
+// - forward: x·Wᵀ + bias [rows, out] in bfloat16 from x's and W's row-major copies, with
+//   cuBLASLt's fast accumulation;
+// - the input gradient dy·W [rows, in] in `dtype` from dy's row-major copy and Wᵀ's;
+// - the weight gradient dyᵀ·x [out, in] in float32 (bfloat16 for row-wise factors) from dy's
+//   transposed copy and xᵀ's.
+torch::Tensor fp8_forward_gemm(const kernels::Fp8Cast& xq, const kernels::Fp8Cast& wq,
+                               const torch::Tensor& bias);
+torch::Tensor fp8_input_grad(const kernels::Fp8Cast& g, const Fp8Saved& w_t, c10::ScalarType dtype);
+torch::Tensor fp8_weight_grad(const kernels::Fp8Cast& g, const Fp8Saved& x_t);
 
 }  // namespace ampt::precision

@@ -7,6 +7,7 @@
 
 #include "cuda_emulated/launch.h"
 #include "kernels/cuda/kernel_checks.h"
+#include "support/fp8_reference.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -16,6 +17,7 @@
 using ampt::kernels::cast_fp8;
 using ampt::kernels::cast_fp8_rowwise;
 using ampt::kernels::Fp8Cast;
+using ampt::kernels::Fp8CastSpec;
 using ampt::kernels::Fp8Format;
 using ampt::kernels::Fp8History;
 using ampt::kernels::scale_from_amax;
@@ -28,6 +30,7 @@ namespace {
 
 constexpr auto kE4m3 = c10::kFloat8_e4m3fn;
 constexpr auto kE5m2 = c10::kFloat8_e5m2;
+const Fp8CastSpec kAll{.data = true, .transposed = true, .column_sums = true};
 
 emulated::Fp8Dtype fp8(const Fp8Format& format) {
   return format.dtype == kE5m2 ? emulated::Fp8Dtype::e5m2 : emulated::Fp8Dtype::e4m3;
@@ -41,10 +44,18 @@ uint32_t* bits_of(const torch::Tensor& int32) {
   return reinterpret_cast<uint32_t*>(int32.data_ptr<int32_t>());
 }
 
+emulated::Fp8Input input_of(const torch::Tensor& x, const Fp8CastSpec& spec = {}) {
+  using P = Fp8CastSpec::Prologue;
+  const auto prologue = spec.prologue == P::gelu_tanh        ? emulated::Fp8Prologue::gelu_tanh
+                        : spec.prologue == P::gelu_tanh_grad ? emulated::Fp8Prologue::gelu_tanh_grad
+                                                             : emulated::Fp8Prologue::none;
+  return {x.data_ptr(), emulated_dtype(x.scalar_type()), prologue,
+          spec.pre.defined() ? spec.pre.data_ptr() : nullptr};
+}
+
 // The emulated kernel on x's memory, with `history`'s tensors as its bookkeeping.
 Fp8Cast emulated_cast(const torch::Tensor& x, const torch::Tensor& scale, const Fp8Format& format,
-                      bool want_data, bool want_transposed, Fp8History* history,
-                      bool want_column_sums = false) {
+                      const Fp8CastSpec& spec, Fp8History* history) {
   const int64_t rows = x.size(0), cols = x.size(1);
   Guarded data({rows, cols}, format.dtype, "data"), transposed({cols, rows}, format.dtype, "transposed");
   Guarded inverse({}, torch::kFloat32, "inverse");
@@ -56,17 +67,16 @@ Fp8Cast emulated_cast(const torch::Tensor& x, const torch::Tensor& scale, const 
               history->amaxes.size(0),          history->use_max,
               max_over_headroom(format),         bits_of(history->scratch)};
   }
-  emulated::fp8_cast_transpose(x.data_ptr(), emulated_dtype(x.scalar_type()), rows, cols, scale.data_ptr<float>(),
-                               fp8(format), want_data ? data.data() : nullptr,
-                               want_transposed ? transposed.data() : nullptr,
-                               inverse.data<float>(),
-                               want_column_sums ? partials.data<float>() : nullptr,
+  emulated::fp8_cast_transpose(input_of(x, spec), rows, cols, scale.data_ptr<float>(), fp8(format),
+                               spec.data ? data.data() : nullptr,
+                               spec.transposed ? transposed.data() : nullptr, inverse.data<float>(),
+                               spec.column_sums ? partials.data<float>() : nullptr,
                                history ? &update : nullptr, nullptr);
   Fp8Cast out;
-  if (want_data) out.data = data.get();
-  if (want_transposed) out.transposed = transposed.get();
+  if (spec.data) out.data = data.get();
+  if (spec.transposed) out.transposed = transposed.get();
   out.inverse = inverse.get();
-  if (want_column_sums) out.column_sums = partials.get().sum(0);
+  if (spec.column_sums) out.column_sums = partials.get().sum(0);
   return out;
 }
 
@@ -116,8 +126,8 @@ TEST_CASE("fp8 quantisation kernels, emulated, equal the ATen path bit for bit",
           auto x = torch::randn(shape) * (call + 1) * 3;
           x[1][2] = 2e4 * (call + 1);
           const auto xin = x.to(input);
-          const auto e = emulated_cast(xin, emulated.scale, format, true, true, &emulated, true);
-          const auto a = cast_fp8(xin, aten.scale, format, true, true, &aten, false, true);
+          const auto e = emulated_cast(xin, emulated.scale, format, kAll, &emulated);
+          const auto a = cast_fp8(xin, aten.scale, format, kAll, &aten, false);
           CHECK(torch::equal(bits(e.data), bits(a.data)));
           CHECK(torch::equal(bits(e.transposed), bits(a.transposed)));
           CHECK(torch::equal(e.inverse, a.inverse));
@@ -129,10 +139,10 @@ TEST_CASE("fp8 quantisation kernels, emulated, equal the ATen path bit for bit",
           const auto es = torch::ones({}), as = torch::ones({});
           const auto e_amax = torch::zeros({}), a_amax = torch::zeros({});
           const auto scratch = torch::zeros({2}, torch::kInt32);
-          emulated::fp8_scale_from_amax(xin.data_ptr(), emulated_dtype(xin.scalar_type()), xin.numel(),
+          emulated::fp8_scale_from_amax(input_of(xin), xin.numel(),
                                         max_over_headroom(format), es.data_ptr<float>(),
                                         e_amax.data_ptr<float>(), bits_of(scratch), nullptr);
-          scale_from_amax(xin, as, format, a_amax, scratch, false);
+          scale_from_amax(xin, as, format, a_amax, scratch, {}, false);
           CHECK(torch::equal(es, as));
           CHECK(torch::equal(e_amax, a_amax));
           CHECK(torch::equal(scratch, torch::zeros({2}, torch::kInt32)));
@@ -155,15 +165,15 @@ TEST_CASE("fp8 quantisation kernels, emulated: one output alone, the latest amax
   const auto x = (torch::randn({48, 80}) * 4).to(torch::kBFloat16);
   const Fp8Format format{kE4m3, 0};
   const auto scale = torch::full({}, 20.0f);
-  const auto both = cast_fp8(x, scale, format, true, true, nullptr, false);
-  const auto data = emulated_cast(x, scale, format, true, false, nullptr);
+  const auto both = cast_fp8(x, scale, format, {}, nullptr, false);
+  const auto data = emulated_cast(x, scale, format, {.data = true, .transposed = false}, nullptr);
   CHECK_FALSE(data.transposed.defined());
   CHECK(torch::equal(bits(data.data), bits(both.data)));
-  const auto transposed = emulated_cast(x, scale, format, false, true, nullptr);
+  const auto transposed = emulated_cast(x, scale, format, {.data = false, .transposed = true}, nullptr);
   CHECK_FALSE(transposed.data.defined());
   CHECK(torch::equal(bits(transposed.transposed), bits(both.transposed)));
   // A bias's gradient alone: neither copy, the column sums.
-  const auto sums = emulated_cast(x, scale, format, false, false, nullptr, true);
+  const auto sums = emulated_cast(x, scale, format, {.data = false, .transposed = false, .column_sums = true}, nullptr);
   CHECK_FALSE(sums.data.defined());
   CHECK_FALSE(sums.transposed.defined());
   check_close(sums.column_sums, x.sum(0, false, torch::kFloat64), 1e-5, "column sums alone");
@@ -174,16 +184,16 @@ TEST_CASE("fp8 quantisation kernels, emulated: one output alone, the latest amax
   for (const double magnitude : {8.0, 2.0, 0.5}) {
     INFO("magnitude " << magnitude);
     const auto xm = x * magnitude;
-    emulated_cast(xm, emulated.scale, format, true, false, &emulated);
-    cast_fp8(xm, aten.scale, format, true, false, &aten, false);
+    emulated_cast(xm, emulated.scale, format, {.data = true, .transposed = false}, &emulated);
+    cast_fp8(xm, aten.scale, format, {.data = true, .transposed = false}, &aten, false);
     check_same_history(emulated, aten);
   }
 
   // A NaN reaches the ring and leaves the scale as it was; the data holds the format's NaN.
   auto nan = x.clone();
   nan[4][7] = std::numeric_limits<float>::quiet_NaN();
-  const auto e = emulated_cast(nan, emulated.scale, format, true, true, &emulated);
-  const auto a = cast_fp8(nan, aten.scale, format, true, true, &aten, false);
+  const auto e = emulated_cast(nan, emulated.scale, format, {}, &emulated);
+  const auto a = cast_fp8(nan, aten.scale, format, {}, &aten, false);
   CHECK(torch::equal(bits(e.data), bits(a.data)));
   check_same_history(emulated, aten);
   CHECK(std::isnan(emulated.ordered()[0].item<float>()));
@@ -194,9 +204,45 @@ TEST_CASE("fp8 quantisation kernels, emulated: a grid beyond CUDA's limits is re
   // 64 rows a block along gridDim.y, at most 65535 blocks: what kernels/fp8_quantize.cpp keeps
   // away from the kernel. No memory is touched: the launch fails first.
   const auto scale = torch::ones({});
-  CHECK_THROWS_WITH(emulated::fp8_cast_transpose(nullptr, emulated::Dtype::bfloat16,
+  CHECK_THROWS_WITH(emulated::fp8_cast_transpose({nullptr, emulated::Dtype::bfloat16},
                                                  64 * int64_t{65536}, 16, scale.data_ptr<float>(),
                                                  emulated::Fp8Dtype::e4m3, nullptr, nullptr,
                                                  nullptr, nullptr, nullptr, nullptr),
                     "fp8_cast_transpose kernel launch: invalid configuration argument");
+}
+
+TEST_CASE("fp8 cast prologues, emulated: the GELU and its gradient computed in the cast",
+          "[kernels][emulated]") {
+  torch::manual_seed(9);
+  using P = Fp8CastSpec::Prologue;
+  for (const auto input : {torch::kBFloat16, torch::kHalf, torch::kFloat32}) {
+    for (const auto dtype : {kE4m3, kE5m2}) {
+      for (const auto prologue : {P::gelu_tanh, P::gelu_tanh_grad}) {
+        INFO(input << " -> " << dtype << (prologue == P::gelu_tanh ? ", GELU" : ", GELU's gradient"));
+        const auto x = (torch::randn({144, 208}) * 2).to(input);
+        Fp8CastSpec spec = kAll;
+        spec.prologue = prologue;
+        if (prologue == P::gelu_tanh_grad) spec.pre = (torch::randn({144, 208}) * 2).to(input);
+        const Fp8Format format{dtype, 0};
+
+        // The amax pass of current scaling sees the prologue's values.
+        const auto es = torch::ones({}), as = torch::ones({});
+        const auto scratch = torch::zeros({2}, torch::kInt32);
+        emulated::fp8_scale_from_amax(input_of(x, spec), x.numel(), max_over_headroom(format),
+                                      es.data_ptr<float>(), nullptr, bits_of(scratch), nullptr);
+        scale_from_amax(x, as, format, {}, scratch, spec, false);
+        check_close(es, as.to(torch::kFloat64), 1e-6, "scale from the prologue's amax");
+
+        // The host's tanhf against ATen's vectorised tanh (tests/support/fp8_reference.h).
+        auto emulated = Fp8History::zeros(2, true, torch::kCPU);
+        auto aten = Fp8History::zeros(2, true, torch::kCPU);
+        const auto e = emulated_cast(x, as, format, spec, &emulated);
+        const auto a = cast_fp8(x, as, format, spec, &aten, false);
+        ampt::test::check_fp8_close(e, a, dtype, aten.amaxes[0].item<double>());
+        check_close(emulated.amaxes, aten.amaxes.to(torch::kFloat64), 1e-6, "recorded amax");
+        check_close(e.column_sums, a.column_sums.to(torch::kFloat64),
+                    1e-5 * a.column_sums.abs().max().item<double>(), "column sums");
+      }
+    }
+  }
 }

@@ -56,6 +56,34 @@ __device__ void load16(const __nv_bfloat16* p, float (&v)[kSegment]) {
 }
 __device__ void load16(const __half* p, float (&v)[kSegment]) { load16_half<__half2>(p, v); }
 
+// GPT-2's GELU, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), and its derivative, in float32 as
+// ATen's gelu and gelu_backward with approximate="tanh" compute them.
+constexpr float kBeta = 0.7978845608028654f;  // √(2/π)
+constexpr float kKappa = 0.044715f;
+__device__ float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(kBeta * (x + kKappa * x * x * x)));
+}
+__device__ float gelu_tanh_derivative(float x) {
+  const float x_sq = x * x;
+  const float t = tanhf(kBeta * (x + kKappa * x_sq * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kBeta * (1.0f + 3.0f * kKappa * x_sq);
+}
+
+// The 16 values at element `offset` of x, with the prologue applied (launch.h's Fp8Prologue).
+template <Fp8Prologue P, class In>
+__device__ void load_values(const In* x, const In* pre, int64_t offset, float (&v)[kSegment]) {
+  load16(x + offset, v);
+  if constexpr (P == Fp8Prologue::gelu_tanh) {
+#pragma unroll
+    for (int j = 0; j < kSegment; ++j) v[j] = gelu_tanh(v[j]);
+  } else if constexpr (P == Fp8Prologue::gelu_tanh_grad) {
+    float p[kSegment];
+    load16(pre + offset, p);
+#pragma unroll
+    for (int j = 0; j < kSegment; ++j) v[j] *= gelu_tanh_derivative(p[j]);
+  }
+}
+
 template <Fp8Dtype D>
 __device__ uint8_t to_fp8(float v) {
   return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, D == Fp8Dtype::e4m3 ? __NV_E4M3 : __NV_E5M2);
@@ -162,11 +190,11 @@ __device__ void store_column_sums(const float (&sums)[kTile][kTile + 1], float* 
   column_partials[static_cast<int64_t>(blockIdx.y) * cols + col] = total;
 }
 
-template <class In, Fp8Dtype D>
+template <class In, Fp8Dtype D, Fp8Prologue P>
 __global__ void __launch_bounds__(kThreads)
-    cast_transpose_kernel(const In* x, int64_t rows, int64_t cols, const float* scale_ptr,
-                          uint8_t* out, uint8_t* out_t, float* inverse, float* column_partials,
-                          Fp8ScaleUpdate update, bool has_update) {
+    cast_transpose_kernel(const In* x, const In* pre, int64_t rows, int64_t cols,
+                          const float* scale_ptr, uint8_t* out, uint8_t* out_t, float* inverse,
+                          float* column_partials, Fp8ScaleUpdate update, bool has_update) {
   // Aligned for the 32-bit stores that pack four fp8 values.
   alignas(16) __shared__ Tile tile;
   __shared__ float sums[kTile][kTile + 1];  // the padding spreads the writes over the banks
@@ -176,7 +204,7 @@ __global__ void __launch_bounds__(kThreads)
   float m = 0.0f;
   if (s.inside) {
     float v[kSegment];
-    load16(x + s.row * cols + s.col, v);
+    load_values<P>(x, pre, s.row * cols + s.col, v);
     uint8_t q[kSegment];
 #pragma unroll
     for (int j = 0; j < kSegment; ++j) {
@@ -220,16 +248,16 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <class In>
+template <class In, Fp8Prologue P>
 __global__ void __launch_bounds__(kThreads)
-    scale_from_amax_kernel(const In* x, int64_t n, float max_over_headroom, float* scale,
-                           float* amax_out, uint32_t* scratch) {
+    scale_from_amax_kernel(const In* x, const In* pre, int64_t n, float max_over_headroom,
+                           float* scale, float* amax_out, uint32_t* scratch) {
   float m = 0.0f;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads * kSegment;
   for (int64_t i = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) * kSegment; i < n;
        i += stride) {
     float v[kSegment];
-    load16(x + i, v);
+    load_values<P>(x, pre, i, v);
 #pragma unroll
     for (int j = 0; j < kSegment; ++j) m = nan_max(m, fabsf(v[j]));
   }
@@ -311,11 +339,27 @@ void with_input(const void* x, Dtype dtype, F f) {
   }
 }
 
+template <Fp8Prologue P>
+using Prologue = std::integral_constant<Fp8Prologue, P>;
+
+// Calls f(typed x, typed pre, Prologue<x.prologue>) for x's dtype.
+template <class F>
+void with_input(const Fp8Input& x, F f) {
+  with_input(x.data, x.dtype, [&](const auto* in) {
+    const auto* pre = static_cast<decltype(in)>(x.pre);
+    switch (x.prologue) {
+      case Fp8Prologue::none: f(in, pre, Prologue<Fp8Prologue::none>{}); break;
+      case Fp8Prologue::gelu_tanh: f(in, pre, Prologue<Fp8Prologue::gelu_tanh>{}); break;
+      case Fp8Prologue::gelu_tanh_grad: f(in, pre, Prologue<Fp8Prologue::gelu_tanh_grad>{}); break;
+    }
+  });
+}
+
 }  // namespace
 
 int64_t fp8_column_partial_rows(int64_t rows) { return (rows + kTile - 1) / kTile; }
 
-void fp8_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_t cols, const float* scale,
+void fp8_cast_transpose(const Fp8Input& x, int64_t rows, int64_t cols, const float* scale,
                         Fp8Dtype out_dtype, void* out, void* out_t, float* inverse,
                         float* column_partials, const Fp8ScaleUpdate* update, void* stream) {
   if (rows == 0 || cols == 0) return;
@@ -323,30 +367,32 @@ void fp8_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_t cols, 
   const Fp8ScaleUpdate u = update ? *update : Fp8ScaleUpdate{};
   auto* q = static_cast<uint8_t*>(out);
   auto* q_t = static_cast<uint8_t*>(out_t);
-  with_input(x, dtype, [&](const auto* in) {
+  with_input(x, [&](const auto* in, const auto* pre, auto prologue) {
     using In = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
+    constexpr Fp8Prologue P = decltype(prologue)::value;
     if (out_dtype == Fp8Dtype::e4m3) {
-      cast_transpose_kernel<In, Fp8Dtype::e4m3>
-          <<<tiles(rows, cols), kThreads, 0, s>>>(in, rows, cols, scale, q, q_t, inverse,
+      cast_transpose_kernel<In, Fp8Dtype::e4m3, P>
+          <<<tiles(rows, cols), kThreads, 0, s>>>(in, pre, rows, cols, scale, q, q_t, inverse,
                                                   column_partials, u, update != nullptr);
     } else {
-      cast_transpose_kernel<In, Fp8Dtype::e5m2>
-          <<<tiles(rows, cols), kThreads, 0, s>>>(in, rows, cols, scale, q, q_t, inverse,
+      cast_transpose_kernel<In, Fp8Dtype::e5m2, P>
+          <<<tiles(rows, cols), kThreads, 0, s>>>(in, pre, rows, cols, scale, q, q_t, inverse,
                                                   column_partials, u, update != nullptr);
     }
   });
   check_launch("fp8_cast_transpose kernel launch");
 }
 
-void fp8_scale_from_amax(const void* x, Dtype dtype, int64_t n, float max_over_headroom,
-                         float* scale, float* amax_out, uint32_t* scratch, void* stream) {
+void fp8_scale_from_amax(const Fp8Input& x, int64_t n, float max_over_headroom, float* scale,
+                         float* amax_out, uint32_t* scratch, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   // A few blocks per multiprocessor stream the whole tensor; more would only add atomics.
   const int64_t wanted = (n + kThreads * kSegment - 1) / (kThreads * kSegment);
   const unsigned blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(wanted, 1024)));
-  with_input(x, dtype, [&](const auto* in) {
-    scale_from_amax_kernel<<<blocks, kThreads, 0, s>>>(in, n, max_over_headroom, scale, amax_out,
-                                                       scratch);
+  with_input(x, [&](const auto* in, const auto* pre, auto prologue) {
+    using In = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
+    scale_from_amax_kernel<In, decltype(prologue)::value>
+        <<<blocks, kThreads, 0, s>>>(in, pre, n, max_over_headroom, scale, amax_out, scratch);
   });
   check_launch("fp8_scale_from_amax kernel launch");
 }

@@ -44,6 +44,21 @@ void add_layer_norm_backward(AddLayerNormLayout layout, const void* sum, const v
 
 enum class Fp8Dtype { e4m3, e5m2 };
 
+// What the fp8 passes apply to each value of their input first, in float32 (the amax, the
+// column sums and the fp8 copies are of the result): nothing; GPT-2's tanh GELU (the MLP's
+// hidden activation, cast for c_proj); or x · GELU'(pre), the GELU's gradient from the gradient
+// of its output x and its input `pre` (cast for c_fc's weight and input gradients).
+enum class Fp8Prologue { none, gelu_tanh, gelu_tanh_grad };
+
+// The input of the fp8 passes: x [rows, cols] (row-major, `dtype`; rows and cols multiples of
+// 16, 16-byte aligned) and, for gelu_tanh_grad, `pre` of the same shape, dtype and alignment.
+struct Fp8Input {
+  const void* data;
+  Dtype dtype;
+  Fp8Prologue prologue = Fp8Prologue::none;
+  const void* pre = nullptr;
+};
+
 // Delayed scaling's bookkeeping, done by the last block of fp8_cast_transpose to finish, so the
 // host never reads an amax: amax(x) enters the `history` ring at the slot after `*newest`,
 // `*last_scale` ← this call's scale, and `*scale` ← max_over_headroom / a where a is the
@@ -64,21 +79,21 @@ struct Fp8ScaleUpdate {
 // The rows of fp8_cast_transpose's column_partials for x of `rows` rows: one per 64 rows.
 int64_t fp8_column_partial_rows(int64_t rows);
 
-// One read of x [rows, cols] (row-major, `dtype`; rows and cols multiples of 16, x 16-byte
-// aligned): `out` [rows, cols] ← fp8(x · *scale) and `out_t` [cols, rows] ← its transpose (either
-// may be null), saturating to the format's largest finite value, rounding to nearest even;
-// `*inverse` ← 1 / *scale; unless null, `column_partials` [fp8_column_partial_rows(rows), cols]
-// (float32) ← the sums of x's columns over each 64 rows, for the caller to sum (a bias's
-// gradient); with `update`, its bookkeeping too.
-void fp8_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_t cols, const float* scale,
+// One read of x (and its `pre`), v = the prologue's values: `out` [rows, cols] ← fp8(v · *scale)
+// and `out_t` [cols, rows] ← its transpose (either may be null), saturating to the format's
+// largest finite value, rounding to nearest even; `*inverse` ← 1 / *scale; unless null,
+// `column_partials` [fp8_column_partial_rows(rows), cols] (float32) ← the sums of v's columns
+// over each 64 rows, for the caller to sum (a bias's gradient); with `update`, its bookkeeping
+// too, of amax(v).
+void fp8_cast_transpose(const Fp8Input& x, int64_t rows, int64_t cols, const float* scale,
                         Fp8Dtype out_dtype, void* out, void* out_t, float* inverse,
                         float* column_partials, const Fp8ScaleUpdate* update, void* stream);
 
-// Current scaling's first pass over x (`n` elements, a multiple of 16, 16-byte aligned):
-// `*scale` ← max_over_headroom / amax(x) when finite and positive, else unchanged;
-// `*amax_out` ← amax(x) unless null. `scratch` as in Fp8ScaleUpdate.
-void fp8_scale_from_amax(const void* x, Dtype dtype, int64_t n, float max_over_headroom,
-                         float* scale, float* amax_out, uint32_t* scratch, void* stream);
+// Current scaling's first pass over x (`n` elements, a multiple of 16, 16-byte aligned), v its
+// prologue's values: `*scale` ← max_over_headroom / amax(v) when finite and positive, else
+// unchanged; `*amax_out` ← amax(v) unless null. `scratch` as in Fp8ScaleUpdate.
+void fp8_scale_from_amax(const Fp8Input& x, int64_t n, float max_over_headroom, float* scale,
+                         float* amax_out, uint32_t* scratch, void* stream);
 
 // Row-wise scaling's first pass: the bits of each row's and each column's amax of x [rows, cols]
 // into row_amax [rows] and col_amax [cols] (atomic maxima: both zero beforehand).
