@@ -1,18 +1,21 @@
-// The CUDA C++ of src/ampt/kernels/cuda, run on CPU threads, so that CI (which has no GPU) runs
-// the kernels' own code and compares it with the ATen references. Force-included (-include) in
-// each file translate.py has rewritten: the toolkit's host-side headers give the types and the
+// The CUDA C++ of src/ampt/kernels/cuda, run on the CPU, so that CI (which has no GPU) runs the
+// kernels' own code and compares it with the ATen references. Force-included (-include) in each
+// file translate.py has rewritten: the toolkit's host-side headers give the types and the
 // bfloat16/float16/fp8 conversions, and this file the rest of what the kernels use.
 //
-// A launch runs its blocks one after another and the threads of a block at once, one std::thread
-// each: __syncthreads is a barrier of the block, a warp shuffle an exchange among the warp's
-// threads, a __shared__ variable a static (one per block, blocks being sequential), an atomic a
-// std::atomic_ref. Arithmetic is the host's: __expf, __logf and rsqrtf round as expf, logf and
-// 1/sqrtf do, not as the GPU's approximations, so tests compare with tolerances where those enter.
+// A launch runs its blocks one after another, and a block's threads as fibers on the launching
+// thread (Block, below): __syncthreads and warp shuffles are where a thread waits for the
+// others, a __shared__ variable is a static (one per block, blocks being sequential), an atomic
+// a plain read-modify-write. No thread of the operating system is started, so a test runs the
+// same way every time. Arithmetic is the host's: __expf, __logf and rsqrtf round as expf, logf
+// and 1/sqrtf do, not as the GPU's approximations, and tanhf as glibc's, so tests compare with
+// tolerances where those enter.
 //
 // Faults a GPU would report, or hang on, are errors here: a launch configuration beyond CUDA's
 // limits (cudaGetLastError returns cudaErrorInvalidConfiguration, as CUDA's does), a barrier that
-// the threads of a block reach from different lines, a shuffle without the full warp's mask; each
-// throws std::runtime_error out of the launch, naming the kernel file's line.
+// the threads of a block reach from different lines, a shuffle without the full warp's mask or
+// that some of the warp's threads never reach; each throws std::runtime_error out of the launch,
+// naming the kernel file's line.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,19 +23,21 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <ucontext.h>
+
+#include <algorithm>
 #include <array>
 #include <atomic>
-#include <barrier>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
 namespace emu {
@@ -49,97 +54,175 @@ struct Site {
   }
 };
 
-// The threads of one block while it runs.
+// Memory for the stacks of a block's threads, allocated once per launch and used by its blocks
+// in turn; pages never touched cost nothing.
+class Stacks {
+ public:
+  static constexpr std::size_t kBytes = 128 * 1024;
+  explicit Stacks(unsigned threads) : memory_(new char[threads * kBytes]) {}
+  char* of(unsigned thread) { return memory_.get() + thread * kBytes; }
+
+ private:
+  std::unique_ptr<char[]> memory_;
+};
+
+// One block's threads, as fibers (ucontext) on the launching thread: each runs until it waits,
+// at a __syncthreads or in a shuffle, or returns; then the next. When none can go on, the warps
+// whose threads all wait in a shuffle go on, else the block, if all its threads wait at one
+// barrier. A thread thus runs as far ahead of the others as a GPU could let it: a missing
+// barrier shows as a read of what another thread has not yet written, every time.
 class Block {
  public:
-  explicit Block(unsigned threads)
-      : sites_(threads),
-        barrier_(static_cast<std::ptrdiff_t>(threads), Check{this}) {
-    for (unsigned first = 0; first < threads; first += kWarpSize) {
-      const unsigned lanes = std::min(kWarpSize, threads - first);
-      warps_.push_back(std::make_unique<Warp>(lanes));
-    }
+  Block(unsigned threads, dim3 shape, Stacks& stacks)
+      : shape_(shape), fibers_(threads), stacks_(stacks) {}
+
+  // The kernel in every thread, to the end; rethrows the first fault.
+  void run(const std::function<void()>& kernel);
+
+  // The block running on this thread, if any.
+  static Block*& running() {
+    static thread_local Block* block = nullptr;
+    return block;
   }
 
-  // __syncthreads at `site`, by thread `t`.
-  void sync(unsigned t, Site site) {
-    sites_[t] = site;
-    barrier_.arrive_and_wait();
-  }
+  // __syncthreads at `site`.
+  void sync(Site site) { wait(State::at_barrier, site); }
 
   // __shfl_xor_sync: v from the lane `lane_mask` away, in every lane of the warp.
   template <class T>
-  T shuffle_xor(unsigned t, unsigned mask, T v, int lane_mask, Site site) {
-    static_assert(sizeof(T) <= 8, "shuffles move at most 8 bytes");
-    auto& warp = *warps_[t / kWarpSize];
-    const unsigned lane = t % kWarpSize, other = lane ^ static_cast<unsigned>(lane_mask);
-    if (mask != 0xffffffffu || other >= warp.lanes) {
+  T shuffle_xor(unsigned mask, T v, int lane_mask, Site site) {
+    static_assert(sizeof(T) <= sizeof(Slot), "shuffles move at most 8 bytes");
+    const unsigned lane = current_ % kWarpSize, first = current_ - lane;
+    const unsigned other = first + (lane ^ static_cast<unsigned>(lane_mask));
+    if (mask != 0xffffffffu || other >= fibers_.size() || other / kWarpSize != current_ / kWarpSize) {
       throw std::runtime_error(site.name() +
                                ": a shuffle needs the whole warp (mask 0xffffffff) and a lane "
                                "inside it");
     }
-    std::memcpy(warp.slots[lane].data(), &v, sizeof(T));
-    warp.barrier.arrive_and_wait();
+    std::memcpy(fibers_[current_].slot.data(), &v, sizeof(T));
+    wait(State::in_shuffle, site);
+    if (fibers_[other].state == State::done) {
+      throw std::runtime_error(site.name() + ": a shuffle with a lane that has returned");
+    }
     T out;
-    std::memcpy(&out, warp.slots[other].data(), sizeof(T));
-    warp.barrier.arrive_and_wait();
+    std::memcpy(&out, fibers_[other].slot.data(), sizeof(T));
+    wait(State::in_shuffle, site);  // every lane has read before any writes again
     return out;
   }
 
-  // Thread `t` has returned: later barriers do not wait for it (as on Volta and later GPUs).
-  void exit(unsigned t) {
-    sites_[t] = Site{};
-    barrier_.arrive_and_drop();
-    warps_[t / kWarpSize]->barrier.arrive_and_drop();
-  }
+ private:
+  enum class State { ready, at_barrier, in_shuffle, done };
+  using Slot = std::array<unsigned char, 8>;
+  struct Fiber {
+    ucontext_t context;
+    State state = State::ready;
+    Site site;
+    Slot slot{};
+  };
 
-  // The first fault of any thread, rethrown by the launch.
+  static void entry();
+  void wait(State state, Site site) {
+    auto& fiber = fibers_[current_];
+    fiber.state = state;
+    fiber.site = site;
+    swapcontext(&fiber.context, &scheduler_);
+  }
   void record(std::exception_ptr fault) {
-    const std::lock_guard lock(mutex_);
     if (!fault_) fault_ = fault;
   }
-  std::exception_ptr fault() const { return fault_; }
+  bool release();
 
- private:
-  struct Warp {
-    explicit Warp(unsigned n) : lanes(n), barrier(static_cast<std::ptrdiff_t>(n)) {}
-    unsigned lanes;
-    std::array<std::array<unsigned char, 8>, kWarpSize> slots{};
-    std::barrier<> barrier;
-  };
-
-  // Runs once per barrier phase, when every running thread has arrived: they must all have come
-  // from the same __syncthreads.
-  struct Check {
-    Block* block;
-    void operator()() noexcept {
-      const Site* first = nullptr;
-      for (const Site& s : block->sites_) {
-        if (s.file == nullptr) continue;  // exited
-        if (first != nullptr && s.line != first->line) {
-          block->record(std::make_exception_ptr(std::runtime_error(
-              first->name() + ": threads of one block reached different __syncthreads (lines " +
-              std::to_string(first->line) + " and " + std::to_string(s.line) +
-              "), which hangs or corrupts a GPU")));
-          return;
-        }
-        if (first == nullptr) first = &s;
-      }
-    }
-  };
-
-  std::vector<Site> sites_;
-  std::barrier<Check> barrier_;
-  std::vector<std::unique_ptr<Warp>> warps_;
-  std::mutex mutex_;
+  dim3 shape_;
+  std::vector<Fiber> fibers_;
+  Stacks& stacks_;
+  ucontext_t scheduler_;
+  const std::function<void()>* kernel_ = nullptr;
+  unsigned current_ = 0;
   std::exception_ptr fault_;
 };
 
-inline thread_local Block* current_block = nullptr;
-inline thread_local unsigned current_thread = 0;  // linear index in the block
-inline thread_local uint3 thread_index{};
+inline uint3 thread_index{};
 inline uint3 block_index{};
 inline dim3 block_dim, grid_dim;
+
+inline void Block::entry() {
+  Block& block = *running();
+  try {
+    (*block.kernel_)();
+  } catch (...) {
+    block.record(std::current_exception());
+  }
+  block.fibers_[block.current_].state = State::done;
+}  // back to the scheduler: uc_link
+
+inline void Block::run(const std::function<void()>& kernel) {
+  kernel_ = &kernel;
+  running() = this;
+  for (unsigned t = 0; t < fibers_.size(); ++t) {
+    auto& context = fibers_[t].context;
+    getcontext(&context);
+    context.uc_stack.ss_sp = stacks_.of(t);
+    context.uc_stack.ss_size = Stacks::kBytes;
+    context.uc_link = &scheduler_;
+    makecontext(&context, &Block::entry, 0);
+  }
+  const auto finished = [](const Fiber& f) { return f.state == State::done; };
+  do {
+    for (unsigned t = 0; t < fibers_.size(); ++t) {
+      if (fibers_[t].state != State::ready) continue;
+      current_ = t;
+      thread_index = {t % shape_.x, t / shape_.x % shape_.y, t / (shape_.x * shape_.y)};
+      swapcontext(&scheduler_, &fibers_[t].context);
+    }
+  } while (!fault_ && !std::ranges::all_of(fibers_, finished) && release());
+  // A fault leaves the other threads where they wait: their stacks hold nothing to destroy but
+  // the kernel's own values.
+  running() = nullptr;
+  if (fault_) std::rethrow_exception(fault_);
+}
+
+// Called when no thread can go on: lets the waiting ones go on, or records why none can.
+inline bool Block::release() {
+  bool released = false;
+  for (std::size_t first = 0; first < fibers_.size(); first += kWarpSize) {
+    const auto warp =
+        std::span(fibers_).subspan(first, std::min<std::size_t>(kWarpSize, fibers_.size() - first));
+    const auto in_shuffle = [](const Fiber& f) { return f.state == State::in_shuffle; };
+    if (!std::ranges::any_of(warp, in_shuffle) ||
+        !std::ranges::all_of(warp, [&](const Fiber& f) { return in_shuffle(f) || f.state == State::done; })) {
+      continue;
+    }
+    for (auto& f : warp) {
+      if (in_shuffle(f)) f.state = State::ready;
+    }
+    released = true;
+  }
+  if (released) return true;
+  const Fiber* first = nullptr;
+  for (const auto& f : fibers_) {
+    if (f.state == State::done) continue;
+    if (f.state != State::at_barrier) {
+      record(std::make_exception_ptr(std::runtime_error(
+          f.site.name() + ": a shuffle that some threads of the warp never reach, which hangs "
+                          "a GPU")));
+      return false;
+    }
+    if (first != nullptr && f.site.line != first->site.line) {
+      record(std::make_exception_ptr(std::runtime_error(
+          first->site.name() + ": threads of one block reached different __syncthreads (lines " +
+          std::to_string(first->site.line) + " and " + std::to_string(f.site.line) +
+          "), which hangs or corrupts a GPU")));
+      return false;
+    }
+    if (first == nullptr) first = &f;
+  }
+  for (auto& f : fibers_) {
+    if (f.state == State::at_barrier) f.state = State::ready;
+  }
+  return true;
+}
+
+inline Block* current_block() { return Block::running(); }
 
 inline cudaError_t& pending_error() {
   static thread_local cudaError_t error = cudaSuccess;
@@ -173,8 +256,8 @@ inline bool valid(const LaunchConfig& c) {
          c.block.x <= 1024 && c.block.y <= 1024 && c.block.z <= 64 && c.shared == 0;
 }
 
-// `kernel` (the kernel called with its arguments) over the launch's grid, synchronously. The
-// block's threads are created once and run the blocks in turn: a new Block between two blocks.
+// `kernel` (the kernel called with its arguments) over the launch's grid, synchronously, one
+// block after another.
 inline void launch(const LaunchConfig& c, const std::function<void()>& kernel) {
   if (!valid(c)) {
     pending_error() = cudaErrorInvalidConfiguration;
@@ -183,64 +266,32 @@ inline void launch(const LaunchConfig& c, const std::function<void()>& kernel) {
   grid_dim = c.grid;
   block_dim = c.block;
   const unsigned threads = c.block.x * c.block.y * c.block.z;
-  const unsigned long long blocks = static_cast<unsigned long long>(c.grid.x) * c.grid.y * c.grid.z;
-  std::unique_ptr<Block> block;
-  unsigned long long next = 0;
-  std::exception_ptr fault;
-  // Between blocks, once every thread has left the previous one: check it, set up the next.
-  const auto between = [&]() noexcept {
-    if (block && block->fault()) fault = block->fault();
-    if (fault || next == blocks) {
-      block.reset();
-      return;
-    }
-    block = std::make_unique<Block>(threads);
-    block_index = {static_cast<unsigned>(next % c.grid.x),
-                   static_cast<unsigned>(next / c.grid.x % c.grid.y),
-                   static_cast<unsigned>(next / (static_cast<unsigned long long>(c.grid.x) * c.grid.y))};
-    ++next;
-  };
-  std::barrier turn(static_cast<std::ptrdiff_t>(threads), between);
-  std::vector<std::thread> running;
-  running.reserve(threads);
-  for (unsigned t = 0; t < threads; ++t) {
-    running.emplace_back([&, t] {
-      current_thread = t;
-      thread_index = {t % c.block.x, t / c.block.x % c.block.y, t / (c.block.x * c.block.y)};
-      for (;;) {
-        turn.arrive_and_wait();
-        if (!block) return;
-        current_block = block.get();
-        try {
-          kernel();
-        } catch (...) {
-          block->record(std::current_exception());
-        }
-        block->exit(t);
+  Stacks stacks(threads);
+  for (unsigned z = 0; z < c.grid.z; ++z) {
+    for (unsigned y = 0; y < c.grid.y; ++y) {
+      for (unsigned x = 0; x < c.grid.x; ++x) {
+        block_index = {x, y, z};
+        Block(threads, c.block, stacks).run(kernel);
       }
-    });
+    }
   }
-  for (auto& thread : running) thread.join();
-  if (fault) std::rethrow_exception(fault);
 }
 
 template <class T>
 T atomic_max(T* address, T value) {
-  std::atomic_ref<T> a(*address);
-  T old = a.load();
-  while (old < value && !a.compare_exchange_weak(old, value)) {
-  }
+  const T old = *address;
+  if (old < value) *address = value;
   return old;
 }
 
 template <class T>
 T atomic_add(T* address, T value) {
-  return std::atomic_ref<T>(*address).fetch_add(value);
+  return std::exchange(*address, *address + value);
 }
 
 template <class T>
 T atomic_exch(T* address, T value) {
-  return std::atomic_ref<T>(*address).exchange(value);
+  return std::exchange(*address, value);
 }
 
 }  // namespace emu
@@ -264,11 +315,9 @@ using std::isfinite;  // CUDA's device maths has it unqualified
 #define blockDim (::emu::block_dim)
 #define gridDim (::emu::grid_dim)
 
-#define __syncthreads() \
-  (::emu::current_block->sync(::emu::current_thread, ::emu::Site{__FILE__, __LINE__}))
-#define __shfl_xor_sync(mask, v, lane_mask)                                               \
-  (::emu::current_block->shuffle_xor(::emu::current_thread, (mask), (v), (lane_mask), \
-                                     ::emu::Site{__FILE__, __LINE__}))
+#define __syncthreads() (::emu::current_block()->sync(::emu::Site{__FILE__, __LINE__}))
+#define __shfl_xor_sync(mask, v, lane_mask) \
+  (::emu::current_block()->shuffle_xor((mask), (v), (lane_mask), ::emu::Site{__FILE__, __LINE__}))
 #define __threadfence() std::atomic_thread_fence(std::memory_order_seq_cst)
 #define atomicMax(address, value) ::emu::atomic_max((address), (value))
 #define atomicAdd(address, value) ::emu::atomic_add((address), (value))
