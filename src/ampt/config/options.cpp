@@ -123,8 +123,9 @@ std::vector<Option> build_table() {
                   "comparison"),
       bool_option("gemm_epilogues", "perf.gemm_epilogues", &C::gemm_epilogues,
                   "With --fused_kernels on a GPU in bf16/fp16: the GPT MLP's bias + GELU, and in "
-                  "backward the GELU's gradient and the bias gradients, inside the cuBLASLt GEMMs "
-                  "instead of separate passes; false keeps the passes, for comparison"),
+                  "backward the GELU's gradient and every Linear's bias gradient, inside the "
+                  "cuBLASLt GEMMs instead of separate passes; false keeps the passes, for "
+                  "comparison"),
       bool_option("allow_tf32", "perf.allow_tf32", &C::allow_tf32,
                   "Let fp32 matmuls and convolutions use TF32 tensor cores (CUDA, Ampere+)"),
       bool_option("channels_last", "perf.channels_last", &C::channels_last,

@@ -1,8 +1,8 @@
 #include "ampt/kernels/gelu_mlp.h"
 
+#include "ampt/kernels/fused_linear.h"
 #include "ampt/kernels/gemm_epilogues.h"
 
-#include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 
 namespace ampt::kernels {
@@ -42,25 +42,18 @@ class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
     const auto approximate = ctx->saved_data["approximate"].toStringRef();
     const bool epilogues = ctx->saved_data["epilogues"].toBool();
     const auto dy = grads[0].contiguous();
-    torch::Tensor dx, d_fc_weight, d_fc_bias, d_proj_weight, d_proj_bias;
-    // A Linear's weight and bias gradients from one GEMM where both are wanted.
-    const auto weight_bias = [&](const torch::Tensor& d_out, const auto& input, int64_t w,
-                                 torch::Tensor& d_weight, torch::Tensor& d_bias) {
-      const bool both = epilogues && ctx->needs_input_grad(w) && ctx->needs_input_grad(w + 1);
-      if (const auto fused = both ? linear_weight_bias_grad(d_out, input()) : std::nullopt) {
-        d_weight = fused->first;
-        d_bias = fused->second;
-        return;
-      }
-      if (ctx->needs_input_grad(w)) d_weight = d_out.t().mm(input());
-      if (ctx->needs_input_grad(w + 1)) d_bias = d_out.sum(0);
-    };
-    weight_bias(dy, [&] { return at::gelu(pre, approximate); }, 3, d_proj_weight, d_proj_bias);
+    const auto need = [&](int i) { return ctx->needs_input_grad(i); };
+    const auto proj = linear_param_grads(
+        dy, [&] { return at::gelu(pre, approximate); }, need(3), need(4), epilogues);
     auto d_pre = epilogues ? linear_input_grad_dgelu(dy, proj_weight, pre) : std::nullopt;
     if (!d_pre) d_pre = at::gelu_backward(dy.mm(proj_weight), pre, approximate);
-    weight_bias(*d_pre, [&] { return x; }, 1, d_fc_weight, d_fc_bias);
-    if (ctx->needs_input_grad(0)) dx = d_pre->mm(fc_weight);
-    return {dx, d_fc_weight, d_fc_bias, d_proj_weight, d_proj_bias, torch::Tensor(),
+    const auto fc = linear_param_grads(*d_pre, [&] { return x; }, need(1), need(2), epilogues);
+    return {need(0) ? d_pre->mm(fc_weight) : torch::Tensor(),
+            fc.weight,
+            fc.bias,
+            proj.weight,
+            proj.bias,
+            torch::Tensor(),
             torch::Tensor()};
   }
 };
@@ -69,14 +62,7 @@ class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
 
 torch::Tensor gelu_mlp(const torch::Tensor& x, const GeluMlpWeights& weights,
                        const std::string& approximate, bool epilogues) {
-  const auto device = x.device().type();
-  const bool autocast = at::autocast::is_autocast_enabled(device);
-  const auto dtype = at::autocast::get_autocast_dtype(device);
-  // What autocast does to a Linear's arguments, weight cache included: the operation sees them
-  // already cast, so autocast leaves the addmm calls inside alone.
-  const auto cast = [&](const torch::Tensor& t) {
-    return autocast ? at::autocast::cached_cast(dtype, t, device) : t;
-  };
+  const auto cast = autocast_linear_arg;  // the Linears' arguments as autocast would cast them
   auto sizes = x.sizes().vec();
   sizes.back() = weights.proj_weight.size(0);
   return GeluMlpFunction::apply(cast(x).reshape({-1, x.size(-1)}), cast(weights.fc_weight),

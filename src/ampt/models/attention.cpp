@@ -1,5 +1,6 @@
 #include "ampt/models/attention.h"
 
+#include "ampt/kernels/fused_linear.h"
 #include "ampt/models/activation_checkpoint.h"
 #include "ampt/precision/precision_islands.h"
 
@@ -13,9 +14,13 @@ namespace ampt::models {
 using precision::call;
 
 torch::Tensor project(torch::nn::Linear& linear, const c10::intrusive_ptr<precision::Fp8Linear>& fp8,
-                      const torch::Tensor& x) {
-  if (!fp8) return call(linear, x);
-  return fp8->forward(x, linear->weight, linear->bias, /*record=*/!recomputing());
+                      const torch::Tensor& x, bool epilogues) {
+  if (fp8) return fp8->forward(x, linear->weight, linear->bias, /*record=*/!recomputing());
+  const auto* islands = precision::active_islands();
+  if (!epilogues || (islands != nullptr && islands->find(linear.get()) != nullptr)) {
+    return call(linear, x);
+  }
+  return kernels::fused_linear(x, linear->weight, linear->bias);
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout)
@@ -32,12 +37,13 @@ torch::Tensor CausalSelfAttentionImpl::heads(const torch::Tensor& t) const {
 torch::Tensor CausalSelfAttentionImpl::project_out(const torch::Tensor& y) {
   const int64_t batch = y.size(0), time = y.size(2), width = y.size(1) * y.size(3);
   return resid_dropout_->forward(
-      project(c_proj, fp8_proj_, y.transpose(1, 2).contiguous().view({batch, time, width})));
+      project(c_proj, fp8_proj_, y.transpose(1, 2).contiguous().view({batch, time, width}),
+              epilogues_));
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   // [B, T, 3C] → three [B, n_head, T, head_dim] views, the layout SDPA expects.
-  const auto qkv = project(c_attn, fp8_attn_, x).split(x.size(2), /*dim=*/2);
+  const auto qkv = project(c_attn, fp8_attn_, x, epilogues_).split(x.size(2), /*dim=*/2);
   // is_causal instead of an explicit mask lets SDPA pick flash attention (bf16/fp16 on a GPU)
   // and skip the masked half of the work. Attention dropout only while training, as nn.Dropout.
   return project_out(at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]),

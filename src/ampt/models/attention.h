@@ -14,9 +14,11 @@
 namespace ampt::models {
 
 // A Linear layer whose matmul runs in fp8 through `fp8` when that is set (precision/fp8_linear.h),
-// else the layer itself. A recomputation (activation checkpointing) leaves fp8 scales alone.
+// else the layer itself, or with `epilogues` (and no fp32 island around it) as
+// kernels::fused_linear, whose backward takes the weight's and bias's gradients from one GEMM.
+// A recomputation (activation checkpointing) leaves fp8 scales alone.
 torch::Tensor project(torch::nn::Linear& linear, const c10::intrusive_ptr<precision::Fp8Linear>& fp8,
-                      const torch::Tensor& x);
+                      const torch::Tensor& x, bool epilogues = false);
 
 // A new fp8 state for a Linear layer when `selected`, else none (the layer runs as it is).
 c10::intrusive_ptr<precision::Fp8Linear> fp8_layer(const precision::Fp8Recipe& recipe,
@@ -40,6 +42,9 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   // Runs c_attn and c_proj in fp8 from now on where `selected` names them (prefix + "c_attn").
   void enable_fp8(const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected,
                   const std::string& prefix);
+  // Whether c_attn and c_proj, where not in fp8, take their weight and bias gradients from one
+  // GEMM (kernels/fused_linear.h; --fused_kernels with --gemm_epilogues).
+  void set_epilogues(bool epilogues) { epilogues_ = epilogues; }
 
  private:
   // [B, T, C] → [B, n_head, T, C / n_head]
@@ -51,6 +56,7 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   c10::intrusive_ptr<precision::Fp8Linear> fp8_proj_;
   int64_t n_head_;
   double dropout_;
+  bool epilogues_ = true;
   torch::nn::Dropout resid_dropout_{nullptr};
 };
 TORCH_MODULE(CausalSelfAttention);

@@ -203,7 +203,11 @@ torch::Tensor GptImpl::next_logits(const torch::Tensor& tokens, KvCache& cache) 
 
 void GptImpl::set_fused(bool fused, bool epilogues) {
   fused_ = fused;
-  for (const auto& block : *h_) block->as<GptBlock>()->mlp->set_fused(fused, epilogues);
+  for (const auto& block : *h_) {
+    auto* b = block->as<GptBlock>();
+    b->mlp->set_fused(fused, epilogues);
+    b->attn->set_epilogues(fused && epilogues);
+  }
 }
 
 torch::Tensor GptImpl::real_vocab_weight() const {

@@ -90,8 +90,8 @@ class GptImpl : public torch::nn::Module {
   // The fused kernels (--fused_kernels): the head with the loss, and also each residual add
   // with the LayerNorm after it (kernels/add_layer_norm.h; not with fp32 islands or activation
   // checkpointing, whose units are whole modules and blocks) and each MLP as one operation
-  // (GptMlpImpl::set_fused), with the GEMM epilogues there unless `epilogues` is false
-  // (--gemm_epilogues).
+  // (GptMlpImpl::set_fused), with the GEMM epilogues there and in the attention's Linears
+  // (kernels/fused_linear.h) unless `epilogues` is false (--gemm_epilogues).
   void set_fused(bool fused, bool epilogues = true);
   // Generation: the logits [B, real vocabulary] of the position after `tokens` [B, T_new], which
   // follow the cache's positions (the whole prompt into an empty cache, then one token at a
