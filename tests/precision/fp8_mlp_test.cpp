@@ -83,7 +83,8 @@ TEST_CASE("fp8 MLP: the GELU in the casts is as close to float64 as at::gelu bet
       const auto f = leaves(init, torch::kFloat32);
       const Leaves fused_in{f.x.detach().to(torch::kBFloat16).requires_grad_(true), f.fc_weight,
                             f.fc_bias, f.proj_weight, f.proj_bias};
-      Fp8Linear fc(recipe), proj(recipe);
+      const auto fc = c10::make_intrusive<Fp8Linear>(recipe);
+      const auto proj = c10::make_intrusive<Fp8Linear>(recipe);
       const auto fused_y = ampt::precision::fp8_gelu_mlp(
           fused_in.x,
           {fused_in.fc_weight, fused_in.fc_bias, fused_in.proj_weight, fused_in.proj_bias}, fc,
@@ -98,11 +99,12 @@ TEST_CASE("fp8 MLP: the GELU in the casts is as close to float64 as at::gelu bet
       const auto u = leaves(init, torch::kFloat32);
       const Leaves unfused_in{u.x.detach().to(torch::kBFloat16).requires_grad_(true),
                               u.fc_weight, u.fc_bias, u.proj_weight, u.proj_bias};
-      Fp8Linear fc2(recipe), proj2(recipe);
+      const auto fc2 = c10::make_intrusive<Fp8Linear>(recipe);
+      const auto proj2 = c10::make_intrusive<Fp8Linear>(recipe);
       const auto hidden = at::gelu(
-          fc2.forward(unfused_in.x, unfused_in.fc_weight, unfused_in.fc_bias, true), "tanh");
+          fc2->forward(unfused_in.x, unfused_in.fc_weight, unfused_in.fc_bias, true), "tanh");
       const auto unfused = results(
-          proj2.forward(hidden, unfused_in.proj_weight, unfused_in.proj_bias, true), unfused_in,
+          proj2->forward(hidden, unfused_in.proj_weight, unfused_in.proj_bias, true), unfused_in,
           dy);
 
       const auto r = leaves(init, torch::kFloat64);
@@ -123,8 +125,8 @@ TEST_CASE("fp8 MLP: the GELU in the casts is as close to float64 as at::gelu bet
       }
       // c_proj's input scaling saw the GELU's output: the same amax either way (the unfused one
       // of bf16-rounded values).
-      const auto amax = [](const Fp8Linear& l) {
-        return l.input.amax_history().defined() ? l.input.amax_history()[0].item<double>() : 0.0;
+      const auto amax = [](const c10::intrusive_ptr<Fp8Linear>& l) {
+        return l->input.amax_history().defined() ? l->input.amax_history()[0].item<double>() : 0.0;
       };
       if (scaling != Fp8Scaling::rowwise) CHECK(amax(proj) == Approx(amax(proj2)).epsilon(1e-2));
     }
@@ -140,7 +142,8 @@ TEST_CASE("fp8 MLP: without gradients, the same output and nothing kept", "[prec
   const auto b2 = torch::zeros({64}).requires_grad_(true);
   Fp8Recipe recipe;
   recipe.scaling = Fp8Scaling::current;
-  Fp8Linear fc(recipe), proj(recipe);
+  const auto fc = c10::make_intrusive<Fp8Linear>(recipe);
+  const auto proj = c10::make_intrusive<Fp8Linear>(recipe);
   const auto with_grad = ampt::precision::fp8_gelu_mlp(x, {w1, b1, w2, b2}, fc, proj, true);
   torch::NoGradGuard no_grad;
   const auto without = ampt::precision::fp8_gelu_mlp(x, {w1, b1, w2, b2}, fc, proj, true);

@@ -58,7 +58,7 @@ torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
   }
   if (fused_ && fp8_fc_ && fp8_proj_ && gelu_approximate_ == "tanh") {
     return dropout_->forward(
-        precision::fp8_gelu_mlp(x, weights, *fp8_fc_, *fp8_proj_, /*record=*/!recomputing()));
+        precision::fp8_gelu_mlp(x, weights, fp8_fc_, fp8_proj_, /*record=*/!recomputing()));
   }
   // The tanh approximation is GPT-2's own GELU (and llm.c's), so weights trained elsewhere
   // behave the same here.

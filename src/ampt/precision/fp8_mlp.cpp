@@ -90,7 +90,8 @@ class Fp8GeluMlpFunction : public torch::autograd::Function<Fp8GeluMlpFunction> 
 }  // namespace
 
 torch::Tensor fp8_gelu_mlp(const torch::Tensor& x, const kernels::GeluMlpWeights& weights,
-                           Fp8Linear& fc, Fp8Linear& proj, bool record) {
+                           const c10::intrusive_ptr<Fp8Linear>& fc,
+                           const c10::intrusive_ptr<Fp8Linear>& proj, bool record) {
   const std::array<const torch::Tensor*, kTensors> inputs = {
       &x, &weights.fc_weight, &weights.fc_bias, &weights.proj_weight, &weights.proj_bias};
   int64_t needs = 0;
@@ -101,8 +102,7 @@ torch::Tensor fp8_gelu_mlp(const torch::Tensor& x, const kernels::GeluMlpWeights
   sizes.back() = weights.proj_weight.size(0);
   const auto y = Fp8GeluMlpFunction::apply(
       x.reshape({-1, x.size(-1)}).contiguous(), weights.fc_weight, weights.fc_bias,
-      weights.proj_weight, weights.proj_bias, c10::intrusive_ptr<Fp8Linear>::reclaim_copy(&fc),
-      c10::intrusive_ptr<Fp8Linear>::reclaim_copy(&proj), record, needs);
+      weights.proj_weight, weights.proj_bias, fc, proj, record, needs);
   return y.view(sizes);
 }
 

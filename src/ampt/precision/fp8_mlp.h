@@ -16,8 +16,10 @@
 namespace ampt::precision {
 
 // x [..., width] → [..., width] in bfloat16, c_fc's scaling states in `fc` and c_proj's in `proj`
-// (`record` as Fp8Linear::forward's). Gradients flow to x and the four weights, in their dtypes.
+// (`record` as Fp8Linear::forward's; the autograd node shares both states). Gradients flow to x
+// and the four weights, in their dtypes.
 torch::Tensor fp8_gelu_mlp(const torch::Tensor& x, const kernels::GeluMlpWeights& weights,
-                           Fp8Linear& fc, Fp8Linear& proj, bool record);
+                           const c10::intrusive_ptr<Fp8Linear>& fc,
+                           const c10::intrusive_ptr<Fp8Linear>& proj, bool record);
 
 }  // namespace ampt::precision
