@@ -6,15 +6,14 @@
 
 #include "ampt/models/gpt.h"
 #include "ampt/precision/autocast_guard.h"
+#include "support/autograd_graph.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
-#include <vector>
 
 using ampt::kernels::fused_linear;
 
@@ -98,23 +97,8 @@ TEST_CASE("fused linear: a GPT's attention projections use it, unless --fused_ke
     torch::manual_seed(52);
     ampt::models::Gpt gpt(ampt::models::GptDims{1, 64, 4, 16, 128, 0.0});
     gpt->set_fused(fused, epilogues);
-    std::vector<std::string> names;
     const auto tokens = torch::randint(0, 128, {2, 16}, torch::kInt64);
-    const auto loss = gpt->loss(tokens, tokens);
-    // Every node of the graph, breadth first.
-    std::vector<std::shared_ptr<torch::autograd::Node>> level{loss.grad_fn()};
-    while (!level.empty()) {
-      std::vector<std::shared_ptr<torch::autograd::Node>> next;
-      for (const auto& node : level) {
-        if (!node) continue;
-        names.push_back(node->name());
-        for (const auto& edge : node->next_edges()) next.push_back(edge.function);
-      }
-      level = std::move(next);
-    }
-    return std::ranges::count_if(names, [](const std::string& n) {
-      return n.find("FusedLinearFunction") != std::string::npos;
-    });
+    return ampt::test::nodes_named(gpt->loss(tokens, tokens), "FusedLinearFunction");
   };
   CHECK(uses_it(true, true) >= 2);  // c_attn and c_proj
   CHECK(uses_it(true, false) == 0);

@@ -78,10 +78,6 @@ torch::Tensor fp8_weight_grad(const kernels::Fp8Cast& g, const Fp8Saved& x_t) {
                            rowwise(g) ? torch::kBFloat16 : torch::kFloat32, false);
 }
 
-Fp8Saved Fp8Saved::transposed_of(const kernels::Fp8Cast& cast) {
-  return {cast.transposed, cast.transposed_inverse};
-}
-
 namespace {
 
 using config::Fp8Scaling;

@@ -86,7 +86,6 @@ class Fp8Linear : public torch::CustomClassHolder {
 // A quantised copy kept for a backward GEMM, with the factors that dequantise it.
 struct Fp8Saved {
   torch::Tensor data, inverse;
-  static Fp8Saved transposed_of(const kernels::Fp8Cast& cast);
 };
 
 // An fp8 Linear's three GEMMs, for Fp8Linear and for operations that chain fp8 Linears with the
