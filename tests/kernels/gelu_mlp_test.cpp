@@ -6,11 +6,14 @@
 
 #include "ampt/precision/autocast_guard.h"
 
+#include <ATen/record_function.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -136,6 +139,26 @@ TEST_CASE("gelu_mlp: output and gradients equal the two Linears around the GELU 
 TEST_CASE("gelu_mlp: under bf16 autocast, the autocast Linears' values and dtypes",
           "[kernels][gelu_mlp]") {
   compare(torch::kCPU, c10::kBFloat16, 1e-6);
+}
+
+TEST_CASE("gelu_mlp: the GELU runs once in forward and once more in backward, where the epilogues "
+          "do not take it", "[kernels][gelu_mlp]") {
+  static std::atomic<int> gelus{0};
+  const auto handle = at::addGlobalCallback(
+      at::RecordFunctionCallback([](const at::RecordFunction& fn)
+                                     -> std::unique_ptr<at::ObserverContext> {
+        if (std::strcmp(fn.name(), "aten::gelu") == 0) ++gelus;
+        return nullptr;
+      }).scopes({at::RecordScope::FUNCTION}));
+  const auto params = make_params(torch::kCPU);
+  for (const bool epilogues : {true, false}) {
+    gelus = 0;
+    const auto mlp = epilogues ? fused : fused_without_epilogues;
+    run(params, mlp, "tanh", c10::kFloat);
+    INFO("epilogues " << epilogues);
+    CHECK(gelus == 2);
+  }
+  at::removeCallback(handle);
 }
 
 TEST_CASE("gelu_mlp: frozen weights get no gradient and the input's is unchanged",

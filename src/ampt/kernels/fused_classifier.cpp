@@ -41,11 +41,12 @@ void softmax_cross_entropy(torch::Tensor& logits, const torch::Tensor& targets, 
   }
   const auto counted = targets.ne(kIgnoreIndex);
   const auto safe_targets = targets.clamp_min(0).unsqueeze(1);
-  const auto x = logits.narrow(1, 0, valid).to(torch::kFloat32);
-  const auto lse = x.logsumexp(1, /*keepdim=*/true);
-  row_loss.copy_((lse - x.gather(1, safe_targets)).squeeze(1).mul_(counted));
+  // One vectorised softmax pass (in float32) instead of logsumexp's generic reduction and a
+  // subtraction.
+  auto log_probs = at::log_softmax(logits.narrow(1, 0, valid), 1, torch::kFloat32);
+  row_loss.copy_(log_probs.gather(1, safe_targets).squeeze(1).neg_().mul_(counted));
   if (!grad) return;
-  auto g = (x - lse).exp_();
+  auto g = log_probs.exp_();
   g.scatter_add_(1, safe_targets, torch::full_like(safe_targets, -1.0, g.options()));
   g.mul_(counted.unsqueeze(1));
   logits.narrow(1, 0, valid).copy_(g);

@@ -55,12 +55,15 @@ torch::Tensor fused_linear(const torch::Tensor& x, const torch::Tensor& weight,
 LinearParamGrads linear_param_grads(const torch::Tensor& d_out,
                                     const std::function<torch::Tensor()>& input, bool weight,
                                     bool bias, bool epilogues) {
-  if (const auto fused = epilogues && weight && bias ? linear_weight_bias_grad(d_out, input())
-                                                     : std::nullopt) {
-    return {fused->first, fused->second};
-  }
   LinearParamGrads grads;
-  if (weight) grads.weight = d_out.t().mm(input());
+  if (weight) {
+    // Made once: for the MLP's c_proj it is the GELU, recomputed.
+    const auto in = input();
+    if (const auto fused = bias && epilogues ? linear_weight_bias_grad(d_out, in) : std::nullopt) {
+      return {fused->first, fused->second};
+    }
+    grads.weight = d_out.t().mm(in);
+  }
   if (bias) grads.bias = d_out.sum(0);
   return grads;
 }

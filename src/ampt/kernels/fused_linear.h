@@ -26,9 +26,9 @@ struct LinearParamGrads {
 };
 
 // A Linear's weight and bias gradients from its output's gradient d_out [rows, out] and its input
-// [rows, in] (made by `input` only if the weight's is wanted), those wanted: one BGRADB GEMM where
-// `epilogues` allows and both are, else d_outᵀ·input and Σ_rows d_out as AddmmBackward0 forms
-// them.
+// [rows, in] (made by `input` once, and only if the weight's is wanted), those wanted: one BGRADB
+// GEMM where `epilogues` allows and both are, else d_outᵀ·input and Σ_rows d_out as
+// AddmmBackward0 forms them.
 LinearParamGrads linear_param_grads(const torch::Tensor& d_out,
                                     const std::function<torch::Tensor()>& input, bool weight,
                                     bool bias, bool epilogues);
