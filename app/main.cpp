@@ -3,12 +3,12 @@
 #include "ampt/commands/command.h"
 #include "ampt/config/resolve.h"
 #include "ampt/config/suggest.h"
+#include "ampt/core/allocator.h"
 #include "ampt/core/errors.h"
 #include "ampt/core/version.h"
 #include "ampt/log/logger.h"
 
 #include <c10/util/Exception.h>
-#include <dlfcn.h>
 #include <fmt/format.h>
 #include <torch/version.h>
 
@@ -45,11 +45,6 @@ ampt::commands::Environment environment() {
   return env;
 }
 
-// The allocator malloc resolves to: the build links tcmalloc ahead of glibc (CMakeLists.txt).
-const char* malloc_in_use() {
-  return dlsym(RTLD_DEFAULT, "tc_malloc") != nullptr ? "tcmalloc" : "glibc";
-}
-
 int dispatch(const std::vector<std::string>& argv) {
   if (argv.empty()) {
     std::fputs(usage().c_str(), stderr);
@@ -63,7 +58,7 @@ int dispatch(const std::vector<std::string>& argv) {
   }
   if (name == "--version") {
     fmt::print("ampt {} (git {}, LibTorch {}, malloc {})\n", ampt::kVersion, ampt::kGitRevision,
-               TORCH_VERSION, malloc_in_use());
+               TORCH_VERSION, ampt::malloc_in_use());
     return 0;
   }
   const auto& table = ampt::commands::all();

@@ -78,6 +78,14 @@ if ! "$venv/bin/python" -c "import tiktoken, tokenizers, transformers" >/dev/nul
   pip_install "tiktoken, tokenizers and transformers" tiktoken tokenizers transformers
 fi
 
+# The test that the CUDA kernels hold a binary for every GPU generation reads them with
+# cuobjdump, which the CUDA toolkit here may not ship; NVIDIA's wheel on PyPI does.
+site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+if [ ! -x "$site/nvidia/cu13/bin/cuobjdump" ]; then
+  note "installing cuobjdump (the kernel-architecture test's reader) into $venv"
+  pip_install "cuobjdump (nvidia-cuda-cuobjdump)" "nvidia-cuda-cuobjdump==13.5.37"
+fi
+
 # GPT-2's BPE ranks, for the tokenizer tests and benchmarks/tokenizer.py. The usual download
 # hosts are out of reach; openai-whisper's source distribution on PyPI ships the same file
 # (the SHA-256 is the one tiktoken expects of r50k_base.tiktoken).

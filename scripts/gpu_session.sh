@@ -2,7 +2,7 @@
 # Runs on the GPU machine (the device tool, in the checkout's copy, with .gpu carried): unpacks
 # scripts/gpu_bundle.sh's build where its absolute paths expect it, points the venv at the image's
 # torch (/opt/torch/.venv, torch 2.11.0+cu130) and runs what is asked, writing into $OUT.
-#   scripts/gpu_session.sh tests    # the CUDA-tagged tests, then the whole suite (ctest -j8)
+#   scripts/gpu_session.sh tests    # ampt doctor, the CUDA-tagged tests, then the whole suite (ctest -j8)
 #   scripts/gpu_session.sh bench [RUN.PY ARGS]  # benchmarks/run.py's GPU plan, within 540 s
 #   scripts/gpu_session.sh ARGS...  # any command, after the set-up (e.g. build/ampt train ...,
 #                                   # timeout 540 .venv/bin/python benchmarks/fp8_loss.py)
@@ -27,6 +27,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu
 cd "$origin"
 case "${1:-}" in
   tests)
+    # What this GPU runs and why, with the self-checks (benchmarks/results records it).
+    "$rel/ampt" doctor > "$OUT/doctor.txt" 2>&1
     "$rel/tests/ampt_torch_tests" "[cuda],[fp8],[cuda_graphs]" 2>&1 | tail -n 200 > "$OUT/cuda_tests.txt"
     (cd "$rel" && timeout 420 ctest -j8 --timeout 300 --output-on-failure) > "$OUT/ctest.txt" 2>&1
     tail -n 40 "$OUT/ctest.txt"

@@ -41,7 +41,9 @@ TEST_CASE("cli stability: an absurd learning rate diverges and the run saves, di
   CHECK_THAT(r.err, Catch::Contains("5 steps in a row were skipped (steps 2-6)"));
   CHECK_THAT(r.err, Catch::Contains("(saved " + dir + "/ckpt-"));
   CHECK_THAT(r.err, Catch::EndsWith("Next: lower the learning rate (--lr 1e+29)\n"));
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one line
+  // One line of error; before it, at most the warning that bf16 is emulated on this CPU.
+  const auto lines = std::count(r.err.begin(), r.err.end(), '\n');
+  CHECK((lines == 1 || (lines == 2 && r.err.starts_with("ampt: warning: this CPU"))));
   CHECK(std::filesystem::exists(dir + "/latest"));
 }
 

@@ -95,7 +95,7 @@ TEST_CASE("cli train: --mixed_precision auto says what it chose and why", "[cli]
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("(mixed_precision from flag --mixed_precision)"));
-  CHECK_THAT(r.out, Catch::Contains("[AMP] auto: this CPU has"));
+  CHECK_THAT(r.out, Catch::Contains("[AMP] auto: this CPU"));
   CHECK_THAT(r.out, Catch::Contains("[AMP] Using BF16 mixed precision") ||
                         Catch::Contains("[AMP] Using FP32 precision"));
 }

@@ -30,7 +30,8 @@ TEST_CASE("precision schedule: stages, bounds in steps or epochs, lookup by step
   CHECK(stage_text(stages[0]) == "fp32:500");
   CHECK(schedule_problem("bf16").empty());
   CHECK(schedule_problem("").empty());  // the default: no schedule
-  CHECK(precision_stages(Config{}) == std::vector<PrecisionStage>{{MixedPrecision::bf16, -1, false}});
+  CHECK(precision_stages(Config{}) ==
+        std::vector<PrecisionStage>{{MixedPrecision::auto_select, -1, false}});
 }
 
 TEST_CASE("precision schedule: bad strings are one-line usage errors that say what is wrong", "[config][schedule]") {
@@ -87,7 +88,7 @@ TEST_CASE("precision schedule: a YAML list of stages under amp", "[config][sched
 
 TEST_CASE("precision schedule: mixed_precision set explicitly must agree with the last stage", "[config][schedule]") {
   CHECK(resolve({"--precision_schedule", "fp32:5,bf16"}, {}).config().mixed_precision ==
-        MixedPrecision::bf16);  // the default: not explicit
+        MixedPrecision::auto_select);  // the default: not explicit
   CHECK(resolve({"--precision_schedule", "fp32:5,fp16", "--mixed_precision", "fp16"}, {})
             .config()
             .precision_schedule == "fp32:5,fp16");

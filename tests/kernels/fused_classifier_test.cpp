@@ -198,3 +198,25 @@ TEST_CASE("fused classifier: the CUDA kernel equals the reference on a GPU",
     compare_fp8(device);
   }
 }
+
+TEST_CASE("fused classifier: a target outside the vocabulary is an error naming it, its position "
+          "and the vocabulary, fused or not",
+          "[kernels][fused_classifier]") {
+  auto c = make_case(6, 8, 16, 12, torch::kCPU);
+  const auto message = [](int64_t target, int64_t at, int64_t count) {
+    return "target " + std::to_string(target) + " (position " + std::to_string(at) +
+           " of 6) is outside the vocabulary of 12 classes: targets must be in [0, 12) or -100 "
+           "(ignored); " + std::to_string(count) + " of them are outside";
+  };
+  // A padded class (12..15) is outside too: its logit is no class's.
+  c.targets[3] = 13;
+  CHECK_THROWS_WITH(classifier_loss(c.hidden, c.weight, c.targets, {12, 4}), message(13, 3, 1));
+  c.targets[4] = -1;
+  CHECK_THROWS_WITH(classifier_loss_reference(c.hidden, c.weight, c.targets, 12),
+                    message(13, 3, 2));
+  c.targets[3] = 0;
+  CHECK_THROWS_WITH(classifier_loss(c.hidden, c.weight, c.targets, {12, 4}), message(-1, 4, 1));
+  // Ignored rows are fine.
+  c.targets[4] = kIgnoreIndex;
+  CHECK(std::isfinite(classifier_loss(c.hidden, c.weight, c.targets, {12, 4}).item<double>()));
+}

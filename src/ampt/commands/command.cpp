@@ -2,6 +2,7 @@
 
 #include "ampt/commands/compare.h"
 #include "ampt/commands/config.h"
+#include "ampt/commands/doctor.h"
 #include "ampt/commands/export.h"
 #include "ampt/commands/generate.h"
 #include "ampt/commands/plot.h"
@@ -26,6 +27,8 @@ const std::vector<Command>& all() {
       {"generate", "continue a prompt with a trained or pretrained GPT (KV cache, greedy or sampled)",
        generate_help, run_generate},
       {"tokenize", "tokenize text files into an llm.c token shard", tokenize_help, run_tokenize},
+      {"doctor", "what this machine can train with and why: CPU, GPUs, fused kernels, fp8",
+       doctor_help, run_doctor},
   };
   return table;
 }

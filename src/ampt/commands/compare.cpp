@@ -208,8 +208,11 @@ int run_compare(const std::vector<std::string>& args, const Environment& env) {
     const auto run_config =
         config::resolve(run_args(format, (root / format.name).string()), env).config();
     try {
-      precision::choose_precision(run_config.mixed_precision, run_config.strict_precision,
-                                  device::select_device(run_config.device).device);
+      const auto choice =
+          precision::choose_precision(run_config.mixed_precision, run_config.strict_precision,
+                                      device::select_device(run_config.device).device);
+      // Its run's log says so too; the comparison's speed column is read here.
+      if (!choice.warning.empty()) log::warn("[compare] {}: {}", format.name, choice.warning);
     } catch (const RuntimeError& e) {
       throw RuntimeError(fmt::format("format {}: {}", format.name, e.what()));
     }

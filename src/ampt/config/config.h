@@ -43,7 +43,7 @@ struct Config {
   std::string preempt_signal = "SIGUSR1";
 
   // amp
-  MixedPrecision mixed_precision = MixedPrecision::bf16;
+  MixedPrecision mixed_precision = MixedPrecision::auto_select;  // precision/choice.h decides
   OptLevel amp_opt_level = OptLevel::O1;
   bool strict_precision = false;  // refuse, rather than replace, a precision the device lacks
   // Module-name patterns (comma-separated) whose modules run and store in fp32 (precision_schedule.h).

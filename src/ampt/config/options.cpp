@@ -73,7 +73,9 @@ std::vector<Option> build_table() {
       // amp
       enum_option("mixed_precision", "amp.mixed_precision", &C::mixed_precision,
                   "Autocast dtype for the forward pass; no trains in fp32; auto picks bf16 where "
-                  "the device has it, else fp16 (GPU) or fp32 (CPU)"),
+                  "the device computes it natively (GPUs of compute capability 8.0+, CPUs with "
+                  "avx512_bf16 or amx_bf16), else fp16 with the loss scaler (older GPUs) or fp32 "
+                  "(other CPUs)"),
       bool_option("strict_precision", "amp.strict_precision", &C::strict_precision,
                   "Stop with an error instead of falling back when the device lacks the "
                   "requested precision (bf16 on a pre-Ampere GPU)"),

@@ -4,8 +4,11 @@
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <torch/cuda.h>
+#include <torch/torch.h>
+#include <torch/version.h>
 
 #include <fstream>
 #include <string>
@@ -16,20 +19,50 @@ DeviceChoice select_device(config::DeviceKind kind) {
   const auto gpus = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
   switch (kind) {
     case config::DeviceKind::cpu:
-      return {c10::Device(c10::kCPU), "requested"};
+      return {c10::Device(c10::kCPU), "requested", ""};
     case config::DeviceKind::cuda:
       if (gpus == 0) {
         throw RuntimeError(
             "device 'cuda' requested but no CUDA device is available; use --device cpu or auto");
       }
-      return {c10::Device(c10::kCUDA, 0), "requested"};
+      if (const auto problem = gpu_problem(0)) {
+        throw RuntimeError(fmt::format("device 'cuda' requested but {}: use --device cpu", *problem));
+      }
+      return {c10::Device(c10::kCUDA, 0), "requested", ""};
     case config::DeviceKind::auto_select:
       break;
   }
-  if (gpus > 0) {
-    return {c10::Device(c10::kCUDA, 0), "auto: " + std::to_string(gpus) + " CUDA device(s) found"};
+  if (gpus == 0) return {c10::Device(c10::kCPU), "auto: no CUDA device found", ""};
+  if (const auto problem = gpu_problem(0)) {
+    return {c10::Device(c10::kCPU), "auto: the GPU cannot run LibTorch",
+            fmt::format("training on the CPU: {}", *problem)};
   }
-  return {c10::Device(c10::kCPU), "auto: no CUDA device found"};
+  return {c10::Device(c10::kCUDA, 0),
+          "auto: " + std::to_string(gpus) + " CUDA device(s) found", ""};
+}
+
+std::string unsupported_gpu(int index, const std::string& name, int major, int minor) {
+  return fmt::format("cuda:{} ({}) has compute capability {}.{}, and this LibTorch ({}) runs "
+                     "GPUs of compute capability {}.{} (Turing) and newer",
+                     index, name, major, minor, TORCH_VERSION, kOldestTorchCapability / 10,
+                     kOldestTorchCapability % 10);
+}
+
+std::optional<std::string> gpu_problem(int index) {
+  const auto* properties = at::cuda::getDeviceProperties(index);
+  if (properties->major * 10 + properties->minor < kOldestTorchCapability) {
+    return unsupported_gpu(index, properties->name, properties->major, properties->minor);
+  }
+  try {
+    const auto one = torch::ones({1}, torch::device(c10::Device(c10::kCUDA, index))).add_(1);
+    if (one.item<float>() == 2.0f) return std::nullopt;
+    return fmt::format("cuda:{} ({}) computed 1 + 1 = {}", index, properties->name,
+                       one.item<float>());
+  } catch (const c10::Error& error) {
+    const std::string what = error.what_without_backtrace();
+    return fmt::format("cuda:{} ({}) cannot run LibTorch's kernels: {}", index, properties->name,
+                       what.substr(0, what.find('\n')));
+  }
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #ifdef USE_C10D_NCCL
 #include <ATen/cuda/CUDAContext.h>
+#include <torch/csrc/distributed/c10d/NCCLUtils.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 #include <unistd.h>
@@ -391,6 +392,14 @@ int Group::agree_stop(int local_signal) {
     fail("the exchange of stop requests", error);
   }
   return agreed;
+}
+
+std::string nccl_version() {
+#ifdef USE_C10D_NCCL
+  return c10d::getNcclVersion();
+#else
+  return "none: this build found no nccl.h (--dist_backend nccl is refused)";
+#endif
 }
 
 void Group::finish() {

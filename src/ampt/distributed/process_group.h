@@ -110,4 +110,7 @@ inline constexpr int64_t kChunkBytes = 25 * 1024 * 1024;
 // How long a rank may miss heartbeats before the others call it lost, for a given dist_timeout.
 std::chrono::milliseconds heartbeat_stale(std::chrono::milliseconds timeout);
 
+// The NCCL that --dist_backend nccl would use ("2.27.3"), or why there is none in this build.
+std::string nccl_version();
+
 }  // namespace ampt::distributed

@@ -1,6 +1,7 @@
 #include "ampt/kernels/add_layer_norm.h"
 
 #include "ampt/kernels/cuda/launch.h"
+#include "ampt/kernels/kernel_support.h"
 
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -118,7 +119,8 @@ AddLayerNormResult add_layer_norm(const torch::Tensor& residual, const torch::Te
                     residual.device() == branch.device() && weight.defined() && bias.defined() &&
                     residual.numel() > 0 && weight.dim() == 1 && bias.dim() == 1 &&
                     weight.numel() == residual.size(-1) && bias.numel() == weight.numel() &&
-                    weight.device() == residual.device() && bias.device() == residual.device();
+                    weight.device() == residual.device() && bias.device() == residual.device() &&
+                    fused_path_runs(FusedPath::add_layer_norm, residual.device());
   if (!fits) return add_layer_norm_reference(residual, branch, weight, bias, eps);
   const auto outputs = AddLayerNormFunction::apply(
       residual.contiguous(), branch.contiguous(), weight, bias, eps,

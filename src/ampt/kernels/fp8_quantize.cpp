@@ -2,6 +2,7 @@
 
 #include "ampt/kernels/cuda/launch.h"
 #include "ampt/kernels/cuda_dtype.h"
+#include "ampt/kernels/kernel_support.h"
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -20,13 +21,15 @@ void* stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 
 // What the CUDA kernels take: a non-empty contiguous 2-D float32/bfloat16/float16 CUDA tensor,
 // 16-byte aligned, whose sides are multiples of 16 (the fp8 GEMMs need that anyway) and whose
-// rows fit the launch grid (64 a block along gridDim.y, at most 65535 blocks).
+// rows fit the launch grid (64 a block along gridDim.y, at most 65535 blocks), on a GPU the
+// kernels run on (kernel_support.h).
 bool kernel_takes(const torch::Tensor& x) {
   const auto t = x.scalar_type();
   return x.is_cuda() && x.dim() == 2 && x.is_contiguous() && x.numel() > 0 &&
          x.size(0) % 16 == 0 && x.size(1) % 16 == 0 && x.size(0) <= 64 * int64_t{65535} &&
          reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 == 0 &&
-         (t == c10::kFloat || t == c10::kBFloat16 || t == c10::kHalf);
+         (t == c10::kFloat || t == c10::kBFloat16 || t == c10::kHalf) &&
+         fused_path_runs(FusedPath::fp8_casts, x.device());
 }
 
 // And a gradient prologue's `pre` alike, of x's shape, dtype and device.

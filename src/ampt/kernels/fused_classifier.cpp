@@ -1,13 +1,17 @@
 #include "ampt/kernels/fused_classifier.h"
 
+#include "ampt/core/errors.h"
 #include "ampt/kernels/cuda/launch.h"
 #include "ampt/kernels/cuda_dtype.h"
 #include "ampt/kernels/fp8_gemm.h"
 #include "ampt/kernels/fp8_quantize.h"
+#include "ampt/kernels/kernel_support.h"
 
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <fmt/format.h>
 #include <torch/autograd.h>
 #include <torch/nn/functional/loss.h>
 
@@ -27,7 +31,7 @@ c10::ScalarType compute_dtype(const torch::Tensor& weight) {
 // rows 0).
 void softmax_cross_entropy(torch::Tensor& logits, const torch::Tensor& targets, int64_t valid,
                            torch::Tensor& row_loss, bool grad) {
-  if (logits.is_cuda()) {
+  if (logits.is_cuda() && fused_path_runs(FusedPath::softmax_cross_entropy, logits.device())) {
     TORCH_CHECK(targets.device() == logits.device() && targets.is_contiguous(),
                 "fused classifier: targets must be contiguous on the logits' device ",
                 logits.device(), ", got ", targets.device());
@@ -182,6 +186,25 @@ class ClassifierLossFunction : public torch::autograd::Function<ClassifierLossFu
 
 }  // namespace
 
+void check_targets(const torch::Tensor& targets, int64_t classes) {
+  // A CUDA graph being captured cannot wait for the answer; its warm-up steps were checked, and
+  // the kernel turns what a replay finds outside the row into NaN, never into a read.
+  if (targets.is_cuda() && c10::cuda::currentStreamCaptureStatusMayInitCtx() !=
+                               c10::cuda::CaptureStatus::None) {
+    return;
+  }
+  const auto counted = targets.ne(kIgnoreIndex);
+  const auto bad = counted.logical_and(targets.lt(0).logical_or(targets.ge(classes)));
+  if (!bad.any().item<bool>()) return;  // the one wait, on a GPU
+  const auto flat = bad.flatten().nonzero();
+  const int64_t at = flat[0].item<int64_t>();
+  throw RuntimeError(fmt::format(
+      "target {} (position {} of {}) is outside the vocabulary of {} classes: targets must be in "
+      "[0, {}) or {} (ignored); {} of them are outside",
+      targets.flatten()[at].item<int64_t>(), at, targets.numel(), classes, classes, kIgnoreIndex,
+      flat.size(0)));
+}
+
 int64_t default_chunk_rows(int64_t classes) {
   constexpr int64_t kLogitsPerChunk = int64_t{1} << 26;
   return std::max<int64_t>(64, kLogitsPerChunk / classes);
@@ -194,6 +217,7 @@ torch::Tensor classifier_loss(const torch::Tensor& hidden, const torch::Tensor& 
   TORCH_CHECK(valid <= classes, "valid_classes ", valid, " exceeds the weight's ", classes, " rows");
   int64_t chunk = options.chunk_rows > 0 ? options.chunk_rows : default_chunk_rows(classes);
   if (options.fp8) chunk = std::max<int64_t>(16, chunk / 16 * 16);  // fp8 GEMM tiles
+  check_targets(targets, valid);
   // Without a backward to come (evaluation), no gradient is computed or kept.
   const bool grad =
       torch::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad());
@@ -206,6 +230,7 @@ torch::Tensor classifier_loss(const torch::Tensor& hidden, const torch::Tensor& 
 torch::Tensor classifier_loss_reference(const torch::Tensor& hidden, const torch::Tensor& weight,
                                         const torch::Tensor& targets, int64_t valid_classes) {
   const int64_t valid = valid_classes > 0 ? valid_classes : weight.size(0);
+  check_targets(targets, valid);
   const auto logits = at::linear(hidden, weight.narrow(0, 0, valid));
   return torch::nn::functional::cross_entropy(logits, targets);
 }

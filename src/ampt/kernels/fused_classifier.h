@@ -40,6 +40,13 @@ struct ClassifierLossOptions {
 torch::Tensor classifier_loss(const torch::Tensor& hidden, const torch::Tensor& weight,
                               const torch::Tensor& targets, const ClassifierLossOptions& options);
 
+// Throws a RuntimeError naming the first target outside [0, classes) that is not kIgnoreIndex,
+// its position and the vocabulary size, where cross-entropy would read outside a row (our kernel
+// instead gives such a row a NaN loss) or stop the GPU on a device-side assert (ATen's). On a GPU
+// this waits for the targets; not while a CUDA graph is captured. classifier_loss and
+// classifier_loss_reference check their targets with it.
+void check_targets(const torch::Tensor& targets, int64_t classes);
+
 // The unfused computation the fused one must agree with: cross_entropy over the logits of the
 // valid columns, with autograd's own backward.
 torch::Tensor classifier_loss_reference(const torch::Tensor& hidden, const torch::Tensor& weight,

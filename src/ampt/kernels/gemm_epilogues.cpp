@@ -1,5 +1,7 @@
 #include "ampt/kernels/gemm_epilogues.h"
 
+#include "ampt/kernels/kernel_support.h"
+
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cublasLt.h>
@@ -124,6 +126,7 @@ std::optional<cudaDataType_t> lt_type(std::initializer_list<const torch::Tensor*
                         t->size(-1) % 8 == 0 && alignment(t->data_ptr()) >= 16;
     if (!usable) return std::nullopt;
   }
+  if (!fused_path_runs(FusedPath::gemm_epilogues, first.device())) return std::nullopt;
   return dtype == c10::kBFloat16 ? CUDA_R_16BF : CUDA_R_16F;
 }
 

@@ -176,6 +176,7 @@ torch::Tensor GptImpl::loss(const torch::Tensor& tokens, const torch::Tensor& ta
   const auto h = hidden(tokens);
   return through_island(*wte_, h, [&](const torch::Tensor& x) {
     if (!fused_) {
+      kernels::check_targets(targets, dims_.real_vocab());
       return torch::nn::functional::cross_entropy(
           at::linear(x, real_vocab_weight()).flatten(0, -2), targets.flatten());
     }

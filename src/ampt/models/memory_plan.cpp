@@ -1,6 +1,10 @@
 #include "ampt/models/memory_plan.h"
 
+#include "ampt/precision/choice.h"
+
 #include <fmt/format.h>
+
+#include <cmath>
 
 namespace ampt::models {
 namespace {
@@ -53,7 +57,10 @@ int64_t usable_bytes(const GpuTarget& gpu) {
 Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer, double momentum,
                          int64_t global_batch, const GpuTarget& gpu, const Sharding& sharding) {
   const int64_t budget = usable_bytes(gpu);
-  const std::string precision = gpu.compute_capability >= 8.0 ? "bf16" : "fp16";
+  // The precision `--mixed_precision auto` (the default) would pick on this GPU.
+  const auto automatic = precision::auto_gpu_precision(
+      static_cast<int>(std::lround(gpu.compute_capability * 10.0)));
+  const std::string precision = automatic.precision == config::MixedPrecision::bf16 ? "bf16" : "fp16";
   const bool can_checkpoint = dims.family == ModelDims::Family::gpt;
   std::vector<Candidate> candidates;
   for (const auto* level : {"O1", "O2"}) {

@@ -60,6 +60,9 @@ class Run {
   void fit_batch_to_split();
   // TF32, channels-last, fp8 and CUDA graphs as configured; builds the step.
   void set_up_speed_features();
+  // On a GPU, the fused paths the GPT takes, probed and self-checked: a line in speed_notes_,
+  // failed self-checks in warnings_; a RuntimeError when fp8's GEMM cannot run.
+  void report_fused_paths();
   // fp8 for the layers --fp8_layers picks (measuring them for auto), its table in speed_notes_.
   void use_fp8();
   // Parameters (the fp32 masters under O2) and buffers: what a checkpoint holds of the model.

@@ -2,6 +2,8 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
+#include "ampt/kernels/kernel_support.h"
+#include "ampt/models/gpt_presets.h"
 #include "ampt/precision/fp8_gemm_timer.h"
 #include "ampt/train/pretrained.h"
 #include "ampt/models/compat_report.h"
@@ -9,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace ampt::train {
@@ -88,6 +91,14 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   }
   masters_.set_dtype(policy_.weight_dtype);
   precisions_used_.push_back(policy_.name());
+  if (!device_.warning.empty()) warnings_.push_back(device_.warning);
+  // Once each: a schedule may name bf16 in several stages.
+  for (const auto& stage : stages_) {
+    const auto warning = precision::choose_precision(stage.precision, false, device_.device).warning;
+    if (!warning.empty() && std::ranges::find(warnings_, warning) == warnings_.end()) {
+      warnings_.push_back(warning);
+    }
+  }
   fit_batch_to_split();  // before a resume compares the checkpoint's batches with this run's
   // Pretrained weights first: a resumed run's checkpoint then replaces them.
   if (!config.init_from.empty()) pretrained_note_ = load_pretrained(config, model_tensors());
@@ -159,6 +170,7 @@ void Run::fit_accumulation_to_epoch() {
 }
 
 void Run::set_up_speed_features() {
+  report_fused_paths();
   if (policy_.fp8) use_fp8();
   if (auto note = apply_tf32(config_.allow_tf32, device_.device); !note.empty()) {
     speed_notes_.push_back(std::move(note));
@@ -204,6 +216,40 @@ void Run::set_up_speed_features() {
     parts.agree_found_inf = [this](torch::Tensor& found_inf) { dist_.agree_found_inf(found_inf); };
   }
   step_ = std::make_unique<TrainStep>(std::move(parts), graphed);
+}
+
+// The GPT's fused paths on this GPU, each probed and self-checked now rather than at its first
+// use inside a step: one line names what runs and what falls back to ATen, and why.
+void Run::report_fused_paths() {
+  if (!device_.device.is_cuda() || !models::is_gpt(config_.model)) return;
+  using kernels::FusedPath;
+  std::vector<FusedPath> paths;
+  if (config_.fused_kernels) {
+    paths = {FusedPath::softmax_cross_entropy, FusedPath::add_layer_norm};
+    if (config_.gemm_epilogues && policy_.autocast) paths.push_back(FusedPath::gemm_epilogues);
+  }
+  if (policy_.fp8) {
+    paths.push_back(FusedPath::fp8_casts);
+    const auto gemm = config_.fp8_scaling == config::Fp8Scaling::rowwise
+                          ? FusedPath::fp8_rowwise_gemm
+                          : FusedPath::fp8_gemm;
+    // fp8 has no fallback: without its GEMM the run would not be the fp8 run asked for.
+    if (const auto status = kernels::kernel_support().status(gemm, device_.device); !status.runs) {
+      throw RuntimeError(fmt::format(
+          "mixed_precision fp8 with {} scaling cannot run on {}: its {} {}; use bf16, or "
+          "--fp8_scaling {}",
+          config::to_string(config_.fp8_scaling), device::device_description(device_.device),
+          kernels::path_name(gemm), status.reason,
+          gemm == FusedPath::fp8_rowwise_gemm ? "delayed" : "rowwise"));
+    }
+    paths.push_back(gemm);
+  }
+  if (paths.empty()) return;
+  speed_notes_.push_back("Fused paths: " +
+                         kernels::kernel_support().summary(device_.device, paths));
+  for (auto& warning : kernels::kernel_support().take_warnings()) {
+    warnings_.push_back(std::move(warning));
+  }
 }
 
 void Run::use_fp8() {

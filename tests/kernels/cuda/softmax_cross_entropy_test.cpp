@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <cmath>
+#include <cstring>
 #include <string>
 
 using ampt::test::check_close;
@@ -70,4 +72,29 @@ TEST_CASE("softmax cross-entropy kernel, emulated, equals float64 arithmetic",
     check_rows(dtype, 1200, 1200, tol);
     check_rows(dtype, 1216, 1203, tol);
   }
+}
+
+TEST_CASE("softmax cross-entropy kernel, emulated: a target outside the real classes reads "
+          "nothing outside its row and gives that row a NaN loss and gradient",
+          "[kernels][emulated]") {
+  torch::manual_seed(11);
+  const int64_t rows = 4, cols = 48, valid = 40;
+  const auto logits = torch::randn({rows, cols});
+  // A padded column, one past the row, a negative id that is not the ignore index, and a good one.
+  const auto targets = torch::tensor({valid, cols, int64_t{-7}, int64_t{3}}, torch::kInt64);
+  ampt::test::Guarded scratch({rows, cols}, torch::kFloat32, "logits");
+  std::memcpy(scratch.data(), logits.data_ptr(), rows * cols * sizeof(float));
+  ampt::test::Guarded row_loss({rows}, torch::kFloat32, "row losses");
+  emulated::softmax_cross_entropy(scratch.data(), emulated::Dtype::float32, rows, cols, valid,
+                                  targets.data_ptr<int64_t>(), kIgnore, row_loss.data<float>(),
+                                  true, nullptr);
+  const auto loss = row_loss.get(), grad = scratch.get();
+  for (int64_t r = 0; r < 3; ++r) {
+    INFO("row " << r << ", target " << targets[r].item<int64_t>());
+    CHECK(std::isnan(loss[r].item<float>()));
+    CHECK(grad[r].isnan().all().item<bool>());
+  }
+  const auto x = logits[3].narrow(0, 0, valid).to(torch::kFloat64);
+  CHECK(loss[3].item<double>() ==
+        Approx((x.logsumexp(0) - x[3]).item<double>()).epsilon(1e-5));
 }

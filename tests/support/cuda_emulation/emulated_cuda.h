@@ -11,6 +11,12 @@
 // and 1/sqrtf do, not as the GPU's approximations, and tanhf as glibc's, so tests compare with
 // tolerances where those enter.
 //
+// The emulated device has a compute capability (emulated_device.h: 9.0 unless a test fakes
+// another) and each file the images of its build (AMPT_CUDA_SASS and AMPT_CUDA_PTX, defined per
+// file by tests/CMakeLists.txt from the build's own lists): cudaFuncGetAttributes reports the
+// image CUDA's loader would pick, and a launch with none fails as on a GPU, with
+// cudaErrorNoKernelImageForDevice.
+//
 // Faults a GPU would report, or hang on, are errors here: a launch configuration beyond CUDA's
 // limits (cudaGetLastError returns cudaErrorInvalidConfiguration, as CUDA's does), a barrier that
 // the threads of a block reach from different lines, a shuffle without the full warp's mask or
@@ -22,6 +28,8 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
+
+#include "emulated_device.h"
 
 #include <ucontext.h>
 
@@ -236,7 +244,35 @@ inline cudaError_t get_last_error() {
 }
 
 inline const char* error_string(cudaError_t error) {
-  return error == cudaSuccess ? "no error" : "invalid configuration argument";
+  switch (error) {
+    case cudaSuccess: return "no error";
+    case cudaErrorNoKernelImageForDevice:
+      return "no kernel image is available for execution on the device";
+    default: return "invalid configuration argument";
+  }
+}
+
+inline cudaError_t get_device(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+
+inline cudaError_t device_attribute(int* value, cudaDeviceAttr attribute, int) {
+  switch (attribute) {
+    case cudaDevAttrComputeCapabilityMajor: *value = device_capability() / 10; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor: *value = device_capability() % 10; return cudaSuccess;
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+// What cudaFuncGetAttributes reports of the image the emulated device runs.
+inline cudaError_t func_attributes(cudaFuncAttributes* attributes, const Images& images) {
+  const auto [binary, ptx] = chosen_image(images, device_capability());
+  if (binary == 0) return cudaErrorNoKernelImageForDevice;
+  *attributes = cudaFuncAttributes{};
+  attributes->binaryVersion = binary;
+  attributes->ptxVersion = ptx;
+  return cudaSuccess;
 }
 
 // The `<<<grid, block, shared bytes, stream>>>` of a launch.
@@ -257,8 +293,13 @@ inline bool valid(const LaunchConfig& c) {
 }
 
 // `kernel` (the kernel called with its arguments) over the launch's grid, synchronously, one
-// block after another.
-inline void launch(const LaunchConfig& c, const std::function<void()>& kernel) {
+// block after another, when the device runs one of the file's `images`.
+inline void launch(const LaunchConfig& c, const Images& images,
+                   const std::function<void()>& kernel) {
+  if (chosen_image(images, device_capability()).first == 0) {
+    pending_error() = cudaErrorNoKernelImageForDevice;
+    return;
+  }
   if (!valid(c)) {
     pending_error() = cudaErrorInvalidConfiguration;
     return;
@@ -294,6 +335,17 @@ T atomic_exch(T* address, T value) {
   return std::exchange(*address, value);
 }
 
+// This file's images, from its build's lists.
+#if !defined(AMPT_CUDA_SASS) || !defined(AMPT_CUDA_PTX)
+#error "AMPT_CUDA_SASS and AMPT_CUDA_PTX name the images a kernel file is built for (tests/CMakeLists.txt)"
+#endif
+namespace {
+const Images& file_images() {
+  static const Images images{{AMPT_CUDA_SASS}, AMPT_CUDA_PTX};
+  return images;
+}
+}  // namespace
+
 }  // namespace emu
 
 using std::isfinite;  // CUDA's device maths has it unqualified
@@ -325,9 +377,14 @@ using std::isfinite;  // CUDA's device maths has it unqualified
 
 #define __float_as_uint(f) std::bit_cast<unsigned>(static_cast<float>(f))
 #define __uint_as_float(u) std::bit_cast<float>(static_cast<unsigned>(u))
+#define __int_as_float(i) std::bit_cast<float>(static_cast<int>(i))
 #define __expf(x) std::exp(static_cast<float>(x))
 #define __logf(x) std::log(static_cast<float>(x))
 #define rsqrtf(x) (1.0f / std::sqrt(static_cast<float>(x)))
 
 #define cudaGetLastError ::emu::get_last_error
 #define cudaGetErrorString ::emu::error_string
+#define cudaGetDevice ::emu::get_device
+#define cudaDeviceGetAttribute ::emu::device_attribute
+#define cudaFuncGetAttributes(attributes, kernel) \
+  ::emu::func_attributes((attributes), ::emu::file_images())

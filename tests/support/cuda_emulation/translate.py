@@ -1,7 +1,8 @@
 """Rewrites the CUDA C++ of src/ampt/kernels/cuda into C++ that emulated_cuda.h runs on CPU threads.
 
 - Each launch `kernel<<<config>>>(args)` becomes
-  `::emu::launch(::emu::LaunchConfig(config), [&] { kernel(args); })`.
+  `::emu::launch(::emu::LaunchConfig(config), ::emu::file_images(), [&] { kernel(args); })`:
+  the file's images decide whether the emulated device runs it.
 - The namespace ampt::kernels::cuda becomes ampt::kernels::cuda_emulated, so the real kernels and
   the emulated ones link into one test binary, and includes of that folder's headers name the
   rewritten copies ("cuda_emulated/launch.h").
@@ -83,7 +84,8 @@ def rewrite_launches(text):
         # The newlines between the name and the arguments, kept after the call.
         gap = text[len(name) + start:args].count("\n") - config.count("\n")
         out.append(text[done:start])
-        out.append(f"::emu::launch(::emu::LaunchConfig({config}), [&] {{ {name}{arguments}; }})")
+        out.append(f"::emu::launch(::emu::LaunchConfig({config}), ::emu::file_images(), "
+                   f"[&] {{ {name}{arguments}; }})")
         out.append("\n" * gap)
         done = args_end
     out.append(text[done:])

@@ -144,6 +144,10 @@ void dispatch(AddLayerNormLayout layout, Launch&& launch) {
 
 }  // namespace
 
+KernelImage add_layer_norm_image() {
+  return image_of(add_layer_norm_forward_kernel<float, float, float>, 0);
+}
+
 void add_layer_norm_forward(AddLayerNormLayout layout, const void* residual, const void* branch,
                             const float* weight, const float* bias, int64_t rows, int64_t cols,
                             float eps, void* sum, void* normed, float* mean, float* rstd,

@@ -357,6 +357,9 @@ void with_input(const Fp8Input& x, F f) {
 
 }  // namespace
 
+// Compute capability 8.9 (Ada) brought fp8: the conversions here and the GEMMs that read them.
+KernelImage fp8_quantize_image() { return image_of(rowwise_amax_kernel<float>, 89); }
+
 int64_t fp8_column_partial_rows(int64_t rows) { return (rows + kTile - 1) / kTile; }
 
 void fp8_cast_transpose(const Fp8Input& x, int64_t rows, int64_t cols, const float* scale,

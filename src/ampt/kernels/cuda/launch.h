@@ -8,6 +8,23 @@ namespace ampt::kernels::cuda {
 
 enum class Dtype { float32, bfloat16, float16 };
 
+// Which of a kernel file's images the current device would run, as CUDA's loader picks one: a
+// binary (SASS) of the device's major version whose minor is not above the device's, else PTX of
+// an architecture not above the device's, compiled by the driver; none otherwise.
+struct KernelImage {
+  int capability = 0;      // the device's compute capability, major * 10 + minor (86 for 8.6)
+  int needs = 0;           // the capability the file's kernels need (89 for fp8), 0: any
+  int binary_version = 0;  // the image run (cudaFuncAttributes): 86 for sm_86; 0 when none runs
+  int ptx_version = 0;     // the PTX it came from, for an image compiled from PTX
+  const char* error = nullptr;  // CUDA's message when none runs (null when `needs` is the reason)
+};
+
+// The image of each kernel file on the current device. Nothing is launched; the file's kernels
+// are loaded, as the first launch would.
+KernelImage softmax_cross_entropy_image();
+KernelImage add_layer_norm_image();
+KernelImage fp8_quantize_image();
+
 // Per row r of `logits` [rows, cols] (row-major, `dtype`): the cross-entropy of its first
 // `valid` columns against targets[r] into row_loss[r] (0 where targets[r] == ignore_index), and,
 // when `write_grad`, the row replaced in place by softmax(row[:valid]) - onehot(target) with the

@@ -4,6 +4,8 @@
 #include "ampt/kernels/cuda/element.cuh"
 #include "ampt/kernels/cuda/launch.h"
 
+#include <math_constants.h>
+
 #include <cfloat>
 
 namespace ampt::kernels::cuda {
@@ -29,6 +31,9 @@ __global__ void softmax_cross_entropy_kernel(T* logits, int64_t cols, int64_t va
   T* row = logits + static_cast<int64_t>(blockIdx.x) * cols;
   const int64_t target = targets[blockIdx.x];
   const bool ignored = target == ignore_index;
+  // A target outside the row is never read: its loss and gradient are NaN, so the step that
+  // took it is skipped (the host checks targets first, classifier_loss, where it can).
+  const bool bad = !ignored && (target < 0 || target >= valid);
 
   float m = -FLT_MAX, s = 0.0f;
   for (int64_t j = threadIdx.x; j < valid; j += blockDim.x) {
@@ -55,7 +60,7 @@ __global__ void softmax_cross_entropy_kernel(T* logits, int64_t cols, int64_t va
     if (lane == 0) {
       row_lse = m + __logf(s);
       // Read before any thread overwrites the row with its gradient (after the barrier below).
-      row_loss[blockIdx.x] = ignored ? 0.0f : row_lse - to_float(row[target]);
+      row_loss[blockIdx.x] = ignored ? 0.0f : bad ? CUDART_NAN_F : row_lse - to_float(row[target]);
     }
   }
   __syncthreads();
@@ -63,12 +68,18 @@ __global__ void softmax_cross_entropy_kernel(T* logits, int64_t cols, int64_t va
   const float lse = row_lse;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     float g = 0.0f;
-    if (!ignored && j < valid) g = __expf(to_float(row[j]) - lse) - (j == target ? 1.0f : 0.0f);
+    if (bad) {
+      g = CUDART_NAN_F;
+    } else if (!ignored && j < valid) {
+      g = __expf(to_float(row[j]) - lse) - (j == target ? 1.0f : 0.0f);
+    }
     row[j] = from_float<T>(g);
   }
 }
 
 }  // namespace
+
+KernelImage softmax_cross_entropy_image() { return image_of(softmax_cross_entropy_kernel<float>, 0); }
 
 void softmax_cross_entropy(void* logits, Dtype dtype, int64_t rows, int64_t cols, int64_t valid,
                            const int64_t* targets, int64_t ignore_index, float* row_loss,

@@ -1,0 +1,248 @@
+#include "ampt/kernels/self_check.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/kernels/add_layer_norm.h"
+#include "ampt/kernels/fp8_gemm.h"
+#include "ampt/kernels/fp8_quantize.h"
+#include "ampt/kernels/fused_classifier.h"
+#include "ampt/kernels/gemm_epilogues.h"
+
+#include <ATen/cuda/CUDAContext.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/autograd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace ampt::kernels {
+namespace {
+
+// Rounding explains this much relative error in each precision (norm-wise, over a few thousand
+// values; float32 matmuls may be TF32's, --allow_tf32); a wrong index, a missing barrier or a
+// broken image gives errors near 1.
+constexpr double kFloat32Tolerance = 5e-3;
+constexpr double kHalfTolerance = 3e-2;
+constexpr double kFp8Tolerance = 8e-2;
+
+// The half dtype the device computes in: bfloat16 from Ampere (8.0) on, float16 before.
+c10::ScalarType half_dtype(const c10::Device& device) {
+  return at::cuda::getDeviceProperties(device.index())->major >= 8 ? torch::kBFloat16
+                                                                   : torch::kHalf;
+}
+
+// Random inputs, the same on every GPU and every run.
+class Inputs {
+ public:
+  explicit Inputs(const c10::Device& device) : device_(device) { generator_.set_current_seed(29); }
+  torch::Tensor randn(std::vector<int64_t> shape, c10::ScalarType dtype) {
+    return at::randn(shape, generator_, torch::dtype(torch::kFloat32))
+        .to(torch::TensorOptions().device(device_).dtype(dtype));
+  }
+
+ private:
+  c10::Device device_;
+  at::Generator generator_ = at::detail::createCPUGenerator();
+};
+
+// The worst of several comparisons, for the status line.
+class Errors {
+ public:
+  void add(double error) { worst_ = std::max(worst_, error); }
+  std::string text() const { return fmt::format("max relative error {:.1e}", worst_); }
+
+ private:
+  double worst_ = 0.0;
+};
+
+torch::Tensor float64(const torch::Tensor& t) { return t.detach().to(torch::kCPU, torch::kFloat64); }
+
+}  // namespace
+
+double require_close(const std::string& what, const torch::Tensor& got, const torch::Tensor& want,
+                     double tolerance) {
+  const auto g = float64(got), w = float64(want);
+  if (g.sizes() != w.sizes()) {
+    throw RuntimeError(fmt::format("{}: shape {} where ATen gives {}", what, fmt::join(g.sizes(), "x"),
+                                   fmt::join(w.sizes(), "x")));
+  }
+  if (!g.isfinite().all().item<bool>() && w.isfinite().all().item<bool>()) {
+    throw RuntimeError(fmt::format("{}: non-finite values where ATen's are finite", what));
+  }
+  const double norm = w.norm().item<double>();
+  const double diff = (g - w).norm().item<double>();
+  const double error = norm > 0.0 ? diff / norm : diff;
+  if (!(error <= tolerance)) {
+    throw RuntimeError(fmt::format("{}: relative error {:.3g} against ATen, more than the {:.0e} "
+                                   "its arithmetic explains",
+                                   what, error, tolerance));
+  }
+  return error;
+}
+
+std::string check_softmax_cross_entropy(const c10::Device& device) {
+  Inputs inputs(device);
+  Errors errors;
+  const auto targets = torch::tensor({3, 0, kIgnoreIndex, 289, 17, 100, 5, 250},
+                                     torch::dtype(torch::kInt64).device(device))
+                           .repeat({8});
+  for (const auto dtype : {torch::kFloat32, half_dtype(device)}) {
+    const double tolerance = dtype == torch::kFloat32 ? kFloat32Tolerance : kHalfTolerance;
+    const auto name = fmt::format("softmax+loss kernel in {}", c10::toString(dtype));
+    // 300 classes of which 290 are real: the padded columns must stay out of the softmax.
+    const auto hidden = inputs.randn({64, 32}, dtype).requires_grad_();
+    const auto weight = inputs.randn({300, 32}, dtype).requires_grad_();
+    const auto fused = classifier_loss(hidden, weight, targets, {290, 16, false});
+    const auto reference = classifier_loss_reference(hidden, weight, targets, 290);
+    errors.add(require_close(name + ": loss", fused, reference, tolerance));
+    const auto got = torch::autograd::grad({fused}, {hidden, weight});
+    const auto want = torch::autograd::grad({reference}, {hidden, weight});
+    errors.add(require_close(name + ": hidden's gradient", got[0], want[0], tolerance));
+    errors.add(require_close(name + ": weight's gradient", got[1], want[1], tolerance));
+  }
+  return errors.text();
+}
+
+std::string check_add_layer_norm(const c10::Device& device) {
+  Inputs inputs(device);
+  Errors errors;
+  const auto half = half_dtype(device);
+  // The layouts training meets: fp32, O1's fp32 stream with half branches (under autocast, off
+  // here: normed then comes out in the stream's dtype, a layout ATen handles), and wholly half.
+  for (const auto dtype : {torch::kFloat32, half}) {
+    const double tolerance = dtype == torch::kFloat32 ? kFloat32Tolerance : kHalfTolerance;
+    const auto name = fmt::format("add+LayerNorm kernel in {}", c10::toString(dtype));
+    const auto residual = inputs.randn({48, 96}, dtype).requires_grad_();
+    const auto branch = inputs.randn({48, 96}, dtype).requires_grad_();
+    const auto weight = inputs.randn({96}, torch::kFloat32).requires_grad_();
+    const auto bias = inputs.randn({96}, torch::kFloat32).requires_grad_();
+    const auto d_sum = inputs.randn({48, 96}, dtype);
+    const auto d_normed = inputs.randn({48, 96}, dtype);
+    const std::vector<torch::Tensor> leaves = {residual, branch, weight, bias};
+    const auto fused = add_layer_norm(residual, branch, weight, bias, 1e-5);
+    const auto reference = add_layer_norm_reference(residual, branch, weight, bias, 1e-5);
+    errors.add(require_close(name + ": sum", fused.sum, reference.sum, tolerance));
+    errors.add(require_close(name + ": normed", fused.normed, reference.normed, tolerance));
+    const auto got = torch::autograd::grad({fused.sum, fused.normed}, leaves, {d_sum, d_normed});
+    const auto want =
+        torch::autograd::grad({reference.sum, reference.normed}, leaves, {d_sum, d_normed});
+    const char* names[] = {"residual's", "branch's", "weight's", "bias's"};
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      errors.add(require_close(fmt::format("{}: {} gradient", name, names[i]), got[i], want[i],
+                               tolerance));
+    }
+  }
+  return errors.text();
+}
+
+std::string check_fp8_casts(const c10::Device& device) {
+  Inputs inputs(device);
+  Errors errors;
+  const auto x = inputs.randn({128, 64}, torch::kBFloat16);
+  const auto pre = inputs.randn({128, 64}, torch::kBFloat16);
+  const auto scratch = torch::zeros({2}, torch::dtype(torch::kInt32).device(device));
+  for (const auto dtype : {c10::kFloat8_e4m3fn, c10::kFloat8_e5m2}) {
+    const Fp8Format format{dtype, 0};
+    const auto name = fmt::format("fp8 cast kernels to {}", c10::toString(dtype));
+    Fp8CastSpec spec{.data = true, .transposed = true, .column_sums = true,
+                     .prologue = Fp8CastSpec::Prologue::gelu_tanh_grad, .pre = pre};
+    auto scale = torch::ones({}, torch::dtype(torch::kFloat32).device(device));
+    auto aten_scale = scale.clone();
+    scale_from_amax(x, scale, format, {}, scratch, spec, /*use_kernel=*/true);
+    scale_from_amax(x, aten_scale, format, {}, scratch, spec, /*use_kernel=*/false);
+    errors.add(require_close(name + ": scale", scale, aten_scale, kFloat32Tolerance));
+    const auto got = cast_fp8(x, scale, format, spec, nullptr, /*use_kernel=*/true);
+    const auto want = cast_fp8(x, aten_scale, format, spec, nullptr, /*use_kernel=*/false);
+    errors.add(require_close(name + ": data", got.data, want.data, kFp8Tolerance));
+    errors.add(require_close(name + ": transposed", got.transposed, want.transposed, kFp8Tolerance));
+    errors.add(require_close(name + ": column sums", got.column_sums, want.column_sums,
+                             kFloat32Tolerance));
+  }
+  const Fp8Format e4m3{c10::kFloat8_e4m3fn, 0};
+  const auto got = cast_fp8_rowwise(x, e4m3, /*use_kernel=*/true);
+  const auto want = cast_fp8_rowwise(x, e4m3, /*use_kernel=*/false);
+  errors.add(require_close("fp8 row-wise cast kernels: data", got.data, want.data, kFp8Tolerance));
+  errors.add(require_close("fp8 row-wise cast kernels: row factors", got.inverse, want.inverse,
+                           kFloat32Tolerance));
+  errors.add(require_close("fp8 row-wise cast kernels: column factors", got.transposed_inverse,
+                           want.transposed_inverse, kFloat32Tolerance));
+  return errors.text();
+}
+
+std::string check_gemm_epilogues(const c10::Device& device) {
+  Inputs inputs(device);
+  Errors errors;
+  const auto dtype = half_dtype(device);
+  const auto x = inputs.randn({64, 96}, dtype);
+  const auto weight = inputs.randn({128, 96}, dtype);
+  const auto bias = inputs.randn({128}, dtype);
+  const auto dy = inputs.randn({64, 128}, dtype);
+  const auto none = [](const char* what) {
+    return RuntimeError(fmt::format("cuBLASLt offers no algorithm for the {} epilogue here", what));
+  };
+  const auto x64 = float64(x), w64 = float64(weight), dy64 = float64(dy);
+
+  const auto forward = linear_gelu(x, weight, bias);
+  if (!forward) throw none("bias + GELU");
+  const auto pre = x64.mm(w64.t()) + float64(bias);
+  errors.add(require_close("bias + GELU epilogue: pre-activation", forward->first, pre,
+                           kHalfTolerance));
+  errors.add(require_close("bias + GELU epilogue: GELU", forward->second, at::gelu(pre, "tanh"),
+                           kHalfTolerance));
+
+  const auto pre_in = inputs.randn({64, 96}, dtype);
+  const auto d_pre = linear_input_grad_dgelu(dy, weight, pre_in);
+  if (!d_pre) throw none("GELU-gradient");
+  errors.add(require_close("GELU-gradient epilogue",
+                           *d_pre, at::gelu_backward(dy64.mm(w64), float64(pre_in), "tanh"),
+                           kHalfTolerance));
+
+  const auto grads = linear_weight_bias_grad(dy, x);
+  if (!grads) throw none("bias-gradient");
+  errors.add(require_close("bias-gradient epilogue: weight's gradient", grads->first,
+                           dy64.t().mm(x64), kHalfTolerance));
+  errors.add(require_close("bias-gradient epilogue: bias's gradient", grads->second, dy64.sum(0),
+                           kHalfTolerance));
+  return errors.text();
+}
+
+namespace {
+
+// a [32, 64] · b [64, 48] through _scaled_mm from fp8 copies made by ATen, against the product
+// of the dequantised copies.
+std::string check_scaled_mm(const c10::Device& device, bool rowwise) {
+  Inputs inputs(device);
+  const auto a = inputs.randn({32, 64}, torch::kBFloat16);
+  const auto w = inputs.randn({48, 64}, torch::kBFloat16);
+  const Fp8Format e4m3{c10::kFloat8_e4m3fn, 0};
+  const auto cast = [&](const torch::Tensor& x) {
+    if (rowwise) return cast_fp8_rowwise(x, e4m3, /*use_kernel=*/false);
+    const auto scale = torch::ones({}, torch::dtype(torch::kFloat32).device(device));
+    scale_from_amax(x, scale, e4m3, {}, {}, {}, /*use_kernel=*/false);
+    return cast_fp8(x, scale, e4m3, {.data = true, .transposed = false}, nullptr,
+                    /*use_kernel=*/false);
+  };
+  const auto a8 = cast(a), w8 = cast(w);
+  const auto got = fp8_gemm(a8.data, w8.data.t(), a8.inverse, w8.inverse, {}, torch::kBFloat16,
+                            /*fast_accum=*/false);
+  const auto inverse_column = [&](const torch::Tensor& inverse) {
+    return rowwise ? float64(inverse).unsqueeze(1) : float64(inverse);
+  };
+  const auto want = (float64(a8.data) * inverse_column(a8.inverse))
+                        .mm((float64(w8.data) * inverse_column(w8.inverse)).t());
+  Errors errors;
+  errors.add(require_close(rowwise ? "fp8 GEMM with row-wise scales" : "fp8 GEMM", got, want,
+                           kHalfTolerance));
+  return errors.text();
+}
+
+}  // namespace
+
+std::string check_fp8_gemm(const c10::Device& device) { return check_scaled_mm(device, false); }
+
+std::string check_fp8_rowwise_gemm(const c10::Device& device) {
+  return check_scaled_mm(device, true);
+}
+
+}  // namespace ampt::kernels
