@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   }
   try {
     const auto tokenizer = ampt::text::load_tokenizer(argv[1]);
-    const std::string text = ampt::text::read_whole_file(argv[2]);
+    const std::string text = ampt::text::read_text_file(argv[2]);
     const int threads = std::stoi(argv[3]);
     const double cpu_start = cpu_seconds();
     const auto start = std::chrono::steady_clock::now();

@@ -76,7 +76,7 @@ struct Whole {
     s.meta.optimizer_kind = "adamw";
     s.meta.config = "lr: 0.01\nmodel: \"gpt\"\n";
     s.meta.initial_loss = 2.302585092994046;
-    s.meta.scaler = ampt::precision::LossScalerState{1024.0F, 7};
+    s.meta.scaler = ampt::checkpoint::SavedScaler{1024.0F, 7};
     s.meta.cpu_rng = torch::arange(16, torch::kUInt8);
     s.meta.model = {{"norm.running_mean", buffer}};
     s.layout = layout(world);

@@ -105,17 +105,21 @@ TEST_CASE("small splits: the training batch shrinks to the split, validation is 
 
   ampt::config::Config config;
   config.batch_size = 8;
-  const auto small = val_loader_options(config, torch::kCPU, 5);
+  const auto val = [&](int64_t samples) {
+    return val_loader_options(ampt::data::train_loader_options(config, torch::kCPU),
+                              config.dataset, samples);
+  };
+  const auto small = val(5);
   CHECK(small.batch_size == 5);
   const auto data = std::make_shared<ampt::test::IndexDataset>(5);
   Loader loader(data, small);
   CHECK(loader.batches_per_epoch() == 1);
   CHECK(as_vector(loader.next().targets) == std::vector<int64_t>{0, 1, 2, 3, 4});
-  CHECK(val_loader_options(config, torch::kCPU, 20).batch_size == 8);
+  CHECK(val(20).batch_size == 8);
   // Two ranks: a split smaller than the global batch is evaluated whole by each.
   config.launch.world_size = 2;
   config.launch.rank = 1;
-  const auto whole = val_loader_options(config, torch::kCPU, 12);
+  const auto whole = val(12);
   CHECK(whole.shard_count == 1);
   CHECK(whole.batch_size == 8);
 }

@@ -1,6 +1,6 @@
 // GPT-2's real tokenizer against tiktoken and Hugging Face tokenizers, id for id, from all three
 // file formats; and the generated Unicode tables against tiktoken's regex engine.
-#include "ampt/text/json_reader.h"
+#include "ampt/core/json_reader.h"
 #include "ampt/text/tokenizer_files.h"
 #include "ampt/text/unicode_class.h"
 #include "ampt/text/utf8.h"
@@ -65,7 +65,7 @@ std::vector<std::string> corpus() {
   return cases;
 }
 
-std::vector<int32_t> id_list(const ampt::text::JsonValue& array) {
+std::vector<int32_t> id_list(const ampt::JsonValue& array) {
   std::vector<int32_t> out;
   for (const auto& item : array.items) out.push_back(static_cast<int32_t>(item.number));
   return out;
@@ -86,7 +86,7 @@ TEST_CASE("text: GPT-2 ids equal tiktoken's and Hugging Face's from tokenizer.js
       {AMPT_PYTHON, kScript, "ids", ampt::test::gpt2_ranks_path(), dir, std::to_string(cases.size())});
   INFO(python.err);
   REQUIRE(python.exit_code == 0);
-  const auto reference = ampt::text::parse_json(ampt::test::read_file(dir + "/reference.json"));
+  const auto reference = ampt::parse_json(ampt::test::read_file(dir + "/reference.json"));
   const auto& expected = reference.find("cases")->items;
   REQUIRE(expected.size() == cases.size());
 

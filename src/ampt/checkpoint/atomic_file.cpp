@@ -1,6 +1,7 @@
 #include "ampt/checkpoint/atomic_file.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/core/whole_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -18,13 +19,6 @@ namespace fs = std::filesystem;
 constexpr std::string_view kTempMarker = ".tmp-";
 // Writeback is started for every this many bytes written.
 constexpr uint64_t kWritebackChunk = uint64_t{32} << 20;
-
-// "No space left on device (ENOSPC)"
-std::string errno_text(int error) {
-  const char* name = strerrorname_np(error);
-  const std::string text = std::strerror(error);
-  return name != nullptr ? text + " (" + name + ")" : text;
-}
 
 void fsync_directory(const fs::path& directory, const std::string& path) {
   const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -133,13 +127,13 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   file.commit();
 }
 
-std::vector<char> read_whole_file(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (!fs::exists(path)) throw RuntimeError(std::string(what) + " '" + path + "' not found");
-    throw RuntimeError("cannot read '" + path + "': " + errno_text(errno));
+std::string read_checkpoint_file(const std::string& path, std::string_view what) {
+  try {
+    return read_whole_file(path);
+  } catch (const FileReadError& error) {
+    if (error.code() == ENOENT) throw RuntimeError(std::string(what) + " '" + path + "' not found");
+    throw;
   }
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 void remove_stale_temporaries(const std::string& directory, const std::string& of_file) {

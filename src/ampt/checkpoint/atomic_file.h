@@ -43,8 +43,9 @@ class AtomicFile {
 // Writes `bytes` to `path` through an AtomicFile.
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
-// The whole file; RuntimeError "... not found" when it does not exist.
-std::vector<char> read_whole_file(const std::string& path, std::string_view what);
+// The whole file (core/whole_file.h); RuntimeError "WHAT 'PATH' not found" when it does not
+// exist.
+std::string read_checkpoint_file(const std::string& path, std::string_view what);
 
 // Removes temporary files a killed writer left behind in `directory`: all of them, or only
 // those of the file named `of_file` (when several writers share the directory).

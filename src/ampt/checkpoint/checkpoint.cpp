@@ -262,8 +262,8 @@ Checkpoint load_file(const std::string& path) {
   c.optimizer_kind = r.text("optimizer_kind");
   c.optimizer = r.tensors("optimizer");
   if (r.has("scaler_scale")) {
-    c.scaler = precision::LossScalerState{static_cast<float>(r.number("scaler_scale")),
-                                          static_cast<int32_t>(r.integer("scaler_growth_tracker"))};
+    c.scaler = SavedScaler{static_cast<float>(r.number("scaler_scale")),
+                           static_cast<int32_t>(r.integer("scaler_growth_tracker"))};
     // Checkpoints from before hysteresis existed lack it: the scaler then starts it full.
     if (r.has("scaler_hysteresis")) {
       c.scaler->hysteresis = static_cast<int32_t>(r.integer("scaler_hysteresis"));
@@ -280,8 +280,7 @@ Checkpoint load_file(const std::string& path) {
 std::optional<std::string> find_latest(const std::string& directory) {
   const auto pointer = fs::path(directory) / kLatest;
   if (!fs::exists(pointer)) return std::nullopt;
-  const auto bytes = read_whole_file(pointer.string(), "checkpoint pointer");
-  std::string name(bytes.begin(), bytes.end());
+  std::string name = read_checkpoint_file(pointer.string(), "checkpoint pointer");
   name.erase(name.find_last_not_of(" \n\r\t") + 1);
   if (name.empty() || name.find('/') != std::string::npos) {
     throw RuntimeError("checkpoint pointer '" + pointer.string() + "' is corrupt");

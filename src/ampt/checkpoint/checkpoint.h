@@ -2,7 +2,6 @@
 #pragma once
 
 #include "ampt/core/named_tensors.h"
-#include "ampt/precision/loss_scaler.h"
 
 #include <torch/types.h>
 
@@ -15,6 +14,13 @@ namespace ampt::checkpoint {
 
 // Checkpoints written by this build; a reader refuses newer ones.
 inline constexpr int64_t kFormatVersion = 1;
+
+// The loss scaler's state as a checkpoint holds it (precision::LossScalerState's values).
+struct SavedScaler {
+  float scale = 1.0F;
+  int32_t growth_tracker = 0;
+  int32_t hysteresis = 0;  // 0 in checkpoints from before hysteresis existed: start it full
+};
 
 // The state of a run after `step` optimizer steps. Tensors are on the CPU; model weights fp32
 // whatever precision the run trained in, so any precision can resume from any other.
@@ -37,7 +43,7 @@ struct Checkpoint {
   NamedTensors model;
   std::string optimizer_kind;  // "adamw", "sgd"
   NamedTensors optimizer;      // "<parameter>.<state>"
-  std::optional<precision::LossScalerState> scaler;  // only when the run used loss scaling
+  std::optional<SavedScaler> scaler;  // only when the run used loss scaling
   torch::Tensor cpu_rng;
   torch::Tensor cuda_rng;  // undefined when the run was on the CPU
 };

@@ -60,8 +60,8 @@ CheckpointReader::CheckpointReader(const std::string& given) : path_(resolve_pat
     return;
   }
   const auto manifest_path = (fs::path(path_) / kManifestName).string();
-  const auto bytes = read_whole_file(manifest_path, "checkpoint manifest");
-  manifest_ = parse_manifest(std::string_view(bytes.data(), bytes.size()), manifest_path);
+  manifest_ = parse_manifest(read_checkpoint_file(manifest_path, "checkpoint manifest"),
+                             manifest_path);
   const auto& names = manifest_->layout.names;
   for (size_t i = 0; i < names.size(); ++i) param_index_.emplace(names[i], static_cast<int64_t>(i));
 

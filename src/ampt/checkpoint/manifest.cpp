@@ -3,7 +3,7 @@
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/core/errors.h"
 #include "ampt/core/json_text.h"
-#include "ampt/text/json_reader.h"
+#include "ampt/core/json_reader.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,7 +14,6 @@ namespace ampt::checkpoint {
 namespace {
 
 constexpr const char* kFormatName = "ampt-sharded-checkpoint";
-using text::JsonValue;
 
 std::string strings_json(const std::vector<std::string>& items) {
   std::vector<std::string> quoted;
@@ -131,8 +130,8 @@ std::string manifest_json(const Manifest& m) {
 Manifest parse_manifest(std::string_view text, const std::string& path) {
   JsonValue root;
   try {
-    root = text::parse_json(text);
-  } catch (const text::JsonError& e) {
+    root = parse_json(text);
+  } catch (const JsonError& e) {
     throw RuntimeError("checkpoint manifest '" + path + "' is truncated or corrupt: " + e.what());
   }
   const Fields f(root, path);

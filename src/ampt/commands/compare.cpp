@@ -8,7 +8,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/core/json_text.h"
 #include "ampt/log/logger.h"
-#include "ampt/models/gpt_presets.h"
+#include "ampt/models/model_family.h"
 #include "ampt/precision/choice.h"
 #include "ampt/device/device.h"
 
@@ -22,7 +22,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -55,15 +54,6 @@ const std::vector<config::SubcommandFlag>& per_run_flags() {
       {"output_dir", "DIR", "", ""},
   };
   return flags;
-}
-
-int64_t parse_steps(const std::string& text) {
-  int64_t steps = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), steps);
-  if (ec != std::errc() || end != text.data() + text.size() || steps < 1) {
-    throw UsageError(fmt::format("invalid value '{}' for --steps: expected an integer >= 1", text));
-  }
-  return steps;
 }
 
 std::vector<CompareFormat> parse_formats(const std::string& text) {
@@ -167,7 +157,8 @@ std::string compare_help() {
 
 int run_compare(const std::vector<std::string>& args, const Environment& env) {
   const auto split = config::split_subcommand_flags(args, own_flags());
-  const int64_t steps = parse_steps(split.values.at("steps"));
+  const int64_t steps =
+      config::subcommand_integer("steps", split.values.at("steps"), config::Range::at_least(1));
   const auto& formats_text = split.values.at("formats");
   auto formats = parse_formats(formats_text == "auto" ? "fp32,bf16,fp16" : formats_text);
   // Settings compare owns must not also come as flags; from YAML or env they are overridden.
@@ -220,7 +211,7 @@ int run_compare(const std::vector<std::string>& args, const Environment& env) {
 
   CompareReport report;
   report.steps = steps;
-  report.language_model = models::is_gpt(config.model);
+  report.language_model = models::family_of(config).language_model;
   report.baseline =
       std::ranges::find(formats, "fp32", &CompareFormat::name) != formats.end() ? "fp32"
                                                                                  : formats[0].name;

@@ -8,6 +8,7 @@
 #include "ampt/data/run_tokenizer.h"
 #include "ampt/hf/gpt2_export.h"
 #include "ampt/models/gpt_presets.h"
+#include "ampt/models/model_family.h"
 #include "ampt/text/tokenizer.h"
 #include "ampt/text/tokenizer_files.h"
 
@@ -59,7 +60,7 @@ void export_hf(const checkpoint::Checkpoint& saved, const std::string& checkpoin
                const std::string& out, NamedTensors weights, const std::string& tokenizer_flag,
                const Environment& env) {
   const auto config = run_config(saved, {}, env);
-  if (!models::is_gpt(config.model)) {
+  if (!models::family_of(config).hf_export) {
     throw UsageError(fmt::format("--format hf writes a GPT-2, and {} holds a {} model: use "
                                  "--format safetensors",
                                  checkpoint_path, config.model));

@@ -236,14 +236,14 @@ LoaderOptions train_loader_options(const Config& config, const torch::Device& de
   return options;
 }
 
-LoaderOptions val_loader_options(const Config& config, const torch::Device& device,
+LoaderOptions val_loader_options(const LoaderOptions& training, const std::string& dataset,
                                  int64_t samples) {
-  LoaderOptions options = train_loader_options(config, device);
+  LoaderOptions options = training;
   options.shuffle = false;
-  options.name = "validation data of " + config.dataset;
+  options.name = "validation data of " + dataset;
   // The ranks share out a validation set of a global batch or more, as they do the training
   // set; a smaller one every rank evaluates whole (identical weights, identical result).
-  if (samples < config.batch_size * config.launch.world_size) {
+  if (samples < training.batch_size * training.shard_count) {
     options.shard_rank = 0;
     options.shard_count = 1;
   }

@@ -26,9 +26,10 @@ DataSplits open_dataset(const config::Config& config, const SampleRequest& reque
 
 // Training batches: shuffled unless data_sampling is sequential, workers and prefetch from config.
 LoaderOptions train_loader_options(const config::Config& config, const torch::Device& device);
-// Validation batches: always in dataset order, so every evaluation sees the same batches. A
-// split smaller than one batch is one batch of all its samples.
-LoaderOptions val_loader_options(const config::Config& config, const torch::Device& device,
+// Validation batches of `samples`, from the training options (their batch size, device and
+// ranks): always in dataset order, so every evaluation sees the same batches. A split smaller
+// than one batch is one batch of all its samples.
+LoaderOptions val_loader_options(const LoaderOptions& training, const std::string& dataset,
                                  int64_t samples);
 
 // The batch_size a training split of `samples` trains with, shared out among `ranks`: batch_size,

@@ -254,41 +254,23 @@ c10::intrusive_ptr<c10d::Work> Group::all_reduce_async(at::Tensor& tensor, Reduc
 }
 
 void Group::wait(const c10::intrusive_ptr<c10d::Work>& work, std::string_view what) {
-  try {
-    work->wait();
-  } catch (const std::exception& error) {
-    fail(what, error);
-  }
+  guarded(what, [&] { work->wait(); });
 }
 
 void Group::all_reduce(at::Tensor& tensor, Reduce op, std::string_view what) {
-  c10::intrusive_ptr<c10d::Work> work;
-  try {
-    work = all_reduce_async(tensor, op);
-  } catch (const std::exception& error) {
-    fail(what, error);
-  }
-  wait(work, what);
+  wait(guarded(what, [&] { return all_reduce_async(tensor, op); }), what);
 }
 
 c10::intrusive_ptr<c10d::Work> Group::reduce_scatter_async(at::Tensor& output, at::Tensor& input,
                                                            std::string_view what) {
   c10d::ReduceScatterOptions options;
   options.reduceOp = c10d::ReduceOp::SUM;
-  try {
-    return data_->_reduce_scatter_base(output, input, options);
-  } catch (const std::exception& error) {
-    fail(what, error);
-  }
+  return guarded(what, [&] { return data_->_reduce_scatter_base(output, input, options); });
 }
 
 c10::intrusive_ptr<c10d::Work> Group::all_gather_async(at::Tensor& output, at::Tensor& input,
                                                        std::string_view what) {
-  try {
-    return data_->_allgather_base(output, input);
-  } catch (const std::exception& error) {
-    fail(what, error);
-  }
+  return guarded(what, [&] { return data_->_allgather_base(output, input); });
 }
 
 std::vector<std::vector<at::Tensor>> chunks(const std::vector<at::Tensor>& tensors, int64_t max_bytes) {
@@ -318,13 +300,7 @@ void Group::broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std:
     std::vector<at::Tensor> buffer{at::cat(flat)};
     c10d::BroadcastOptions options;
     options.rootRank = root;
-    try {
-      wait(data_->broadcast(buffer, options), what);
-    } catch (const RuntimeError&) {
-      throw;
-    } catch (const std::exception& error) {
-      fail(what, error);
-    }
+    wait(guarded(what, [&] { return data_->broadcast(buffer, options); }), what);
     int64_t offset = 0;
     for (auto& t : group) {
       t.copy_(buffer[0].narrow(0, offset, t.numel()).view_as(t));
@@ -369,11 +345,7 @@ std::vector<bool> Group::broadcast_flags(const std::vector<bool>& flags, int64_t
 }
 
 void Group::barrier(std::string_view what) {
-  try {
-    control_->barrier()->wait();
-  } catch (const std::exception& error) {
-    fail(what, error);
-  }
+  guarded(what, [&] { control_->barrier()->wait(); });
 }
 
 int Group::agree_stop(int local_signal) {
@@ -386,11 +358,8 @@ int Group::agree_stop(int local_signal) {
   std::vector<at::Tensor> tensors{stop_flag_};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
-  try {
-    stop_work_ = control_->allreduce(tensors, options);
-  } catch (const std::exception& error) {
-    fail("the exchange of stop requests", error);
-  }
+  stop_work_ =
+      guarded("the exchange of stop requests", [&] { return control_->allreduce(tensors, options); });
   return agreed;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ampt/config/config.h"
+#include "ampt/core/errors.h"
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -86,6 +87,17 @@ class Group {
 
  private:
   [[noreturn]] void fail(std::string_view what, const std::exception& error);
+  // call(), its failure made one line by fail() (one of ours passes as it is).
+  template <class Call>
+  auto guarded(std::string_view what, Call&& call) -> decltype(call()) {
+    try {
+      return call();
+    } catch (const RuntimeError&) {
+      throw;
+    } catch (const std::exception& error) {
+      fail(what, error);
+    }
+  }
 
   c10::intrusive_ptr<c10d::Store> store_;
   int64_t rank_;

@@ -1,6 +1,7 @@
 #include "ampt/log/csv_writer.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/core/whole_file.h"
 #include "ampt/log/run_files.h"
 
 #include <fmt/format.h>

@@ -28,14 +28,6 @@ fs::path keep_earlier_run(const fs::path& path, std::string_view what) {
   return kept;
 }
 
-std::string read_whole_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in) throw RuntimeError("cannot read '" + path.string() + "'");
-  return bytes.str();
-}
-
 void replace_file(const fs::path& path, const std::string& bytes) {
   // Named so that no reader takes it for one of its files (TensorBoard reads any "*tfevents*").
   const auto temporary = path.parent_path() / fmt::format(".rewrite-{}.partial", getpid());

@@ -13,9 +13,6 @@ namespace ampt::log {
 // when the rename fails.
 std::filesystem::path keep_earlier_run(const std::filesystem::path& path, std::string_view what);
 
-// The whole file; throws RuntimeError when it cannot be read.
-std::string read_whole_file(const std::filesystem::path& path);
-
 // Replaces `path` with `bytes` through a temporary in the same directory and a rename, so a
 // process killed meanwhile leaves the old file or the new one, never half of either.
 void replace_file(const std::filesystem::path& path, const std::string& bytes);

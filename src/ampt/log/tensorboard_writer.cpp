@@ -1,6 +1,7 @@
 #include "ampt/log/tensorboard_writer.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/core/whole_file.h"
 #include "ampt/log/logger.h"
 #include "ampt/log/run_files.h"
 #include "ampt/log/tb_event.h"
@@ -95,7 +96,7 @@ void TensorBoardWriter::on_start(const RunInfo& info) {
 
 void TensorBoardWriter::continue_files(int64_t start_step) {
   for (const auto& file : event_files(dir_)) {
-    const auto bytes = read_whole_file(file);
+    const auto bytes = read_whole_file(file.string());
     std::string kept;
     for (const auto& event : read_records(bytes)) {
       if (kept_on_resume(event, start_step)) kept += frame_record(event);

@@ -1,5 +1,7 @@
 #include "ampt/models/memory_estimate.h"
 
+#include "ampt/models/model_family.h"
+
 #include "ampt/core/errors.h"
 #include "ampt/kernels/fused_classifier.h"
 
@@ -114,39 +116,7 @@ int64_t cnn_activations(const ModelDims& d, const Scheme& s, int64_t b) {
 
 ModelDims model_dims(const config::Config& config, std::vector<int64_t> input_shape,
                      int64_t seq_len) {
-  ModelDims d;
-  d.name = config.model;
-  d.classes = config.synthetic_classes;
-  if (is_gpt(config.model)) {
-    d.family = Family::gpt;
-    d.gpt = resolve_gpt_dims(config);
-    d.seq_len = seq_len > 0 ? seq_len : d.gpt.block_size;
-    if (d.seq_len > d.gpt.block_size) {
-      throw UsageError(fmt::format("seq_len {} exceeds block_size {} of model {}", d.seq_len,
-                                   d.gpt.block_size, config.model));
-    }
-    d.classes = d.gpt.vocab_size;
-    d.fused_kernels = config.fused_kernels;
-  } else if (config.model == "mlp") {
-    d.family = Family::mlp;
-    d.input_shape = input_shape.empty() ? std::vector<int64_t>{config.synthetic_features}
-                                        : std::move(input_shape);
-    d.mlp_hidden = config.mlp_hidden;
-    d.mlp_layers = config.mlp_layers;
-  } else if (config.model == "cnn") {
-    d.family = Family::cnn;
-    d.input_shape = input_shape.empty() ? std::vector<int64_t>{3, 32, 32} : std::move(input_shape);
-    if (d.input_shape.size() != 3) {
-      throw UsageError(fmt::format("model cnn needs an input shape C,H,W; got {} dimensions",
-                                   d.input_shape.size()));
-    }
-    d.cnn_channels = config.cnn_channels;
-    d.cnn_blocks = config.cnn_blocks;
-  } else {
-    throw UsageError(fmt::format("unknown model '{}': expected mlp, cnn, gpt or a GPT preset",
-                                 config.model));
-  }
-  return d;
+  return family_of(config).memory_dims(config, std::move(input_shape), seq_len);
 }
 
 ParameterCounts count_parameters(const ModelDims& d) {

@@ -1,5 +1,6 @@
 #include "ampt/text/byte_alphabet.h"
 
+#include "ampt/core/utf8_append.h"
 #include "ampt/text/utf8.h"
 
 #include <array>

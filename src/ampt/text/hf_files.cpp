@@ -2,7 +2,7 @@
 
 #include "ampt/core/errors.h"
 #include "ampt/text/byte_alphabet.h"
-#include "ampt/text/json_reader.h"
+#include "ampt/core/json_reader.h"
 #include "ampt/text/read_file.h"
 
 #include <fmt/format.h>
@@ -113,7 +113,7 @@ class Reader {
 };
 
 JsonValue parse_file(const std::string& path, std::string_view what) {
-  const std::string text = read_whole_file(path);
+  const std::string text = read_text_file(path);
   try {
     return parse_json(text);
   } catch (const JsonError& e) {
@@ -202,7 +202,7 @@ Vocabulary read_vocab_and_merges(const std::string& vocab_path, const std::strin
   reader.read_vocab(vocab);
   reader.add_end_of_text_from_vocab();
   reader.set_source(merges_path);  // merge errors name merges.txt
-  const std::string merges = read_whole_file(merges_path);
+  const std::string merges = read_text_file(merges_path);
   for_each_line(merges, [&](std::string_view line, std::size_t number) {
     if (line.empty() || (number == 1 && line.starts_with("#version"))) return;
     reader.add_merge_line(line, fmt::format("line {}", number));

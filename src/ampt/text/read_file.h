@@ -1,4 +1,4 @@
-// A whole file as bytes, and its lines, for the tokenizer's files and the texts it encodes.
+// A text file whole, and its lines, for the tokenizer's files and the texts it encodes.
 #pragma once
 
 #include <cstddef>
@@ -7,8 +7,9 @@
 
 namespace ampt::text {
 
-// Throws RuntimeError "PATH: cannot open: REASON" or "PATH: file is empty".
-std::string read_whole_file(const std::string& path);
+// The file's bytes (core/whole_file.h); throws RuntimeError "PATH: cannot open: REASON" or
+// "PATH: file is empty".
+std::string read_text_file(const std::string& path);
 
 // Calls fn(line, number) for each line of `text` (numbered from 1), without its "\n" or "\r\n".
 template <typename Fn>

@@ -45,7 +45,7 @@ std::optional<std::string> base64_decode(std::string_view text) {
 }  // namespace
 
 Vocabulary read_tiktoken(const std::string& path) {
-  const std::string text = read_whole_file(path);
+  const std::string text = read_text_file(path);
   Vocabulary vocabulary;
   vocabulary.source = path;
   auto& tokens = vocabulary.tokens;

@@ -1,7 +1,7 @@
 #include "ampt/text/tokenize_files.h"
 
 #include "ampt/core/errors.h"
-#include "ampt/text/json_reader.h"
+#include "ampt/core/json_reader.h"
 #include "ampt/text/read_file.h"
 
 #include <fmt/format.h>
@@ -114,7 +114,7 @@ void read_documents(const std::vector<std::string>& paths, InputFormat format,
                     const std::function<void(std::string text, int64_t done)>& document) {
   int64_t before = 0;  // input bytes of the files already read
   for (const std::string& path : paths) {
-    std::string text = read_whole_file(path);
+    std::string text = read_text_file(path);
     const auto size = static_cast<int64_t>(text.size());
     if (!is_json_lines(path, format)) {
       document(std::move(text), before + size);

@@ -36,7 +36,7 @@ Vocabulary load_file(const fs::path& file) {
   }
   if (file.extension() == ".tiktoken") return read_tiktoken(file.string());
   if (file.extension() == ".json") return read_tokenizer_json(file.string());
-  const std::string head = read_whole_file(file.string()).substr(0, 1);
+  const std::string head = read_text_file(file.string()).substr(0, 1);
   return head == "{" ? read_tokenizer_json(file.string()) : read_tiktoken(file.string());
 }
 

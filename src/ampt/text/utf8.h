@@ -24,7 +24,4 @@ std::size_t first_invalid_utf8(std::string_view text);
 // `text` with every ill-formed subpart replaced by U+FFFD (EF BF BD), as Python's "replace" does.
 std::string replace_invalid_utf8(std::string_view text);
 
-// Appends the UTF-8 bytes of code point `c`.
-void append_utf8(std::string& out, char32_t c);
-
 }  // namespace ampt::text

@@ -1,13 +1,12 @@
 // The state of one training run and the member functions that build, resume, evaluate and
 // run it: trainer.cpp (the loop), run_setup.cpp (device, data, model, precision, the step),
-// run_checkpoint.cpp (resume and save) and run_eval.cpp (losses and evaluation). Private to
+// run_checkpoint.cpp (resume and save), run_zero.cpp (ZeRO's shards) and run_eval.cpp (losses
+// and evaluation). Private to
 // src/ampt/train: the rest of ampt calls run_training (trainer.h).
 #pragma once
 
-#include "ampt/checkpoint/background_writer.h"
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/checkpoint/checkpoint_reader.h"
-#include "ampt/checkpoint/host_snapshot.h"
 #include "ampt/config/precision_schedule.h"
 #include "ampt/core/named_tensors.h"
 #include "ampt/data/loader.h"
@@ -16,12 +15,9 @@
 #include "ampt/distributed/data_parallel.h"
 #include "ampt/log/events.h"
 #include "ampt/models/registry.h"
-#include "ampt/precision/choice.h"
-#include "ampt/precision/loss_scaler.h"
-#include "ampt/precision/master_weights.h"
-#include "ampt/precision/policy.h"
-#include "ampt/precision/precision_islands.h"
+#include "ampt/precision/precision_state.h"
 #include "ampt/precision/stability_monitor.h"
+#include "ampt/train/checkpointer.h"
 #include "ampt/train/optimizer.h"
 #include "ampt/train/schedule.h"
 #include "ampt/train/step.h"
@@ -42,7 +38,10 @@ inline double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Everything one run holds, built once; run() is the loop.
+// Everything one run holds, built once; run() is the loop. Its named parts: the precision
+// (precision::PrecisionState: stages, policy, loss scaler, islands, masters), the stability
+// monitor, the optimizer (with ZeRO's shards), the checkpointer; step_report() builds a logged
+// step's line.
 class Run {
  public:
   // Builds the run and resumes it when config.resume asks: a checkpoint is checked completely
@@ -55,9 +54,10 @@ class Run {
  private:
   // run_setup.cpp
   // A training split smaller than one global batch trains in one batch of all of it (shared out
-  // among the ranks): config_.batch_size shrinks to it, and warnings_ says so.
-  void fit_accumulation_to_epoch();
+  // among the ranks): batch_size_ shrinks to it, and warnings_ says so.
   void fit_batch_to_split();
+  // An epoch of fewer batches than grad_accum_steps accumulates all of them: grad_accum_steps_.
+  void fit_accumulation_to_epoch();
   // TF32, channels-last, fp8 and CUDA graphs as configured; builds the step.
   void set_up_speed_features();
   // On a GPU, the fused paths the GPT takes, probed and self-checked: a line in speed_notes_,
@@ -75,13 +75,10 @@ class Run {
   data::LoaderState resume_position(const checkpoint::Checkpoint& saved, std::string& note) const;
   // The model tensors, then the optimizer's: what a snapshot copies.
   NamedTensors state_tensors() const;
-  // Snapshots the state and writes it in the background (rank 0; the others return at once).
-  // An earlier save still being written is waited for first. `final`: the run's last save,
-  // waited for, and a failure throws instead of being reported and trained past.
+  // Saves step `steps_done` through the checkpointer: rank 0 the whole state, or under ZeRO
+  // every rank its shard. `final`: the run's last save, waited for, and a failure throws
+  // instead of being reported and trained past.
   void save_checkpoint(int64_t steps_done, log::RunSummary& summary, bool final);
-  // Reports the save in flight once its write has ended (`wait`: blocks until then): to the
-  // observer, or for a final save that failed, as a RuntimeError.
-  void collect_save(bool wait, bool final, log::RunSummary& summary);
   // The fields every checkpoint of this run has at `steps_done`, tensors left out.
   checkpoint::Checkpoint checkpoint_meta(int64_t steps_done) const;
 
@@ -95,8 +92,9 @@ class Run {
   // What a ZeRO save snapshots: the master shard, the optimizer's flat state and (rank 0) the
   // buffers.
   NamedTensors shard_tensors() const;
-  // Starts writing this rank's shard of `meta`'s step in the background; returns its directory.
-  std::string start_shard_save(checkpoint::Checkpoint meta, const NamedTensors& host);
+  // The background write of this rank's shard of `meta`'s step from `host` (shard_tensors()'s
+  // host copy).
+  Checkpointer::Write shard_write(checkpoint::Checkpoint meta, const NamedTensors& host);
   // "[ZeRO] stage 2 over 4 ranks: ... bytes per parameter per rank"; empty without ZeRO.
   std::string zero_note() const;
 
@@ -107,15 +105,14 @@ class Run {
   log::EvalReport evaluate(int64_t step);
 
   // trainer.cpp
-  // Switches to precision stage `index`: policy, loss scaler (fresh at init_scale when fp16
-  // starts, gone when it ends) and the dtype of O2's half weights, re-cast from the masters.
+  // Switches to precision stage `index` (PrecisionState::enter_stage), announcing it unless the
+  // run resumes into it.
   void enter_stage(std::size_t index, int64_t step, int64_t epoch, bool announce);
   void report_bad_steps(bool wait, int64_t steps_done, log::RunSummary& summary);
   [[noreturn]] void stop_unstable(const precision::BadStep& bad, int64_t steps_done,
                                   log::RunSummary& summary);
 
-  // The run's own copy: its batch_size is fitted to a training split smaller than one batch.
-  config::Config config_;
+  const config::Config config_;
   const RunContext& context_;
   log::Observer& observer_;
   device::DeviceChoice device_;
@@ -123,15 +120,8 @@ class Run {
   data::DataSplits splits_;
   models::Model model_;
   std::vector<torch::Tensor> parameters_;
-  std::vector<config::PrecisionStage> stages_;
-  std::size_t stage_ = 0;
-  precision::PrecisionChoice choice_;
-  precision::PrecisionPolicy policy_;
-  precision::LossScaler scaler_;
+  precision::PrecisionState precision_;
   precision::StabilityMonitor monitor_;
-  precision::PrecisionIslands islands_;
-  precision::MasterWeights masters_;
-  std::vector<std::string> precisions_used_;  // "FP32", "BF16": each stage's, in order
   std::unique_ptr<Optimizer> optimizer_;
   // ZeRO: the optimizer's state as flat tensors (ZeroOptimizer::state) and kinds, the
   // parameters' names and how many saves this run has started (each save's key).
@@ -140,6 +130,10 @@ class Run {
   std::vector<std::string> parameter_names_;
   int64_t saves_started_ = 0;
   torch::Tensor overflow_steps_;  // counted on the device: a skipped step costs no sync
+  // config_'s batch_size and grad_accum_steps, fitted to data smaller than them.
+  int64_t batch_size_;
+  int64_t grad_accum_steps_;
+  data::LoaderOptions train_loading_;
   std::optional<data::Loader> batches_;
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;
@@ -152,13 +146,10 @@ class Run {
   std::vector<std::string> speed_notes_;
   std::vector<std::string> warnings_;
   std::unique_ptr<TrainStep> step_;
-  checkpoint::HostSnapshot snapshot_;
-  std::optional<log::CheckpointReport> pending_save_;  // the save being written
-  // Time the loop spends outside steps: in the summary's split, and left out of throughput.
+  // Time the loop spends evaluating: in the summary's split, and left out of throughput.
   double eval_seconds_ = 0.0;
-  double checkpoint_seconds_ = 0.0;
   // Last: destroyed first, it waits for a write in flight while the rest of the run still exists.
-  checkpoint::BackgroundWriter writer_;
+  Checkpointer checkpointer_;
 };
 
 }  // namespace ampt::train

@@ -5,25 +5,12 @@
 
 #include <ATen/Context.h>
 #include <fmt/format.h>
-#include <torch/cuda.h>
 
 #include <filesystem>
 #include <iterator>
 
 namespace ampt::train {
 namespace {
-
-// A checkpoint file's size, or all of a sharded checkpoint's files together.
-int64_t bytes_on_disk(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_directory(path, ec)) return static_cast<int64_t>(fs::file_size(path, ec));
-  int64_t total = 0;
-  for (const auto& entry : fs::directory_iterator(path, ec)) {
-    total += static_cast<int64_t>(entry.file_size(ec));
-  }
-  return total;
-}
 
 // ", 2 shards re-cut for 4 ranks" when a sharded checkpoint's world size differs from this run's.
 std::string shards_note_for(const checkpoint::Checkpoint& saved, bool sharded, int64_t world) {
@@ -51,22 +38,24 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
     checkpoint::copy_into(whole.optimizer, optimizer_->state(), "optimizer", path);
   }
   std::string stage_note;
-  if (const auto stage = config::stage_at(stages_, saved.step, saved.data_epoch); stage != stage_) {
+  if (const auto stage = precision_.stage_at(saved.step, saved.data_epoch);
+      stage != precision_.stage()) {
     enter_stage(stage, saved.step, saved.data_epoch, /*announce=*/false);
-    precisions_used_ = {policy_.name()};
-    stage_note = fmt::format(", precision stage {} of {} ({})", stage + 1, stages_.size(),
-                             config::stage_text(stages_[stage]));
+    precision_.forget_earlier_stages();
+    stage_note = fmt::format(", precision stage {} of {} ({})", stage + 1, precision_.stages().size(),
+                             config::stage_text(precision_.stages()[stage]));
   }
-  if (!dist_.zero()) masters_.refresh_model();
+  if (!dist_.zero()) precision_.masters().refresh_model();
 
   std::string scaler_note;
-  if (saved.scaler && scaler_.enabled()) {
-    scaler_.load_state(*saved.scaler);
+  if (saved.scaler && precision_.scaler().enabled()) {
+    precision_.scaler().load_state({saved.scaler->scale, saved.scaler->growth_tracker,
+                        saved.scaler->hysteresis});
     scaler_note = fmt::format("loss scaler (scale {}, growth tracker {})", saved.scaler->scale,
                               saved.scaler->growth_tracker);
   } else if (saved.scaler) {
     scaler_note = "loss scaler state ignored: this run has no loss scaler";
-  } else if (scaler_.enabled()) {
+  } else if (precision_.scaler().enabled()) {
     scaler_note = fmt::format("loss scaler starts at init_scale {}: the checkpoint's run had none",
                               config_.grad_scaler_init);
   }
@@ -91,7 +80,7 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
 
 data::LoaderState Run::resume_position(const checkpoint::Checkpoint& saved, std::string& note) const {
   const data::LoaderState state{saved.data_epoch, saved.data_position};
-  const int64_t batch_samples = config_.batch_size * dist_.world_size();
+  const int64_t batch_samples = batch_size_ * dist_.world_size();
   const int64_t saved_batch_samples = saved.batch_size * saved.world_size;
   if (saved_batch_samples == 0 || saved_batch_samples == batch_samples) return state;
   // Other ranks or another batch_size: a position counts other batches, the samples stay.
@@ -100,7 +89,7 @@ data::LoaderState Run::resume_position(const checkpoint::Checkpoint& saved, std:
   note += fmt::format("; its batches held {} samples ({} ranks x batch_size {}), this run's {} ({} "
                       "x {}): ",
                       saved_batch_samples, saved.world_size, saved.batch_size, batch_samples,
-                      dist_.world_size(), config_.batch_size);
+                      dist_.world_size(), batch_size_);
   const int64_t from = moved.state.position * batch_samples;
   if (moved.state.epoch != saved.data_epoch) {
     note += fmt::format("the data continues at epoch {} (the checkpoint stopped at sample {} of "
@@ -130,12 +119,15 @@ checkpoint::Checkpoint Run::checkpoint_meta(int64_t steps_done) const {
   c.step = steps_done;
   c.data_epoch = batches_->state().epoch;
   c.data_position = batches_->state().position;
-  c.batch_size = config_.batch_size;
+  c.batch_size = batch_size_;
   c.world_size = dist_.world_size();
   c.skipped_steps = static_cast<int64_t>(overflow_steps_.item<double>());
   c.initial_loss = initial_loss_;
   c.optimizer_kind = optimizer_->kind();
-  if (scaler_.enabled()) c.scaler = scaler_.state();
+  if (precision_.scaler().enabled()) {
+    const auto state = precision_.scaler().state();
+    c.scaler = checkpoint::SavedScaler{state.scale, state.growth_tracker, state.hysteresis};
+  }
   c.cpu_rng = at::globalContext().defaultGenerator(c10::Device(c10::kCPU)).get_state();
   if (device_.device.is_cuda()) {
     c.cuda_rng = at::globalContext().defaultGenerator(device_.device).get_state();
@@ -146,56 +138,27 @@ checkpoint::Checkpoint Run::checkpoint_meta(int64_t steps_done) const {
 void Run::save_checkpoint(int64_t steps_done, log::RunSummary& summary, bool final) {
   // Identical on every rank: rank 0 writes it; under ZeRO every rank writes its shard.
   if (!dist_.is_main() && !dist_.zero()) return;
-  // Queued steps are training's time, not the pause's.
-  if (device_.device.is_cuda()) torch::cuda::synchronize();
-  const auto paused = Clock::now();
-  const bool waits = writer_.busy();
-  collect_save(/*wait=*/true, /*final=*/false, summary);  // it is done with the snapshot buffer
-  const double waited = waits ? seconds_since(paused) : 0.0;
-  auto c = checkpoint_meta(steps_done);
-  log::CheckpointReport report;
-  report.step = steps_done;
+  const std::filesystem::path dir(config_.output_dir);
   if (dist_.zero()) {
-    report.path = start_shard_save(std::move(c), snapshot_.capture(shard_tensors()));
-  } else {
-    auto host = snapshot_.capture(state_tensors());
-    // The model's tensors come first, then the optimizer's.
-    const auto split = host.end() - static_cast<std::ptrdiff_t>(optimizer_->state().size());
-    c.model.assign(std::make_move_iterator(host.begin()), std::make_move_iterator(split));
-    c.optimizer.assign(std::make_move_iterator(split), std::make_move_iterator(host.end()));
-    report.path = (std::filesystem::path(config_.output_dir) /
-                   checkpoint::checkpoint_file_name(steps_done)).string();
-    writer_.start([c = std::move(c), dir = config_.output_dir, keep = config_.keep_checkpoints] {
-      checkpoint::save(dir, c, keep);
-    });
+    checkpointer_.save(
+        steps_done, (dir / checkpoint::checkpoint_dir_name(steps_done)).string(), shard_tensors(),
+        [&](NamedTensors host) { return shard_write(checkpoint_meta(steps_done), host); }, summary,
+        final);
+    return;
   }
-  report.pause_seconds = seconds_since(paused);
-  report.wait_seconds = waited;
-  pending_save_ = std::move(report);
-  if (final) collect_save(/*wait=*/true, /*final=*/true, summary);
-  checkpoint_seconds_ += seconds_since(paused);
-}
-
-void Run::collect_save(bool wait, bool final, log::RunSummary& summary) {
-  if (!pending_save_) return;
-  const auto outcome = wait ? writer_.wait() : writer_.poll();
-  if (!outcome) return;
-  auto report = std::move(*pending_save_);
-  pending_save_.reset();
-  report.write_seconds = outcome->seconds;
-  report.error = outcome->error;
-  if (!report.error.empty() && final) {
-    throw RuntimeError(
-        fmt::format("checkpoint of step {} not saved: {}", report.step, report.error));
-  }
-  if (report.error.empty()) {
-    report.bytes = bytes_on_disk(report.path);
-    summary.checkpoint = report.path;
-    ++summary.checkpoints_saved;
-    summary.checkpoint_bytes += report.bytes;
-    summary.checkpoint_write_seconds += report.write_seconds;
-  }
-  observer_.on_checkpoint(report);
+  checkpointer_.save(
+      steps_done, (dir / checkpoint::checkpoint_file_name(steps_done)).string(), state_tensors(),
+      [&](NamedTensors host) -> Checkpointer::Write {
+        auto c = checkpoint_meta(steps_done);
+        // The model's tensors come first, then the optimizer's.
+        const auto split = host.end() - static_cast<std::ptrdiff_t>(optimizer_->state().size());
+        c.model.assign(std::make_move_iterator(host.begin()), std::make_move_iterator(split));
+        c.optimizer.assign(std::make_move_iterator(split), std::make_move_iterator(host.end()));
+        return [c = std::move(c), dir = config_.output_dir, keep = config_.keep_checkpoints] {
+          checkpoint::save(dir, c, keep);
+        };
+      },
+      summary, final);
 }
 
 }  // namespace ampt::train

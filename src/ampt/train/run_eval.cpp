@@ -14,9 +14,10 @@ namespace ampt::train {
 static_assert(data::kIgnoredTarget == kernels::kIgnoreIndex);
 
 torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
-  precision::AutocastGuard autocast(device_.device.type(), policy_.compute_dtype, policy_.autocast,
+  const auto& policy = precision_.policy();
+  precision::AutocastGuard autocast(device_.device.type(), policy.compute_dtype, policy.autocast,
                                     config_.autocast_cache);
-  precision::IslandScope islands(&islands_);
+  precision::IslandScope islands(&precision_.islands());
   if (correct == nullptr) return model_.loss(batch.inputs, batch.targets);
   // A language model's [B, T, vocab] logits are scored per token, a classifier's per sample.
   const auto logits = model_.forward(batch.inputs).flatten(0, -2);
@@ -31,7 +32,7 @@ log::EvalReport Run::evaluate(int64_t step) {
   report.epoch = batches_->state().epoch;
   if (!splits_.val) return report;
   data::Loader val(splits_.val,
-                   data::val_loader_options(config_, device_.device, splits_.val->size()));
+                   data::val_loader_options(train_loading_, config_.dataset, splits_.val->size()));
   report.batches = config_.eval_batches > 0
                        ? std::min(config_.eval_batches, val.batches_per_epoch())
                        : val.batches_per_epoch();

@@ -3,7 +3,7 @@
 #include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
 #include "ampt/kernels/kernel_support.h"
-#include "ampt/models/gpt_presets.h"
+#include "ampt/models/model_family.h"
 #include "ampt/precision/fp8_gemm_timer.h"
 #include "ampt/train/pretrained.h"
 #include "ampt/models/compat_report.h"
@@ -68,37 +68,24 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
       splits_(data::open_dataset(config, models::sample_request(config), tokenize_progress(observer))),
       model_(make_model(config, splits_.spec, device_.device)),
       parameters_(model_.module->parameters()),
-      stages_(config::precision_stages(config)),
-      choice_(precision::choose_precision(stages_.front().precision, config.strict_precision,
-                                          device_.device)),
-      policy_(precision::make_policy(choice_.precision, config.amp_opt_level)),
-      scaler_(precision::scaler_options(config, policy_.loss_scaling), device_.device),
+      precision_(precision::precision_options(config), *model_.module, device_.device),
       monitor_(make_monitor(config, *model_.module, device_.device)),
-      islands_(precision::select_islands(*model_.module,
-                                         config::split_module_patterns(config.keep_fp32_modules),
-                                         config.amp_opt_level == config::OptLevel::O2)),
-      masters_(*model_.module, config.amp_opt_level == config::OptLevel::O2,
-               [this](const std::string& name) { return islands_.owns_parameter(name); }),
       // ZeRO builds its optimizer over the shard, once the ranks have attached.
-      optimizer_(dist_.zero_stage() > 0 ? nullptr : make_optimizer(config, masters_.masters())),
-      overflow_steps_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device_.device))) {
-  if (dist_.zero_stage() > 0 && masters_.enabled() && stages_.size() > 1) {
+      optimizer_(dist_.zero_stage() > 0 ? nullptr
+                                        : make_optimizer(config, precision_.masters().masters())),
+      overflow_steps_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device_.device))),
+      batch_size_(config.batch_size),
+      grad_accum_steps_(config.grad_accum_steps),
+      checkpointer_(device_.device, observer) {
+  if (dist_.zero_stage() > 0 && precision_.masters().enabled() && precision_.stages().size() > 1) {
     throw UsageError(fmt::format(
         "zero_stage {} with amp_opt_level O2 cannot follow a precision schedule: a switch re-casts "
         "the half weights from fp32 masters that ZeRO keeps sharded; use amp_opt_level O1, or "
         "zero_stage 0",
         dist_.zero_stage()));
   }
-  masters_.set_dtype(policy_.weight_dtype);
-  precisions_used_.push_back(policy_.name());
   if (!device_.warning.empty()) warnings_.push_back(device_.warning);
-  // Once each: a schedule may name bf16 in several stages.
-  for (const auto& stage : stages_) {
-    const auto warning = precision::choose_precision(stage.precision, false, device_.device).warning;
-    if (!warning.empty() && std::ranges::find(warnings_, warning) == warnings_.end()) {
-      warnings_.push_back(warning);
-    }
-  }
+  for (auto& warning : precision_.warnings()) warnings_.push_back(std::move(warning));
   fit_batch_to_split();  // before a resume compares the checkpoint's batches with this run's
   // Pretrained weights first: a resumed run's checkpoint then replaces them.
   if (!config.init_from.empty()) pretrained_note_ = load_pretrained(config, model_tensors());
@@ -113,11 +100,14 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   } else {
     if (resume) data_start = restore(*resume, note);
     dist_.attach(model_tensors(), parameters_, {});
-    masters_.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
+    // O2: rank 0's masters, broadcast, become every rank's half weights.
+    precision_.masters().refresh_model();
   }
-  batches_.emplace(splits_.train, data::train_loader_options(config_, device_.device), data_start);
+  train_loading_ = data::train_loader_options(config_, device_.device);
+  train_loading_.batch_size = batch_size_;
+  batches_.emplace(splits_.train, train_loading_, data_start);
   fit_accumulation_to_epoch();
-  steps_per_epoch_ = batches_->batches_per_epoch() / config_.grad_accum_steps;
+  steps_per_epoch_ = batches_->batches_per_epoch() / grad_accum_steps_;
   total_steps_ = config.max_steps > 0 ? config.max_steps : config.epochs * steps_per_epoch_;
   if (start_step_ >= total_steps_ && start_step_ > 0) {
     note += fmt::format("; it is at or past the last step ({}): nothing to train, raise "
@@ -127,13 +117,13 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   schedule_ = {config.lr, config.lr * config.min_lr_ratio, config.warmup_steps, total_steps_};
   resume_note_ = note;
   set_up_speed_features();
-  peak_flops_ = device::peak_flops(device_.device, policy_.compute_dtype);
+  peak_flops_ = device::peak_flops(device_.device, precision_.policy().compute_dtype);
   // The snapshot buffer is set up now, as part of startup, not in the first save's pause.
   if (start_step_ < total_steps_) {
     if (dist_.zero()) {
-      snapshot_.reserve(shard_tensors());
+      checkpointer_.reserve(shard_tensors());
     } else if (dist_.is_main()) {
-      snapshot_.reserve(state_tensors());
+      checkpointer_.reserve(state_tensors());
     }
   }
 }
@@ -141,37 +131,36 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
 void Run::fit_batch_to_split() {
   const int64_t ranks = dist_.world_size();
   const int64_t samples = splits_.train->size();
-  const int64_t fitted =
-      data::fitted_batch_size(samples, config_.batch_size, ranks, config_.dataset);
-  if (fitted == config_.batch_size) return;
+  const int64_t fitted = data::fitted_batch_size(samples, batch_size_, ranks, config_.dataset);
+  if (fitted == batch_size_) return;
   const auto per_rank = [ranks](int64_t batch) {
     return ranks > 1 ? fmt::format("{} per rank x {} ranks", batch, ranks) : std::to_string(batch);
   };
   warnings_.push_back(fmt::format(
       "the training split of {} has {} samples, fewer than one batch of {}: training with batch "
       "size {}{}",
-      config_.dataset, samples, per_rank(config_.batch_size), per_rank(fitted),
+      config_.dataset, samples, per_rank(batch_size_), per_rank(fitted),
       samples > fitted * ranks
           ? fmt::format(" ({} samples unused per epoch)", samples - fitted * ranks)
           : ""));
-  config_.batch_size = fitted;
+  batch_size_ = fitted;
 }
 
 // Small data again: an epoch of fewer batches than grad_accum_steps accumulates all of them, so
 // that every optimizer step sees the whole epoch, as the Hugging Face Trainer does.
 void Run::fit_accumulation_to_epoch() {
   const int64_t batches = batches_->batches_per_epoch();
-  if (batches >= config_.grad_accum_steps) return;
+  if (batches >= grad_accum_steps_) return;
   warnings_.push_back(fmt::format(
       "an epoch of {} has {} batch{} of {}, fewer than grad_accum_steps {}: accumulating {}",
-      config_.dataset, batches, batches == 1 ? "" : "es", config_.batch_size,
-      config_.grad_accum_steps, batches));
-  config_.grad_accum_steps = batches;
+      config_.dataset, batches, batches == 1 ? "" : "es", batch_size_, grad_accum_steps_,
+      batches));
+  grad_accum_steps_ = batches;
 }
 
 void Run::set_up_speed_features() {
   report_fused_paths();
-  if (policy_.fp8) use_fp8();
+  if (precision_.policy().fp8) use_fp8();
   if (auto note = apply_tf32(config_.allow_tf32, device_.device); !note.empty()) {
     speed_notes_.push_back(std::move(note));
   }
@@ -182,7 +171,7 @@ void Run::set_up_speed_features() {
       dist_.active() ? std::string("a distributed step waits for the other ranks on the host")
                      : cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout);
   // O2 allocates its fp32 gradients per step and a schedule changes dtypes: both stay eager.
-  const bool eager_precision = masters_.enabled() || stages_.size() > 1;
+  const bool eager_precision = precision_.masters().enabled() || precision_.stages().size() > 1;
   const bool graphed = config_.cuda_graphs && obstacle.empty() && !eager_precision;
   if (graphed) {
     speed_notes_.push_back(fmt::format("CUDA graphs: the step is captured after {} warm-up steps "
@@ -198,8 +187,8 @@ void Run::set_up_speed_features() {
   StepParts parts;
   parts.loss = [this](const data::Batch& batch) { return loss_of(batch, nullptr); };
   parts.parameters = parameters_;
-  parts.scaler = &scaler_;
-  parts.masters = dist_.zero() ? nullptr : &masters_;
+  parts.scaler = &precision_.scaler();
+  parts.masters = dist_.zero() ? nullptr : &precision_.masters();
   parts.zero = dist_.zero();
   parts.optimizer = optimizer_.get();
   parts.max_grad_norm = config_.max_grad_norm;
@@ -207,7 +196,7 @@ void Run::set_up_speed_features() {
   parts.monitor = &monitor_;
   // Underflow is measured against the dtype autocast computes in now (fp8 runs report bf16's).
   parts.underflow_dtype = [this] {
-    const auto dtype = policy_.compute_dtype;
+    const auto dtype = precision_.policy().compute_dtype;
     return dtype == torch::kHalf || dtype == torch::kBFloat16 ? dtype : c10::kFloat;
   };
   if (dist_.active()) {
@@ -221,14 +210,14 @@ void Run::set_up_speed_features() {
 // The GPT's fused paths on this GPU, each probed and self-checked now rather than at its first
 // use inside a step: one line names what runs and what falls back to ATen, and why.
 void Run::report_fused_paths() {
-  if (!device_.device.is_cuda() || !models::is_gpt(config_.model)) return;
+  if (!device_.device.is_cuda() || !models::family_of(config_).transformer_blocks) return;
   using kernels::FusedPath;
   std::vector<FusedPath> paths;
   if (config_.fused_kernels) {
     paths = {FusedPath::softmax_cross_entropy, FusedPath::add_layer_norm};
-    if (config_.gemm_epilogues && policy_.autocast) paths.push_back(FusedPath::gemm_epilogues);
+    if (config_.gemm_epilogues && precision_.policy().autocast) paths.push_back(FusedPath::gemm_epilogues);
   }
-  if (policy_.fp8) {
+  if (precision_.policy().fp8) {
     paths.push_back(FusedPath::fp8_casts);
     const auto gemm = config_.fp8_scaling == config::Fp8Scaling::rowwise
                           ? FusedPath::fp8_rowwise_gemm
@@ -257,7 +246,7 @@ void Run::use_fp8() {
   // Layers of one shape are measured once; the key says which GPU and recipe the times are for.
   precision::Fp8TimingCache cache;
   auto plan = precision::choose_fp8_layers(
-      config_.fp8_layers, model_.fp8_candidates, config_.batch_size * model_.tokens_per_sample,
+      config_.fp8_layers, model_.fp8_candidates, batch_size_ * model_.tokens_per_sample,
       fmt::format("{}, {} scaling", device::device_description(device_.device),
                   config::to_string(config_.fp8_scaling)),
       precision::gemm_timer(device_.device, recipe), cache);
@@ -275,7 +264,7 @@ void Run::use_fp8() {
 }
 
 NamedTensors Run::model_tensors() const {
-  auto out = masters_.masters();
+  auto out = precision_.masters().masters();
   for (const auto& item : model_.module->named_buffers()) out.emplace_back(item.key(), item.value());
   return out;
 }
@@ -292,31 +281,28 @@ log::RunInfo Run::describe() const {
   info.data_description = splits_.description;
   info.language_model = splits_.spec.task == data::Task::language_model;
   info.peak_flops = peak_flops_;
-  info.precision = policy_.name();
+  info.precision = precision_.policy().name();
   info.precision_source = context_.precision_source;
-  info.precision_reason = choice_.reason;
-  info.precision_fell_back = choice_.fell_back;
-  info.precision_explanation = policy_.explanation();
+  info.precision_reason = precision_.choice().reason;
+  info.precision_fell_back = precision_.choice().fell_back;
+  info.precision_explanation = precision_.policy().explanation();
   info.opt_level = std::string(config::to_string(config_.amp_opt_level));
-  if (stages_.size() > 1) {
-    for (const auto& stage : stages_) info.precision_schedule.push_back(config::stage_text(stage));
-    info.precision_stage = static_cast<int64_t>(stage_) + 1;
+  if (precision_.stages().size() > 1) {
+    for (const auto& stage : precision_.stages()) {
+      info.precision_schedule.push_back(config::stage_text(stage));
+    }
+    info.precision_stage = static_cast<int64_t>(precision_.stage()) + 1;
   }
-  std::vector<precision::PrecisionPolicy> policies;
-  for (const auto& stage : stages_) {
-    policies.push_back(precision::make_policy(
-        precision::choose_precision(stage.precision, false, device_.device).precision,
-        config_.amp_opt_level));
-  }
+  const auto policies = precision_.stage_policies();
   if (models::wants_compat_report(policies)) {
     // The riskiest stage speaks for the schedule: fp16 if there is one, else the first half one.
     auto riskiest = std::ranges::find_if(policies, [](const auto& p) { return p.loss_scaling; });
     if (riskiest == policies.end()) {
       riskiest = std::ranges::find_if(policies, [](const auto& p) { return p.autocast; });
     }
-    info.compat_report = models::compat_report(*model_.module, islands_, *riskiest);
+    info.compat_report = models::compat_report(*model_.module, precision_.islands(), *riskiest);
   }
-  info.loss_scaling = scaler_.enabled();
+  info.loss_scaling = precision_.scaler().enabled();
   info.init_scale = config_.grad_scaler_init;
   info.growth_factor = config_.grad_scaler_growth_factor;
   info.backoff_factor = config_.grad_scaler_backoff;
@@ -332,8 +318,8 @@ log::RunInfo Run::describe() const {
   info.autocast_cache = config_.autocast_cache;
   info.seed = config_.seed;
   info.optimizer = optimizer_->describe();
-  info.batch_size = config_.batch_size;
-  info.grad_accum_steps = config_.grad_accum_steps;
+  info.batch_size = batch_size_;
+  info.grad_accum_steps = grad_accum_steps_;
   info.total_steps = total_steps_;
   info.steps_per_epoch = steps_per_epoch_;
   info.peak_lr = schedule_.peak_lr;
@@ -345,8 +331,8 @@ log::RunInfo Run::describe() const {
   if (dist_.active()) {
     info.distributed = fmt::format(
         "{}; global batch {} = {} ranks x {} x {} accumulation", dist_.describe(),
-        dist_.world_size() * config_.batch_size * config_.grad_accum_steps, dist_.world_size(),
-        config_.batch_size, config_.grad_accum_steps);
+        dist_.world_size() * batch_size_ * grad_accum_steps_, dist_.world_size(),
+        batch_size_, grad_accum_steps_);
   }
   info.zero = zero_note();
   info.speed_notes = speed_notes_;

@@ -11,16 +11,17 @@
 namespace ampt::train {
 
 void Run::shard_state() {
-  std::vector<torch::Tensor> masters;
+  std::vector<torch::Tensor> master_tensors;
   std::vector<bool> decay;
-  for (const auto& [name, master] : masters_.masters()) {
+  for (const auto& [name, master] : precision_.masters().masters()) {
     parameter_names_.push_back(name);
-    masters.push_back(master);
+    master_tensors.push_back(master);
     decay.push_back(master.dim() >= 2);  // as make_optimizer decides for whole parameters
   }
-  dist_.attach(model_tensors(), parameters_, masters);
-  masters_.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
-  masters_.release_masters();
+  dist_.attach(model_tensors(), parameters_, master_tensors);
+  auto& masters = precision_.masters();
+  masters.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
+  masters.release_masters();
   auto zero = make_zero_optimizer(config_, *dist_.zero(), parameter_names_, decay);
   optimizer_ = std::move(zero.optimizer);
   zero_state_ = std::move(zero.state);
@@ -84,7 +85,7 @@ NamedTensors Run::shard_tensors() const {
   return tensors;
 }
 
-std::string Run::start_shard_save(checkpoint::Checkpoint meta, const NamedTensors& host) {
+Checkpointer::Write Run::shard_write(checkpoint::Checkpoint meta, const NamedTensors& host) {
   const auto& zero = *dist_.zero();
   checkpoint::ShardedSave save;
   const auto shard_end = host.begin() + static_cast<std::ptrdiff_t>(1 + zero_state_.size());
@@ -98,17 +99,14 @@ std::string Run::start_shard_save(checkpoint::Checkpoint meta, const NamedTensor
   layout.layout = zero.layout();
   layout.per_element = {"master"};
   for (const auto& kind : zero_kinds_) (kind.per_element ? layout.per_element : layout.per_piece).push_back(kind.name);
-  const auto path = (std::filesystem::path(config_.output_dir) /
-                     checkpoint::checkpoint_dir_name(save.meta.step)).string();
   // Every rank starts its saves in the same order: the count names this one's reports.
   auto key = fmt::format("checkpoint/{}", saves_started_++);
-  writer_.start([this, save = std::move(save), key = std::move(key), dir = config_.output_dir,
-                 keep = config_.keep_checkpoints] {
+  return [this, save = std::move(save), key = std::move(key), dir = config_.output_dir,
+          keep = config_.keep_checkpoints] {
     checkpoint::save_sharded(dir, save, keep, [this, &key](const std::string& report) {
       return dist_.gather_text(key, report, "the exchange of checkpoint shard reports");
     });
-  });
-  return path;
+  };
 }
 
 std::string Run::zero_note() const {
@@ -130,7 +128,9 @@ std::string Run::zero_note() const {
   for (const auto& kind : zero_kinds_) full_optimizer += kind.per_element ? 4.0 * count : 0.0;
   const double master = static_cast<double>(zero->master_shard().nbytes());
   const double grads = zero->stage() == 2 ? static_cast<double>(zero->master_shard().nbytes()) : full_grads;
-  const double full_masters = masters_.enabled() && masters_.dtype() != torch::kFloat ? 4.0 * count : 0.0;
+  const auto& masters = precision_.masters();
+  const double full_masters =
+      masters.enabled() && masters.dtype() != torch::kFloat ? 4.0 * count : 0.0;
   return fmt::format(
       "stage {} over {} ranks ({}): bytes per parameter on each rank: weights {:.2f} + gradients "
       "{:.2f} + fp32 master shard {:.2f} + optimizer state {:.2f} = {:.2f} (without ZeRO {:.2f}); "

@@ -5,6 +5,7 @@
 #include "ampt/train/run.h"
 #include "ampt/train/step_phase.h"
 #include "ampt/train/step_profiler.h"
+#include "ampt/train/step_report.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -63,28 +64,20 @@ class Throughput {
 }  // namespace
 
 void Run::enter_stage(std::size_t index, int64_t step, int64_t epoch, bool announce) {
+  const auto made = precision_.enter_stage(index);
+  peak_flops_ = device::peak_flops(device_.device, precision_.policy().compute_dtype);
+  if (!announce) return;
   log::PrecisionSwitch change;
   change.step = step;
   change.epoch = epoch;
-  change.from = policy_.name();
-  stage_ = index;
-  choice_ = precision::choose_precision(stages_[index].precision, config_.strict_precision,
-                                        device_.device);
-  policy_ = precision::make_policy(choice_.precision, config_.amp_opt_level);
-  if (policy_.loss_scaling != scaler_.enabled()) {
-    scaler_ = precision::LossScaler(precision::scaler_options(config_, policy_.loss_scaling), device_.device);
-  }
-  masters_.set_dtype(policy_.weight_dtype);
-  peak_flops_ = device::peak_flops(device_.device, policy_.compute_dtype);
-  if (!announce) return;
-  precisions_used_.push_back(policy_.name());
-  change.to = policy_.name();
+  change.from = made.from;
+  change.to = made.to;
   change.stage = static_cast<int64_t>(index) + 1;
-  change.stages = static_cast<int64_t>(stages_.size());
-  change.stage_text = config::stage_text(stages_[index]);
-  change.loss_scaling = policy_.loss_scaling;
+  change.stages = static_cast<int64_t>(precision_.stages().size());
+  change.stage_text = config::stage_text(precision_.stages()[index]);
+  change.loss_scaling = made.loss_scaling;
   change.init_scale = config_.grad_scaler_init;
-  change.reason = choice_.reason;
+  change.reason = made.reason;
   observer_.on_precision_switch(change);
 }
 
@@ -99,10 +92,10 @@ void Run::report_bad_steps(bool wait, int64_t steps_done, log::RunSummary& summa
 // displace good ones) and stops with the evidence and the next thing to try.
 void Run::stop_unstable(const precision::BadStep& bad, int64_t steps_done, log::RunSummary& summary) {
   precision::RunFacts facts;
-  facts.precision = policy_.name();
-  facts.loss_scaling = scaler_.enabled();
-  facts.dynamic_scale = scaler_.dynamic();
-  facts.scale = scaler_.state().scale;
+  facts.precision = precision_.policy().name();
+  facts.loss_scaling = precision_.scaler().enabled();
+  facts.dynamic_scale = precision_.scaler().dynamic();
+  facts.scale = precision_.scaler().state().scale;
   facts.init_scale = config_.grad_scaler_init;
   facts.min_loss_scale = config_.min_loss_scale;
   facts.lr = config_.lr;
@@ -125,12 +118,12 @@ void Run::stop_unstable(const precision::BadStep& bad, int64_t steps_done, log::
 log::RunSummary Run::run(Clock::time_point started) {
   observer_.on_start(describe());
   log::RunSummary summary;
-  summary.precision = policy_.name();
-  summary.loss_scaling = scaler_.enabled();
-  summary.initial_scale = scaler_.state().scale;
+  summary.precision = precision_.policy().name();
+  summary.loss_scaling = precision_.scaler().enabled();
+  summary.initial_scale = precision_.scaler().state().scale;
   summary.initial_loss = initial_loss_;
   const int64_t samples_per_step =
-      config_.batch_size * config_.grad_accum_steps * dist_.world_size();
+      batch_size_ * grad_accum_steps_ * dist_.world_size();
   const auto start = Clock::now();
   summary.startup_seconds = std::chrono::duration<double>(start - started).count();
   Throughput throughput(start_step_, static_cast<double>(samples_per_step));
@@ -157,7 +150,7 @@ log::RunSummary Run::run(Clock::time_point started) {
   for (; step < total_steps_; ++step) {
     profiler.before_step(step + 1);
     const int64_t epoch = batches_->state().epoch;
-    if (const auto stage = config::stage_at(stages_, step, epoch); stage != stage_) {
+    if (const auto stage = precision_.stage_at(step, epoch); stage != precision_.stage()) {
       enter_stage(stage, step, epoch, /*announce=*/true);
     }
     const double lr = schedule_.at(step);
@@ -166,46 +159,31 @@ log::RunSummary Run::run(Clock::time_point started) {
                           step + 1 == total_steps_ || stop != 0;
     std::vector<data::Batch> micro_batches;
     StepPhase data_wait("ampt::data_wait");
-    for (int64_t micro = 0; micro < config_.grad_accum_steps; ++micro) {
+    for (int64_t micro = 0; micro < grad_accum_steps_; ++micro) {
       micro_batches.push_back(batches_->next());
     }
     data_wait.end();
     const auto result = step_->run(micro_batches, lr, log_step);
     monitor_.record(step + 1);
     report_bad_steps(/*wait=*/false, step + 1, summary);
-    collect_save(/*wait=*/false, /*final=*/false, summary);
+    checkpointer_.collect(/*wait=*/false, /*final=*/false, summary);
     observer_.on_progress(step + 1, total_steps_, seconds_since(start));
 
     if (log_step) {
-      log::StepReport report;
-      report.step = step + 1;
-      report.total_steps = total_steps_;
-      report.epoch = batches_->state().epoch;
-      report.loss = dist_.mean(result.loss_sum).item<double>() /
-                    static_cast<double>(config_.grad_accum_steps);
-      report.lr = lr;
-      report.grad_norm = result.grad_norm.item<double>();
-      report.samples_per_sec = throughput.log(step + 1, eval_seconds_ + checkpoint_seconds_);
-      report.tokens_per_sec = report.samples_per_sec * static_cast<double>(model_.tokens_per_sample);
-      if (peak_flops_ > 0.0) {
-        report.mfu = report.samples_per_sec * static_cast<double>(model_.flops_per_sample) / peak_flops_;
-      }
-      std::string memory_kind;
-      report.peak_memory_bytes = device::peak_memory_bytes(device_.device, memory_kind);
-      const auto scaler_state = scaler_.state();
-      report.loss_scaling = scaler_.enabled();
-      report.scale = scaler_state.scale;
-      report.growth_tracker = scaler_state.growth_tracker;
-      report.overflows = static_cast<int64_t>(overflow_steps_.item<double>());
-      report.skipped_steps = report.overflows;
-      if (scaler_.enabled() && config_.grad_scaler_rules == config::ScalerRules::deepspeed) {
-        report.hysteresis = scaler_state.hysteresis;
-      }
-      if (result.underflow.defined()) {
-        const auto counts = result.underflow.cpu();
-        const double nonzero = counts[1].item<double>();
-        report.grad_underflow = nonzero > 0.0 ? counts[0].item<double>() / nonzero : 0.0;
-      }
+      StepFacts facts;
+      facts.step = step + 1;
+      facts.total_steps = total_steps_;
+      facts.epoch = batches_->state().epoch;
+      facts.lr = lr;
+      facts.micro_batches = grad_accum_steps_;
+      facts.tokens_per_sample = model_.tokens_per_sample;
+      facts.flops_per_sample = model_.flops_per_sample;
+      facts.peak_flops = peak_flops_;
+      facts.hysteresis = config_.grad_scaler_rules == config::ScalerRules::deepspeed;
+      const auto report = step_report(
+          result, facts,
+          [&] { return throughput.log(step + 1, eval_seconds_ + checkpointer_.pause_seconds()); },
+          precision_.scaler(), overflow_steps_, dist_, device_.device);
       observer_.on_step(report);
       if (step == 0) initial_loss_ = summary.initial_loss = report.loss;
       summary.final_loss = report.loss;
@@ -237,10 +215,10 @@ log::RunSummary Run::run(Clock::time_point started) {
   if (step > start_step_) save_checkpoint(step, summary, /*final=*/true);
   dist_.finish();
 
-  const auto final_state = scaler_.state();
-  if (precisions_used_.size() > 1) {
-    summary.precision = fmt::format("{}", fmt::join(precisions_used_, " → "));
-    summary.loss_scaling = summary.loss_scaling || policy_.loss_scaling;
+  const auto final_state = precision_.scaler().state();
+  if (precision_.used().size() > 1) {
+    summary.precision = fmt::format("{}", fmt::join(precision_.used(), " → "));
+    summary.loss_scaling = summary.loss_scaling || precision_.policy().loss_scaling;
   }
   summary.steps = step;
   summary.steps_this_run = step - start_step_;
@@ -249,7 +227,7 @@ log::RunSummary Run::run(Clock::time_point started) {
   throughput.summarize(summary, static_cast<double>(model_.tokens_per_sample));
   summary.seconds = seconds_since(started);
   summary.eval_seconds = eval_seconds_;
-  summary.checkpoint_seconds = checkpoint_seconds_;
+  summary.checkpoint_seconds = checkpointer_.pause_seconds();
   summary.training_seconds =
       summary.seconds - summary.startup_seconds - summary.eval_seconds - summary.checkpoint_seconds;
   summary.peak_memory_bytes = device::peak_memory_bytes(device_.device, summary.peak_memory_kind);

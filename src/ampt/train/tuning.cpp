@@ -1,5 +1,7 @@
 #include "ampt/train/tuning.h"
 
+#include "ampt/models/model_family.h"
+
 #include <ATen/Context.h>
 #include <torch/nn/module.h>
 
@@ -14,7 +16,7 @@ std::string apply_tf32(bool allow, const c10::Device& device) {
 }
 
 bool channels_last_applies(const config::Config& config) {
-  return config.model == "cnn" && config.channels_last;
+  return config.channels_last && models::family_of(config).channels_last;
 }
 
 void to_channels_last(models::Model& model) {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace ampt::text {
+namespace ampt {
 
 struct JsonValue {
   enum class Kind { null, boolean, number, string, array, object };
@@ -36,4 +36,4 @@ class JsonError : public std::runtime_error {
 // The one JSON value in `text` (whitespace around it allowed); throws JsonError.
 JsonValue parse_json(std::string_view text);
 
-}  // namespace ampt::text
+}  // namespace ampt

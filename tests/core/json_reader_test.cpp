@@ -1,10 +1,10 @@
-#include "ampt/text/json_reader.h"
+#include "ampt/core/json_reader.h"
 
 #include <catch2/catch.hpp>
 
-using ampt::text::JsonError;
-using ampt::text::JsonValue;
-using ampt::text::parse_json;
+using ampt::JsonError;
+using ampt::JsonValue;
+using ampt::parse_json;
 
 TEST_CASE("text: json reader reads objects, arrays, numbers and escaped strings", "[text]") {
   const JsonValue v = parse_json(

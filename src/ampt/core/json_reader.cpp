@@ -1,11 +1,11 @@
-#include "ampt/text/json_reader.h"
+#include "ampt/core/json_reader.h"
 
-#include "ampt/text/utf8.h"
+#include "ampt/core/utf8_append.h"
 
 #include <charconv>
 #include <cstdint>
 
-namespace ampt::text {
+namespace ampt {
 namespace {
 
 // Deep enough for any tokenizer file; shallow enough that recursion cannot exhaust the stack.
@@ -182,4 +182,4 @@ const char* JsonValue::kind_name() const {
 
 JsonValue parse_json(std::string_view text) { return Parser(text).document(); }
 
-}  // namespace ampt::text
+}  // namespace ampt

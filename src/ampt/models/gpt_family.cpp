@@ -1,0 +1,91 @@
+// The GPT family: GPT-2's decoder-only transformer (gpt.h), its presets (gpt_presets.h), and
+// Hugging Face GPT-2 checkpoints in and out.
+#include "ampt/models/family_support.h"
+#include "ampt/models/flops.h"
+#include "ampt/models/gpt.h"
+#include "ampt/models/gpt_presets.h"
+#include "ampt/models/model_family.h"
+
+namespace ampt::models {
+namespace {
+
+data::SampleRequest request(const config::Config& config) {
+  const auto dims = resolve_gpt_dims(config);
+  return {data::SampleRequest::Form::tokens, gpt_window(config, dims), dims.real_vocab()};
+}
+
+Model build(const config::Config& config, const data::DataSpec& spec) {
+  const GptDims dims = resolve_gpt_dims(config);  // the settings' own errors first
+  require_data(spec.task == data::Task::language_model && spec.sample_shape.size() == 1,
+               config.model, "language-model token blocks", spec);
+  const int64_t tokens = spec.sample_shape[0];
+  if (spec.classes > dims.real_vocab()) {
+    throw UsageError(fmt::format(
+        "the dataset's vocabulary of {} tokens exceeds vocab_size {} (model {}): vocab_size must "
+        "be at least {}",
+        spec.classes, dims.real_vocab(), config.model, spec.classes));
+  }
+  if (tokens > dims.block_size) {
+    throw UsageError(fmt::format(
+        "the dataset's blocks of {} tokens exceed block_size {} (model {}): block_size must be "
+        "at least {}",
+        tokens, dims.block_size, config.model, tokens));
+  }
+  if (config.mixed_precision == config::MixedPrecision::fp8 &&
+      (dims.n_embd % 16 != 0 || config.batch_size * tokens % 16 != 0)) {
+    throw UsageError(fmt::format(
+        "mixed_precision fp8 needs n_embd and batch_size x tokens per sample to be multiples of "
+        "16 (fp8 matmul tiles); model {} has n_embd {} and {} x {} = {}",
+        config.model, dims.n_embd, config.batch_size, tokens, config.batch_size * tokens));
+  }
+  Gpt gpt(dims);
+  gpt->set_grad_ckpt(config.grad_ckpt);
+  gpt->set_fused(config.fused_kernels, config.gemm_epilogues);
+  return {gpt.ptr(), forward_of(gpt),
+          [gpt](const torch::Tensor& x, const torch::Tensor& y) mutable { return gpt->loss(x, y); },
+          gpt_training_flops_per_token(parameter_count(*gpt), dims, tokens) * tokens, tokens,
+          fmt::format("n_layer {}, n_embd {}, n_head {}, block_size {}, vocab_size {}{}, dropout {}{}",
+                      dims.n_layer, dims.n_embd, dims.n_head, dims.block_size, dims.vocab_size,
+                      dims.real_vocab() < dims.vocab_size
+                          ? fmt::format(" ({} tokens)", dims.real_vocab())
+                          : "",
+                      dims.dropout, config.grad_ckpt ? ", blocks recomputed in backward" : ""),
+          gpt->fp8_candidates(),
+          [gpt](const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected) mutable {
+            gpt->enable_fp8(recipe, selected);
+          }};
+}
+
+ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_t seq_len) {
+  ModelDims d;
+  d.family = ModelDims::Family::gpt;
+  d.name = config.model;
+  d.gpt = resolve_gpt_dims(config);
+  d.seq_len = seq_len > 0 ? seq_len : d.gpt.block_size;
+  if (d.seq_len > d.gpt.block_size) {
+    throw UsageError(fmt::format("seq_len {} exceeds block_size {} of model {}", d.seq_len,
+                                 d.gpt.block_size, config.model));
+  }
+  d.classes = d.gpt.vocab_size;
+  d.fused_kernels = config.fused_kernels;
+  return d;
+}
+
+}  // namespace
+
+ModelFamily gpt_family() {
+  std::vector<std::string> presets;
+  for (const auto& preset : gpt_presets()) presets.push_back(preset.name);
+  return {.name = "gpt",
+          .presets = std::move(presets),
+          .sample_request = request,
+          .build = build,
+          .memory_dims = memory_dims,
+          .language_model = true,
+          .transformer_blocks = true,
+          .pretrained = true,
+          .hf_export = true,
+          .generation = true};
+}
+
+}  // namespace ampt::models

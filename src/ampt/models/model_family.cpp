@@ -1,0 +1,41 @@
+#include "ampt/models/model_family.h"
+
+#include "ampt/core/errors.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace ampt::models {
+
+const std::vector<ModelFamily>& model_families() {
+  static const std::vector<ModelFamily> families = {mlp_family(), cnn_family(), gpt_family()};
+  return families;
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& family : model_families()) {
+    names.push_back(family.name);
+    names.insert(names.end(), family.presets.begin(), family.presets.end());
+  }
+  return names;
+}
+
+const ModelFamily* find_family(std::string_view model) {
+  for (const auto& family : model_families()) {
+    if (family.name == model || std::ranges::find(family.presets, model) != family.presets.end()) {
+      return &family;
+    }
+  }
+  return nullptr;
+}
+
+const ModelFamily& family_of(const config::Config& config) {
+  if (const auto* family = find_family(config.model)) return *family;
+  throw UsageError(fmt::format("unknown model '{}': expected one of {}", config.model,
+                               fmt::join(model_names(), ", ")));
+}
+
+}  // namespace ampt::models

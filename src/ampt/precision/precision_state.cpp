@@ -1,0 +1,78 @@
+#include "ampt/precision/precision_state.h"
+
+#include <algorithm>
+
+namespace ampt::precision {
+
+PrecisionOptions precision_options(const config::Config& config) {
+  return {config::precision_stages(config), config.strict_precision, config.amp_opt_level,
+          config::split_module_patterns(config.keep_fp32_modules), scaler_options(config, true)};
+}
+
+namespace {
+
+// The scaler of a stage: on where its precision scales the loss, unless the run turned it off.
+LossScalerOptions scaling(LossScalerOptions options, bool enabled) {
+  options.enabled = options.enabled && enabled;
+  return options;
+}
+
+}  // namespace
+
+PrecisionState::PrecisionState(const PrecisionOptions& options, torch::nn::Module& module,
+                               const c10::Device& device)
+    : options_(options),
+      device_(device),
+      choice_(choose_precision(options_.stages.front().precision, options_.strict, device)),
+      policy_(make_policy(choice_.precision, options_.opt_level)),
+      scaler_(scaling(options_.scaler, policy_.loss_scaling), device),
+      islands_(select_islands(module, options_.keep_fp32_modules,
+                              options_.opt_level == config::OptLevel::O2)),
+      masters_(module, options_.opt_level == config::OptLevel::O2,
+               [this](const std::string& name) { return islands_.owns_parameter(name); }),
+      used_{policy_.name()} {
+  masters_.set_dtype(policy_.weight_dtype);
+}
+
+std::size_t PrecisionState::stage_at(int64_t step, int64_t epoch) const {
+  return config::stage_at(options_.stages, step, epoch);
+}
+
+StageSwitch PrecisionState::enter_stage(std::size_t index) {
+  StageSwitch change;
+  change.from = policy_.name();
+  stage_ = index;
+  choice_ = choose_precision(options_.stages[index].precision, options_.strict, device_);
+  policy_ = make_policy(choice_.precision, options_.opt_level);
+  if (policy_.loss_scaling != scaler_.enabled()) {
+    scaler_ = LossScaler(scaling(options_.scaler, policy_.loss_scaling), device_);
+  }
+  masters_.set_dtype(policy_.weight_dtype);
+  used_.push_back(policy_.name());
+  change.to = policy_.name();
+  change.reason = choice_.reason;
+  change.loss_scaling = policy_.loss_scaling;
+  return change;
+}
+
+void PrecisionState::forget_earlier_stages() { used_ = {policy_.name()}; }
+
+std::vector<PrecisionPolicy> PrecisionState::stage_policies() const {
+  std::vector<PrecisionPolicy> policies;
+  for (const auto& stage : options_.stages) {
+    policies.push_back(make_policy(choose_precision(stage.precision, false, device_).precision,
+                                   options_.opt_level));
+  }
+  return policies;
+}
+
+std::vector<std::string> PrecisionState::warnings() const {
+  std::vector<std::string> out;
+  for (const auto& stage : options_.stages) {
+    const auto warning = choose_precision(stage.precision, false, device_).warning;
+    if (!warning.empty() && std::ranges::find(out, warning) == out.end()) out.push_back(warning);
+  }
+  return out;
+}
+
+}  // namespace ampt::precision
