@@ -186,3 +186,38 @@ TEST_CASE("fp32 islands: patterns match dotted suffixes and globs, unknown ones 
     CHECK(message.find('\n') == std::string::npos);
   }
 }
+
+namespace {
+
+// A model's own norm (an RMSNorm's shape): a norm by role, not by torch type.
+class RootMeanSquareNorm : public torch::nn::Module, public ampt::precision::NormRole {
+ public:
+  explicit RootMeanSquareNorm(int64_t width) {
+    weight = register_parameter("weight", torch::ones({width}));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    const auto rms = x.to(torch::kFloat).pow(2).mean(-1, true).add(1e-6).rsqrt();
+    return (x.to(torch::kFloat) * rms * weight).to(x.scalar_type());
+  }
+  torch::Tensor weight;
+};
+
+}  // namespace
+
+TEST_CASE("fp32 islands: a norm of a model's own is an island by its role under O2, and its "
+          "weight stays fp32 beside half masters' weights",
+          "[precision][islands][o2]") {
+  torch::nn::Sequential model(torch::nn::Linear(8, 8), RootMeanSquareNorm(8), torch::nn::Linear(8, 4));
+  const auto islands = ampt::precision::select_islands(*model, {}, /*norms=*/true);
+  REQUIRE(islands.list().size() == 1);
+  CHECK(islands.list()[0].name == "1");
+  CHECK(islands.list()[0].reason == "norm layer");
+  CHECK(ampt::precision::select_islands(*model, {}, /*norms=*/false).list().empty());
+  ampt::precision::MasterWeights masters(
+      *model, true, [&](const std::string& name) { return islands.owns_parameter(name); });
+  masters.set_dtype(torch::kBFloat16);
+  const auto params = params_of(*model);
+  CHECK(params.at("0.weight").scalar_type() == torch::kBFloat16);
+  CHECK(params.at("1.weight").scalar_type() == torch::kFloat);
+  CHECK(params.at("2.weight").scalar_type() == torch::kBFloat16);
+}

@@ -26,7 +26,7 @@ bool matches(const std::string& pattern, const std::string& name) {
 bool is_norm(const torch::nn::Module& module) {
   return module.as<torch::nn::BatchNorm1d>() || module.as<torch::nn::BatchNorm2d>() ||
          module.as<torch::nn::BatchNorm3d>() || module.as<torch::nn::LayerNorm>() ||
-         module.as<torch::nn::GroupNorm>();
+         module.as<torch::nn::GroupNorm>() || dynamic_cast<const NormRole*>(&module) != nullptr;
 }
 
 }  // namespace

@@ -17,6 +17,14 @@
 
 namespace ampt::precision {
 
+// The role of a normalization layer, for a model's own norm modules (an RMSNorm): a module that
+// derives from it is a norm to select_islands, as torch's BatchNorm, LayerNorm and GroupNorm
+// are, so that O2 keeps it an fp32 island whatever its type.
+class NormRole {
+ public:
+  virtual ~NormRole() = default;
+};
+
 // Why a module is an island; also what its output becomes.
 enum class IslandKind {
   norm,     // a norm layer under O2: fp32 weights and statistics on the half activations as
@@ -47,7 +55,8 @@ class PrecisionIslands {
 
 // Walks `root`'s module tree: every module matched by one of `patterns` (a glob matched against
 // the full dotted name or any dotted suffix of it, so "ln_*" matches "h.0.ln_1") is a pattern
-// island; with `norms`, every BatchNorm, LayerNorm and GroupNorm is a norm island. Throws
+// island; with `norms`, every norm by role (BatchNorm, LayerNorm, GroupNorm, and any NormRole)
+// is a norm island. Throws
 // UsageError when a pattern matches no module, listing some of the model's module names.
 PrecisionIslands select_islands(const torch::nn::Module& root,
                                 const std::vector<std::string>& patterns, bool norms);
