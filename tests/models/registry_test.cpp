@@ -62,6 +62,11 @@ TEST_CASE("models: what each model asks of the data", "[models]") {
   CHECK_THROWS_WITH(ampt::models::sample_request(config),
                     Catch::StartsWith("unknown model 'resnet': expected one of mlp, cnn, gpt"));
   config.model = "mlp";
+  config.init_from = "gpt2";
+  CHECK_THROWS_WITH(ampt::models::sample_request(config),
+                    "init_from loads a GPT-2, and model mlp is not a GPT: leave --model out, or "
+                    "use gpt");
+  config.init_from.clear();
   config.dataset = "text:README.md";
   CHECK_THROWS_WITH(ampt::models::sample_request(config),
                     "dataset 'text:README.md' is language-model data but model mlp is not a GPT: "

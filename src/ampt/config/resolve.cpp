@@ -41,16 +41,11 @@ std::string hf_hub_cache(const std::map<std::string, std::string>& env) {
   return "";
 }
 
-// A pretrained GPT-2 makes the model a GPT unless --model says otherwise; a model that is not a
-// GPT cannot take its weights.
+// A pretrained checkpoint makes the model the family whose Hugging Face weights --init_from
+// loads (GPT-2's) unless --model names one; models/ refuses a model that cannot take them.
 void apply_init_from(Config& config, const Source& model_source) {
-  if (config.init_from.empty()) return;
-  if (model_source.kind == Source::Kind::default_value) {
+  if (!config.init_from.empty() && model_source.kind == Source::Kind::default_value) {
     config.model = "gpt";
-  } else if (config.model == "mlp" || config.model == "cnn") {
-    throw UsageError(fmt::format("init_from loads a GPT-2, and model {} ({}) is not a GPT: leave "
-                                 "--model out, or use gpt",
-                                 config.model, describe(model_source)));
   }
 }
 

@@ -24,10 +24,23 @@ void require_transformer(const config::Config& config) {
   }
 }
 
+// --init_from's weights go only into a family that can take them.
+void require_pretrained(const config::Config& config, const ModelFamily& family) {
+  if (config.init_from.empty() || family.pretrained) return;
+  std::vector<std::string> takers;
+  for (const auto& other : model_families()) {
+    if (other.pretrained) takers.push_back(other.name);
+  }
+  throw UsageError(fmt::format("init_from loads a GPT-2, and model {} is not a GPT: leave --model "
+                               "out, or use {}",
+                               config.model, fmt::join(takers, ", ")));
+}
+
 }  // namespace
 
 data::SampleRequest sample_request(const config::Config& config) {
   const auto& family = family_of(config);
+  require_pretrained(config, family);
   if (!family.language_model) {
     const auto dataset = config::parse_dataset_spec(config.dataset);
     if (dataset && (dataset->kind == config::DatasetKind::text ||
@@ -48,6 +61,7 @@ data::SampleRequest sample_request(const config::Config& config) {
 
 Model make_model(const config::Config& config, const data::DataSpec& spec) {
   const auto& family = family_of(config);
+  require_pretrained(config, family);
   if (!family.transformer_blocks) require_transformer(config);
   return family.build(config, spec);
 }
