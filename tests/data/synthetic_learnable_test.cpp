@@ -34,6 +34,22 @@ TEST_CASE("synthetic tokens: seeded, and a bigram model's loss is far below ln(v
   CHECK(loss < 0.25 * std::log(kVocab));
 }
 
+TEST_CASE("synthetic tokens: a vocabulary beyond 65536 ids gives a uint32 stream",
+          "[data][synthetic][tokens]") {
+  constexpr int64_t kVocab = 151'936, kTokens = 10'000;  // Qwen2's padded vocabulary
+  CHECK(synthetic_token_span(kTokens, 65'536, 3).bytes_per_token == 2);
+  const auto span = synthetic_token_span(kTokens, kVocab, 3);
+  REQUIRE(span.bytes_per_token == 4);
+  const auto* t = static_cast<const uint32_t*>(span.data);
+  const auto again = synthetic_token_span(kTokens, kVocab, 3);
+  CHECK(std::equal(t, t + kTokens, static_cast<const uint32_t*>(again.data)));
+  CHECK(max_token(span) < kVocab);
+  CHECK(max_token(span) >= 65'536);
+  const TokenWindows windows({span}, 8, kVocab);
+  const auto batch = windows.gather({3});
+  CHECK(ampt::test::as_vector(batch.inputs) == std::vector<int64_t>(t + 24, t + 32));
+}
+
 TEST_CASE("synthetic images: a linear classifier learns them", "[data][synthetic][images]") {
   const SyntheticImages images(2048, 10, 5);
   std::vector<int64_t> all(2048);

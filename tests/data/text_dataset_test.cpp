@@ -3,6 +3,8 @@
 #include "ampt/core/errors.h"
 #include "ampt/data/document_examples.h"
 #include "ampt/data/registry.h"
+#include "ampt/data/token_file.h"
+#include "ampt/text/hf_tokenizer_writer.h"
 #include "ampt/text/tokenizer_files.h"
 #include "data/data_fixtures.h"
 #include "support/process.h"
@@ -44,6 +46,24 @@ Batch everything(const Dataset& dataset) {
   std::vector<int64_t> indices(static_cast<size_t>(dataset.size()));
   for (size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<int64_t>(i);
   return dataset.gather(indices);
+}
+
+// A GPT-2-style tokenizer (vocab.json + merges.txt in `dir`) whose <|endoftext|> is 65536, beyond
+// uint16: the 256 bytes, then every pair of bytes (a, b) with b < 255 as id 256 + a + 256 b.
+std::string beyond_uint16_tokenizer(const std::string& dir) {
+  ampt::text::Vocabulary v;
+  v.source = "beyond uint16";
+  for (int b = 0; b < 256; ++b) v.tokens.emplace_back(1, static_cast<char>(b));
+  for (int32_t i = 0; i < 65536 - 256; ++i) {
+    const auto id = static_cast<int32_t>(v.tokens.size());
+    v.merges.push_back({i % 256, i / 256, i, id});
+    v.tokens.push_back(v.tokens[static_cast<size_t>(i % 256)] + v.tokens[static_cast<size_t>(i / 256)]);
+  }
+  v.special_ids.push_back(static_cast<int32_t>(v.tokens.size()));
+  v.tokens.emplace_back("<|endoftext|>");
+  std::filesystem::create_directories(dir);
+  ampt::text::write_hf_tokenizer(v, dir, 1024);
+  return dir;
 }
 
 std::size_t files_in(const std::string& dir) {
@@ -143,6 +163,56 @@ TEST_CASE("text: the token cache is reused, and remade when an input or the toke
   CHECK(files_in(config.output_dir + "/token_cache") == 1);
 }
 
+TEST_CASE("text: a tokenizer beyond 65536 ids tokenizes into llm.c's uint32 shard",
+          "[data][text][cache]") {
+  const Fixture f;
+  const auto path = beyond_uint16_tokenizer(f.dir + "/big");
+  write_file(f.dir + "/docs/a.txt", "the thing in the ring");
+  write_file(f.dir + "/docs/b.txt", "and the end");
+  const auto tokenizer = ampt::text::load_tokenizer(path);
+  REQUIRE(tokenizer.vocab_size() == 65537);
+  const int64_t eot = tokenizer.eot_id();
+  REQUIRE(eot == 65536);
+  std::vector<int64_t> stream;
+  for (const auto* text : {"the thing in the ring", "and the end"}) {
+    stream.push_back(eot);
+    const auto part = ids(tokenizer, text);
+    stream.insert(stream.end(), part.begin(), part.end());
+  }
+
+  auto config = f.config("text:" + f.dir + "/docs");
+  config.tokenizer = path;
+  config.token_cache = f.dir + "/cache";
+  config.max_length = 3;
+  const SampleRequest request{SampleRequest::Form::tokens, 3, 65537};
+  const auto splits = open_dataset(config, request);
+  const int64_t windows = (static_cast<int64_t>(stream.size()) - 1) / 3;
+  REQUIRE(splits.train->size() == windows);
+  const auto batch = everything(*splits.train);
+  CHECK(as_vector(batch.inputs.flatten()) ==
+        std::vector<int64_t>(stream.begin(), stream.begin() + windows * 3));
+  CHECK(as_vector(batch.targets.flatten()) ==
+        std::vector<int64_t>(stream.begin() + 1, stream.begin() + windows * 3 + 1));
+
+  // The cached shard is llm.c's Llama-3 layout, and a second run reads it back.
+  REQUIRE(files_in(config.token_cache) == 1);
+  const auto shard = open_token_file(std::filesystem::directory_iterator(config.token_cache)->path());
+  CHECK(shard.span.bytes_per_token == 4);
+  CHECK(shard.span.count == static_cast<int64_t>(stream.size()));
+  config.packing = false;
+  const auto examples = open_dataset(config, request);
+  CHECK_THAT(examples.description, Catch::Contains(": 2 documents, ") && Catch::Contains(", reusing "));
+  REQUIRE(examples.train->size() == 2);
+  const auto last = ids(tokenizer, "and the end");
+  REQUIRE(last.size() >= 3);
+  CHECK(as_vector(everything(*examples.train).inputs[1]) ==
+        std::vector<int64_t>(last.begin(), last.begin() + 3));
+  // The model's vocabulary must hold <|endoftext|>.
+  CHECK_THROWS_WITH(open_dataset(config, {SampleRequest::Form::tokens, 3, 65536}),
+                    Catch::EndsWith(" has 65537 tokens but the model's vocab_size is 65536: "
+                                    "set --vocab_size to at least 65537"));
+}
+
 TEST_CASE("jsonl: --packing=false gives one padded example per document, padding not scored",
           "[data][text][jsonl]") {
   const Fixture f;
@@ -220,7 +290,7 @@ TEST_CASE("text and jsonl without a tokenizer: bytes as tokens, a newline betwee
   CHECK_THAT(windows.description, Catch::Contains(": 2 files, 11 bytes as tokens; train 4 / val"));
 }
 
-TEST_CASE("text data: a tokenizer beyond the model or the shard, a max_length beyond block_size",
+TEST_CASE("text data: a tokenizer beyond the model, a max_length beyond block_size",
           "[data][text][errors]") {
   const Fixture f;
   write_file(f.dir + "/a.txt", "the thing");
@@ -234,11 +304,6 @@ TEST_CASE("text data: a tokenizer beyond the model or the shard, a max_length be
                     "max_length 9 exceeds the model's block_size 8: lower --max_length or raise "
                     "--block_size");
   config.max_length = 0;
-  write_file(f.dir + "/big.tiktoken", ampt::test::toy_tiktoken({}, 65536 - 256));
-  config.tokenizer = f.dir + "/big.tiktoken";
-  CHECK_THROWS_WITH(open_dataset(config, {SampleRequest::Form::tokens, 8, 70000}),
-                    f.dir + "/big.tiktoken: 65537 tokens do not fit the uint16 ids of an llm.c "
-                    "token shard (at most 65536)");
   config.tokenizer = f.dir + "/absent";
   CHECK_THROWS_WITH(open_dataset(config, {SampleRequest::Form::tokens, 8, 300}),
                     f.dir + "/absent: tokenizer not found");

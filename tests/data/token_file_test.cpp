@@ -1,5 +1,7 @@
 #include "ampt/core/errors.h"
+#include "ampt/data/document_examples.h"
 #include "ampt/data/text_file.h"
+#include "ampt/data/text_shard.h"
 #include "ampt/data/token_file.h"
 #include "ampt/data/token_windows.h"
 #include "data/data_fixtures.h"
@@ -12,6 +14,7 @@
 using namespace ampt::data;
 using ampt::RuntimeError;
 using ampt::test::llmc_shard;
+using ampt::test::llmc_uint32_shard;
 using ampt::test::make_temp_dir;
 using ampt::test::uint16_tokens;
 using ampt::test::write_file;
@@ -43,6 +46,48 @@ TEST_CASE("token files: llm.c and headerless nanoGPT shards read back exactly", 
     CHECK(std::vector<uint16_t>(read, read + 5) == tokens);
     CHECK(max_token(file.span) == 65535);
   }
+}
+
+TEST_CASE("token files: llm.c's uint32 (Llama-3) shards give windows and documents of any id",
+          "[data][tokens]") {
+  const auto dir = make_temp_dir();
+  constexpr uint32_t kSep = 151643;  // Qwen2's <|endoftext|>
+  const std::vector<uint32_t> tokens{kSep, 65535, 65536, 128255, kSep, 7, kSep, 151935, 0, 70000};
+  write_file(dir + "/a.bin", llmc_uint32_shard(tokens));
+  const auto file = open_token_file(dir + "/a.bin");
+  CHECK(file.format == TokenFileFormat::llmc);
+  CHECK(file.span.bytes_per_token == 4);
+  REQUIRE(file.span.count == 10);
+  const auto* read = static_cast<const uint32_t*>(file.span.data);
+  CHECK(std::vector<uint32_t>(read, read + 10) == tokens);
+  CHECK(max_token(file.span) == 151935);
+  CHECK(count_token(file.span, kSep) == 3);
+
+  // Windows of int64 ids, as from uint16 shards.
+  const TokenWindows windows({file.span}, 3, 151936);
+  REQUIRE(windows.size() == 3);
+  const auto batch = windows.gather({2, 0});
+  CHECK(batch.inputs.scalar_type() == torch::kInt64);
+  CHECK(values(batch.inputs) == std::vector<int64_t>{kSep, 151935, 0, kSep, 65535, 65536});
+  CHECK(values(batch.targets) == std::vector<int64_t>{151935, 0, 70000, 65535, 65536, 128255});
+  CHECK_THROWS_WITH(TokenWindows({file.span}, 3, 151935),
+                    dir + "/a.bin: token id 151935 >= vocab_size 151935; set --vocab_size to at "
+                          "least 151936");
+
+  // Documents: the runs after each separator, one example each ending with the separator.
+  const auto documents = split_at(file.span, 0, kSep);
+  REQUIRE(documents.size() == 3);
+  CHECK(documents[0].begin == 1);
+  CHECK(documents[0].length == 3);
+  CHECK(documents[2].length == 3);
+  const DocumentExamples examples({file.span}, documents, 4, kSep, kSep, 151936);
+  REQUIRE(examples.size() == 3);
+  const auto padded = examples.gather({0, 1, 2});
+  const int64_t x = kIgnoredTarget;
+  CHECK(values(padded.inputs) == std::vector<int64_t>{65535, 65536, 128255, kSep, /**/ 7, kSep, kSep,
+                                                      kSep, /**/ 151935, 0, 70000, kSep});
+  CHECK(values(padded.targets) == std::vector<int64_t>{65536, 128255, kSep, x, /**/ kSep, x, x, x,
+                                                       /**/ 0, 70000, kSep, x});
 }
 
 TEST_CASE("token windows: inputs are block_size tokens, targets the same shifted by one",
@@ -89,12 +134,21 @@ TEST_CASE("token files: bad data is a one-line error naming the file", "[data][t
     return std::string();
   };
   CHECK_THAT(error_of("empty.bin", ""), Catch::Contains("file is empty"));
-  CHECK_THAT(error_of("magic.bin", llmc_shard(counting(8), 20240801)),
-             Catch::Contains("llm.c magic 20240801 is not 20240520"));
+  CHECK_THAT(error_of("magic.bin", llmc_shard(counting(8), 20240901)),
+             Catch::EndsWith("llm.c magic 20240901 is not 20240520 (GPT-2 uint16 tokens) or "
+                             "20240801 (Llama-3 uint32 tokens)"));
   CHECK_THAT(error_of("version.bin", llmc_shard(counting(8), 20240520, 2)),
-             Catch::Contains("llm.c version 2 is not supported (expected 1)"));
+             Catch::EndsWith("llm.c version 2 is not supported (expected 1 with magic 20240520)"));
+  // Each magic has its own version: llm.c's Llama-3 shards are version 7.
+  CHECK_THAT(error_of("version7.bin", llmc_shard(counting(8), 20240520, 7)),
+             Catch::EndsWith("llm.c version 7 is not supported (expected 1 with magic 20240520)"));
+  CHECK_THAT(error_of("version1.bin", llmc_uint32_shard({1, 2, 3}, 20240801, 1)),
+             Catch::EndsWith("llm.c version 1 is not supported (expected 7 with magic 20240801)"));
   CHECK_THAT(error_of("truncated.bin", llmc_shard(counting(8), 20240520, 1, 9)),
              Catch::Contains("truncated: the header says 9 tokens but the file holds 8"));
+  // uint32 tokens: 4 bytes each, so 8 uint16s' bytes hold 4.
+  CHECK_THAT(error_of("truncated32.bin", llmc_shard(counting(8), 20240801, 7)),
+             Catch::EndsWith("truncated: the header says 8 tokens but the file holds 4"));
   CHECK_THAT(error_of("short.bin", llmc_shard({}).substr(0, 100)),
              Catch::Contains("100 bytes, shorter than the 1024-byte llm.c header"));
   CHECK_THAT(error_of("odd.bin", uint16_tokens(counting(8)) + "x"),

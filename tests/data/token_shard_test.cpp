@@ -15,6 +15,7 @@
 using namespace ampt::data;
 using ampt::test::as_vector;
 using ampt::test::llmc_shard;
+using ampt::test::llmc_uint32_shard;
 using ampt::test::make_temp_dir;
 
 namespace {
@@ -33,7 +34,8 @@ TEST_CASE("token file writer: llm.c's layout, whole or not at all", "[data][toke
   const auto dir = make_temp_dir();
   const std::vector<int32_t> first{50256, 7, 65535}, second{0, 3};
   {
-    TokenFileWriter writer(dir + "/a.bin");
+    TokenFileWriter writer(dir + "/a.bin", 65536);
+    CHECK(writer.bytes_per_token() == 2);
     writer.append(first);
     writer.append(second);
     CHECK(writer.tokens() == 5);
@@ -46,14 +48,37 @@ TEST_CASE("token file writer: llm.c's layout, whole or not at all", "[data][toke
   CHECK(file.format == TokenFileFormat::llmc);
   CHECK(file.span.count == 5);
   {
-    TokenFileWriter abandoned(dir + "/b.bin");
+    TokenFileWriter abandoned(dir + "/b.bin", 50257);
     abandoned.append(first);
   }
   CHECK_FALSE(std::filesystem::exists(dir + "/b.bin"));
   CHECK(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()) == 1);
-  CHECK_THROWS_WITH(TokenFileWriter(dir + "/no/such/dir/c.bin"),
+  CHECK_THROWS_WITH(TokenFileWriter(dir + "/no/such/dir/c.bin", 50257),
                     Catch::StartsWith(dir + "/no/such/dir/c.bin.tmp-") &&
                         Catch::EndsWith(": cannot create: No such file or directory"));
+}
+
+TEST_CASE("token file writer: a vocabulary beyond 65536 ids writes llm.c's uint32 layout",
+          "[data][tokens][writer]") {
+  const auto dir = make_temp_dir();
+  const std::vector<int32_t> ids{151643, 7, 65535, 65536, 0, 151935};
+  {
+    TokenFileWriter writer(dir + "/a.bin", 65537);
+    CHECK(writer.bytes_per_token() == 4);
+    writer.append(std::span(ids).first(2));
+    writer.append(std::span(ids).subspan(2));
+    writer.commit();
+  }
+  // Magic 20240801, version 7, as llm.c's dev/data/data_common.py writes Llama 3's tokens.
+  CHECK(ampt::test::read_file(dir + "/a.bin") ==
+        llmc_uint32_shard({151643, 7, 65535, 65536, 0, 151935}));
+  const auto file = open_token_file(dir + "/a.bin");
+  CHECK(file.format == TokenFileFormat::llmc);
+  CHECK(file.span.bytes_per_token == 4);
+  CHECK(file.span.count == 6);
+  CHECK(max_token(file.span) == 151935);
+  CHECK(&llmc_layout(65536) == &kLlmcUint16);
+  CHECK(&llmc_layout(65537) == &kLlmcUint32);
 }
 
 TEST_CASE("document examples: split at the separator, truncated, padded, padding unscored",

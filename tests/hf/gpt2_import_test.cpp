@@ -6,6 +6,7 @@
 #include "ampt/hf/pretrained.h"
 #include "ampt/models/gpt_presets.h"
 #include "ampt/models/registry.h"
+#include "support/pretrained_reference.h"
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
@@ -13,6 +14,8 @@
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
+using ampt::test::check_against_transformers;
+using ampt::test::have_transformers;
 using ampt::test::make_temp_dir;
 using ampt::test::run_process;
 
@@ -20,67 +23,12 @@ namespace {
 
 constexpr const char* kScript = AMPT_SOURCE_DIR "/tests/hf/gpt2_reference.py";
 
-bool have_transformers() {
-  static const bool ok = run_process({AMPT_PYTHON, "-c", "import transformers"}).exit_code == 0;
-  return ok;
-}
-
 // A fresh random GPT-2 directory from transformers; `extra` are make's flags.
 std::string make_gpt2(const std::vector<std::string>& extra = {}) {
-  const auto dir = make_temp_dir();
-  std::vector<std::string> argv{AMPT_PYTHON, kScript, "make", dir};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  const auto r = run_process(argv);
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  return dir;
+  return ampt::test::make_reference_model(kScript, extra);
 }
 
-ampt::config::Config config_for(const std::string& dir) {
-  ampt::config::Config config;
-  config.model = "gpt";
-  config.init_from = dir;
-  return config;
-}
-
-// The model built and loaded the way a run does it.
-ampt::models::Model load(const std::string& dir) {
-  const auto config = config_for(dir);
-  const auto request = ampt::models::sample_request(config);
-  auto model = ampt::models::make_model(
-      config, {ampt::data::Task::language_model, {request.block_size}, request.vocab_size});
-  const auto files = ampt::hf::model_files(dir);
-  const auto hf_config = ampt::hf::read_gpt2_config(files.config_json);
-  const auto weights = ampt::hf::read_gpt2_weights(
-      files.weights, hf_config, ampt::models::padded_vocab(hf_config.vocab_size));
-  torch::NoGradGuard no_grad;
-  auto params = model.module->named_parameters();
-  REQUIRE(params.size() == weights.size());
-  for (const auto& [name, tensor] : weights) params[name].copy_(tensor);
-  model.module->eval();
-  return model;
-}
-
-void check_against_transformers(const std::string& dir) {
-  const auto reference = YAML::LoadFile(dir + "/reference.json");
-  const auto tokens_list = reference["tokens"].as<std::vector<std::vector<int64_t>>>();
-  std::vector<int64_t> flat;
-  for (const auto& row : tokens_list) flat.insert(flat.end(), row.begin(), row.end());
-  const auto tokens = torch::tensor(flat).view({static_cast<int64_t>(tokens_list.size()), -1});
-  const int64_t time = tokens.size(1) - 1;
-  const auto inputs = tokens.narrow(1, 0, time), targets = tokens.narrow(1, 1, time);
-  auto model = load(dir);
-  torch::NoGradGuard no_grad;
-  const auto logits = model.forward(inputs);
-  const auto shape = reference["shape"].as<std::vector<int64_t>>();
-  REQUIRE(logits.sizes().vec() == shape);  // the real vocabulary only: no padding columns
-  const auto expected = torch::tensor(reference["logits"].as<std::vector<float>>()).view(shape);
-  const double max_diff = (logits - expected).abs().max().item<double>();
-  INFO("max |logit difference| " << max_diff);
-  CHECK(max_diff <= 1e-4);
-  const double loss = model.loss(inputs, targets).item<double>();
-  CHECK(loss == Approx(reference["next_token_loss"].as<double>()).margin(1e-4));
-}
+ampt::config::Config config_for(const std::string& dir) { return ampt::test::pretrained_config(dir); }
 
 }  // namespace
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 
 using ampt::hf::model_files;
-using ampt::hf::pretrained_dir;
+using ampt::config::pretrained_dir;
 using ampt::test::make_temp_dir;
 using ampt::test::write_file;
 

@@ -1,6 +1,7 @@
 // Generation: the KV cache gives the logits a full forward pass gives, and the token choice is
 // greedy at temperature 0 and stays within top-k / top-p otherwise.
 #include "ampt/models/generation.h"
+#include "ampt/models/gpt.h"
 #include "ampt/models/registry.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -13,7 +14,7 @@ using ampt::models::SamplingOptions;
 
 namespace {
 
-ampt::models::Gpt small_gpt() {
+ampt::models::Model small_model() {
   ampt::config::Config config;
   config.model = "gpt";
   config.n_layer = 2;
@@ -22,8 +23,11 @@ ampt::models::Gpt small_gpt() {
   config.block_size = 16;
   config.vocab_size = 40;
   torch::manual_seed(4);
-  auto model = ampt::models::make_model(config, {ampt::data::Task::language_model, {16}, 40});
-  return ampt::models::Gpt(std::dynamic_pointer_cast<ampt::models::GptImpl>(model.module));
+  return ampt::models::make_model(config, {ampt::data::Task::language_model, {16}, 40});
+}
+
+ampt::models::Gpt small_gpt() {
+  return ampt::models::Gpt(std::dynamic_pointer_cast<ampt::models::GptImpl>(small_model().module));
 }
 
 }  // namespace
@@ -76,19 +80,19 @@ TEST_CASE("generation: temperature 0 is argmax, top-k and top-p keep to their to
 
 TEST_CASE("generation: the same seed draws the same tokens, the stop token ends it",
           "[models][generation]") {
-  auto gpt = small_gpt();
+  auto model = small_model();
   SamplingOptions options;
   options.max_new_tokens = 8;
   options.seed = 11;
-  const auto a = ampt::models::generate(gpt, {1, 2, 3}, options);
-  const auto b = ampt::models::generate(gpt, {1, 2, 3}, options);
+  const auto a = ampt::models::generate(model, {1, 2, 3}, options);
+  const auto b = ampt::models::generate(model, {1, 2, 3}, options);
   CHECK(a == b);
   CHECK(a.size() == 8);
   options.stop_token = a[3];
-  const auto stopped = ampt::models::generate(gpt, {1, 2, 3}, options);
+  const auto stopped = ampt::models::generate(model, {1, 2, 3}, options);
   CHECK(stopped.size() <= 3);  // ends at the first occurrence of that token
   options.max_new_tokens = 14;  // 3 + 14 > 16 positions
-  CHECK_THROWS_WITH(ampt::models::generate(gpt, {1, 2, 3}, options),
+  CHECK_THROWS_WITH(ampt::models::generate(model, {1, 2, 3}, options),
                     "the prompt's 3 tokens and max_new_tokens 14 exceed the model's context of 16 "
                     "positions");
 }

@@ -20,7 +20,9 @@ TEST_CASE("model families: --model takes exactly the families and their presets,
   REQUIRE(option != nullptr);
   CHECK(option->value_hint == fmt::format("{}", fmt::join(model_names(), "|")));
   CHECK(model_names() == std::vector<std::string>{"mlp", "cnn", "gpt", "gpt-tiny", "gpt2-124m",
-                                                  "gpt2-350m", "gpt2-774m", "gpt2-1558m"});
+                                                  "gpt2-350m", "gpt2-774m", "gpt2-1558m", "llama",
+                                                  "qwen2", "llama-3.2-1b", "llama-3.1-8b",
+                                                  "qwen2.5-0.5b", "qwen2.5-7b"});
 }
 
 TEST_CASE("model families: lookups by name, and the error naming every model", "[models][family]") {
@@ -36,7 +38,7 @@ TEST_CASE("model families: lookups by name, and the error naming every model", "
   config.model = "resnet";
   CHECK_THROWS_WITH(family_of(config),
                     "unknown model 'resnet': expected one of mlp, cnn, gpt, gpt-tiny, gpt2-124m, "
-                    "gpt2-350m, gpt2-774m, gpt2-1558m");
+                    "gpt2-350m, gpt2-774m, gpt2-1558m, llama, qwen2, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b");
 }
 
 TEST_CASE("model families: what each family lets the rest of ampt do", "[models][family]") {

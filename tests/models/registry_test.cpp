@@ -36,7 +36,7 @@ TEST_CASE("models: an unknown name is a usage error listing the models", "[model
                   ampt::UsageError);
   CHECK_THROWS_WITH(ampt::models::make_model(config, DataSpec{Task::classification, {4}, 3}),
                     "unknown model 'resnet': expected one of mlp, cnn, gpt, gpt-tiny, gpt2-124m, "
-                    "gpt2-350m, gpt2-774m, gpt2-1558m");
+                    "gpt2-350m, gpt2-774m, gpt2-1558m, llama, qwen2, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b");
 }
 
 TEST_CASE("models: what each model asks of the data", "[models]") {
@@ -64,11 +64,12 @@ TEST_CASE("models: what each model asks of the data", "[models]") {
   config.model = "mlp";
   config.init_from = "gpt2";
   CHECK_THROWS_WITH(ampt::models::sample_request(config),
-                    "init_from loads a GPT-2, and model mlp is not a GPT: leave --model out, or "
-                    "use gpt");
+                    "init_from loads a pretrained Hugging Face model, and model mlp cannot take "
+                    "one: leave --model out, or use gpt, llama");
   config.init_from.clear();
   config.dataset = "text:README.md";
   CHECK_THROWS_WITH(ampt::models::sample_request(config),
-                    "dataset 'text:README.md' is language-model data but model mlp is not a GPT: "
-                    "use --model gpt, gpt-tiny, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1558m");
+                    "dataset 'text:README.md' is language-model data but model mlp is not a "
+                    "language model: use --model gpt, gpt-tiny, gpt2-124m, gpt2-350m, gpt2-774m, "
+                    "gpt2-1558m, llama, qwen2, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b");
 }

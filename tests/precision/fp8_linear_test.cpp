@@ -226,8 +226,8 @@ TEST_CASE("fp8 refusals: a CPU, a model without transformer blocks, odd dimensio
   const auto mlp = ampt::test::run_ampt(
       {"train", "--model", "mlp", "--mixed_precision", "fp8", "--device", "cpu", "--output_dir", out});
   CHECK(mlp.exit_code == 2);
-  CHECK_THAT(mlp.err, Catch::Contains("mixed_precision fp8 runs a GPT's Linear layers in fp8 and "
-                                      "model mlp is not a GPT"));
+  CHECK_THAT(mlp.err, Catch::Contains("mixed_precision fp8 runs a transformer's Linear layers in "
+                                      "fp8 and model mlp is not a transformer"));
 
   const auto odd = ampt::test::run_ampt({"train", "--model", "gpt", "--n_embd", "72", "--n_head",
                                          "4", "--mixed_precision", "fp8", "--device", "cpu",

@@ -49,6 +49,27 @@ TEST_CASE("text: tokenize_files puts <|endoftext|> before each text file and JSO
   CHECK(std::count(as_text.begin(), as_text.end(), eot) == 2);
 }
 
+TEST_CASE("text: tokenize_files frames each document with the EOS and then the BOS of a tokenizer with one", "[text]") {
+  auto vocabulary = ampt::test::english_toy_vocabulary();  // Llama-3's framing on a toy
+  vocabulary.bos = static_cast<int32_t>(vocabulary.tokens.size());
+  vocabulary.special_ids.push_back(vocabulary.bos);
+  vocabulary.tokens.emplace_back("<|begin_of_text|>");
+  const Tokenizer tokenizer(std::move(vocabulary));
+  const std::string dir = ampt::test::make_temp_dir();
+  write_file(dir + "/a.jsonl", "{\"text\": \"the thing\"}\n{\"text\": \"and the\"}\n");
+  ampt::text::TokenizeFilesStats stats;
+  const auto ids = run(tokenizer, {dir + "/a.jsonl"}, SpecialTokens::as_text, &stats);
+  std::vector<int32_t> expected;
+  for (const std::string document : {"the thing", "and the"}) {
+    expected.push_back(tokenizer.eot_id());
+    expected.push_back(tokenizer.bos_id());
+    const auto part = tokenizer.encode(document);
+    expected.insert(expected.end(), part.begin(), part.end());
+  }
+  CHECK(ids == expected);
+  CHECK(stats.tokens == static_cast<int64_t>(ids.size()));
+}
+
 TEST_CASE("text: tokenize_files names the file and line of a bad JSON Lines document", "[text]") {
   const Tokenizer tokenizer(ampt::test::english_toy_vocabulary());
   const std::string dir = ampt::test::make_temp_dir();

@@ -99,6 +99,17 @@ std::string tokenizer_json(const std::string& model_type = "BPE",
   "model": {"type": ")" + model_type + R"(", "vocab": )" + vocab_json(false) + R"(, "merges": [)" + merges + "]}}";
 }
 
+constexpr const char* kLlama3 = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)";
+constexpr const char* kQwen2 = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)";
+
+// Llama-3's and Qwen2's pre_tokenizer with `regex` (JSON-escaped) as its Split pattern.
+std::string split_pre_tokenizer(const std::string& regex, const std::string& behavior = "Isolated",
+                                const std::string& use_regex = "false") {
+  return R"({"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": ")" + regex +
+         R"("}, "behavior": ")" + behavior + R"(", "invert": false}, {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": )" +
+         use_regex + "}]}";
+}
+
 std::string tiktoken_file() {
   std::string out;
   for (int b = 0; b < 256; ++b) out += base64(std::string(1, static_cast<char>(b))) + " " + std::to_string(b) + "\n";
@@ -169,11 +180,24 @@ TEST_CASE("text: bad tokenizer.json files are refused with the file and the reas
   check("truncated2.json", good.substr(0, good.size() / 2), "unexpected end");
   check("array.json", "[1, 2]", "no \"model\" object");
   check("wordpiece.json", tokenizer_json("WordPiece"), "model type WordPiece is not supported");
-  check("metaspace.json", tokenizer_json("BPE", R"({"type": "Metaspace"})"), "only GPT-2's pre_tokenizer");
+  check("metaspace.json", tokenizer_json("BPE", R"({"type": "Metaspace"})"), "pre_tokenizer Metaspace is not supported");
   check("prefix.json", tokenizer_json("BPE", R"({"type": "ByteLevel", "add_prefix_space": true})"),
-        "only GPT-2's pre_tokenizer");
-  check("nfc.json", tokenizer_json("BPE", R"({"type": "ByteLevel"})", R"({"type": "NFC"})"),
+        "pre_tokenizer ByteLevel with use_regex false or add_prefix_space true is not supported");
+  check("unknown_split.json", tokenizer_json("BPE", split_pre_tokenizer(R"(\\w+)")),
+        "pre_tokenizer Split with the regex \\w+ is not supported: ampt implements GPT-2's ByteLevel");
+  check("cl100k_possessive.json", tokenizer_json("BPE", split_pre_tokenizer(R"('(?i:[sdmt]|ll|ve|re)|\\s)")),
+        "Split with the regex '(?i:[sdmt]|ll|ve|re)|\\s is not supported");
+  check("removed.json", tokenizer_json("BPE", split_pre_tokenizer(kLlama3, "Removed")),
+        "pre_tokenizer Split with behavior Removed and invert false is not supported");
+  check("regex_twice.json", tokenizer_json("BPE", split_pre_tokenizer(kLlama3, "Isolated", "true")),
+        "Sequence [Split, ByteLevel] with a ByteLevel of use_regex true");
+  check("whitespace.json", tokenizer_json("BPE", R"({"type": "Sequence", "pretokenizers": [{"type": "Split"}, {"type": "Whitespace"}]})"),
+        "pre_tokenizer Sequence [Split, Whitespace] is not supported");
+  // Qwen2's real files normalize to NFC, which ampt does not implement.
+  check("nfc.json", tokenizer_json("BPE", split_pre_tokenizer(kQwen2), R"({"type": "NFC"})"),
         "normalizer NFC is not supported");
+  check("lstrip.json", tokenizer_json("BPE", split_pre_tokenizer(kLlama3)).replace(good.find("\"special\""), 0, "\"lstrip\": true, "),
+        "added token \"<|endoftext|>\" has lstrip true, which ampt does not implement");
   // The good file with the first `from` replaced by `to`.
   const auto edited = [&](const std::string& from, const std::string& to) {
     std::string text = good;
@@ -219,4 +243,44 @@ TEST_CASE("text: bad tiktoken files are refused with the file, the line and the 
   check("token_twice", good + "YQ== 300\n", "line 260: the same token is given twice");
   check("gap", good + "YWJjYQ== 300\n", "ranks must be 0..300 without gaps: 259 is missing");
   check("no_byte", good.substr(good.find('\n') + 1), "ranks must be 0..258 without gaps: 0 is missing");
+  // Past GPT-2's family a rank file's size must be a known encoding's: this is none.
+  std::string large = good;
+  for (int id = 259; id < 60000; ++id) large += base64(std::string("\xF0") + static_cast<char>(id & 0xFF) + static_cast<char>(id >> 8)) + " " + std::to_string(id) + "\n";
+  check("large", large, "60000 ranks is no encoding ampt knows the pattern and special tokens of");
+}
+
+TEST_CASE("text: a Llama-3-style tokenizer.json and its tokenizer_config.json set the pattern, BOS and EOS", "[text]") {
+  const std::string dir = make_temp_dir();
+  // Llama-3's shape: the Split pattern, added tokens past the BPE's ids, a Sequence post_processor
+  // whose TemplateProcessing puts <|begin_of_text|> first, ignore_merges.
+  std::string json = tokenizer_json("BPE", split_pre_tokenizer(kLlama3));
+  json.replace(json.find("true}]"), 6, R"(true}, {"id": 260, "content": "<|begin_of_text|>", "special": true}])");
+  json.replace(json.find("\"type\": \"BPE\""), 0, R"("ignore_merges": true, )");
+  json.replace(json.find("\"model\""), 0, R"("post_processor": {"type": "Sequence", "processors": [{"type": "ByteLevel"},
+    {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}]}]}, )");
+  write_file(dir + "/llama/tokenizer.json", json);
+  const auto tokenizer = load_tokenizer(dir + "/llama");
+  CHECK(tokenizer.pre_tokenizer() == ampt::text::PreTokenizer::llama3);
+  CHECK(tokenizer.kind() == "Llama-3 BPE");
+  CHECK(tokenizer.vocab_size() == 261);
+  CHECK(tokenizer.bos_id() == 260);
+  CHECK(tokenizer.eot_id() == 259);  // no tokenizer_config.json: <|endoftext|>
+  // Digits in threes; "'S" is a contraction; a space before punctuation stays with it.
+  CHECK(tokenizer.encode("1234'S ?abc") == std::vector<int32_t>{'1', '2', '3', '4', '\'', 'S', ' ', '?', 257});
+  CHECK(tokenizer.encode("<|begin_of_text|>abc", SpecialTokens::allowed) == std::vector<int32_t>{260, 257});
+
+  write_file(dir + "/llama/tokenizer_config.json", R"({"bos_token": "<|begin_of_text|>", "eos_token": {"content": "<|begin_of_text|>"}, "add_bos_token": false})");
+  const auto configured = load_tokenizer(dir + "/llama/tokenizer.json");
+  CHECK(configured.bos_id() == -1);
+  CHECK(configured.eot_id() == 260);
+  CHECK(configured.fingerprint() != tokenizer.fingerprint());
+
+  const auto bad_config = [&](const std::string& config, const std::string& reason) {
+    write_file(dir + "/llama/tokenizer_config.json", config);
+    expect_error(dir + "/llama", dir + "/llama/tokenizer_config.json", reason);
+  };
+  bad_config(R"({"eos_token": "<|eot_id|>"})", "eos_token \"<|eot_id|>\" is not a token of " + dir + "/llama/tokenizer.json");
+  bad_config(R"({"add_bos_token": true, "bos_token": null})", "add_bos_token is true but bos_token is null");
+  bad_config(R"({"eos_token": 7})", "eos_token is not a string or an object with \"content\"");
+  bad_config("{", "invalid JSON");
 }

@@ -6,11 +6,7 @@
 #include "ampt/commands/run_model.h"
 #include "ampt/core/errors.h"
 #include "ampt/data/run_tokenizer.h"
-#include "ampt/hf/gpt2_export.h"
-#include "ampt/models/gpt_presets.h"
 #include "ampt/models/model_family.h"
-#include "ampt/text/tokenizer.h"
-#include "ampt/text/tokenizer_files.h"
 
 #include <cxxopts.hpp>
 #include <fmt/format.h>
@@ -27,7 +23,7 @@ cxxopts::Options make_parser() {
       ("checkpoint", "checkpoint to read (a ckpt-*.pt file written by ampt train)",
        cxxopts::value<std::string>(), "PATH")
       ("out", "file to write (a directory with --format hf)", cxxopts::value<std::string>(), "FILE")
-      ("format", "safetensors (one file of ampt's tensors) or hf (a Hugging Face GPT-2 directory)",
+      ("format", "safetensors (one file of ampt's tensors) or hf (a Hugging Face model directory)",
        cxxopts::value<std::string>()->default_value("safetensors"), "FORMAT")
       ("tokenizer", "with --format hf: the tokenizer to write beside the model (default: the "
        "run's init_from files)", cxxopts::value<std::string>(), "PATH")
@@ -37,60 +33,31 @@ cxxopts::Options make_parser() {
   return parser;
 }
 
-hf::Gpt2Config gpt2_config(const models::GptDims& dims) {
-  hf::Gpt2Config config;
-  config.n_layer = dims.n_layer;
-  config.n_embd = dims.n_embd;
-  config.n_head = dims.n_head;
-  config.n_positions = dims.block_size;
-  config.vocab_size = dims.real_vocab();
-  config.layer_norm_epsilon = dims.layer_norm_eps;
-  config.activation_function = dims.tanh_gelu ? "gelu_new" : "gelu";
-  return config;
-}
-
-// The tokenizer to hand over: --tokenizer, else the one the run trained with.
-std::optional<text::Vocabulary> run_vocabulary(const std::string& flag, const config::Config& config) {
-  const auto path = flag.empty() ? data::run_tokenizer_path(config) : flag;
-  if (!path) return std::nullopt;
-  return text::load_vocabulary(*path);
-}
-
 void export_hf(const checkpoint::Checkpoint& saved, const std::string& checkpoint_path,
                const std::string& out, NamedTensors weights, const std::string& tokenizer_flag,
                const Environment& env) {
   const auto config = run_config(saved, {}, env);
-  if (!models::family_of(config).hf_export) {
-    throw UsageError(fmt::format("--format hf writes a GPT-2, and {} holds a {} model: use "
-                                 "--format safetensors",
+  const auto& family = models::family_of(config);
+  if (!family.hf_export) {
+    throw UsageError(fmt::format("--format hf writes a Hugging Face model, and {} holds a {} "
+                                 "model, which has none: use --format safetensors",
                                  checkpoint_path, config.model));
   }
-  auto gpt2 = gpt2_config(models::resolve_gpt_dims(config));
-  const auto tokenizer = run_vocabulary(tokenizer_flag, config);
-  if (tokenizer) {
-    const text::Tokenizer checked(*tokenizer);  // the checks a run's tokenizer passes
-    const auto tokens = static_cast<int64_t>(tokenizer->tokens.size());
-    if (tokens > gpt2.vocab_size) {
-      throw UsageError(fmt::format("the tokenizer {} has {} tokens but the model of {} has {}",
-                                   tokenizer->source, tokens, checkpoint_path, gpt2.vocab_size));
-    }
-    gpt2.bos_token_id = gpt2.eos_token_id = checked.eot_id();
-  } else {
-    gpt2.bos_token_id = gpt2.eos_token_id = std::nullopt;
+  models::HfExport request{out, &config, std::move(weights),
+                           tokenizer_flag.empty() ? data::run_tokenizer_path(config)
+                                                  : std::optional<std::string>(tokenizer_flag),
+                           {{"format", "pt"},
+                            {"ampt_version", saved.ampt_version},
+                            {"ampt_git_revision", saved.git_revision},
+                            {"step", std::to_string(saved.step)}}};
+  if (!request.tokenizer_path) {
     fmt::print(stderr,
                "ampt: warning: the run of {} had no tokenizer (no --tokenizer, no init_from): {} gets none; add "
                "--tokenizer PATH for AutoTokenizer\n",
                checkpoint_path, out);
   }
-  hf::write_gpt2_directory(out, weights, gpt2, tokenizer ? &*tokenizer : nullptr,
-                           {{"format", "pt"},
-                            {"ampt_version", saved.ampt_version},
-                            {"ampt_git_revision", saved.git_revision},
-                            {"step", std::to_string(saved.step)}});
-  fmt::print("wrote {}: config.json, model.safetensors{} from {} (step {})\n", out,
-             tokenizer ? ", vocab.json, merges.txt, tokenizer_config.json, special_tokens_map.json"
-                       : "",
-             checkpoint_path, saved.step);
+  const auto written = family.write_hf(request);
+  fmt::print("wrote {}: {} from {} (step {})\n", out, written, checkpoint_path, saved.step);
 }
 
 }  // namespace

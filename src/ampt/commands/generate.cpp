@@ -7,6 +7,7 @@
 #include "ampt/data/run_tokenizer.h"
 #include "ampt/device/device.h"
 #include "ampt/models/generation.h"
+#include "ampt/models/model_family.h"
 #include "ampt/precision/autocast_guard.h"
 #include "ampt/precision/choice.h"
 #include "ampt/precision/policy.h"
@@ -37,9 +38,9 @@ const std::vector<config::SubcommandFlag>& own_flags() {
 std::string generate_help() {
   return config::subcommand_help(
       "ampt generate",
-      "Continue --prompt with a GPT: an ampt checkpoint (--checkpoint) or a pretrained Hugging\n"
-      "Face GPT-2 (--init_from DIR|NAME). Greedy with --temperature 0, else sampled (top-k, top-p,\n"
-      "--seed). The prompt and its continuation go to stdout, messages to stderr.",
+      "Continue --prompt with a language model: an ampt checkpoint (--checkpoint) or a pretrained\n"
+      "Hugging Face GPT-2, Llama or Qwen2 (--init_from DIR|NAME). Greedy with --temperature 0,\n"
+      "else sampled (top-k, top-p, --seed). The prompt and its continuation go to stdout, messages to stderr.",
       own_flags());
 }
 
@@ -75,8 +76,12 @@ int run_generate(const std::vector<std::string>& args, const Environment& env) {
   }
   sampling.stop_token = tokenizer->eot_id();
   const auto device = device::select_device(config.device).device;
+  if (!models::family_of(config).generation) {
+    throw UsageError(fmt::format("ampt generate continues text with a language model, and model "
+                                 "{} is not one",
+                                 config.model));
+  }
   auto model = load_run_model(config, saved, checkpoint_path, device);
-  auto gpt = models::Gpt(std::dynamic_pointer_cast<models::GptImpl>(model.module));
 
   // bf16/fp16 autocast where the device has it natively (a GPU); fp32 elsewhere, where a CPU
   // would emulate the half matmuls and the tokens should equal the reference's.
@@ -89,7 +94,7 @@ int run_generate(const std::vector<std::string>& args, const Environment& env) {
   std::fflush(stdout);
   std::vector<int32_t> continuation;
   std::size_t printed = 0;
-  models::generate(gpt, std::vector<int64_t>(prompt.begin(), prompt.end()), sampling,
+  models::generate(model, std::vector<int64_t>(prompt.begin(), prompt.end()), sampling,
                    [&](int64_t token) {
                      // Decoding the whole continuation each time keeps multi-byte characters
                      // split across tokens intact; only the new bytes are written.

@@ -92,6 +92,11 @@ std::string describe_model(const models::ModelDims& d) {
     case models::ModelDims::Family::gpt:
       return fmt::format("n_layer {}, n_embd {}, n_head {}, vocab_size {}, seq_len {}",
                          d.gpt.n_layer, d.gpt.n_embd, d.gpt.n_head, d.gpt.vocab_size, d.seq_len);
+    case models::ModelDims::Family::llama:
+      return fmt::format("{} n_layer {}, n_embd {}, n_head {}, n_kv_head {}, intermediate {}, "
+                         "vocab_size {}, seq_len {}",
+                         d.llama.flavour, d.llama.n_layer, d.llama.n_embd, d.llama.n_head,
+                         d.llama.n_kv_head, d.llama.intermediate, d.llama.vocab_size, d.seq_len);
     case models::ModelDims::Family::mlp:
       return fmt::format("input {}, hidden {} x {} layers, classes {}", fmt::join(d.input_shape, "x"),
                          d.mlp_hidden, d.mlp_layers, d.classes);

@@ -4,6 +4,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/data/input_files.h"
 #include "ampt/data/text_shard.h"
+#include "ampt/data/token_file.h"
 #include "ampt/log/logger.h"
 #include "ampt/log/progress.h"
 #include "ampt/text/tokenizer_files.h"
@@ -20,12 +21,13 @@ namespace {
 cxxopts::Options make_parser() {
   cxxopts::Options parser(
       "ampt tokenize",
-      "Tokenize text into an llm.c token shard (256-int32 header, uint16 tokens) that "
+      "Tokenize text into an llm.c token shard (256-int32 header, then uint16 tokens; uint32, "
+      "llm.c's Llama-3 layout, for a vocabulary beyond 65536 ids) that "
       "`ampt train --dataset tokens:FILE`, llm.c and nanoGPT read: <|endoftext|> before every "
-      "document; a text file is one document, a .jsonl file one per line.");
+      "document (Llama-3: <|begin_of_text|>); a text file is one document, a .jsonl file one per line.");
   parser.positional_help("INPUT...");
   parser.add_options()
-      ("tokenizer", "GPT-2 tokenizer: a directory with tokenizer.json or vocab.json + merges.txt, such a file, or a *.tiktoken file", cxxopts::value<std::string>(), "PATH")
+      ("tokenizer", "GPT-2, Llama-3 or Qwen2 tokenizer: a directory with tokenizer.json (and tokenizer_config.json) or vocab.json + merges.txt, such a file, or a *.tiktoken file", cxxopts::value<std::string>(), "PATH")
       ("out", "shard to write (replaced whole when done)", cxxopts::value<std::string>(), "FILE")
       ("text_field", "the field of each JSON Lines record that holds its document", cxxopts::value<std::string>()->default_value("text"), "NAME")
       ("threads", "encoding threads (0: one per core)", cxxopts::value<int>()->default_value("0"), "N")
@@ -80,10 +82,11 @@ int run_tokenize(const std::vector<std::string>& args, const Environment&) {
     return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
   };
   fmt::print("wrote {}: {}, {} tokens from {} ({} bytes of text) in {:.2f} s (tokenizer {}, {} "
-             "ids)\n",
+             "ids, {}; uint{} tokens)\n",
              out, counted(stats.documents, "document"), stats.tokens,
              counted(inputs.size(), "file"), stats.bytes, seconds(), tokenizer.source(),
-             tokenizer.vocab_size());
+             tokenizer.vocab_size(), tokenizer.kind(),
+             8 * data::llmc_layout(tokenizer.vocab_size()).bytes_per_token);
   return 0;
 }
 

@@ -199,8 +199,10 @@ std::vector<Option> build_table() {
       // model
       choice_option("model", "model.name", &C::model,
                     {"mlp", "cnn", "gpt", "gpt-tiny", "gpt2-124m", "gpt2-350m", "gpt2-774m",
-                     "gpt2-1558m"},
-                    "Model architecture; the gpt* presets fix the GPT dimensions below"),
+                     "gpt2-1558m", "llama", "qwen2", "llama-3.2-1b", "llama-3.1-8b",
+                     "qwen2.5-0.5b", "qwen2.5-7b"},
+                    "Model architecture; the gpt*, llama* and qwen* presets fix the dimensions "
+                    "below (llama and qwen2 alone: tiny ones)"),
       integer_option("mlp_hidden", "model.mlp_hidden", &C::mlp_hidden, at_least_1,
                      "Width of each hidden layer of the MLP"),
       integer_option("mlp_layers", "model.mlp_layers", &C::mlp_layers, at_least_1,

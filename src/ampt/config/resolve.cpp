@@ -1,5 +1,7 @@
 #include "ampt/config/resolve.h"
 
+#include "ampt/config/pretrained_model.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -41,12 +43,19 @@ std::string hf_hub_cache(const std::map<std::string, std::string>& env) {
   return "";
 }
 
-// A pretrained checkpoint makes the model the family whose Hugging Face weights --init_from
-// loads (GPT-2's) unless --model names one; models/ refuses a model that cannot take them.
+// A pretrained checkpoint makes the model the family its config.json's model_type names (GPT-2,
+// Llama, Qwen2) unless --model names one; models/ refuses a model that cannot take its weights.
+// A model that is not found yet is taken for a GPT-2: loading it names what was searched.
 void apply_init_from(Config& config, const Source& model_source) {
-  if (!config.init_from.empty() && model_source.kind == Source::Kind::default_value) {
+  if (config.init_from.empty() || model_source.kind != Source::Kind::default_value) return;
+  std::string dir;
+  try {
+    dir = pretrained_dir(config.init_from, config.hf_hub_cache);
+  } catch (const RuntimeError&) {
     config.model = "gpt";
+    return;
   }
+  config.model = pretrained_model(dir);
 }
 
 }  // namespace

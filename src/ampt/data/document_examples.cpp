@@ -15,7 +15,7 @@ std::vector<Document> split_tokens(const T* tokens, int64_t count, std::size_t s
   std::vector<Document> documents;
   int64_t start = -1;  // the current document's first token; -1 before the first separator
   for (int64_t i = 0; i < count; ++i) {
-    if (tokens[i] != separator) continue;
+    if (static_cast<int64_t>(tokens[i]) != separator) continue;
     if (start >= 0) documents.push_back({span, start, i - start});
     start = i + 1;
   }
@@ -27,7 +27,9 @@ template <class T>
 void copy_example(const T* tokens, int64_t from_span, std::optional<int32_t> separator,
                   int64_t* inputs, int64_t* targets) {
   // Token t of the example: the span's, then the separator.
-  const auto at = [&](int64_t t) -> int64_t { return t < from_span ? tokens[t] : *separator; };
+  const auto at = [&](int64_t t) -> int64_t {
+    return t < from_span ? static_cast<int64_t>(tokens[t]) : *separator;
+  };
   const int64_t n = from_span + (separator ? 1 : 0);
   for (int64_t t = 0; t + 1 < n; ++t) {
     inputs[t] = at(t);
@@ -38,9 +40,9 @@ void copy_example(const T* tokens, int64_t from_span, std::optional<int32_t> sep
 }  // namespace
 
 std::vector<Document> split_at(const TokenSpan& shard, std::size_t span, int32_t separator) {
-  return shard.bytes_per_token == 1
-             ? split_tokens(static_cast<const uint8_t*>(shard.data), shard.count, span, separator)
-             : split_tokens(static_cast<const uint16_t*>(shard.data), shard.count, span, separator);
+  return with_tokens(shard, [&](const auto* tokens) {
+    return split_tokens(tokens, shard.count, span, separator);
+  });
 }
 
 DocumentExamples::DocumentExamples(std::vector<TokenSpan> spans,
@@ -90,11 +92,8 @@ Batch DocumentExamples::gather(const std::vector<int64_t>& indices) const {
     const auto separator = e.separator_last ? separator_ : std::nullopt;
     int64_t* in = inputs.data_ptr<int64_t>() + row * length_;
     int64_t* out = targets.data_ptr<int64_t>() + row * length_;
-    if (span.bytes_per_token == 1) {
-      copy_example(static_cast<const uint8_t*>(span.data) + e.begin, from_span, separator, in, out);
-    } else {
-      copy_example(static_cast<const uint16_t*>(span.data) + e.begin, from_span, separator, in, out);
-    }
+    with_tokens(span, [&](const auto* tokens) { copy_example(tokens, from_span, separator, in, out); },
+                e.begin);
   }
   return {inputs, targets};
 }

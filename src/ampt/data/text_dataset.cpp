@@ -112,8 +112,8 @@ Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string
     documents = static_cast<int64_t>(corpus.documents.size());
   }
   corpus.summary = fmt::format(
-      "{}, {} tokens (GPT-2 BPE from {}), {} {}", plural(documents, "document"),
-      human_count(span.count),
+      "{}, {} tokens ({} from {}), {} {}", plural(documents, "document"),
+      human_count(span.count), tokenizer.kind(),
       tokenizer.source(), shard.reused ? "reusing" : fmt::format("tokenized in {:.1f} s into", seconds),
       shard.path);
   return corpus;

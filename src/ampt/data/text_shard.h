@@ -13,14 +13,13 @@
 
 namespace ampt::data {
 
+// The shard holds uint16 ids when the tokenizer's vocab_size() fits them (GPT-2), else uint32
+// (Llama 3, Qwen2): llm.c's two layouts (token_file_writer.h).
 // `options.specials` is ignored: the separators must stay unambiguous (see above).
 text::TokenizeFilesStats write_text_shard(const text::Tokenizer& tokenizer,
                                           const std::vector<std::string>& inputs,
                                           text::TokenizeFilesOptions options,
                                           const std::string& out);
-
-// Throws RuntimeError naming the tokenizer when its ids do not fit a shard's uint16 tokens.
-void check_fits_shard(const text::Tokenizer& tokenizer);
 
 // How many times `id` occurs in the span: the documents of a shard, counting its separators.
 int64_t count_token(const TokenSpan& span, int32_t id);

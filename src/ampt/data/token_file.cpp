@@ -19,7 +19,7 @@ int32_t header_int(const MappedFile& file, int64_t i) {
   return value;
 }
 
-// llm.c's magics are dates (20240520 for GPT-2 tokens, 20240801 for Llama 3); the first two
+// llm.c's magics are dates (20240520 for GPT-2 tokens, 20240801 for Llama 3's); the first two
 // uint16 tokens of a headerless file read as one int32 almost never fall in that range.
 bool looks_like_llmc_magic(int32_t value) { return value >= 20240101 && value <= 20991231; }
 
@@ -34,24 +34,28 @@ TokenFile open_token_file(const std::string& path) {
 
   const int32_t first = bytes >= 4 ? header_int(*file, 0) : 0;
   if (looks_like_llmc_magic(first)) {
-    if (first != kLlmcMagic) {
-      throw RuntimeError(fmt::format("{}: llm.c magic {} is not {} (GPT-2 uint16 tokens)", path,
-                                     first, kLlmcMagic));
+    if (first != kLlmcUint16.magic && first != kLlmcUint32.magic) {
+      throw RuntimeError(fmt::format("{}: llm.c magic {} is not {} ({}) or {} ({})", path, first,
+                                     kLlmcUint16.magic, kLlmcUint16.what, kLlmcUint32.magic,
+                                     kLlmcUint32.what));
     }
+    const LlmcLayout& layout = first == kLlmcUint16.magic ? kLlmcUint16 : kLlmcUint32;
     if (bytes < kHeaderBytes) {
       throw RuntimeError(fmt::format("{}: {} bytes, shorter than the {}-byte llm.c header", path,
                                      bytes, kHeaderBytes));
     }
-    if (const int32_t version = header_int(*file, 1); version != kLlmcVersion) {
-      throw RuntimeError(fmt::format("{}: llm.c version {} is not supported (expected {})", path,
-                                     version, kLlmcVersion));
+    if (const int32_t version = header_int(*file, 1); version != layout.version) {
+      throw RuntimeError(
+          fmt::format("{}: llm.c version {} is not supported (expected {} with magic {})", path,
+                      version, layout.version, layout.magic));
     }
     const int64_t count = header_int(*file, 2);
-    const int64_t held = (bytes - kHeaderBytes) / 2;
+    const int64_t held = (bytes - kHeaderBytes) / layout.bytes_per_token;
     if (count < 0 || count > held) {
       throw RuntimeError(fmt::format(
           "{}: truncated: the header says {} tokens but the file holds {}", path, count, held));
     }
+    result.span.bytes_per_token = layout.bytes_per_token;
     result.format = TokenFileFormat::llmc;
     result.span.data = file->data() + kHeaderBytes;
     result.span.count = count;

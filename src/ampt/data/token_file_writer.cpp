@@ -1,7 +1,6 @@
 #include "ampt/data/token_file_writer.h"
 
 #include "ampt/core/errors.h"
-#include "ampt/data/token_file.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -15,25 +14,33 @@
 namespace ampt::data {
 namespace {
 
-std::array<int32_t, kLlmcHeaderInts> header(int64_t tokens) {
+std::array<int32_t, kLlmcHeaderInts> header(const LlmcLayout& layout, int64_t tokens) {
   std::array<int32_t, kLlmcHeaderInts> h{};
-  h[0] = kLlmcMagic;
-  h[1] = kLlmcVersion;
+  h[0] = layout.magic;
+  h[1] = layout.version;
   h[2] = static_cast<int32_t>(tokens);
   return h;
 }
 
+// Writes `ids` as tokens of type T; false when the write fails.
+template <class T>
+bool write_as(std::span<const int32_t> ids, std::FILE* file) {
+  const std::vector<T> narrow(ids.begin(), ids.end());
+  return std::fwrite(narrow.data(), sizeof(T), narrow.size(), file) == narrow.size();
+}
+
 }  // namespace
 
-TokenFileWriter::TokenFileWriter(std::string path)
+TokenFileWriter::TokenFileWriter(std::string path, int64_t vocab_size)
     : path_(std::move(path)),
       // The process id keeps two ranks that write the same shard at once apart.
-      temporary_(fmt::format("{}.tmp-{}", path_, ::getpid())) {
+      temporary_(fmt::format("{}.tmp-{}", path_, ::getpid())),
+      layout_(llmc_layout(vocab_size)) {
   file_ = std::fopen(temporary_.c_str(), "wb");
   if (file_ == nullptr) {
     throw RuntimeError(fmt::format("{}: cannot create: {}", temporary_, std::strerror(errno)));
   }
-  const auto h = header(0);  // the count is filled in by commit()
+  const auto h = header(layout_, 0);  // the count is filled in by commit()
   if (std::fwrite(h.data(), sizeof(int32_t), h.size(), file_) != h.size()) fail("cannot write");
 }
 
@@ -53,15 +60,14 @@ void TokenFileWriter::append(std::span<const int32_t> ids) {
                                    "split the input into several shards",
                                    path_, std::numeric_limits<int32_t>::max()));
   }
-  const std::vector<uint16_t> narrow(ids.begin(), ids.end());
-  if (std::fwrite(narrow.data(), sizeof(uint16_t), narrow.size(), file_) != narrow.size()) {
-    fail("cannot write");
-  }
+  const bool written = layout_.bytes_per_token == 2 ? write_as<uint16_t>(ids, file_)
+                                                   : write_as<uint32_t>(ids, file_);
+  if (!written) fail("cannot write");
   tokens_ += static_cast<int64_t>(ids.size());
 }
 
 void TokenFileWriter::commit() {
-  const auto h = header(tokens_);
+  const auto h = header(layout_, tokens_);
   if (std::fseek(file_, 0, SEEK_SET) != 0 ||
       std::fwrite(h.data(), sizeof(int32_t), h.size(), file_) != h.size() ||
       std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) {

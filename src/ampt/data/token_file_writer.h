@@ -1,7 +1,11 @@
 // Writes llm.c token shards, the layout open_token_file (token_file.h) reads: a 256-int32 header
-// (magic 20240520, version 1, token count) and uint16 tokens. A shard appears whole or not at
-// all: it is written to a temporary file beside the target and renamed over it on commit().
+// (magic, version, token count), then the tokens: uint16 (magic 20240520, version 1) when the
+// vocabulary fits 65536 ids, else uint32 (magic 20240801, version 7), as llm.c's
+// dev/data/data_common.py writes GPT-2 and Llama 3 shards. A shard appears whole or not at all:
+// it is written to a temporary file beside the target and renamed over it on commit().
 #pragma once
+
+#include "ampt/data/token_file.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -12,18 +16,20 @@ namespace ampt::data {
 
 class TokenFileWriter {
  public:
+  // The ids appended will be below `vocab_size`, which chooses the layout (llmc_layout).
   // Throws RuntimeError naming the file when the temporary file cannot be created.
-  explicit TokenFileWriter(std::string path);
+  TokenFileWriter(std::string path, int64_t vocab_size);
   ~TokenFileWriter();  // uncommitted: removes the temporary file
   TokenFileWriter(const TokenFileWriter&) = delete;
   TokenFileWriter& operator=(const TokenFileWriter&) = delete;
 
-  // Ids must be below 65536 (the caller checks its vocabulary once). Throws RuntimeError when the
-  // write fails or the shard would pass llm.c's int32 token count.
+  // Ids must be in [0, vocab_size) (the caller checks its vocabulary once). Throws RuntimeError
+  // when the write fails or the shard would pass llm.c's int32 token count.
   void append(std::span<const int32_t> ids);
   // Writes the count into the header, flushes and renames; throws RuntimeError naming the file.
   void commit();
   int64_t tokens() const { return tokens_; }
+  int bytes_per_token() const { return layout_.bytes_per_token; }
   const std::string& path() const { return path_; }
 
  private:
@@ -31,6 +37,7 @@ class TokenFileWriter {
 
   std::string path_;
   std::string temporary_;
+  LlmcLayout layout_;
   std::FILE* file_ = nullptr;
   int64_t tokens_ = 0;
 };

@@ -40,9 +40,7 @@ void copy_window(const T* tokens, int64_t block_size, int64_t* inputs, int64_t* 
 }  // namespace
 
 int64_t max_token(const TokenSpan& span) {
-  return span.bytes_per_token == 1
-             ? max_of(static_cast<const uint8_t*>(span.data), span.count)
-             : max_of(static_cast<const uint16_t*>(span.data), span.count);
+  return with_tokens(span, [&](const auto* tokens) { return max_of(tokens, span.count); });
 }
 
 TokenWindows::TokenWindows(std::vector<TokenSpan> spans, int64_t block_size, int64_t vocab_size)
@@ -91,11 +89,7 @@ Batch TokenWindows::gather(const std::vector<int64_t>& indices) const {
         first_window_.begin() - 1);
     const TokenSpan& span = spans_[s];
     const int64_t start = (index - first_window_[s]) * block_size_;
-    if (span.bytes_per_token == 1) {
-      copy_window(static_cast<const uint8_t*>(span.data) + start, block_size_, in, out);
-    } else {
-      copy_window(static_cast<const uint16_t*>(span.data) + start, block_size_, in, out);
-    }
+    with_tokens(span, [&](const auto* tokens) { copy_window(tokens, block_size_, in, out); }, start);
     in += block_size_;
     out += block_size_;
   }

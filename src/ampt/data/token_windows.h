@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,22 @@ struct TokenSpan {
   std::shared_ptr<const void> owner;  // keeps `data` alive: a MappedFile or a vector
   const void* data = nullptr;
   int64_t count = 0;                  // tokens
-  int bytes_per_token = 2;            // 1 (text bytes) or 2 (uint16 token ids)
+  int bytes_per_token = 2;            // 1 (text bytes), 2 (uint16 token ids) or 4 (uint32 ids)
 };
+
+// Calls `f` with a typed pointer to the span's token `first` (const uint8_t*, const uint16_t* or
+// const uint32_t*, by bytes_per_token) and returns what it returns: one generic lambda reads
+// every width of token.
+template <class F>
+decltype(auto) with_tokens(const TokenSpan& span, F&& f, int64_t first = 0) {
+  switch (span.bytes_per_token) {
+    case 1: return f(static_cast<const uint8_t*>(span.data) + first);
+    case 2: return f(static_cast<const uint16_t*>(span.data) + first);
+    case 4: return f(static_cast<const uint32_t*>(span.data) + first);
+    default: throw std::logic_error(span.name + ": tokens of " +
+                                    std::to_string(span.bytes_per_token) + " bytes");
+  }
+}
 
 // The largest token id in the span, read at memory speed (used to check ids against the vocab).
 int64_t max_token(const TokenSpan& span);

@@ -2,6 +2,7 @@
 // data it is given, and a Model's forward and classifier loss from a module holder.
 #pragma once
 
+#include "ampt/config/config.h"
 #include "ampt/core/errors.h"
 #include "ampt/data/dataset.h"
 
@@ -23,6 +24,22 @@ inline void require_data(bool accepted, const std::string& model, std::string_vi
       "model {} needs {}; the dataset gives {} samples of shape {{{}}}", model, what,
       spec.task == data::Task::language_model ? "language-model" : "classification",
       fmt::join(spec.sample_shape, ", ")));
+}
+
+// Throws the UsageError that names the first dimension option (set: non-zero) that contradicts
+// the pretrained model's `config_json`.
+inline void require_pretrained_dims(const config::Config& config, const std::string& config_json,
+                                    int64_t n_layer, int64_t n_embd, int64_t n_head,
+                                    int64_t vocab_size) {
+  const auto contradicts = [&](const char* name, int64_t option, int64_t file_value) {
+    if (option == 0 || option == file_value) return;
+    throw UsageError(fmt::format("{} {} contradicts {} ({} {}): leave {} out with init_from", name,
+                                 option, config_json, name, file_value, name));
+  };
+  contradicts("n_layer", config.n_layer, n_layer);
+  contradicts("n_embd", config.n_embd, n_embd);
+  contradicts("n_head", config.n_head, n_head);
+  contradicts("vocab_size", config.vocab_size, vocab_size);
 }
 
 template <class Holder>

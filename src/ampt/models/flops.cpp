@@ -8,4 +8,10 @@ int64_t gpt_training_flops_per_token(int64_t parameters, const GptDims& dims, in
   return 6 * parameters + 6 * dims.n_layer * dims.n_embd * seq_len;
 }
 
+int64_t llama_training_flops_per_token(const LlamaDims& dims, int64_t seq_len) {
+  const int64_t matmul = dims.parameters() - (dims.tied_head ? 0 : dims.vocab_size * dims.n_embd) -
+                         (2 * dims.n_layer + 1) * dims.n_embd;
+  return 6 * matmul + 6 * dims.n_layer * dims.n_embd * seq_len;
+}
+
 }  // namespace ampt::models

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ampt/models/gpt_presets.h"
+#include "ampt/models/llama_presets.h"
 
 #include <cstdint>
 
@@ -20,5 +21,9 @@ int64_t training_flops_from_macs(int64_t forward_macs);
 // average. (nanoGPT's estimate_mfu keeps the 12, takes T = block_size and leaves the position
 // embedding out of N.)
 int64_t gpt_training_flops_per_token(int64_t parameters, const GptDims& dims, int64_t seq_len);
+
+// The same convention for a Llama: 6 FLOPs per matmul weight (the head included, the input
+// embedding, a lookup, not; its norms left out) plus attention's 6·L·C·T.
+int64_t llama_training_flops_per_token(const LlamaDims& dims, int64_t seq_len);
 
 }  // namespace ampt::models

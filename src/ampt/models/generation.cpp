@@ -29,25 +29,25 @@ int64_t pick_token(const torch::Tensor& logits, const SamplingOptions& options,
   return torch::multinomial(scores.softmax(0), 1, /*replacement=*/false, generator).item<int64_t>();
 }
 
-std::vector<int64_t> generate(Gpt& gpt, const std::vector<int64_t>& prompt,
+std::vector<int64_t> generate(Model& model, const std::vector<int64_t>& prompt,
                               const SamplingOptions& options,
                               const std::function<void(int64_t)>& on_token) {
   if (prompt.empty()) throw RuntimeError("generate: the prompt has no tokens");
   const int64_t end = static_cast<int64_t>(prompt.size()) + options.max_new_tokens;
-  if (end > gpt->dims().block_size) {
+  if (end > model.context) {
     throw RuntimeError(fmt::format("the prompt's {} tokens and max_new_tokens {} exceed the "
                                    "model's context of {} positions",
-                                   prompt.size(), options.max_new_tokens, gpt->dims().block_size));
+                                   prompt.size(), options.max_new_tokens, model.context));
   }
   torch::NoGradGuard no_grad;
-  gpt->eval();
-  const auto device = gpt->parameters().front().device();
+  model.module->eval();
+  const auto device = model.module->parameters().front().device();
   auto generator = at::make_generator<at::CPUGeneratorImpl>(options.seed);
   KvCache cache;
   auto input = torch::tensor(prompt, torch::kInt64).unsqueeze(0).to(device);
   std::vector<int64_t> produced;
   for (int64_t i = 0; i < options.max_new_tokens; ++i) {
-    const auto token = pick_token(gpt->next_logits(input, cache).squeeze(0), options, generator);
+    const auto token = pick_token(model.next_logits(input, cache).squeeze(0), options, generator);
     if (token == options.stop_token) break;
     produced.push_back(token);
     if (on_token) on_token(token);

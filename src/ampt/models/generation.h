@@ -1,8 +1,8 @@
-// Text continuation with a GPT: the prompt once through the model into a KV cache, then one token
+// Text continuation with a language model (a family with `generation`): the prompt once through the model into a KV cache, then one token
 // at a time, each picked greedily or sampled (temperature, top-k, top-p) from its logits.
 #pragma once
 
-#include "ampt/models/gpt.h"
+#include "ampt/models/registry.h"
 
 #include <cstdint>
 #include <functional>
@@ -25,10 +25,10 @@ struct SamplingOptions {
 int64_t pick_token(const torch::Tensor& logits, const SamplingOptions& options,
                    at::Generator& generator);
 
-// Continues `prompt` (token ids, at least one) on `gpt`'s device in eval mode without gradients,
+// Continues `prompt` (token ids, at least one) on `model`'s device in eval mode without gradients,
 // calling `on_token` with each new id as it is produced; returns the new ids. Throws
 // RuntimeError when the prompt plus max_new_tokens would pass the model's context.
-std::vector<int64_t> generate(Gpt& gpt, const std::vector<int64_t>& prompt,
+std::vector<int64_t> generate(Model& model, const std::vector<int64_t>& prompt,
                               const SamplingOptions& options,
                               const std::function<void(int64_t)>& on_token = {});
 

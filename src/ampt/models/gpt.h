@@ -3,6 +3,7 @@
 
 #include "ampt/models/attention.h"
 #include "ampt/models/gpt_presets.h"
+#include "ampt/models/kv_cache.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -47,12 +48,6 @@ class GptMlpImpl : public torch::nn::Module {
   std::string gelu_approximate_;  // "tanh" (GPT-2's) or "none"
 };
 TORCH_MODULE(GptMlp);
-
-// The keys and values a GPT has computed so far in generation, one pair per block.
-struct KvCache {
-  std::vector<std::pair<torch::Tensor, torch::Tensor>> layers;
-  int64_t length = 0;  // positions held
-};
 
 // Pre-LayerNorm block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
 class GptBlockImpl : public torch::nn::Module {

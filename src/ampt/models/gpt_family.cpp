@@ -1,10 +1,16 @@
 // The GPT family: GPT-2's decoder-only transformer (gpt.h), its presets (gpt_presets.h), and
 // Hugging Face GPT-2 checkpoints in and out.
+#include "ampt/hf/gpt2_config.h"
+#include "ampt/hf/gpt2_export.h"
+#include "ampt/hf/gpt2_weights.h"
+#include "ampt/hf/pretrained.h"
 #include "ampt/models/family_support.h"
 #include "ampt/models/flops.h"
 #include "ampt/models/gpt.h"
 #include "ampt/models/gpt_presets.h"
 #include "ampt/models/model_family.h"
+#include "ampt/text/tokenizer.h"
+#include "ampt/text/tokenizer_files.h"
 
 namespace ampt::models {
 namespace {
@@ -53,7 +59,53 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
           gpt->fp8_candidates(),
           [gpt](const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected) mutable {
             gpt->enable_fp8(recipe, selected);
-          }};
+          },
+          [gpt](const torch::Tensor& tokens, KvCache& cache) mutable {
+            return gpt->next_logits(tokens, cache);
+          },
+          dims.block_size};
+}
+
+PretrainedWeights load_pretrained(const config::Config& config) {
+  const auto files = hf::pretrained_files(config);
+  const auto hf_config = hf::read_gpt2_config(files.config_json);
+  const auto padded = padded_vocab(hf_config.vocab_size);
+  auto weights = hf::read_gpt2_weights(files.weights, hf_config, padded);
+  auto description =
+      fmt::format("{} ({} tensors from {} file{}; vocabulary {} padded to {})", files.dir,
+                  weights.size(), files.weights.size(), files.weights.size() == 1 ? "" : "s",
+                  hf_config.vocab_size, padded);
+  return {std::move(weights), std::move(description)};
+}
+
+std::string write_hf(const HfExport& request) {
+  const GptDims dims = resolve_gpt_dims(*request.config);
+  hf::Gpt2Config gpt2;
+  gpt2.n_layer = dims.n_layer;
+  gpt2.n_embd = dims.n_embd;
+  gpt2.n_head = dims.n_head;
+  gpt2.n_positions = dims.block_size;
+  gpt2.vocab_size = dims.real_vocab();
+  gpt2.layer_norm_epsilon = dims.layer_norm_eps;
+  gpt2.activation_function = dims.tanh_gelu ? "gelu_new" : "gelu";
+  std::optional<text::Vocabulary> tokenizer;
+  if (request.tokenizer_path) {
+    tokenizer = text::load_vocabulary(*request.tokenizer_path);
+    const text::Tokenizer checked(*tokenizer);  // the checks a run's tokenizer passes
+    const auto tokens = static_cast<int64_t>(tokenizer->tokens.size());
+    if (tokens > gpt2.vocab_size) {
+      throw UsageError(fmt::format("the tokenizer {} has {} tokens but the model has {}",
+                                   tokenizer->source, tokens, gpt2.vocab_size));
+    }
+    gpt2.bos_token_id = gpt2.eos_token_id = checked.eot_id();
+  } else {
+    gpt2.bos_token_id = gpt2.eos_token_id = std::nullopt;
+  }
+  hf::write_gpt2_directory(request.dir, request.weights, gpt2, tokenizer ? &*tokenizer : nullptr,
+                           request.metadata);
+  return tokenizer ? "config.json, model.safetensors, vocab.json, merges.txt, tokenizer_config.json, "
+                     "special_tokens_map.json"
+                   : "config.json, model.safetensors";
 }
 
 ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_t seq_len) {
@@ -85,7 +137,9 @@ ModelFamily gpt_family() {
           .transformer_blocks = true,
           .pretrained = true,
           .hf_export = true,
-          .generation = true};
+          .generation = true,
+          .load_pretrained = load_pretrained,
+          .write_hf = write_hf};
 }
 
 }  // namespace ampt::models

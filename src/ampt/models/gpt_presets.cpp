@@ -3,6 +3,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/hf/gpt2_config.h"
 #include "ampt/hf/pretrained.h"
+#include "ampt/models/family_support.h"
 
 #include <fmt/format.h>
 
@@ -38,15 +39,8 @@ GptDims pretrained_dims(const config::Config& config) {
   GptDims dims{hf_config.n_layer, hf_config.n_embd, hf_config.n_head, hf_config.n_positions,
                padded_vocab(hf_config.vocab_size), config.dropout, hf_config.vocab_size,
                hf_config.layer_norm_epsilon, hf_config.tanh_gelu()};
-  const auto contradicts = [&](const char* name, int64_t option, int64_t file_value) {
-    if (option == 0 || option == file_value) return;
-    throw UsageError(fmt::format("{} {} contradicts {} ({} {}): leave {} out with init_from", name,
-                                 option, files.config_json, name, file_value, name));
-  };
-  contradicts("n_layer", config.n_layer, hf_config.n_layer);
-  contradicts("n_embd", config.n_embd, hf_config.n_embd);
-  contradicts("n_head", config.n_head, hf_config.n_head);
-  contradicts("vocab_size", config.vocab_size, hf_config.vocab_size);
+  require_pretrained_dims(config, files.config_json, hf_config.n_layer, hf_config.n_embd,
+                          hf_config.n_head, hf_config.vocab_size);
   if (config.block_size > hf_config.n_positions) {
     throw UsageError(fmt::format("block_size {} exceeds {}'s n_positions {}: the pretrained model "
                                  "has no position embedding beyond it",

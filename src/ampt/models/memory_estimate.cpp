@@ -53,9 +53,8 @@ int64_t gpt_block_bytes_per_token_channel(const Scheme& s, bool fused) {
 // tied weight that the forward computed, and their scaled copies that backward hands on (the
 // hidden states' in the matmul dtype, the weight's in fp32); the forward's one chunk of fp32
 // logits at a time (about 2^26).
-int64_t gpt_head_bytes(const ModelDims& d, const Scheme& s, int64_t tokens) {
+int64_t head_bytes(const ModelDims& d, const Scheme& s, int64_t tokens, int64_t C, int64_t V) {
   const auto [r, h] = widths(s);
-  const int64_t C = d.gpt.n_embd, V = d.gpt.vocab_size;
   if (!d.fused_kernels) return tokens * C * (r + h) + tokens * V * kLossBytesPerLogit;
   const int64_t chunk_rows = std::min(tokens, kernels::default_chunk_rows(V));
   return tokens * C * (r + 4 + h) + 8 * V * C + chunk_rows * V * 4;
@@ -73,7 +72,23 @@ int64_t gpt_activations(const ModelDims& d, const Scheme& s, int64_t b, bool che
   const int64_t blocks = checkpointed ? L * tokens * C * r + block : L * block;
   const int64_t data = tokens * 2 * 8;  // int64 inputs and targets
   const int64_t norm_stats = tokens * 8;  // ln_f's mean and rstd
-  return data + blocks + norm_stats + gpt_head_bytes(d, s, tokens);
+  return data + blocks + norm_stats + head_bytes(d, s, tokens, C, d.gpt.vocab_size);
+}
+
+// A Llama block's saved tensors per token (not measured yet; counted from what autograd keeps):
+// the RMSNorms' fp32 inputs and their outputs as the matmuls see them, q, k and v before and after
+// the rotation, the attention output, SDPA's log-sum-exp per head, and the SwiGLU MLP's gate and
+// up outputs, the SiLU and the product that down_proj reads (4 · intermediate).
+int64_t llama_activations(const ModelDims& d, const Scheme& s, int64_t b, bool checkpointed) {
+  const auto [r, h] = widths(s);
+  const auto& m = d.llama;
+  const int64_t T = d.seq_len, C = m.n_embd, L = m.n_layer, kv = m.n_kv_head * m.head_dim();
+  const int64_t tokens = b * T;
+  const int64_t per_token = 2 * (4 * C + 4 + C * h) + 2 * (C + 2 * kv) * h + C * h +
+                            m.n_head * 4 + 4 * m.intermediate * h;
+  const int64_t block = tokens * per_token;
+  const int64_t blocks = checkpointed ? L * tokens * C * r + block : L * block;
+  return tokens * 2 * 8 + blocks + tokens * 4 + head_bytes(d, s, tokens, C, m.vocab_size);
 }
 
 int64_t mlp_activations(const ModelDims& d, const Scheme& s, int64_t b) {
@@ -131,6 +146,15 @@ ParameterCounts count_parameters(const ModelDims& d) {
       p.total = p.matmul_weights + p.norm + L * 9 * C + d.gpt.block_size * C;
       break;
     }
+    case Family::llama: {
+      const auto& m = d.llama;
+      const int64_t L = m.n_layer, C = m.n_embd, kv = m.n_kv_head * m.head_dim();
+      p.fp8_linear_weights = L * (2 * C * C + 2 * C * kv + 3 * C * m.intermediate);
+      p.matmul_weights = p.fp8_linear_weights + m.vocab_size * C;  // the head
+      p.norm = (2 * L + 1) * C;
+      p.total = m.parameters();
+      break;
+    }
     case Family::mlp: {
       int64_t width = product(d.input_shape);
       for (int64_t i = 0; i < d.mlp_layers; ++i) {
@@ -174,7 +198,7 @@ const std::vector<Scheme>& memory_schemes() {
 }
 
 bool scheme_applies(const Scheme& scheme, const ModelDims& dims) {
-  return scheme.precision != "fp8" || dims.family == Family::gpt;
+  return scheme.precision != "fp8" || dims.family == Family::gpt || dims.family == Family::llama;
 }
 
 MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
@@ -206,6 +230,10 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
     case Family::gpt:
       m.activations = gpt_activations(dims, scheme, micro_batch, false);
       m.activations_checkpointed = gpt_activations(dims, scheme, micro_batch, true);
+      break;
+    case Family::llama:
+      m.activations = llama_activations(dims, scheme, micro_batch, false);
+      m.activations_checkpointed = llama_activations(dims, scheme, micro_batch, true);
       break;
     case Family::mlp:
       m.activations = mlp_activations(dims, scheme, micro_batch);

@@ -5,6 +5,7 @@
 
 #include "ampt/config/config.h"
 #include "ampt/models/gpt_presets.h"
+#include "ampt/models/llama_presets.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -15,16 +16,17 @@ namespace ampt::models {
 
 // What the estimate needs to know about a model and one sample of its data.
 struct ModelDims {
-  enum class Family { mlp, cnn, gpt };
+  enum class Family { mlp, cnn, gpt, llama };
   Family family = Family::mlp;
   std::string name;                  // the --model value
   GptDims gpt;               // GPT only
-  int64_t seq_len = 0;               // GPT: tokens per sample
+  LlamaDims llama;           // Llama only
+  int64_t seq_len = 0;               // GPT, Llama: tokens per sample
   std::vector<int64_t> input_shape;  // MLP: {features} (or any shape, flattened); CNN: {C, H, W}
   int64_t classes = 0;
   int64_t mlp_hidden = 0, mlp_layers = 0;
   int64_t cnn_channels = 0, cnn_blocks = 0;
-  // GPT: --fused_kernels (the chunked head and loss, the MLP recomputing its GELU).
+  // GPT, Llama: --fused_kernels (the chunked head and loss; a GPT's MLP recomputing its GELU).
   bool fused_kernels = true;
 };
 

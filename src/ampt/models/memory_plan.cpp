@@ -61,7 +61,7 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
   const auto automatic = precision::auto_gpu_precision(
       static_cast<int>(std::lround(gpu.compute_capability * 10.0)));
   const std::string precision = automatic.precision == config::MixedPrecision::bf16 ? "bf16" : "fp16";
-  const bool can_checkpoint = dims.family == ModelDims::Family::gpt;
+  const bool can_checkpoint = dims.family == ModelDims::Family::gpt || dims.family == ModelDims::Family::llama;
   std::vector<Candidate> candidates;
   for (const auto* level : {"O1", "O2"}) {
     candidates.push_back({{precision, level}, false});
@@ -111,7 +111,7 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
         "(they start at 8.0).",
         gpu.compute_capability));
   }
-  if (gpu.compute_capability >= 8.9 && dims.family == ModelDims::Family::gpt) {
+  if (gpu.compute_capability >= 8.9 && scheme_applies({"fp8", "O1"}, dims)) {
     const Candidate fp8{{"fp8", "O1"}, r.checkpointing};
     r.reasons.push_back(fmt::format(
         "fp8 (--mixed_precision fp8) would run in e4m3 the Linear layers that measure faster "

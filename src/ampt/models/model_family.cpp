@@ -10,7 +10,8 @@
 namespace ampt::models {
 
 const std::vector<ModelFamily>& model_families() {
-  static const std::vector<ModelFamily> families = {mlp_family(), cnn_family(), gpt_family()};
+  static const std::vector<ModelFamily> families = {mlp_family(), cnn_family(), gpt_family(),
+                                                     llama_family()};
   return families;
 }
 

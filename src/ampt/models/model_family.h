@@ -6,16 +6,35 @@
 #pragma once
 
 #include "ampt/config/config.h"
+#include "ampt/core/named_tensors.h"
 #include "ampt/data/dataset.h"
 #include "ampt/data/sample_request.h"
 #include "ampt/models/memory_estimate.h"
 #include "ampt/models/registry.h"
 
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace ampt::models {
+
+// --init_from's weights in the family's own parameter names, float32, and where they came from.
+struct PretrainedWeights {
+  NamedTensors tensors;
+  std::string description;  // for the startup block
+};
+
+// What `ampt export --format hf` hands a family: a checkpoint's weights and its run's settings.
+struct HfExport {
+  std::string dir;
+  const config::Config* config = nullptr;  // the run's, as its checkpoint recorded it
+  NamedTensors weights;
+  // The run's tokenizer files (--tokenizer, else init_from's directory), if it had any.
+  std::optional<std::string> tokenizer_path;
+  std::map<std::string, std::string> metadata;  // into the safetensors header
+};
 
 struct ModelFamily {
   std::string name;                  // the family's own --model value: "gpt"
@@ -39,6 +58,12 @@ struct ModelFamily {
   bool pretrained = false;
   bool hf_export = false;
   bool generation = false;
+  // With `pretrained`: reads config.init_from's files (hf/), one RuntimeError line naming the
+  // file and tensor that do not fit.
+  PretrainedWeights (*load_pretrained)(const config::Config& config) = nullptr;
+  // With `hf_export`: writes the Hugging Face directory; returns the files written, for the
+  // command's one line.
+  std::string (*write_hf)(const HfExport& request) = nullptr;
 };
 
 // In the order `--model`'s choices list them.
@@ -57,5 +82,6 @@ const ModelFamily& family_of(const config::Config& config);
 ModelFamily mlp_family();
 ModelFamily cnn_family();
 ModelFamily gpt_family();
+ModelFamily llama_family();
 
 }  // namespace ampt::models

@@ -14,12 +14,12 @@ namespace {
 void require_transformer(const config::Config& config) {
   if (config.grad_ckpt) {
     throw UsageError(fmt::format("grad_ckpt recomputes transformer blocks and model {} has none: "
-                                 "use a gpt model or drop --grad_ckpt",
+                                 "use a gpt or llama model or drop --grad_ckpt",
                                  config.model));
   }
   if (config.mixed_precision == config::MixedPrecision::fp8) {
-    throw UsageError(fmt::format("mixed_precision fp8 runs a GPT's Linear layers in fp8 and model "
-                                 "{} is not a GPT: use a gpt model, or bf16",
+    throw UsageError(fmt::format("mixed_precision fp8 runs a transformer's Linear layers in fp8 and "
+                                 "model {} is not a transformer: use a gpt or llama model, or bf16",
                                  config.model));
   }
 }
@@ -31,8 +31,8 @@ void require_pretrained(const config::Config& config, const ModelFamily& family)
   for (const auto& other : model_families()) {
     if (other.pretrained) takers.push_back(other.name);
   }
-  throw UsageError(fmt::format("init_from loads a GPT-2, and model {} is not a GPT: leave --model "
-                               "out, or use {}",
+  throw UsageError(fmt::format("init_from loads a pretrained Hugging Face model, and model {} "
+                               "cannot take one: leave --model out, or use {}",
                                config.model, fmt::join(takers, ", ")));
 }
 
@@ -52,7 +52,7 @@ data::SampleRequest sample_request(const config::Config& config) {
         language_models.insert(language_models.end(), other.presets.begin(), other.presets.end());
       }
       throw UsageError(fmt::format("dataset '{}' is language-model data but model {} is not a "
-                                   "GPT: use --model {}",
+                                   "language model: use --model {}",
                                    config.dataset, config.model, fmt::join(language_models, ", ")));
     }
   }

@@ -4,6 +4,7 @@
 #include "ampt/config/config.h"
 #include "ampt/data/dataset.h"
 #include "ampt/data/sample_request.h"
+#include "ampt/models/kv_cache.h"
 #include "ampt/precision/fp8_layers.h"
 #include "ampt/precision/fp8_linear.h"
 
@@ -37,19 +38,23 @@ struct Model {
   // runs the selected ones in fp8.
   std::vector<precision::Fp8Candidate> fp8_candidates;
   std::function<void(const precision::Fp8Recipe&, const precision::Fp8Selected&)> use_fp8;
+  // Families that generate: the logits [B, vocab] of the position after `tokens` [B, T_new],
+  // which follow the cache's positions (kv_cache.h), and the positions the context holds.
+  std::function<torch::Tensor(const torch::Tensor&, KvCache&)> next_logits;
+  int64_t context = 0;
 };
 
 // What the configured model consumes, for the data layer: token windows of the GPT's resolved
 // block_size over its vocab_size, feature vectors (mlp) or images (cnn). Throws UsageError for
 // an unknown model, a GPT's inconsistent dimensions, and language-model data (text:, tokens:)
-// given to a model that is not a GPT.
+// given to a model that is not a language model.
 data::SampleRequest sample_request(const config::Config& config);
 
 // Builds the configured model with its parameters initialised from the torch seed that the
 // caller set, so the same seed always gives the same weights. Throws UsageError (one line) when
 // the model cannot take this data (wrong task or sample rank, a vocabulary or token block larger
 // than a GPT's vocab_size or block_size) or its settings are inconsistent, and when grad_ckpt or
-// mixed_precision fp8 is asked of a model that is not a GPT or, for fp8, whose matmul dimensions
+// mixed_precision fp8 is asked of a model without transformer blocks or, for fp8, whose matmul dimensions
 // (n_embd, batch_size × tokens) are not multiples of 16. A GPT is built with config.grad_ckpt.
 Model make_model(const config::Config& config, const data::DataSpec& spec);
 

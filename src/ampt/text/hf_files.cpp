@@ -3,6 +3,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/text/byte_alphabet.h"
 #include "ampt/core/json_reader.h"
+#include "ampt/text/pretokenizer.h"
 #include "ampt/text/read_file.h"
 
 #include <fmt/format.h>
@@ -104,6 +105,13 @@ class Reader {
     vocabulary_.special_ids.push_back(it->second);
   }
 
+  // The id of a token as the file writes it, -1 when there is none.
+  int32_t find_token(const std::string& written) const {
+    const auto it = id_of_written_.find(written);
+    return it == id_of_written_.end() ? -1 : it->second;
+  }
+
+  Vocabulary& vocabulary() { return vocabulary_; }
   void set_source(std::string source) { vocabulary_.source = std::move(source); }
   Vocabulary take() { return std::move(vocabulary_); }
 
@@ -131,27 +139,91 @@ bool bool_field(const JsonValue& object, std::string_view key, bool fallback) {
   return value != nullptr && value->kind == JsonValue::Kind::boolean ? value->boolean : fallback;
 }
 
-// Only GPT-2's pipeline is implemented: refuse files whose ids would silently differ.
-void check_pipeline(const Reader& reader, const JsonValue& root, const JsonValue& model) {
+constexpr std::string_view kPreTokenizers =
+    "ampt implements GPT-2's ByteLevel (use_regex true, add_prefix_space false), and Sequence "
+    "[Split (behavior Isolated, invert false) with GPT-2's, Llama-3's or Qwen2's regex, ByteLevel "
+    "(use_regex false, add_prefix_space false)]";
+
+// The pattern of a pre_tokenizer ampt implements; refuses any other by name, as its ids would
+// silently differ.
+PreTokenizer read_pre_tokenizer(const Reader& reader, const JsonValue& root) {
+  const auto refuse = [&](const std::string& what) {
+    reader.fail(fmt::format("pre_tokenizer {} is not supported: {}", what, kPreTokenizers));
+  };
+  const JsonValue* pre = root.find("pre_tokenizer");
+  if (pre == nullptr || pre->kind != JsonValue::Kind::object) refuse("null");
+  const std::string type = string_field(*pre, "type");
+  const auto byte_level_ok = [&](const JsonValue& step, bool use_regex) {
+    return bool_field(step, "use_regex", true) == use_regex &&
+           !bool_field(step, "add_prefix_space", false);
+  };
+  if (type == "ByteLevel") {
+    if (!byte_level_ok(*pre, true)) refuse("ByteLevel with use_regex false or add_prefix_space true");
+    return PreTokenizer::gpt2;
+  }
+  const JsonValue* steps = pre->find("pretokenizers");
+  if (type != "Sequence" || steps == nullptr || steps->items.size() != 2 ||
+      string_field(steps->items[0], "type") != "Split" ||
+      string_field(steps->items[1], "type") != "ByteLevel") {
+    std::string names;
+    if (steps != nullptr) {
+      for (const JsonValue& step : steps->items) names += (names.empty() ? "" : ", ") + string_field(step, "type");
+    }
+    refuse(type == "Sequence" ? fmt::format("Sequence [{}]", names) : type);
+  }
+  const JsonValue& split = steps->items[0];
+  if (!byte_level_ok(steps->items[1], false)) {
+    refuse("Sequence [Split, ByteLevel] with a ByteLevel of use_regex true or add_prefix_space true");
+  }
+  if (string_field(split, "behavior") != "Isolated" || bool_field(split, "invert", false)) {
+    refuse(fmt::format("Split with behavior {} and invert {}", string_field(split, "behavior"),
+                       bool_field(split, "invert", false)));
+  }
+  const JsonValue* pattern = split.find("pattern");
+  const JsonValue* regex = pattern != nullptr ? pattern->find("Regex") : nullptr;
+  if (regex == nullptr || regex->kind != JsonValue::Kind::string) refuse("Split without a Regex pattern");
+  const auto known = pre_tokenizer_of_regex(regex->string);
+  if (!known) refuse(fmt::format("Split with the regex {}", regex->string));
+  return *known;
+}
+
+// Only what the known pipelines hold is implemented: refuse files whose ids would silently differ.
+void check_model(const Reader& reader, const JsonValue& root, const JsonValue& model) {
   if (const std::string type = string_field(model, "type"); !type.empty() && type != "BPE") {
     reader.fail(fmt::format("model type {} is not supported (only BPE)", type));
   }
   if (!string_field(model, "continuing_subword_prefix").empty() ||
-      !string_field(model, "end_of_word_suffix").empty() || bool_field(model, "ignore_merges", false)) {
-    reader.fail("model options continuing_subword_prefix, end_of_word_suffix and ignore_merges "
-                "are not supported (GPT-2 has none)");
+      !string_field(model, "end_of_word_suffix").empty() || bool_field(model, "byte_fallback", false)) {
+    reader.fail("model options continuing_subword_prefix, end_of_word_suffix and byte_fallback "
+                "are not supported (byte-level BPE has none)");
   }
   if (const JsonValue* normalizer = root.find("normalizer");
       normalizer != nullptr && normalizer->kind != JsonValue::Kind::null) {
-    reader.fail(fmt::format("normalizer {} is not supported (GPT-2 has none)",
+    reader.fail(fmt::format("normalizer {} is not supported (ampt implements none: GPT-2's and "
+                            "Llama-3's files have \"normalizer\": null)",
                             string_field(*normalizer, "type")));
   }
-  const JsonValue* pre = root.find("pre_tokenizer");
-  if (pre == nullptr || string_field(*pre, "type") != "ByteLevel" ||
-      !bool_field(*pre, "use_regex", true) || bool_field(*pre, "add_prefix_space", false)) {
-    reader.fail("only GPT-2's pre_tokenizer is supported: ByteLevel with use_regex true and "
-                "add_prefix_space false");
+}
+
+// The BOS that a TemplateProcessing post_processor puts before a single text (Llama-3's
+// <|begin_of_text|>), alone or in a Sequence of processors; -1 for none.
+int32_t template_bos(const Reader& reader, const JsonValue* processor) {
+  if (processor == nullptr || processor->kind != JsonValue::Kind::object) return -1;
+  const std::string type = string_field(*processor, "type");
+  if (const JsonValue* steps = processor->find("processors"); type == "Sequence" && steps != nullptr) {
+    for (const JsonValue& step : steps->items) {
+      if (const int32_t bos = template_bos(reader, &step); bos >= 0) return bos;
+    }
+    return -1;
   }
+  const JsonValue* single = processor->find("single");
+  if (type != "TemplateProcessing" || single == nullptr || single->items.empty()) return -1;
+  const JsonValue* special = single->items.front().find("SpecialToken");
+  if (special == nullptr) return -1;
+  const std::string name = string_field(*special, "id");
+  const int32_t id = reader.find_token(name);
+  if (id < 0) reader.fail(fmt::format("post_processor puts \"{}\" first, which is not a token", name));
+  return id;
 }
 
 }  // namespace
@@ -163,7 +235,9 @@ Vocabulary read_tokenizer_json(const std::string& path) {
   if (model == nullptr || model->kind != JsonValue::Kind::object) {
     reader.fail("no \"model\" object: not a Hugging Face tokenizer.json");
   }
-  check_pipeline(reader, root, *model);
+  check_model(reader, root, *model);
+  reader.vocabulary().pre_tokenizer = read_pre_tokenizer(reader, root);
+  reader.vocabulary().ignore_merges = bool_field(*model, "ignore_merges", false);
   const JsonValue* vocab = model->find("vocab");
   const JsonValue* merges = model->find("merges");
   if (vocab == nullptr || merges == nullptr || merges->kind != JsonValue::Kind::array) {
@@ -190,9 +264,16 @@ Vocabulary read_tokenizer_json(const std::string& path) {
       if (id == nullptr || content == nullptr || content->kind != JsonValue::Kind::string) {
         reader.fail("an added_tokens entry lacks \"id\" or \"content\"");
       }
+      for (const std::string_view flag : {"lstrip", "rstrip", "single_word"}) {
+        if (bool_field(token, flag, false)) {
+          reader.fail(fmt::format("added token \"{}\" has {} true, which ampt does not implement",
+                                  content->string, flag));
+        }
+      }
       reader.add_special(content->string, reader.id_of(*id, "an added token's id"));
     }
   }
+  reader.vocabulary().bos = template_bos(reader, root.find("post_processor"));
   return reader.take();
 }
 

@@ -1,6 +1,7 @@
-// Hugging Face's GPT-2 tokenizer files: tokenizer.json (model BPE, ByteLevel pre-tokenizer), or
-// the older vocab.json + merges.txt pair. Tokens are written in GPT-2's byte-level alphabet
-// (bytes_to_unicode: each byte one printable character, "Ġ" for a space).
+// Hugging Face's byte-level BPE tokenizer files: tokenizer.json (GPT-2's, Llama-3's, Qwen2's
+// without its NFC normalizer), or GPT-2's older vocab.json + merges.txt pair. Tokens are written
+// in GPT-2's byte-level alphabet (bytes_to_unicode: each byte one printable character, "Ġ" for a
+// space).
 #pragma once
 
 #include "ampt/text/vocabulary.h"
@@ -9,8 +10,11 @@
 
 namespace ampt::text {
 
-// Throws RuntimeError naming the file and what is wrong: invalid JSON, a model other than BPE,
-// a normalizer or pre-tokenizer other than GPT-2's, a merge of unknown tokens, ids with gaps.
+// Added tokens (special or not) may have ids past the model's vocab and become the special
+// tokens; the BOS is the token a TemplateProcessing post_processor puts first. Throws
+// RuntimeError naming the file and what is wrong: invalid JSON, a model other than BPE, any
+// normalizer, a pre-tokenizer other than those of pretokenizer.h (a Split regex is compared
+// exactly), a merge of unknown tokens, ids with gaps.
 Vocabulary read_tokenizer_json(const std::string& path);
 
 // GPT-2's release files: <|endoftext|>, a vocab.json entry, is the special token.

@@ -3,6 +3,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/core/json_text.h"
 #include "ampt/text/byte_alphabet.h"
+#include "ampt/text/pretokenizer.h"
 
 #include <fmt/format.h>
 
@@ -101,6 +102,13 @@ void write_file(const std::string& path, const std::string& text) {
 
 void write_hf_tokenizer(const Vocabulary& vocabulary, const std::string& dir,
                         int64_t model_max_length) {
+  // vocab.json + merges.txt imply GPT-2's pre-tokenizer: another one's ids would change on the
+  // way back.
+  if (vocabulary.pre_tokenizer != PreTokenizer::gpt2) {
+    throw RuntimeError(fmt::format("{}: writing a {} tokenizer is not implemented (only GPT-2's): "
+                                   "copy its tokenizer files instead",
+                                   vocabulary.source, pre_tokenizer_name(vocabulary.pre_tokenizer)));
+  }
   std::vector<bool> special(vocabulary.tokens.size(), false);
   for (const int32_t id : vocabulary.special_ids) special[id] = true;
   const auto written = [&](int32_t id) {

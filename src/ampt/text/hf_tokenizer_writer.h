@@ -13,8 +13,10 @@ namespace ampt::text {
 // Writes vocab.json, merges.txt, tokenizer_config.json and special_tokens_map.json into the
 // existing directory `dir`. merges.txt holds one merge per token, in rank order: the two tokens
 // that BPE, applying only the lower ranks, leaves of the token's bytes (a tiktoken file implies
-// several pairs per token; this is the one that BPE uses). Throws RuntimeError naming
-// vocabulary.source for a token BPE cannot build, and the file for a failed write.
+// several pairs per token; this is the one that BPE uses). Only a GPT-2 pre-tokenizer can be
+// written so (Llama-3's and Qwen2's need tokenizer.json's Split). Throws RuntimeError naming
+// vocabulary.source for another pre-tokenizer or a token BPE cannot build, and the file for a
+// failed write.
 void write_hf_tokenizer(const Vocabulary& vocabulary, const std::string& dir,
                         int64_t model_max_length);
 

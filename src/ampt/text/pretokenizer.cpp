@@ -1,95 +1,170 @@
 #include "ampt/text/pretokenizer.h"
 
 #include "ampt/text/unicode_class.h"
-#include "ampt/text/utf8.h"
 
 #include <array>
 
 namespace ampt::text {
 namespace {
 
-constexpr std::array<CodeClass, 128> ascii_classes() {
-  std::array<CodeClass, 128> classes{};
-  for (int c = 0; c < 128; ++c) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
-      classes[c] = CodeClass::letter;
-    } else if (c >= '0' && c <= '9') {
-      classes[c] = CodeClass::number;
-    } else if (c == ' ' || (c >= '\t' && c <= '\r')) {
-      classes[c] = CodeClass::space;
-    } else {
-      classes[c] = CodeClass::other;
-    }
-  }
-  return classes;
-}
-constexpr auto kAscii = ascii_classes();
+constexpr std::string_view kGpt2Regex =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr std::string_view kLlama3Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr std::string_view kQwen2Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-struct Classified {
-  CodeClass code_class;
-  std::size_t length;
+struct Known {
+  PreTokenizer pattern;
+  std::string_view regex;
+  std::string_view name;
 };
+constexpr std::array<Known, 3> kKnown = {{{PreTokenizer::gpt2, kGpt2Regex, "GPT-2"},
+                                          {PreTokenizer::llama3, kLlama3Regex, "Llama-3"},
+                                          {PreTokenizer::qwen2, kQwen2Regex, "Qwen2"}}};
 
-Classified classify(std::string_view text, std::size_t pos) {
-  const auto byte = static_cast<unsigned char>(text[pos]);
-  if (byte < 0x80) return {kAscii[byte], 1};
-  const Utf8Char c = decode_utf8(text, pos);
-  return {code_class(c.code_point), c.length};
-}
+const Known& known(PreTokenizer pattern) { return kKnown[static_cast<std::size_t>(pattern)]; }
+
+bool is_newline(char c) { return c == '\r' || c == '\n'; }
 
 std::size_t run_end(std::string_view text, std::size_t pos, CodeClass run_class) {
   while (pos < text.size()) {
-    const Classified c = classify(text, pos);
+    const ClassifiedChar c = classify_at(text, pos);
     if (c.code_class != run_class) break;
     pos += c.length;
   }
   return pos;
 }
 
-// 's 't 're 've 'm 'll 'd: the length of the contraction at `begin`, or 0.
-std::size_t contraction_length(std::string_view text, std::size_t begin) {
+// 's 't 're 've 'm 'll 'd: the length of the contraction at `begin`, or 0. `ignore_case` is
+// (?i:...) as both regex engines apply it, simple case folding: 'S, 'Ll, and 'ſ (U+017F, long s,
+// folds to s).
+std::size_t contraction_length(std::string_view text, std::size_t begin, bool ignore_case) {
   if (text[begin] != '\'' || begin + 1 >= text.size()) return 0;
-  const char next = text[begin + 1];
+  const auto at = [&](std::size_t i) {
+    const char c = text[i];
+    return ignore_case && c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  };
+  const char next = at(begin + 1);
   if (next == 's' || next == 't' || next == 'm' || next == 'd') return 2;
+  if (ignore_case && text.substr(begin + 1, 2) == "\xC5\xBF") return 3;
   if (begin + 2 >= text.size()) return 0;
-  const std::string_view two = text.substr(begin + 1, 2);
-  return two == "re" || two == "ve" || two == "ll" ? 3 : 0;
+  const char third = at(begin + 2);
+  return ((next == 'r' || next == 'v') && third == 'e') || (next == 'l' && third == 'l') ? 3 : 0;
 }
 
-}  // namespace
+// "\s+(?!\S)|\s+" at whitespace: to the end of the text, or up to its last character before a
+// non-space (which then starts the next piece, " word" say), or a single whitespace character.
+// With `newlines`, "\s*[\r\n]+" first: through the run's last \r or \n.
+std::size_t whitespace_end(std::string_view text, std::size_t begin, bool newlines) {
+  std::size_t last = begin;
+  std::size_t after_newline = begin;
+  std::size_t pos = begin;
+  while (pos < text.size()) {
+    const ClassifiedChar c = classify_at(text, pos);
+    if (c.code_class != CodeClass::space) break;
+    if (is_newline(text[pos])) after_newline = pos + 1;
+    last = pos;
+    pos += c.length;
+  }
+  if (newlines && after_newline > begin) return after_newline;
+  if (pos == text.size()) return pos;
+  return last > begin ? last : pos;
+}
 
-std::size_t piece_end(std::string_view text, std::size_t begin) {
-  if (const std::size_t n = contraction_length(text, begin); n != 0) return begin + n;
+std::size_t gpt2_piece_end(std::string_view text, std::size_t begin) {
+  if (const std::size_t n = contraction_length(text, begin, false); n != 0) return begin + n;
   // " ?\p{L}+", " ?\p{N}+", " ?[^\s\p{L}\p{N}]+": an optional space, then a run of one class.
   if (text[begin] == ' ' && begin + 1 < text.size()) {
-    const Classified next = classify(text, begin + 1);
+    const ClassifiedChar next = classify_at(text, begin + 1);
     if (next.code_class != CodeClass::space) {
       return run_end(text, begin + 1 + next.length, next.code_class);
     }
   }
-  const Classified first = classify(text, begin);
+  const ClassifiedChar first = classify_at(text, begin);
   if (first.code_class != CodeClass::space) {
     return run_end(text, begin + first.length, first.code_class);
   }
-  // "\s+(?!\S)|\s+": whitespace to the end of the text, or up to its last character before a
-  // non-space (which then starts the next piece, " word" say), or a single whitespace character.
-  std::size_t last = begin;
-  std::size_t pos = begin + first.length;
-  while (pos < text.size()) {
-    const Classified c = classify(text, pos);
-    if (c.code_class != CodeClass::space) return last > begin ? last : pos;
-    last = pos;
-    pos += c.length;
+  return whitespace_end(text, begin, false);
+}
+
+// Llama-3's and Qwen2's pattern; `max_digits` is 3 or 1.
+std::size_t split_piece_end(std::string_view text, std::size_t begin, int max_digits) {
+  if (const std::size_t n = contraction_length(text, begin, true); n != 0) return begin + n;
+  const ClassifiedChar first = classify_at(text, begin);
+  const std::size_t second = begin + first.length;
+  // "[^\r\n\p{L}\p{N}]?\p{L}+": a letter run, with one leading character that is none of those.
+  if (first.code_class == CodeClass::letter) return run_end(text, second, CodeClass::letter);
+  const bool may_lead = first.code_class != CodeClass::number && !is_newline(text[begin]);
+  const CodeClass next = second < text.size() ? classify_at(text, second).code_class : CodeClass::space;
+  if (may_lead && next == CodeClass::letter) return run_end(text, second, CodeClass::letter);
+  if (first.code_class == CodeClass::number) {
+    std::size_t pos = second;
+    for (int digits = 1; digits < max_digits && pos < text.size(); ++digits) {
+      const ClassifiedChar c = classify_at(text, pos);
+      if (c.code_class != CodeClass::number) break;
+      pos += c.length;
+    }
+    return pos;
   }
+  // " ?[^\s\p{L}\p{N}]+[\r\n]*"
+  if (first.code_class == CodeClass::other || (text[begin] == ' ' && next == CodeClass::other)) {
+    std::size_t pos = run_end(text, first.code_class == CodeClass::other ? begin : second, CodeClass::other);
+    while (pos < text.size() && is_newline(text[pos])) ++pos;
+    return pos;
+  }
+  return whitespace_end(text, begin, true);
+}
+
+std::size_t char_start(std::string_view text, std::size_t pos) {
+  while (pos > 0 && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) --pos;
   return pos;
 }
 
-bool is_safe_cut(std::string_view text, std::size_t pos) {
-  std::size_t before = pos - 1;
-  while (before > 0 && (static_cast<unsigned char>(text[before]) & 0xC0) == 0x80) --before;
+bool gpt2_safe_cut(std::string_view text, std::size_t pos) {
+  const std::size_t before = char_start(text, pos - 1);
   if (text[before] == '\'') return false;
-  const CodeClass left = classify(text, before).code_class;
-  return left != CodeClass::space && left != classify(text, pos).code_class;
+  const CodeClass left = classify_at(text, before).code_class;
+  return left != CodeClass::space && left != classify_at(text, pos).code_class;
+}
+
+bool split_safe_cut(std::string_view text, std::size_t pos) {
+  const CodeClass left = classify_at(text, char_start(text, pos - 1)).code_class;
+  const CodeClass right = classify_at(text, pos).code_class;
+  switch (left) {
+    case CodeClass::letter: return right != CodeClass::letter;
+    case CodeClass::number: return right != CodeClass::number;
+    case CodeClass::other:
+      return right == CodeClass::number || (right == CodeClass::space && !is_newline(text[pos]));
+    case CodeClass::space: return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::size_t piece_end(PreTokenizer pattern, std::string_view text, std::size_t begin) {
+  switch (pattern) {
+    case PreTokenizer::gpt2: return gpt2_piece_end(text, begin);
+    case PreTokenizer::llama3: return split_piece_end(text, begin, 3);
+    case PreTokenizer::qwen2: return split_piece_end(text, begin, 1);
+  }
+  return text.size();
+}
+
+bool is_safe_cut(PreTokenizer pattern, std::string_view text, std::size_t pos) {
+  return pattern == PreTokenizer::gpt2 ? gpt2_safe_cut(text, pos) : split_safe_cut(text, pos);
+}
+
+std::string_view pattern_regex(PreTokenizer pattern) { return known(pattern).regex; }
+
+std::string_view pre_tokenizer_name(PreTokenizer pattern) { return known(pattern).name; }
+
+std::optional<PreTokenizer> pre_tokenizer_of_regex(std::string_view regex) {
+  for (const Known& k : kKnown) {
+    if (k.regex == regex) return k.pattern;
+  }
+  return std::nullopt;
 }
 
 }  // namespace ampt::text

@@ -42,6 +42,34 @@ std::optional<std::string> base64_decode(std::string_view text) {
   return out;
 }
 
+constexpr std::size_t kGpt2FamilyMaxRanks = 50281;
+constexpr std::size_t kQwenRanks = 151643;
+constexpr int kQwenExtraTokens = 205;
+
+// The pattern and special tokens of the encoding with this many ranks (see the header).
+void add_encoding(const std::string& path, Vocabulary& vocabulary) {
+  const std::size_t ranks = vocabulary.tokens.size();
+  std::vector<std::string> specials;
+  if (ranks <= kGpt2FamilyMaxRanks) {
+    specials = {"<|endoftext|>"};
+  } else if (ranks == kQwenRanks) {
+    vocabulary.pre_tokenizer = PreTokenizer::qwen2;
+    specials = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+    for (int i = 0; i < kQwenExtraTokens; ++i) specials.push_back(fmt::format("<|extra_{}|>", i));
+  } else {
+    throw RuntimeError(fmt::format(
+        "{}: {} ranks is no encoding ampt knows the pattern and special tokens of: it reads "
+        "GPT-2's family (gpt2, r50k_base, p50k_base: at most {} ranks) and Qwen's qwen.tiktoken "
+        "({} ranks), not cl100k_base, o200k_base or others",
+        path, ranks, kGpt2FamilyMaxRanks, kQwenRanks));
+  }
+  for (std::string& special : specials) {
+    vocabulary.special_ids.push_back(static_cast<int32_t>(vocabulary.tokens.size()));
+    vocabulary.tokens.push_back(std::move(special));
+  }
+  vocabulary.ignore_merges = true;
+}
+
 }  // namespace
 
 Vocabulary read_tiktoken(const std::string& path) {
@@ -93,8 +121,7 @@ Vocabulary read_tiktoken(const std::string& path) {
       }
     }
   }
-  vocabulary.special_ids.push_back(static_cast<int32_t>(tokens.size()));
-  tokens.emplace_back("<|endoftext|>");
+  add_encoding(path, vocabulary);
   return vocabulary;
 }
 

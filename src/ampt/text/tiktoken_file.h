@@ -9,10 +9,16 @@
 
 namespace ampt::text {
 
-// The file names no special tokens: <|endoftext|> gets the id after the last rank, as in GPT-2's
-// r50k/gpt2 encodings (50256). The pre-tokenizer is GPT-2's whatever the file, so only files of
-// that family (gpt2, r50k_base, p50k_base) give tiktoken's ids. Throws RuntimeError naming the
-// file and line: bad base64, a missing or non-numeric rank, a token or rank given twice, gaps.
+// A rank file names neither its pattern nor its special tokens (tiktoken keeps them in code), so
+// they follow from the number of ranks, each a known encoding's, and any other is refused by
+// name rather than given a pattern its ids were not trained with:
+//   at most 50281 (gpt2, r50k_base, p50k_base; small test files): GPT-2's pattern, and
+//     <|endoftext|> after the last rank (50256 for gpt2);
+//   151643 (Qwen's qwen.tiktoken): Qwen2's pattern, and Qwen's special tokens from 151643 on:
+//     <|endoftext|>, <|im_start|>, <|im_end|>, <|extra_0|> .. <|extra_204|>.
+// A piece that is a whole token is that token (Vocabulary::ignore_merges), as in tiktoken.
+// Throws RuntimeError naming the file (and line): bad base64, a missing or non-numeric rank, a
+// token or rank given twice, gaps, an unknown number of ranks.
 Vocabulary read_tiktoken(const std::string& path);
 
 }  // namespace ampt::text

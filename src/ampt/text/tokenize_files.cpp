@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <filesystem>
 #include <string_view>
 #include <system_error>
@@ -75,12 +76,13 @@ class Batcher {
 
  private:
   void emit(std::size_t bytes, const std::vector<int32_t>& ids) {
-    const int32_t eot = tokenizer_.eot_id();
-    sink_(std::span(&eot, 1));
+    const std::array<int32_t, 2> framing = {tokenizer_.eot_id(), tokenizer_.bos_id()};
+    const std::size_t framed = framing[1] < 0 ? 1 : 2;
+    sink_(std::span(framing).first(framed));
     sink_(ids);
     stats_.documents += 1;
     stats_.bytes += static_cast<int64_t>(bytes);
-    stats_.tokens += static_cast<int64_t>(ids.size()) + 1;
+    stats_.tokens += static_cast<int64_t>(ids.size() + framed);
   }
 
   void report(int64_t done) const {

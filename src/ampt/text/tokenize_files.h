@@ -1,5 +1,10 @@
 // Text corpora → token ids for training (what `ampt tokenize` runs): every document is preceded
-// by <|endoftext|>, as in GPT-2's training data and llm.c's token shards.
+// by the EOS, <|endoftext|> for GPT-2 and Qwen2 as in GPT-2's training data and llm.c's token
+// shards, and then by the BOS where the tokenizer adds one: a Llama-3 corpus reads
+// "<|end_of_text|> <|begin_of_text|> doc <|end_of_text|> <|begin_of_text|> doc". So a document
+// starts as Hugging Face's tokenizer(text) starts it, a packed stream ends each one with the EOS
+// (generation stops there), and the data loader, which splits documents at the EOS and ends
+// each unpacked example with it, sees "<|begin_of_text|> doc <|end_of_text|>".
 #pragma once
 
 #include "ampt/text/tokenizer.h"
@@ -34,7 +39,7 @@ struct TokenizeFilesOptions {
 struct TokenizeFilesStats {
   int64_t documents = 0;
   int64_t bytes = 0;   // of document text
-  int64_t tokens = 0;  // <|endoftext|> separators included
+  int64_t tokens = 0;  // EOS and BOS before each document included
 };
 
 // Calls `document(text, done)` for every document of `paths` in order, `done` being the input

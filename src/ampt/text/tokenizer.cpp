@@ -10,16 +10,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 namespace ampt::text {
 namespace {
 
-constexpr std::string_view kEndOfText = "<|endoftext|>";
+// The end-of-text tokens looked for when the files name none, GPT-2's first.
+constexpr std::array<std::string_view, 2> kEndOfText = {"<|endoftext|>", "<|end_of_text|>"};
 // Below this a chunk costs more in thread start-up than it saves.
 constexpr std::size_t kMinParallelChunk = std::size_t{1} << 16;
 // More chunks than threads, so a thread that drew easy text takes another chunk.
@@ -73,7 +76,8 @@ struct Tokenizer::Model {
 
   Vocabulary vocabulary;
   BpeModel bpe;
-  int32_t eot = -1;
+  // With vocabulary.ignore_merges: the id of each non-special token's bytes.
+  std::unordered_map<std::string_view, int32_t> whole_tokens;
   uint64_t serial = next_model_serial++;
 };
 
@@ -84,16 +88,33 @@ int resolve_threads(int threads) {
 
 Tokenizer::Tokenizer(Vocabulary vocabulary) {
   auto model = std::make_shared<Model>(std::move(vocabulary));
-  const Vocabulary& v = model->vocabulary;
+  Vocabulary& v = model->vocabulary;
+  const auto size = static_cast<int32_t>(v.tokens.size());
+  std::vector<bool> special(v.tokens.size(), false);
   for (const int32_t id : v.special_ids) {
-    if (id < 0 || id >= static_cast<int32_t>(v.tokens.size()) || v.tokens[id].empty()) {
+    if (id < 0 || id >= size || v.tokens[id].empty()) {
       throw RuntimeError(fmt::format("{}: special token id {} is not in the vocabulary", v.source, id));
     }
-    if (v.tokens[id] == kEndOfText) model->eot = id;
+    special[id] = true;
   }
-  if (model->eot < 0) {
-    throw RuntimeError(fmt::format("{}: no special token {}: not a GPT-2 vocabulary", v.source,
-                                   kEndOfText));
+  for (const int32_t id : {v.bos, v.eos}) {
+    if (id >= size) throw RuntimeError(fmt::format("{}: BOS/EOS id {} is not in the vocabulary", v.source, id));
+  }
+  for (const std::string_view name : kEndOfText) {
+    for (const int32_t id : v.special_ids) {
+      if (v.eos < 0 && v.tokens[id] == name) v.eos = id;
+    }
+  }
+  if (v.eos < 0) {
+    throw RuntimeError(fmt::format(
+        "{}: no special token {} or {}, and no eos_token in a tokenizer_config.json beside it",
+        v.source, kEndOfText[0], kEndOfText[1]));
+  }
+  if (v.ignore_merges) {
+    model->whole_tokens.reserve(v.tokens.size());
+    for (int32_t id = 0; id < size; ++id) {
+      if (!special[id]) model->whole_tokens.emplace(v.tokens[id], id);
+    }
   }
   model_ = std::move(model);
 }
@@ -101,7 +122,12 @@ Tokenizer::Tokenizer(Vocabulary vocabulary) {
 int32_t Tokenizer::vocab_size() const {
   return static_cast<int32_t>(model_->vocabulary.tokens.size());
 }
-int32_t Tokenizer::eot_id() const { return model_->eot; }
+int32_t Tokenizer::eot_id() const { return model_->vocabulary.eos; }
+int32_t Tokenizer::bos_id() const { return model_->vocabulary.bos; }
+PreTokenizer Tokenizer::pre_tokenizer() const { return model_->vocabulary.pre_tokenizer; }
+std::string Tokenizer::kind() const {
+  return fmt::format("{} BPE", pre_tokenizer_name(pre_tokenizer()));
+}
 const std::string& Tokenizer::source() const { return model_->vocabulary.source; }
 
 uint64_t Tokenizer::fingerprint() const {
@@ -113,13 +139,16 @@ uint64_t Tokenizer::fingerprint() const {
   for (const Merge& m : v.merges) hash.add_int(m.left).add_int(m.right).add_int(m.rank).add_int(m.result);
   hash.add_int(v.special_ids.size());
   for (const int32_t id : v.special_ids) hash.add_int(id);
+  hash.add_int(static_cast<int>(v.pre_tokenizer)).add_int(v.ignore_merges ? 1 : 0);
+  hash.add_int(v.bos).add_int(v.eos);
   return hash.digest();
 }
 
 void Tokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
   ThreadState& state = thread_state(model_->serial);
+  const PreTokenizer pattern = model_->vocabulary.pre_tokenizer;
   for (std::size_t pos = 0; pos < text.size();) {
-    const std::size_t end = piece_end(text, pos);
+    const std::size_t end = piece_end(pattern, text, pos);
     const std::string_view piece = text.substr(pos, end - pos);
     pos = end;
     if (const auto cached = state.cache.find(piece); !cached.empty()) {
@@ -127,7 +156,11 @@ void Tokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& out
       continue;
     }
     const std::size_t first = out.size();
-    model_->bpe.encode_piece(piece, out, state.scratch);
+    if (const auto whole = model_->whole_tokens.find(piece); whole != model_->whole_tokens.end()) {
+      out.push_back(whole->second);
+    } else {
+      model_->bpe.encode_piece(piece, out, state.scratch);
+    }
     state.cache.insert(piece, std::span(out).subspan(first));
   }
 }
@@ -195,7 +228,7 @@ std::vector<std::string_view> Tokenizer::parallel_chunks(std::string_view text, 
     std::size_t cut = std::max(start + 1, text.size() * k / chunks);
     // Only cuts between two characters: skip UTF-8 continuation bytes.
     while (cut < limit && ((static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80 ||
-                           !is_safe_cut(text, cut) || inside_special(cut))) {
+                           !is_safe_cut(v.pre_tokenizer, text, cut) || inside_special(cut))) {
       ++cut;
     }
     if (cut >= limit) continue;  // no safe cut here: the next chunk grows

@@ -1,5 +1,6 @@
-// GPT-2's byte-level BPE tokenizer: text → token ids → text, with the ids tiktoken and Hugging
-// Face tokenizers give. Immutable once built, so one instance serves any number of threads.
+// Byte-level BPE tokenizers (GPT-2's, Llama-3's, Qwen2's; the vocabulary says which
+// pre-tokenizer): text → token ids → text, with the ids tiktoken and Hugging Face tokenizers
+// give. Immutable once built, so one instance serves any number of threads.
 #pragma once
 
 #include "ampt/text/vocabulary.h"
@@ -20,8 +21,9 @@ enum class SpecialTokens { as_text, allowed };
 
 class Tokenizer {
  public:
-  // Throws RuntimeError naming vocabulary.source when the vocabulary cannot be a GPT-2 style
-  // tokenizer: no token for some byte, a merge outside the ids, no <|endoftext|>.
+  // Throws RuntimeError naming vocabulary.source when the vocabulary cannot be a byte-level BPE
+  // tokenizer: no token for some byte, a merge outside the ids, no end-of-text token (the
+  // vocabulary's eos, else the special token <|endoftext|>, else <|end_of_text|>).
   explicit Tokenizer(Vocabulary vocabulary);
 
   // Ill-formed UTF-8 is read as Python's bytes.decode("utf-8", "replace") reads it (each ill-formed
@@ -45,10 +47,19 @@ class Tokenizer {
   std::string decode(std::span<const int32_t> ids) const;
 
   int32_t vocab_size() const;
-  int32_t eot_id() const;  // <|endoftext|>
+  // The token that ends a text (EOS): GPT-2's <|endoftext|>, or tokenizer_config.json's
+  // eos_token (Llama-3's <|end_of_text|>, Qwen2-Instruct's <|im_end|>). Generation stops at it
+  // and padding uses it.
+  int32_t eot_id() const;
+  // The token the tokenizer puts before every text (BOS), as Hugging Face's tokenizer(text)
+  // does: Llama-3's <|begin_of_text|>; -1 for none (GPT-2, Qwen2).
+  int32_t bos_id() const;
+  PreTokenizer pre_tokenizer() const;
+  // "GPT-2 BPE", "Llama-3 BPE", "Qwen2 BPE": what summaries call it.
+  std::string kind() const;
   const std::string& source() const;
-  // A hash of the tokens, merges and special tokens: what decides the ids, whatever file they
-  // were read from: the key of a cache of tokenized text.
+  // A hash of the tokens, merges, special tokens, pre-tokenizer and BOS/EOS: what decides the
+  // ids, whatever file they were read from: the key of a cache of tokenized text.
   uint64_t fingerprint() const;
 
  private:

@@ -4,6 +4,7 @@
 #include "ampt/text/hf_files.h"
 #include "ampt/text/read_file.h"
 #include "ampt/text/tiktoken_file.h"
+#include "ampt/text/tokenizer_config.h"
 
 #include <fmt/format.h>
 
@@ -21,7 +22,7 @@ bool is_file(const fs::path& path) {
   return fs::is_regular_file(path, error);
 }
 
-Vocabulary load_file(const fs::path& file) {
+Vocabulary read_files(const fs::path& file) {
   const fs::path dir = file.parent_path();
   const std::string name = file.filename().string();
   if (name == "vocab.json" || name == "merges.txt") {
@@ -38,6 +39,15 @@ Vocabulary load_file(const fs::path& file) {
   if (file.extension() == ".json") return read_tokenizer_json(file.string());
   const std::string head = read_text_file(file.string()).substr(0, 1);
   return head == "{" ? read_tokenizer_json(file.string()) : read_tiktoken(file.string());
+}
+
+// The tokenizer file, with the tokenizer_config.json beside it where there is one.
+Vocabulary load_file(const fs::path& file) {
+  Vocabulary vocabulary = read_files(file);
+  if (const fs::path config = file.parent_path() / "tokenizer_config.json"; is_file(config)) {
+    read_tokenizer_config(config.string(), vocabulary);
+  }
+  return vocabulary;
 }
 
 }  // namespace

@@ -1,9 +1,14 @@
-// What GPT-2's pre-tokenizer pattern needs to know of a code point: letter (\p{L}), number
-// (\p{N}), space (\s) or anything else, as tiktoken's regex engine classifies it.
+// What the pre-tokenizer patterns need to know of a code point: letter (\p{L}), number (\p{N}),
+// space (\s) or anything else, as tiktoken's regex engine classifies it (Hugging Face's
+// Oniguruma agrees on every code point the reference tests try).
 #pragma once
 
+#include "ampt/text/utf8.h"
+
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace ampt::text {
 
@@ -11,6 +16,39 @@ enum class CodeClass : uint8_t { other, letter, number, space };
 
 // Any value: code points above U+10FFFF and surrogates are `other`.
 CodeClass code_class(char32_t code_point);
+
+struct ClassifiedChar {
+  CodeClass code_class;
+  std::size_t length;  // UTF-8 bytes
+};
+
+namespace detail {
+constexpr std::array<CodeClass, 128> ascii_classes() {
+  std::array<CodeClass, 128> classes{};
+  for (int c = 0; c < 128; ++c) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+      classes[c] = CodeClass::letter;
+    } else if (c >= '0' && c <= '9') {
+      classes[c] = CodeClass::number;
+    } else if (c == ' ' || (c >= '\t' && c <= '\r')) {
+      classes[c] = CodeClass::space;
+    } else {
+      classes[c] = CodeClass::other;
+    }
+  }
+  return classes;
+}
+inline constexpr auto kAsciiClasses = ascii_classes();
+}  // namespace detail
+
+// The character at text[pos] (well-formed UTF-8): inline, with ASCII a table load, because the
+// pre-tokenizers ask it for every character they read.
+inline ClassifiedChar classify_at(std::string_view text, std::size_t pos) {
+  const auto byte = static_cast<unsigned char>(text[pos]);
+  if (byte < 0x80) return {detail::kAsciiClasses[byte], 1};
+  const Utf8Char c = decode_utf8(text, pos);
+  return {code_class(c.code_point), c.length};
+}
 
 namespace detail {
 

@@ -1,5 +1,6 @@
 // What a tokenizer file holds once read, whatever its format: every token's bytes, the merges
-// BPE may apply, and the special tokens. Loaders produce it; Tokenizer checks and uses it.
+// BPE may apply, the special tokens, how text is cut into pieces before BPE, and the ids that
+// frame a text. Loaders produce it; Tokenizer checks and uses it.
 #pragma once
 
 #include <cstdint>
@@ -15,11 +16,27 @@ struct Merge {
   int32_t result = 0;  // the id of the pair's concatenation
 };
 
+// The pre-tokenizer patterns ampt implements (pretokenizer.h has the regexes). They differ in
+// the ids they give for the same tokens, so a vocabulary must say which one it was trained with.
+enum class PreTokenizer : uint8_t {
+  gpt2,    // GPT-2, r50k_base, p50k_base
+  llama3,  // Llama-3: case-insensitive contractions, a letter run takes one leading mark, digits in threes
+  qwen2,   // Qwen, Qwen2, Qwen2.5: Llama-3's with single digits
+};
+
 struct Vocabulary {
   std::string source;               // the file(s) it came from, for errors
   std::vector<std::string> tokens;  // id → bytes, ids 0..size-1
   std::vector<Merge> merges;
   std::vector<int32_t> special_ids;  // matched as whole strings before BPE when allowed
+  PreTokenizer pre_tokenizer = PreTokenizer::gpt2;
+  // A piece that is a whole (non-special) token is that token, merges or not: what tiktoken does,
+  // and Hugging Face's BPE with ignore_merges (Llama-3's tokenizer.json).
+  bool ignore_merges = false;
+  // The token the tokenizer puts before a text (Llama-3's <|begin_of_text|>), -1 for none; and
+  // the one that ends a text, -1 to let Tokenizer pick <|endoftext|> or <|end_of_text|>.
+  int32_t bos = -1;
+  int32_t eos = -1;
 };
 
 }  // namespace ampt::text

@@ -1,5 +1,5 @@
 // Pretrained weights into a model about to train or generate: config.init_from's Hugging Face
-// GPT-2 (hf/), checked tensor by tensor against the model's own.
+// model (its family reads the files), checked tensor by tensor against the model's own.
 #pragma once
 
 #include "ampt/config/config.h"

@@ -1,0 +1,100 @@
+#include "ampt/config/pretrained_model.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/core/json_reader.h"
+#include "ampt/core/whole_file.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <vector>
+
+namespace ampt::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Repository ids a name may be cached under: GPT-2's own sizes moved to openai-community/, and
+// the cache keeps whichever id the download used.
+std::vector<std::string> repo_ids(const std::string& name) {
+  static const std::set<std::string> gpt2 = {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl",
+                                            "distilgpt2"};
+  if (gpt2.contains(name)) return {name, "openai-community/" + name};
+  return {name};
+}
+
+std::string cache_folder(const std::string& repo_id) {
+  std::string folder = "models--" + repo_id;
+  for (std::size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/', at)) {
+    folder.replace(at, 1, "--");
+  }
+  return folder;
+}
+
+// The snapshot of a cached repository: the revision refs/main names, else the newest snapshot.
+std::string snapshot_of(const fs::path& repo) {
+  std::ifstream ref(repo / "refs" / "main");
+  std::string revision;
+  if (ref && std::getline(ref, revision) && fs::is_directory(repo / "snapshots" / revision)) {
+    return (repo / "snapshots" / revision).string();
+  }
+  std::error_code error;
+  fs::path newest;
+  fs::file_time_type newest_time{};
+  for (const auto& entry : fs::directory_iterator(repo / "snapshots", error)) {
+    if (!entry.is_directory()) continue;
+    const auto time = entry.last_write_time();
+    if (newest.empty() || time > newest_time) {
+      newest = entry.path();
+      newest_time = time;
+    }
+  }
+  return newest.string();
+}
+
+}  // namespace
+
+std::string pretrained_dir(const std::string& init_from, const std::string& hub_cache) {
+  if (fs::is_directory(init_from)) return init_from;
+  const auto ids = repo_ids(init_from);
+  std::vector<std::string> looked;
+  for (const auto& id : ids) {
+    const auto repo = fs::path(hub_cache) / cache_folder(id);
+    looked.push_back(repo.filename().string());
+    if (hub_cache.empty() || !fs::is_directory(repo)) continue;
+    if (auto snapshot = snapshot_of(repo); !snapshot.empty()) return snapshot;
+  }
+  throw RuntimeError(fmt::format(
+      "init_from '{}' is not a directory, and the Hugging Face cache {} has no snapshot of it "
+      "(looked for {}); ampt never downloads: fetch it where there is network access "
+      "(huggingface-cli download {}) and copy the cache or the model's directory here",
+      init_from, hub_cache.empty() ? "(none: HF_HUB_CACHE, HF_HOME and HOME are unset)" : hub_cache,
+      fmt::join(looked, " and "), ids.back()));
+}
+
+std::string pretrained_model(const std::string& dir) {
+  const auto path = (fs::path(dir) / "config.json").string();
+  if (!fs::exists(path)) {
+    throw RuntimeError(path + ": missing; a Hugging Face model directory has a config.json beside "
+                       "its weights");
+  }
+  JsonValue root;
+  try {
+    root = parse_json(read_whole_file(path));
+  } catch (const JsonError& e) {
+    throw RuntimeError(fmt::format("{}: not JSON ({})", path, e.what()));
+  }
+  const JsonValue* type = root.find("model_type");
+  const std::string model_type =
+      type != nullptr && type->kind == JsonValue::Kind::string ? type->string : "";
+  // GPT-2's own files have carried model_type since 2020; one without it is taken for GPT-2.
+  if (model_type == "gpt2" || model_type.empty()) return "gpt";
+  if (model_type == "llama" || model_type == "qwen2") return model_type;
+  throw RuntimeError(fmt::format("{}: model_type is {}; ampt loads gpt2, llama and qwen2 models",
+                                 path, model_type));
+}
+
+}  // namespace ampt::config

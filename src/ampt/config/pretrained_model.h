@@ -1,0 +1,21 @@
+// Where a pretrained Hugging Face model lives on this machine (`--init_from` as a directory, or a
+// name found in the hub cache that huggingface_hub itself fills: models--ORG--NAME/snapshots/
+// REVISION/; nothing is downloaded), and which --model builds it (its config.json's model_type).
+#pragma once
+
+#include <string>
+
+namespace ampt::config {
+
+// The snapshot directory `init_from` names. A path to an existing directory is taken as it is;
+// otherwise the name is looked up in `hub_cache` (config.hf_hub_cache): the bare GPT-2 names
+// also under openai-community/, the revision refs/main points at, else the newest snapshot.
+// Throws RuntimeError naming what was searched when nothing is found.
+std::string pretrained_dir(const std::string& init_from, const std::string& hub_cache);
+
+// The --model value whose family loads the model in `dir`: its config.json's model_type gpt2 →
+// "gpt", llama → "llama", qwen2 → "qwen2". Throws RuntimeError naming the file when it is
+// missing, not JSON, or another model_type.
+std::string pretrained_model(const std::string& dir);
+
+}  // namespace ampt::config

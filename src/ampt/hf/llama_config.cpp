@@ -1,0 +1,234 @@
+#include "ampt/hf/llama_config.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/core/json_reader.h"
+#include "ampt/core/json_text.h"
+#include "ampt/core/whole_file.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+
+namespace ampt::hf {
+namespace {
+
+class ConfigFile {
+ public:
+  explicit ConfigFile(std::string path) : path_(std::move(path)) {
+    const auto text = read_whole_file(path_);
+    try {
+      root_ = parse_json(text);
+    } catch (const JsonError& e) {
+      fail(fmt::format("not JSON ({})", e.what()));
+    }
+    if (root_.kind != JsonValue::Kind::object) fail("not a JSON object");
+  }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw RuntimeError(fmt::format("{}: {}", path_, what));
+  }
+
+  const JsonValue* find(const JsonValue& object, std::string_view key) const {
+    const JsonValue* value = object.find(key);
+    return value == nullptr || value->kind == JsonValue::Kind::null ? nullptr : value;
+  }
+  const JsonValue* find(std::string_view key) const { return find(root_, key); }
+
+  double number(const JsonValue& value, std::string_view key) const {
+    if (value.kind != JsonValue::Kind::number) fail(fmt::format("{} is {}, not a number", key, value.kind_name()));
+    return value.number;
+  }
+
+  int64_t size(std::string_view key) const {
+    const JsonValue* value = find(key);
+    if (value == nullptr) fail(fmt::format("no {}", key));
+    const double n = number(*value, key);
+    if (n <= 0 || n != std::floor(n)) fail(fmt::format("{} is {}, not a positive size", key, n));
+    return static_cast<int64_t>(n);
+  }
+
+  std::string text(std::string_view key, std::string fallback) const {
+    const JsonValue* value = find(key);
+    if (value == nullptr) return fallback;
+    if (value->kind != JsonValue::Kind::string) fail(fmt::format("{} is {}, not a string", key, value->kind_name()));
+    return value->string;
+  }
+
+  bool flag(std::string_view key, bool fallback) const {
+    const JsonValue* value = find(key);
+    if (value == nullptr) return fallback;
+    if (value->kind != JsonValue::Kind::boolean) fail(fmt::format("{} is {}, not true or false", key, value->kind_name()));
+    return value->boolean;
+  }
+
+  std::vector<int64_t> ids(std::string_view key) const {
+    const JsonValue* value = find(key);
+    if (value == nullptr) return {};
+    std::vector<int64_t> out;
+    for (const JsonValue& item : value->kind == JsonValue::Kind::array ? value->items : std::vector<JsonValue>{*value}) {
+      const double id = number(item, key);
+      if (id < 0 || id != std::floor(id)) fail(fmt::format("{} holds {}, not a token id", key, id));
+      out.push_back(static_cast<int64_t>(id));
+    }
+    return out;
+  }
+
+  const JsonValue& root() const { return root_; }
+
+ private:
+  std::string path_;
+  JsonValue root_;
+};
+
+// The rotary settings: transformers 5's rope_parameters, else the hub's rope_theta and
+// rope_scaling (which transformers converts the same way).
+void read_rope(const ConfigFile& file, LlamaConfig& config) {
+  const JsonValue* parameters = file.find("rope_parameters");
+  const JsonValue* scaling = parameters != nullptr ? parameters : file.find("rope_scaling");
+  if (const JsonValue* theta = file.find("rope_theta")) config.rope_theta = file.number(*theta, "rope_theta");
+  if (scaling == nullptr) return;
+  if (scaling->kind != JsonValue::Kind::object) {
+    file.fail(fmt::format("{} is {}, not an object", parameters ? "rope_parameters" : "rope_scaling",
+                          scaling->kind_name()));
+  }
+  if (const JsonValue* theta = file.find(*scaling, "rope_theta")) config.rope_theta = file.number(*theta, "rope_theta");
+  const JsonValue* type = file.find(*scaling, "rope_type");
+  if (type == nullptr) type = file.find(*scaling, "type");  // the hub's older spelling
+  const std::string rope_type = type != nullptr && type->kind == JsonValue::Kind::string ? type->string : "default";
+  if (rope_type == "default") return;
+  if (rope_type != "llama3") {
+    file.fail(fmt::format("rope_type {} is not one ampt's Llama implements (default or llama3)", rope_type));
+  }
+  Llama3Scaling s;
+  const auto read = [&](std::string_view key, double& into) {
+    const JsonValue* value = file.find(*scaling, key);
+    if (value == nullptr) file.fail(fmt::format("rope_type llama3 without {}", key));
+    into = file.number(*value, key);
+  };
+  double original = 0;
+  read("factor", s.factor);
+  read("low_freq_factor", s.low_freq_factor);
+  read("high_freq_factor", s.high_freq_factor);
+  read("original_max_position_embeddings", original);
+  s.original_max_position_embeddings = static_cast<int64_t>(original);
+  if (s.high_freq_factor <= s.low_freq_factor) {
+    file.fail(fmt::format("rope high_freq_factor {} is not above low_freq_factor {}",
+                          s.high_freq_factor, s.low_freq_factor));
+  }
+  config.llama3_scaling = s;
+}
+
+// Settings that change the architecture away from the one ampt builds, refused by name.
+void refuse_unsupported(const ConfigFile& file, const LlamaConfig& config) {
+  if (const auto act = file.text("hidden_act", "silu"); act != "silu") {
+    file.fail(fmt::format("hidden_act {} is not the SwiGLU activation ampt's Llama has (silu)", act));
+  }
+  if (file.flag("mlp_bias", false)) file.fail("mlp_bias is true: ampt's Llama MLP has no biases");
+  if (file.flag("use_sliding_window", false)) {
+    file.fail("use_sliding_window is true: ampt's attention is full causal attention, no sliding window");
+  }
+  if (const JsonValue* layers = file.find("layer_types")) {
+    for (const JsonValue& type : layers->items) {
+      if (type.kind != JsonValue::Kind::string || type.string != "full_attention") {
+        file.fail(fmt::format("layer_types holds {}: ampt's Llama has full_attention layers only",
+                              type.kind == JsonValue::Kind::string ? type.string : type.kind_name()));
+      }
+    }
+  }
+  for (const auto* key : {"num_experts", "num_local_experts", "n_routed_experts", "moe_intermediate_size"}) {
+    if (const JsonValue* experts = file.find(key); experts != nullptr && !(experts->kind == JsonValue::Kind::number && experts->number == 0)) {
+      file.fail(fmt::format("{} is set: mixture-of-experts layers are not something ampt's Llama builds", key));
+    }
+  }
+  if (const JsonValue* tp = file.find("pretraining_tp"); tp != nullptr && file.number(*tp, "pretraining_tp") != 1) {
+    file.fail(fmt::format("pretraining_tp is {}: ampt reads the weights whole (1)", tp->number));
+  }
+  if (const JsonValue* head_dim = file.find("head_dim");
+      head_dim != nullptr && file.number(*head_dim, "head_dim") != static_cast<double>(config.head_dim())) {
+    file.fail(fmt::format("head_dim {} is not hidden_size / num_attention_heads ({}), the only one "
+                          "ampt's Llama builds",
+                          head_dim->number, config.head_dim()));
+  }
+}
+
+std::string token_id(const std::optional<int64_t>& id) { return id ? std::to_string(*id) : "null"; }
+
+}  // namespace
+
+LlamaConfig read_llama_config(const std::string& path) {
+  const ConfigFile file(path);
+  LlamaConfig config;
+  config.model_type = file.text("model_type", "");
+  if (config.model_type != "llama" && config.model_type != "qwen2") {
+    file.fail(fmt::format("model_type is {}, ampt's Llama loads llama and qwen2 models",
+                          config.model_type.empty() ? "missing" : config.model_type));
+  }
+  const bool qwen2 = config.model_type == "qwen2";
+  config.hidden_size = file.size("hidden_size");
+  config.intermediate_size = file.size("intermediate_size");
+  config.num_hidden_layers = file.size("num_hidden_layers");
+  config.num_attention_heads = file.size("num_attention_heads");
+  config.num_key_value_heads = file.find("num_key_value_heads") ? file.size("num_key_value_heads")
+                                                                : config.num_attention_heads;
+  config.max_position_embeddings = file.size("max_position_embeddings");
+  config.vocab_size = file.size("vocab_size");
+  if (const JsonValue* eps = file.find("rms_norm_eps")) config.rms_norm_eps = file.number(*eps, "rms_norm_eps");
+  read_rope(file, config);
+  config.qkv_bias = qwen2 || file.flag("attention_bias", false);
+  config.o_bias = !qwen2 && file.flag("attention_bias", false);
+  config.tie_word_embeddings = file.flag("tie_word_embeddings", false);
+  if (const auto bos = file.ids("bos_token_id"); !bos.empty()) config.bos_token_id = bos.front();
+  config.eos_token_ids = file.ids("eos_token_id");
+  if (config.hidden_size % config.num_attention_heads != 0) {
+    file.fail(fmt::format("hidden_size {} is not a multiple of num_attention_heads {}",
+                          config.hidden_size, config.num_attention_heads));
+  }
+  if (config.num_attention_heads % config.num_key_value_heads != 0) {
+    file.fail(fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                          config.num_attention_heads, config.num_key_value_heads));
+  }
+  if (config.head_dim() % 2 != 0) {
+    file.fail(fmt::format("the head dimension {} is odd: rotary embeddings rotate pairs", config.head_dim()));
+  }
+  refuse_unsupported(file, config);
+  return config;
+}
+
+std::string llama_config_json(const LlamaConfig& c) {
+  const bool qwen2 = c.model_type == "qwen2";
+  std::string rope = fmt::format("{{\"rope_type\": \"default\", \"rope_theta\": {}}}", json_number(c.rope_theta));
+  if (c.llama3_scaling) {
+    const auto& s = *c.llama3_scaling;
+    rope = fmt::format(
+        "{{\"rope_type\": \"llama3\", \"rope_theta\": {}, \"factor\": {}, \"low_freq_factor\": {}, "
+        "\"high_freq_factor\": {}, \"original_max_position_embeddings\": {}}}",
+        json_number(c.rope_theta), json_number(s.factor), json_number(s.low_freq_factor),
+        json_number(s.high_freq_factor), s.original_max_position_embeddings);
+  }
+  const auto eos = c.eos_token_ids.empty() ? std::string("null")
+                   : c.eos_token_ids.size() == 1 ? std::to_string(c.eos_token_ids.front())
+                                                 : fmt::format("[{}]", fmt::join(c.eos_token_ids, ", "));
+  return fmt::format(
+      "{{\n"
+      "  \"architectures\": [\"{}\"],\n"
+      "  \"model_type\": \"{}\",\n"
+      "  \"hidden_size\": {},\n  \"intermediate_size\": {},\n  \"num_hidden_layers\": {},\n"
+      "  \"num_attention_heads\": {},\n  \"num_key_value_heads\": {},\n  \"head_dim\": {},\n"
+      "  \"max_position_embeddings\": {},\n  \"vocab_size\": {},\n  \"rms_norm_eps\": {},\n"
+      "  \"hidden_act\": \"silu\",\n  \"rope_theta\": {},\n  \"rope_parameters\": {},\n"
+      "{}"
+      "  \"attention_dropout\": 0.0,\n  \"initializer_range\": 0.02,\n"
+      "  \"tie_word_embeddings\": {},\n  \"use_cache\": true,\n  \"torch_dtype\": \"float32\",\n"
+      "  \"bos_token_id\": {},\n  \"eos_token_id\": {}\n"
+      "}}\n",
+      qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM", c.model_type, c.hidden_size,
+      c.intermediate_size, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads,
+      c.head_dim(), c.max_position_embeddings, c.vocab_size, json_number(c.rms_norm_eps),
+      json_number(c.rope_theta), rope,
+      qwen2 ? "  \"use_sliding_window\": false,\n"
+            : fmt::format("  \"attention_bias\": {},\n  \"mlp_bias\": false,\n", c.qkv_bias ? "true" : "false"),
+      c.tie_word_embeddings ? "true" : "false", token_id(c.bos_token_id), eos);
+}
+
+}  // namespace ampt::hf

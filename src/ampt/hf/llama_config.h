@@ -1,0 +1,54 @@
+// A Hugging Face Llama or Qwen2 config.json (LlamaForCausalLM, Qwen2ForCausalLM): the
+// architecture ampt builds to load its weights, and the file it writes when it hands one back.
+// Qwen2 is Llama with biases on q/k/v and its own defaults; both spellings of rotary settings
+// are read: transformers 5's `rope_parameters` and the hub's older `rope_theta` + `rope_scaling`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ampt::hf {
+
+// Llama-3's frequency-dependent stretch of the rotary wavelengths (rope_type "llama3").
+struct Llama3Scaling {
+  double factor = 8.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 8192;
+};
+
+struct LlamaConfig {
+  std::string model_type = "llama";  // "llama" or "qwen2"
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t max_position_embeddings = 0;
+  int64_t vocab_size = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  std::optional<Llama3Scaling> llama3_scaling;  // none: plain rotary (rope_type "default")
+  // Biases on the q, k and v projections (Llama's attention_bias; always in Qwen2), and on
+  // o_proj (Llama's attention_bias only).
+  bool qkv_bias = false;
+  bool o_bias = false;
+  bool tie_word_embeddings = false;
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;  // config.json may give one id or a list
+
+  int64_t head_dim() const { return hidden_size / num_attention_heads; }
+};
+
+// Reads `path`. A file that is not JSON, lacks a dimension, or asks for what ampt's Llama does
+// not build (another model_type, activation or rope_type, a sliding window, experts, an MLP
+// bias, a head_dim other than hidden_size / num_attention_heads, tensor-parallel pretraining_tp)
+// is one RuntimeError line naming the file, the key and what is allowed.
+LlamaConfig read_llama_config(const std::string& path);
+
+// config.json text that transformers' AutoConfig reads back to `config`.
+std::string llama_config_json(const LlamaConfig& config);
+
+}  // namespace ampt::hf

@@ -1,0 +1,21 @@
+// Llama and Qwen2 weights between Hugging Face's names and ampt's: the same tensors and layouts,
+// "model." dropped from all but lm_head.
+#pragma once
+
+#include "ampt/core/named_tensors.h"
+#include "ampt/hf/llama_config.h"
+#include "ampt/hf/pretrained.h"
+
+namespace ampt::hf {
+
+// The tensors of `files` as ampt's Llama parameters, float32 on the CPU (fp32, bf16 or fp16 in
+// the files). A tied model's lm_head.weight, when saved, must equal embed_tokens; rotary
+// inv_freq buffers of older checkpoints are skipped. A missing tensor, one of the wrong shape or
+// not floating point, or an unknown one is one RuntimeError line naming the file and the tensor.
+NamedTensors read_llama_weights(const ModelFiles& files, const LlamaConfig& config);
+
+// ampt's Llama parameters (from a checkpoint) as Hugging Face's tensors, in their order.
+// Throws RuntimeError naming a missing or misshapen parameter.
+NamedTensors to_llama_tensors(const NamedTensors& weights, const LlamaConfig& config);
+
+}  // namespace ampt::hf

@@ -1,0 +1,169 @@
+// The Llama family: Llama 2/3 and Qwen2 (llama.h), their presets (llama_presets.h), and Hugging
+// Face LlamaForCausalLM and Qwen2ForCausalLM checkpoints in and out.
+#include "ampt/core/errors.h"
+#include "ampt/hf/llama_config.h"
+#include "ampt/hf/llama_export.h"
+#include "ampt/hf/llama_weights.h"
+#include "ampt/hf/pretrained.h"
+#include "ampt/models/family_support.h"
+#include "ampt/models/flops.h"
+#include "ampt/models/llama.h"
+#include "ampt/models/model_family.h"
+#include "ampt/text/tokenizer_files.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace ampt::models {
+namespace {
+
+data::SampleRequest request(const config::Config& config) {
+  const auto dims = resolve_llama_dims(config);
+  return {data::SampleRequest::Form::tokens, llama_window(config, dims), dims.vocab_size};
+}
+
+std::string architecture(const LlamaDims& d, bool grad_ckpt) {
+  std::string rope = fmt::format("rope_theta {:g}", d.rope_theta);
+  if (d.rope_llama3) rope += fmt::format(" (llama3 scaling, factor {:g})", d.rope_llama3->factor);
+  return fmt::format("{}: n_layer {}, n_embd {}, n_head {}, n_kv_head {}, intermediate {}, "
+                     "block_size {}, vocab_size {}, {}{}{}{}",
+                     d.flavour, d.n_layer, d.n_embd, d.n_head, d.n_kv_head, d.intermediate,
+                     d.block_size, d.vocab_size, rope, d.qkv_bias ? ", q/k/v biases" : "",
+                     d.tied_head ? ", tied head" : "", grad_ckpt ? ", blocks recomputed in backward" : "");
+}
+
+Model build(const config::Config& config, const data::DataSpec& spec) {
+  const LlamaDims dims = resolve_llama_dims(config);
+  require_data(spec.task == data::Task::language_model && spec.sample_shape.size() == 1,
+               config.model, "language-model token blocks", spec);
+  const int64_t tokens = spec.sample_shape[0];
+  if (spec.classes > dims.vocab_size) {
+    throw UsageError(fmt::format("the dataset's vocabulary of {} tokens exceeds vocab_size {} "
+                                 "(model {}): vocab_size must be at least {}",
+                                 spec.classes, dims.vocab_size, config.model, spec.classes));
+  }
+  if (tokens > dims.block_size) {
+    throw UsageError(fmt::format("the dataset's blocks of {} tokens exceed block_size {} (model "
+                                 "{}): block_size must be at least {}",
+                                 tokens, dims.block_size, config.model, tokens));
+  }
+  const int64_t kv = dims.n_kv_head * dims.head_dim();
+  if (config.mixed_precision == config::MixedPrecision::fp8 &&
+      (dims.n_embd % 16 != 0 || kv % 16 != 0 || dims.intermediate % 16 != 0 ||
+       config.batch_size * tokens % 16 != 0)) {
+    throw UsageError(fmt::format(
+        "mixed_precision fp8 needs n_embd, the key/value width, the MLP width and batch_size x "
+        "tokens per sample to be multiples of 16 (fp8 matmul tiles); model {} has {}, {}, {} and "
+        "{} x {} = {}",
+        config.model, dims.n_embd, kv, dims.intermediate, config.batch_size, tokens,
+        config.batch_size * tokens));
+  }
+  Llama llama(dims);
+  llama->set_grad_ckpt(config.grad_ckpt);
+  llama->set_fused(config.fused_kernels);
+  return {llama.ptr(),
+          forward_of(llama),
+          [llama](const torch::Tensor& x, const torch::Tensor& y) mutable { return llama->loss(x, y); },
+          llama_training_flops_per_token(dims, tokens) * tokens,
+          tokens,
+          architecture(dims, config.grad_ckpt),
+          llama->fp8_candidates(),
+          [llama](const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected) mutable {
+            llama->enable_fp8(recipe, selected);
+          },
+          [llama](const torch::Tensor& tokens, KvCache& cache) mutable {
+            return llama->next_logits(tokens, cache);
+          },
+          dims.block_size};
+}
+
+ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_t seq_len) {
+  ModelDims d;
+  d.family = ModelDims::Family::llama;
+  d.name = config.model;
+  d.llama = resolve_llama_dims(config);
+  d.seq_len = seq_len > 0 ? seq_len : llama_window(config, d.llama);
+  if (d.seq_len > d.llama.block_size) {
+    throw UsageError(fmt::format("seq_len {} exceeds block_size {} of model {}", d.seq_len,
+                                 d.llama.block_size, config.model));
+  }
+  d.classes = d.llama.vocab_size;
+  d.fused_kernels = config.fused_kernels;
+  return d;
+}
+
+hf::LlamaConfig hf_config(const LlamaDims& d) {
+  hf::LlamaConfig c;
+  c.model_type = d.flavour;
+  c.hidden_size = d.n_embd;
+  c.intermediate_size = d.intermediate;
+  c.num_hidden_layers = d.n_layer;
+  c.num_attention_heads = d.n_head;
+  c.num_key_value_heads = d.n_kv_head;
+  c.max_position_embeddings = d.block_size;
+  c.vocab_size = d.vocab_size;
+  c.rms_norm_eps = d.rms_norm_eps;
+  c.rope_theta = d.rope_theta;
+  if (d.rope_llama3) {
+    const auto& s = *d.rope_llama3;
+    c.llama3_scaling = hf::Llama3Scaling{s.factor, s.low_freq_factor, s.high_freq_factor, s.original_context};
+  }
+  c.qkv_bias = d.qkv_bias;
+  c.o_bias = d.o_bias;
+  c.tie_word_embeddings = d.tied_head;
+  return c;
+}
+
+PretrainedWeights load_pretrained(const config::Config& config) {
+  const auto files = hf::pretrained_files(config);
+  const auto llama_config = hf::read_llama_config(files.config_json);
+  auto weights = hf::read_llama_weights(files, llama_config);
+  auto description = fmt::format("{} ({} tensors from {} file{})", files.dir, weights.size(),
+                                 files.weights.size(), files.weights.size() == 1 ? "" : "s");
+  return {std::move(weights), std::move(description)};
+}
+
+std::string write_hf(const HfExport& request) {
+  const auto& config = *request.config;
+  auto c = hf_config(resolve_llama_dims(config));
+  if (!config.init_from.empty()) {
+    // The special tokens the model was released with, which generation configs read.
+    const auto released = hf::read_llama_config(hf::pretrained_files(config).config_json);
+    c.bos_token_id = released.bos_token_id;
+    c.eos_token_ids = released.eos_token_ids;
+  }
+  // A pretrained directory without tokenizer files exports the model alone.
+  if (request.tokenizer_path && !hf::tokenizer_files(*request.tokenizer_path).empty()) {
+    const auto vocabulary = text::load_vocabulary(*request.tokenizer_path);
+    if (static_cast<int64_t>(vocabulary.tokens.size()) > c.vocab_size) {
+      throw UsageError(fmt::format("the tokenizer {} has {} tokens but the model has {}",
+                                   vocabulary.source, vocabulary.tokens.size(), c.vocab_size));
+    }
+  }
+  const auto written = hf::write_llama_directory(request.dir, request.weights, c,
+                                                 request.tokenizer_path, request.metadata);
+  return fmt::format("{}", fmt::join(written, ", "));
+}
+
+}  // namespace
+
+ModelFamily llama_family() {
+  std::vector<std::string> presets;
+  for (const auto& preset : llama_presets()) {
+    if (preset.name != "llama") presets.push_back(preset.name);
+  }
+  return {.name = "llama",
+          .presets = std::move(presets),
+          .sample_request = request,
+          .build = build,
+          .memory_dims = memory_dims,
+          .language_model = true,
+          .transformer_blocks = true,
+          .pretrained = true,
+          .hf_export = true,
+          .generation = true,
+          .load_pretrained = load_pretrained,
+          .write_hf = write_hf};
+}
+
+}  // namespace ampt::models

@@ -1,0 +1,150 @@
+#include "ampt/models/llama_presets.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/hf/llama_config.h"
+#include "ampt/hf/pretrained.h"
+#include "ampt/models/family_support.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ampt::models {
+namespace {
+
+// Windows of a preset whose context runs to 128k tokens would not fit a GPU's memory at any
+// batch: without --block_size a run trains on windows of this many tokens at most.
+constexpr int64_t kDefaultWindow = 2048;
+
+LlamaDims dims_of(int64_t layers, int64_t embd, int64_t heads, int64_t kv_heads, int64_t inter,
+                  int64_t context, int64_t vocab, double eps, double theta, bool tied) {
+  LlamaDims d;
+  d.n_layer = layers;
+  d.n_embd = embd;
+  d.n_head = heads;
+  d.n_kv_head = kv_heads;
+  d.intermediate = inter;
+  d.block_size = context;
+  d.vocab_size = vocab;
+  d.rms_norm_eps = eps;
+  d.rope_theta = theta;
+  d.tied_head = tied;
+  return d;
+}
+
+LlamaDims llama3(LlamaDims d, double factor) {
+  d.rope_llama3 = RopeLlama3{factor, 1.0, 4.0, 8192};
+  return d;
+}
+
+LlamaDims qwen2(LlamaDims d) {
+  d.qkv_bias = true;
+  d.flavour = "qwen2";
+  return d;
+}
+
+LlamaDims from_hf(const hf::LlamaConfig& c, double dropout) {
+  LlamaDims d = dims_of(c.num_hidden_layers, c.hidden_size, c.num_attention_heads,
+                        c.num_key_value_heads, c.intermediate_size, c.max_position_embeddings,
+                        c.vocab_size, c.rms_norm_eps, c.rope_theta, c.tie_word_embeddings);
+  if (c.llama3_scaling) {
+    const auto& s = *c.llama3_scaling;
+    d.rope_llama3 = RopeLlama3{s.factor, s.low_freq_factor, s.high_freq_factor,
+                               s.original_max_position_embeddings};
+  }
+  d.qkv_bias = c.qkv_bias;
+  d.o_bias = c.o_bias;
+  d.flavour = c.model_type;
+  d.dropout = dropout;
+  return d;
+}
+
+// The architecture of config.init_from's config.json; the dimension options may only repeat it.
+LlamaDims pretrained_dims(const config::Config& config) {
+  const auto files = hf::pretrained_files(config);
+  const auto dims = from_hf(hf::read_llama_config(files.config_json), config.dropout);
+  require_pretrained_dims(config, files.config_json, dims.n_layer, dims.n_embd, dims.n_head,
+                          dims.vocab_size);
+  if (config.block_size > dims.block_size) {
+    throw UsageError(fmt::format("block_size {} exceeds {}'s max_position_embeddings {}",
+                                 config.block_size, files.config_json, dims.block_size));
+  }
+  const auto preset = std::ranges::find(llama_presets(), config.model, &LlamaPreset::name);
+  const bool base = config.model == "llama" || config.model == "qwen2";
+  if (!base && (preset->dims.n_layer != dims.n_layer || preset->dims.n_embd != dims.n_embd ||
+                preset->dims.n_head != dims.n_head)) {
+    throw UsageError(fmt::format("model {} (n_layer {}, n_embd {}, n_head {}) is not the "
+                                 "architecture of {} (n_layer {}, n_embd {}, n_head {}): leave "
+                                 "--model out with init_from",
+                                 config.model, preset->dims.n_layer, preset->dims.n_embd,
+                                 preset->dims.n_head, files.config_json, dims.n_layer, dims.n_embd,
+                                 dims.n_head));
+  }
+  return dims;
+}
+
+}  // namespace
+
+int64_t LlamaDims::parameters() const {
+  const int64_t kv = n_kv_head * head_dim();
+  const int64_t attention = n_embd * n_embd * 2 + n_embd * kv * 2 +
+                            (qkv_bias ? n_embd + 2 * kv : 0) + (o_bias ? n_embd : 0);
+  const int64_t block = attention + 3 * n_embd * intermediate + 2 * n_embd;
+  return vocab_size * n_embd * (tied_head ? 1 : 2) + n_layer * block + n_embd;
+}
+
+const std::vector<LlamaPreset>& llama_presets() {
+  static const std::vector<LlamaPreset> presets = {
+      {"llama", dims_of(2, 64, 4, 2, 128, 64, 256, 1e-5, 10000.0, false), 0},
+      {"qwen2", qwen2(dims_of(2, 64, 4, 2, 128, 64, 256, 1e-6, 10000.0, true)), 0},
+      // meta-llama/Llama-3.2-1B and Llama-3.1-8B; Qwen/Qwen2.5-0.5B and Qwen2.5-7B.
+      {"llama-3.2-1b",
+       llama3(dims_of(16, 2048, 32, 8, 8192, 131072, 128256, 1e-5, 500000.0, true), 32.0),
+       1'235'814'400},
+      {"llama-3.1-8b",
+       llama3(dims_of(32, 4096, 32, 8, 14336, 131072, 128256, 1e-5, 500000.0, false), 8.0),
+       8'030'261'248},
+      {"qwen2.5-0.5b", qwen2(dims_of(24, 896, 14, 2, 4864, 32768, 151936, 1e-6, 1e6, true)),
+       494'032'768},
+      {"qwen2.5-7b", qwen2(dims_of(28, 3584, 28, 4, 18944, 131072, 152064, 1e-6, 1e6, false)),
+       7'615'616'512},
+  };
+  return presets;
+}
+
+int64_t llama_window(const config::Config& config, const LlamaDims& dims) {
+  return config.block_size > 0 ? config.block_size : std::min(dims.block_size, kDefaultWindow);
+}
+
+LlamaDims resolve_llama_dims(const config::Config& config) {
+  const auto preset = std::ranges::find(llama_presets(), config.model, &LlamaPreset::name);
+  if (preset == llama_presets().end()) throw std::invalid_argument("not a Llama model: " + config.model);
+  if (!config.init_from.empty()) return pretrained_dims(config);
+  LlamaDims dims = preset->dims;
+  const int64_t group = dims.n_head / dims.n_kv_head;
+  if (config.n_embd != 0) {
+    dims.intermediate = dims.intermediate * config.n_embd / dims.n_embd;
+    dims.n_embd = config.n_embd;
+  }
+  if (config.n_layer != 0) dims.n_layer = config.n_layer;
+  if (config.block_size != 0) dims.block_size = std::max(dims.block_size, config.block_size);
+  if (config.vocab_size != 0) dims.vocab_size = config.vocab_size;
+  if (config.n_head != 0) dims.n_head = config.n_head;
+  dims.dropout = config.dropout;
+  if (dims.n_embd % dims.n_head != 0 || dims.head_dim() % 2 != 0) {
+    throw UsageError(fmt::format(
+        "n_embd {} is not divisible by n_head {} into an even head size (model {}): rotary "
+        "embeddings rotate pairs of a head's dimensions",
+        dims.n_embd, dims.n_head, config.model));
+  }
+  if (dims.n_head % group != 0) {
+    throw UsageError(fmt::format("n_head {} is not a multiple of {}, the query heads model {} "
+                                 "shares each key/value head among",
+                                 dims.n_head, group, config.model));
+  }
+  dims.n_kv_head = dims.n_head / group;
+  return dims;
+}
+
+}  // namespace ampt::models

@@ -1,0 +1,66 @@
+// Llama and Qwen2 presets, and the rule by which the dimension options or a pretrained
+// config.json decide a Llama's dimensions.
+#pragma once
+
+#include "ampt/config/config.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ampt::models {
+
+// Llama-3's stretch of the rotary wavelengths (rope_type llama3): wavelengths longer than the
+// original context / low_freq_factor are divided by `factor`, shorter than context /
+// high_freq_factor kept, and those between interpolated.
+struct RopeLlama3 {
+  double factor = 8.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_context = 8192;
+};
+
+struct LlamaDims {
+  int64_t n_layer = 0;
+  int64_t n_embd = 0;        // hidden_size
+  int64_t n_head = 0;
+  int64_t n_kv_head = 0;     // grouped-query attention: each key/value head serves n_head / n_kv_head
+  int64_t intermediate = 0;  // the SwiGLU MLP's width
+  int64_t block_size = 0;    // context: max_position_embeddings
+  int64_t vocab_size = 0;
+  double rms_norm_eps = 1e-5;
+  double rope_theta = 10000.0;
+  std::optional<RopeLlama3> rope_llama3;
+  bool qkv_bias = false;  // Qwen2's
+  bool o_bias = false;
+  bool tied_head = false;  // the head reuses embed_tokens (no lm_head parameter)
+  double dropout = 0.0;   // on attention probabilities (attention_dropout); 0 in every release
+  std::string flavour = "llama";  // "llama" or "qwen2": the Hugging Face model_type written back
+
+  int64_t head_dim() const { return n_embd / n_head; }
+  // Parameters of a model of these dimensions.
+  int64_t parameters() const;
+};
+
+struct LlamaPreset {
+  std::string name;  // the --model value
+  LlamaDims dims;
+  int64_t published = 0;  // the parameter count its model card states
+};
+
+// llama and qwen2 (tiny models for tests and examples), llama-3.2-1b, llama-3.1-8b,
+// qwen2.5-0.5b and qwen2.5-7b with the dimensions of their Hugging Face config.json.
+const std::vector<LlamaPreset>& llama_presets();
+
+// The dimensions of config.model: n_layer, n_embd, n_head, block_size and vocab_size are the
+// option's value when non-zero and the preset's otherwise; dropout is always the option's. With
+// config.init_from, its config.json decides (hf/llama_config.h) and an option that contradicts
+// it (block_size may be smaller: the windows trained on) is a UsageError naming both. Throws
+// UsageError when n_embd is not a multiple of n_head, or n_head of the key/value heads.
+LlamaDims resolve_llama_dims(const config::Config& config);
+
+// The token windows a Llama of `config` trains on: block_size when set, else the model's context.
+int64_t llama_window(const config::Config& config, const LlamaDims& dims);
+
+}  // namespace ampt::models

@@ -1,0 +1,27 @@
+// Rotary position embeddings (RoPE) as Hugging Face's Llama computes them: each head's dimension
+// pairs (i, i + d/2) rotated by position · inv_freq[i], with Llama-3's wavelength stretch when
+// the model has one. The angles are worked out in float32 whatever the autocast dtype, then
+// cast to the dtype of the queries and keys they rotate, as transformers does.
+#pragma once
+
+#include "ampt/models/llama_presets.h"
+
+#include <torch/types.h>
+
+namespace ampt::models {
+
+// The rotation frequencies [head_dim / 2], float32 on the CPU: 1 / theta^(2i / head_dim), then
+// Llama-3's stretch (transformers' _compute_llama3_parameters).
+torch::Tensor rope_inv_freq(const LlamaDims& dims);
+
+struct RotaryAngles {
+  torch::Tensor cos, sin;  // [T, head_dim], float32
+};
+
+// The angles of positions [start, start + length) on `inv_freq`'s device.
+RotaryAngles rotary_angles(const torch::Tensor& inv_freq, int64_t start, int64_t length);
+
+// x [B, heads, T, head_dim] rotated: x·cos + rotate_half(x)·sin, in x's dtype.
+torch::Tensor apply_rotary(const torch::Tensor& x, const RotaryAngles& angles);
+
+}  // namespace ampt::models

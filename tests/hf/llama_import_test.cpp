@@ -1,0 +1,307 @@
+// Llama and Qwen2 models that transformers made (random weights, saved with save_pretrained)
+// loaded with --init_from: the same logits, greedy tokens and fine-tuning losses as
+// transformers', written back in a form transformers loads; bad files refused in one line.
+#include "ampt/config/pretrained_model.h"
+#include "ampt/core/errors.h"
+#include "ampt/hf/llama_config.h"
+#include "ampt/hf/llama_export.h"
+#include "ampt/hf/llama_weights.h"
+#include "ampt/hf/pretrained.h"
+#include "ampt/models/generation.h"
+#include "ampt/models/llama_presets.h"
+#include "ampt/models/model_family.h"
+#include "ampt/models/registry.h"
+#include "support/pretrained_reference.h"
+#include "support/process.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+
+using ampt::test::check_against_transformers;
+using ampt::test::have_transformers;
+using ampt::test::make_temp_dir;
+using ampt::test::run_ampt;
+using ampt::test::run_process;
+
+namespace {
+
+constexpr const char* kScript = AMPT_SOURCE_DIR "/tests/hf/llama_reference.py";
+
+std::string make_llama(const std::vector<std::string>& extra = {}) {
+  return ampt::test::make_reference_model(kScript, extra);
+}
+
+ampt::models::Model load(const std::string& dir) {
+  return ampt::test::load_reference_model(dir);
+}
+
+std::vector<int64_t> reference_generation(const std::string& dir, const std::string& prompt, int n) {
+  const auto r = run_process({AMPT_PYTHON, kScript, "generate", dir, prompt, std::to_string(n)});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return YAML::Load(r.out).as<std::vector<int64_t>>();
+}
+
+}  // namespace
+
+TEST_CASE("llama import: logits and loss equal LlamaForCausalLM's (fp32), llama3 rope, untied head",
+          "[hf][llama]") {
+  if (!have_transformers()) {
+    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
+    return;
+  }
+  const auto dir = make_llama({"--llama3"});
+  CHECK(ampt::config::pretrained_model(dir) == "llama");
+  check_against_transformers(dir);
+}
+
+TEST_CASE("llama import: Qwen2 (q/k/v biases, tied head) from bf16 shards equals Qwen2ForCausalLM",
+          "[hf][llama]") {
+  if (!have_transformers()) {
+    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
+    return;
+  }
+  const auto dir = make_llama({"--flavour", "qwen2", "--tied", "--shard_kb", "60", "--dtype", "bfloat16"});
+  CHECK(ampt::config::pretrained_model(dir) == "qwen2");
+  REQUIRE(ampt::hf::model_files(dir).weights.size() > 1);
+  check_against_transformers(dir);
+}
+
+TEST_CASE("llama generate: greedy tokens through the KV cache (GQA) equal transformers'",
+          "[hf][llama]") {
+  if (!have_transformers()) {
+    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
+    return;
+  }
+  for (const auto& flavour : {"llama", "qwen2"}) {
+    const auto dir = make_llama({"--flavour", flavour, "--llama3"});
+    auto model = load(dir);
+    ampt::models::SamplingOptions greedy;
+    greedy.temperature = 0.0;
+    greedy.max_new_tokens = 20;
+    const auto produced = ampt::models::generate(model, {5, 17, 42, 9}, greedy);
+    CHECK(produced == reference_generation(dir, "[5, 17, 42, 9]", 20));
+  }
+}
+
+TEST_CASE("llama fine-tune: 20 AdamW steps follow a PyTorch + transformers loop (fp32)",
+          "[hf][llama][cli]") {
+  if (!have_transformers()) {
+    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
+    return;
+  }
+  for (const auto& flavour : {"llama", "qwen2"}) {
+    const auto dir = make_llama({"--flavour", flavour, "--llama3"});
+    // Four windows of 16 + 1 tokens: one batch, the same every step (its order does not change
+    // a mean loss).
+    const auto data = make_temp_dir() + "/train.bin";
+    {
+      std::ofstream out(data, std::ios::binary);
+      for (int i = 0; i < 65; ++i) {
+        const uint16_t token = static_cast<uint16_t>((i * 37 + i * i) % 100);
+        out.write(reinterpret_cast<const char*>(&token), 2);
+      }
+    }
+    const auto out = make_temp_dir();
+    const auto r = run_ampt({"train", "--init_from", dir, "--dataset", "tokens:" + data,
+                             "--block_size", "16", "--batch_size", "4", "--val_fraction", "0",
+                             "--max_steps", "20", "--lr", "3e-3", "--warmup_steps", "0",
+                             "--min_lr_ratio", "1", "--weight_decay", "0", "--max_grad_norm", "0",
+                             "--adam_beta1", "0.9", "--adam_beta2", "0.95", "--adam_eps", "1e-8",
+                             "--mixed_precision", "no", "--log_every", "1", "--device", "cpu",
+                             "--output_dir", out});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto reference = run_process({AMPT_PYTHON, kScript, "finetune", dir, data, "16", "20",
+                                        "3e-3", "0.9", "0.95", "1e-8"});
+    INFO(reference.err);
+    REQUIRE(reference.exit_code == 0);
+    const auto expected = YAML::Load(reference.out).as<std::vector<double>>();
+    std::vector<double> losses;
+    std::ifstream metrics(out + "/metrics.jsonl");
+    for (std::string line; std::getline(metrics, line);) {
+      const auto record = YAML::Load(line);
+      if (record["step"] && record["loss"] && !record["event"]) losses.push_back(record["loss"].as<double>());
+    }
+    REQUIRE(losses.size() == expected.size());
+    for (std::size_t i = 0; i < losses.size(); ++i) {
+      INFO(flavour << " step " << i + 1 << ": ampt " << losses[i] << ", transformers " << expected[i]);
+      CHECK(std::abs(losses[i] - expected[i]) <= 1e-4 * std::abs(expected[i]));
+    }
+    CHECK(losses.back() < losses.front() - 0.5);  // it learns the batch
+  }
+}
+
+TEST_CASE("llama export: --format hf loads in transformers with ampt's logits and greedy tokens",
+          "[hf][llama][cli]") {
+  if (!have_transformers()) {
+    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
+    return;
+  }
+  const auto dir = make_llama({"--flavour", "qwen2", "--tied"});
+  const auto out = make_temp_dir();
+  auto r = run_ampt({"train", "--init_from", dir, "--max_steps", "3", "--batch_size", "4",
+                     "--block_size", "16", "--synthetic_samples", "64", "--mixed_precision", "no",
+                     "--device", "cpu", "--save_every", "3", "--output_dir", out});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::string checkpoint;
+  for (const auto& entry : std::filesystem::directory_iterator(out)) {
+    if (entry.path().filename().string().starts_with("ckpt-")) checkpoint = entry.path().string();
+  }
+  REQUIRE(!checkpoint.empty());
+  const auto exported = make_temp_dir() + "/finetuned";
+  r = run_ampt({"export", "--format", "hf", "--checkpoint", checkpoint, "--out", exported});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("wrote " + exported + ": model.safetensors, config.json"));
+  const auto written = ampt::hf::read_llama_config(exported + "/config.json");
+  CHECK(written.model_type == "qwen2");
+  CHECK(written.eos_token_ids == std::vector<int64_t>{1});
+
+  // The exported weights are the trained ones, not the pretrained ones: compare with the checkpoint
+  // through ampt's own loader of the export, then transformers' logits of the export.
+  auto model = load(exported);
+  const auto tokens = torch::tensor({3, 14, 15, 92, 65, 35, 89, 79}).view({1, 8});
+  torch::NoGradGuard no_grad;
+  const auto logits = model.forward(tokens);
+  const auto py = run_process({AMPT_PYTHON, kScript, "logits", exported, "[[3, 14, 15, 92, 65, 35, 89, 79]]"});
+  INFO(py.err);
+  REQUIRE(py.exit_code == 0);
+  const auto expected = torch::tensor(YAML::Load(py.out).as<std::vector<float>>()).view(logits.sizes());
+  CHECK((logits - expected).abs().max().item<double>() <= 1e-4);
+  const auto pretrained_logits = load(dir).forward(tokens);
+  CHECK((logits - pretrained_logits).abs().max().item<double>() > 1e-3);  // it trained
+  ampt::models::SamplingOptions greedy;
+  greedy.temperature = 0.0;
+  greedy.max_new_tokens = 12;
+  CHECK(ampt::models::generate(model, {3, 14, 15}, greedy) ==
+        reference_generation(exported, "[3, 14, 15]", 12));
+}
+
+TEST_CASE("llama import: a config, shard or index that does not fit is one line naming file and field",
+          "[hf][llama]") {
+  const auto dir = make_temp_dir();
+  const auto path = dir + "/config.json";
+  const std::string dims =
+      R"("model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, )"
+      R"("num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64, "vocab_size": 100)";
+  const auto refuse = [&](const std::string& extra, const std::string& message) {
+    ampt::test::write_file(path, "{" + dims + extra + "}");
+    CHECK_THROWS_WITH(ampt::hf::read_llama_config(path), path + ": " + message);
+  };
+  refuse(R"(, "use_sliding_window": true)",
+         "use_sliding_window is true: ampt's attention is full causal attention, no sliding window");
+  refuse(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0})",
+         "rope_type yarn is not one ampt's Llama implements (default or llama3)");
+  refuse(R"(, "num_local_experts": 8)",
+         "num_local_experts is set: mixture-of-experts layers are not something ampt's Llama builds");
+  refuse(R"(, "hidden_act": "gelu")", "hidden_act gelu is not the SwiGLU activation ampt's Llama has (silu)");
+  refuse(R"(, "layer_types": ["full_attention", "sliding_attention"])",
+         "layer_types holds sliding_attention: ampt's Llama has full_attention layers only");
+  refuse(R"(, "head_dim": 32)",
+         "head_dim 32 is not hidden_size / num_attention_heads (16), the only one ampt's Llama builds");
+  refuse(R"(, "mlp_bias": true)", "mlp_bias is true: ampt's Llama MLP has no biases");
+  ampt::test::write_file(path, R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, )"
+                               R"("num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 3, )"
+                               R"("max_position_embeddings": 64, "vocab_size": 100})");
+  CHECK_THROWS_WITH(ampt::hf::read_llama_config(path),
+                    path + ": num_attention_heads 4 is not a multiple of num_key_value_heads 3");
+  ampt::test::write_file(path, R"({"model_type": "mistral"})");
+  CHECK_THROWS_WITH(ampt::hf::read_llama_config(path),
+                    path + ": model_type is mistral, ampt's Llama loads llama and qwen2 models");
+  CHECK_THROWS_WITH(ampt::config::pretrained_model(dir),
+                    path + ": model_type is mistral; ampt loads gpt2, llama and qwen2 models");
+  // The hub's older spelling of llama3 rope settings reads as transformers 5's.
+  ampt::test::write_file(path, "{" + dims + R"(, "rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
+  const auto read = ampt::hf::read_llama_config(path);
+  CHECK(read.rope_theta == 500000.0);
+  REQUIRE(read.llama3_scaling);
+  CHECK(read.llama3_scaling->factor == 32.0);
+
+  if (!have_transformers()) {
+    WARN("skipping the weight files' half: transformers is not installed in " AMPT_PYTHON);
+    return;
+  }
+  const auto sharded = make_llama({"--shard_kb", "60"});
+  const auto files = ampt::hf::model_files(sharded);
+  REQUIRE(files.weights.size() > 1);
+  // An index naming a tensor its shard does not hold.
+  const auto index = ampt::test::read_file(files.index);
+  const auto renamed = std::string(index).replace(index.find("model.norm.weight"), 17, "model.norm.weigh");
+  ampt::test::write_file(files.index, renamed);
+  CHECK_THROWS_WITH(ampt::hf::read_model_tensors(ampt::hf::model_files(sharded)),
+                    Catch::Matches(files.index + ": names tensor model.norm.weigh in .*model-0000.-of-0000.\\.safetensors, "
+                                   "which does not hold it"));
+  ampt::test::write_file(files.index, index);
+  // A shard the index lists that is not there.
+  std::filesystem::remove(files.weights.back());
+  CHECK_THROWS_WITH(ampt::hf::model_files(sharded),
+                    files.weights.back() + ": missing, but " + files.index + " lists it");
+  // A tensor of the wrong shape, and one the model lacks.
+  const auto single = make_llama();
+  auto config = ampt::hf::read_llama_config(single + "/config.json");
+  config.intermediate_size = 96;
+  CHECK_THROWS_WITH(ampt::hf::read_llama_weights(ampt::hf::model_files(single), config),
+                    single + "/model.safetensors: tensor model.layers.0.mlp.gate_proj.weight has "
+                             "shape [128, 64], config.json's dimensions give [96, 64]");
+  config.intermediate_size = 128;
+  config.num_hidden_layers = 3;
+  CHECK_THROWS_WITH(ampt::hf::read_llama_weights(ampt::hf::model_files(single), config),
+                    single + "/model.safetensors: no tensor model.layers.2.input_layernorm.weight "
+                             "(a Llama of 3 layers has one)");
+}
+
+TEST_CASE("llama presets: parameter counts equal the published ones, and the built model's",
+          "[models][llama]") {
+  for (const auto& preset : ampt::models::llama_presets()) {
+    if (preset.published > 0) {
+      INFO(preset.name);
+      CHECK(preset.dims.parameters() == preset.published);
+    }
+  }
+  for (const auto* name : {"llama", "qwen2"}) {
+    ampt::config::Config config;
+    config.model = name;
+    const auto dims = ampt::models::resolve_llama_dims(config);
+    auto model = ampt::models::make_model(config, {ampt::data::Task::language_model, {16}, 256});
+    CHECK(ampt::models::parameter_count(*model.module) == dims.parameters());
+  }
+}
+
+TEST_CASE("llama export: weights past the shard size go to shards and an index transformers reads",
+          "[hf][llama]") {
+  if (!have_transformers()) {
+    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
+    return;
+  }
+  const auto dir = make_llama({"--llama3"});
+  const auto config = ampt::hf::read_llama_config(dir + "/config.json");
+  const auto weights = ampt::hf::read_llama_weights(ampt::hf::model_files(dir), config);
+  const auto out = make_temp_dir() + "/sharded";
+  const auto written = ampt::hf::write_llama_directory(out, weights, config, std::nullopt, {}, 60'000);
+  REQUIRE(written.size() > 3);
+  CHECK(written.front() == "model-00001-of-0000" + std::to_string(written.size() - 2) + ".safetensors");
+  CHECK(written[written.size() - 2] == "model.safetensors.index.json");
+  CHECK(ampt::hf::model_files(out).weights.size() == written.size() - 2);
+  // transformers' logits of the sharded export are those of the model it came from.
+  const auto reference = YAML::LoadFile(dir + "/reference.json");
+  std::vector<std::string> rows;
+  for (auto row : reference["tokens"].as<std::vector<std::vector<int64_t>>>()) {
+    row.pop_back();  // reference.json's logits are of the inputs: all but the last token
+    rows.push_back(fmt::format("[{}]", fmt::join(row, ", ")));
+  }
+  const auto py = run_process({AMPT_PYTHON, kScript, "logits", out, fmt::format("[{}]", fmt::join(rows, ", "))});
+  INFO(py.err);
+  REQUIRE(py.exit_code == 0);
+  const auto logits = torch::tensor(YAML::Load(py.out).as<std::vector<float>>());
+  const auto expected = torch::tensor(reference["logits"].as<std::vector<float>>());
+  REQUIRE(logits.numel() == expected.numel());
+  CHECK((logits - expected).abs().max().item<double>() <= 1e-5);
+}

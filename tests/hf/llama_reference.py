@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Reference Llama and Qwen2 checkpoints for ampt's tests, made with transformers (no hub).
+
+    llama_reference.py make DIR [--flavour llama|qwen2] [--n_layer 2] [--hidden 64] [--heads 4]
+                       [--kv_heads 2] [--inter 128] [--vocab 100] [--positions 64] [--llama3]
+                       [--tied] [--shard_kb N] [--dtype float32|bfloat16|float16] [--seed 0]
+                       [--tokenizer RANKS]
+        writes DIR/config.json and the safetensors weights (sharded with --shard_kb) of a
+        LlamaForCausalLM or Qwen2ForCausalLM with random weights (rope_scaling llama3 with
+        --llama3), and DIR/reference.json: fixed tokens, their logits and next-token loss; with
+        --tokenizer (GPT-2's .tiktoken ranks; --vocab must then be 50257) GPT-2's tokenizer files.
+    llama_reference.py logits DIR TOKENS_JSON
+        prints the float32 logits of a saved model for [[ids...], ...] as JSON.
+    llama_reference.py generate DIR TOKENS_JSON N
+        prints transformers' greedy continuation (N new ids) of the prompt ids as JSON.
+    llama_reference.py finetune DIR TOKENS.bin BLOCK STEPS LR BETA1 BETA2 EPS
+        trains the model in float32 on every window of BLOCK + 1 tokens of the uint16 file (one
+        batch, as ampt cuts them) with torch.optim.AdamW, and prints each step's loss as JSON.
+"""
+import argparse
+import importlib.util
+import json
+import pathlib
+
+import numpy as np
+import torch
+from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+
+def make(args):
+    torch.manual_seed(args.seed)
+    common = dict(hidden_size=args.hidden, intermediate_size=args.inter,
+                  num_hidden_layers=args.n_layer, num_attention_heads=args.heads,
+                  num_key_value_heads=args.kv_heads, vocab_size=args.vocab,
+                  max_position_embeddings=args.positions, tie_word_embeddings=args.tied,
+                  bos_token_id=0, eos_token_id=1, rms_norm_eps=1e-5)
+    if args.llama3:
+        common["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0,
+                                  "original_max_position_embeddings": args.positions // 4}
+        common["rope_theta"] = 500000.0
+    if args.flavour == "qwen2":
+        model = Qwen2ForCausalLM(Qwen2Config(**common))
+    else:
+        model = LlamaForCausalLM(LlamaConfig(**common))
+    model.eval()
+    # Random weights at the init's scale give near-uniform logits; larger ones test more, and
+    # norms away from 1 test that their weights are read.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    model = model.to(getattr(torch, args.dtype))
+    kwargs = {"max_shard_size": f"{args.shard_kb}KB"} if args.shard_kb else {}
+    model.save_pretrained(args.dir, **kwargs)
+    if args.tokenizer:
+        # Under another name: tests/text has a gpt2_reference module of its own, which this one
+        # imports.
+        spec = importlib.util.spec_from_file_location(
+            "hf_gpt2_reference", pathlib.Path(__file__).resolve().parent / "gpt2_reference.py")
+        gpt2 = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(gpt2)
+        gpt2.write_tokenizer(args.tokenizer, args.dir)
+    model = model.float()
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, args.vocab, (2, min(12, args.positions) + 1), generator=g)
+    with torch.no_grad():
+        logits = model(tokens[:, :-1]).logits
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
+    json.dump({"tokens": tokens.tolist(), "logits": logits.flatten().tolist(),
+               "shape": list(logits.shape), "next_token_loss": loss.item()},
+              open(f"{args.dir}/reference.json", "w"))
+
+
+def load(path):
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+
+
+def logits(args):
+    model = load(args.dir)
+    with torch.no_grad():
+        print(json.dumps(model(torch.tensor(json.loads(args.tokens))).logits.flatten().tolist()))
+
+
+def generate(args):
+    model = load(args.dir)
+    prompt = torch.tensor([json.loads(args.tokens)])
+    with torch.no_grad():
+        out = model.generate(prompt, max_new_tokens=args.n, min_new_tokens=args.n, do_sample=False,
+                             attention_mask=torch.ones_like(prompt), pad_token_id=0)
+    print(json.dumps(out[0, prompt.size(1):].tolist()))
+
+
+def finetune(args):
+    torch.manual_seed(0)
+    model = load(args.dir).train()
+    tokens = torch.from_numpy(np.fromfile(args.tokens, dtype=np.uint16).astype(np.int64))
+    starts = range(0, tokens.numel() - args.block, args.block)
+    windows = torch.stack([tokens[s:s + args.block + 1] for s in starts])
+    inputs, targets = windows[:, :-1], windows[:, 1:]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(args.beta1, args.beta2),
+                                  eps=args.eps, weight_decay=0.0)
+    losses = []
+    for _ in range(args.steps):
+        logits = model(inputs).logits
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    print(json.dumps(losses))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("make")
+    m.add_argument("dir")
+    m.add_argument("--flavour", choices=["llama", "qwen2"], default="llama")
+    for name, default in [("n_layer", 2), ("hidden", 64), ("heads", 4), ("kv_heads", 2),
+                          ("inter", 128), ("vocab", 100), ("positions", 64), ("shard_kb", 0),
+                          ("seed", 0)]:
+        m.add_argument(f"--{name}", type=int, default=default)
+    m.add_argument("--llama3", action="store_true")
+    m.add_argument("--tied", action="store_true")
+    m.add_argument("--dtype", default="float32")
+    m.add_argument("--tokenizer", help="GPT-2's .tiktoken ranks: write its tokenizer files too")
+    lg = sub.add_parser("logits")
+    lg.add_argument("dir")
+    lg.add_argument("tokens")
+    gen = sub.add_parser("generate")
+    gen.add_argument("dir")
+    gen.add_argument("tokens")
+    gen.add_argument("n", type=int)
+    ft = sub.add_parser("finetune")
+    ft.add_argument("dir")
+    ft.add_argument("tokens")
+    for name in ["block", "steps"]:
+        ft.add_argument(name, type=int)
+    for name in ["lr", "beta1", "beta2", "eps"]:
+        ft.add_argument(name, type=float)
+    args = parser.parse_args()
+    {"make": make, "logits": logits, "generate": generate, "finetune": finetune}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

