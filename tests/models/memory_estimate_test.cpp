@@ -29,6 +29,8 @@ int64_t built_parameters(const Config& config, const ModelDims& dims) {
   ampt::data::DataSpec spec;
   if (dims.family == ModelDims::Family::gpt) {
     spec = {ampt::data::Task::language_model, {dims.seq_len}, dims.gpt.vocab_size};
+  } else if (dims.family == ModelDims::Family::llama) {
+    spec = {ampt::data::Task::language_model, {dims.seq_len}, dims.llama.vocab_size};
   } else {
     spec = {ampt::data::Task::classification, dims.input_shape, dims.classes};
   }
@@ -38,8 +40,10 @@ int64_t built_parameters(const Config& config, const ModelDims& dims) {
 }  // namespace
 
 TEST_CASE("memory estimate: parameter counts equal the built models'", "[memory]") {
-  std::vector<Config> configs = {with_model("mlp"), with_model("cnn"), with_model("gpt-tiny"),
-                                 with_model("gpt2-124m"), with_model("gpt2-350m")};
+  std::vector<Config> configs = {with_model("mlp"),       with_model("cnn"),
+                                 with_model("gpt-tiny"),  with_model("gpt2-124m"),
+                                 with_model("gpt2-350m"), with_model("llama"),
+                                 with_model("qwen2")};
   auto mlp = with_model("mlp");
   mlp.mlp_hidden = 100;
   mlp.mlp_layers = 1;
@@ -172,16 +176,17 @@ TEST_CASE("memory estimate: a seq_len beyond block_size is a usage error", "[mem
 
 namespace {
 
-// Peak memory of a 2-step run (step 2's peak holds the AdamW moments) of a GPT on synthetic
-// tokens, from its summary.json.
+// Peak memory of a 2-step run (step 2's peak holds the AdamW moments) of a GPT (or `model`) on
+// synthetic tokens, from its summary.json.
 int64_t measured_peak(const std::string& device, const std::string& precision, int64_t n_layer,
-                      int64_t n_embd, int64_t n_head, int64_t block, int64_t batch) {
+                      int64_t n_embd, int64_t n_head, int64_t block, int64_t batch,
+                      const std::string& model = "gpt") {
   const auto dir = ampt::test::make_temp_dir();
   // glibc keeps freed blocks below its (adaptive) mmap threshold in the heap, so peak RSS would
   // also count memory the process no longer uses; a fixed 64 KiB threshold returns large blocks
   // on free and peak RSS follows the live tensors.
   const auto r = ampt::test::run_ampt(
-      {"train", "--device", device, "--model", "gpt", "--n_layer", std::to_string(n_layer),
+      {"train", "--device", device, "--model", model, "--n_layer", std::to_string(n_layer),
        "--n_embd", std::to_string(n_embd), "--n_head", std::to_string(n_head), "--block_size",
        std::to_string(block), "--vocab_size", "256", "--batch_size", std::to_string(batch),
        "--max_steps", "2", "--val_fraction", "0", "--synthetic_samples", "64",
@@ -196,8 +201,9 @@ int64_t measured_peak(const std::string& device, const std::string& precision, i
 // (the fp32 weights O0 and O1 train in, and the optimizer state), for the whole run; on a GPU
 // that is host memory, outside the device estimate.
 int64_t estimated_peak(const std::string& device, const std::string& precision, int64_t n_layer,
-                       int64_t n_embd, int64_t n_head, int64_t block, int64_t batch) {
-  Config config = with_model("gpt");
+                       int64_t n_embd, int64_t n_head, int64_t block, int64_t batch,
+                       const std::string& model = "gpt") {
+  Config config = with_model(model);
   config.n_layer = n_layer;
   config.n_embd = n_embd;
   config.n_head = n_head;

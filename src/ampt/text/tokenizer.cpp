@@ -3,6 +3,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/core/fnv1a.h"
 #include "ampt/text/bpe_model.h"
+#include "ampt/text/nfc.h"
 #include "ampt/text/pretokenizer.h"
 #include "ampt/text/utf8.h"
 #include "ampt/text/word_cache.h"
@@ -139,12 +140,16 @@ uint64_t Tokenizer::fingerprint() const {
   for (const Merge& m : v.merges) hash.add_int(m.left).add_int(m.right).add_int(m.rank).add_int(m.result);
   hash.add_int(v.special_ids.size());
   for (const int32_t id : v.special_ids) hash.add_int(id);
-  hash.add_int(static_cast<int>(v.pre_tokenizer)).add_int(v.ignore_merges ? 1 : 0);
+  hash.add_int(static_cast<int>(v.pre_tokenizer)).add_int(v.ignore_merges ? 1 : 0).add_int(v.nfc ? 1 : 0);
   hash.add_int(v.bos).add_int(v.eos);
   return hash.digest();
 }
 
-void Tokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
+void Tokenizer::encode_ordinary(std::string_view raw, std::vector<int32_t>& out) const {
+  // Special tokens were matched in the raw text; what lies between them is normalized, as
+  // Hugging Face normalizes the text around added tokens that are not `normalized`.
+  const std::string normalized = model_->vocabulary.nfc ? to_nfc(raw) : std::string();
+  const std::string_view text = model_->vocabulary.nfc ? std::string_view(normalized) : raw;
   ThreadState& state = thread_state(model_->serial);
   const PreTokenizer pattern = model_->vocabulary.pre_tokenizer;
   for (std::size_t pos = 0; pos < text.size();) {
@@ -228,7 +233,8 @@ std::vector<std::string_view> Tokenizer::parallel_chunks(std::string_view text, 
     std::size_t cut = std::max(start + 1, text.size() * k / chunks);
     // Only cuts between two characters: skip UTF-8 continuation bytes.
     while (cut < limit && ((static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80 ||
-                           !is_safe_cut(v.pre_tokenizer, text, cut) || inside_special(cut))) {
+                           !is_safe_cut(v.pre_tokenizer, text, cut) ||
+                           (v.nfc && !is_nfc_boundary(text, cut)) || inside_special(cut))) {
       ++cut;
     }
     if (cut >= limit) continue;  // no safe cut here: the next chunk grows

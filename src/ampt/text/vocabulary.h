@@ -33,6 +33,8 @@ struct Vocabulary {
   // A piece that is a whole (non-special) token is that token, merges or not: what tiktoken does,
   // and Hugging Face's BPE with ignore_merges (Llama-3's tokenizer.json).
   bool ignore_merges = false;
+  // Texts are put in Unicode NFC before the pre-tokenizer (Qwen2's tokenizer.json normalizer).
+  bool nfc = false;
   // The token the tokenizer puts before a text (Llama-3's <|begin_of_text|>), -1 for none; and
   // the one that ends a text, -1 to let Tokenizer pick <|endoftext|> or <|end_of_text|>.
   int32_t bos = -1;
