@@ -21,7 +21,7 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
       fmt::format("input {}x{}x{}, {} stages of {} blocks, channels {}..{}, classes {}", shape[0],
                   shape[1], shape[2], CnnImpl::kStages, config.cnn_blocks, config.cnn_channels,
                   config.cnn_channels << (CnnImpl::kStages - 1), spec.classes),
-      {}, {}};
+      {}, {}, {}, 0};
 }
 
 ModelDims memory_dims(const config::Config& config, std::vector<int64_t> input_shape, int64_t) {
@@ -43,6 +43,7 @@ ModelDims memory_dims(const config::Config& config, std::vector<int64_t> input_s
 
 ModelFamily cnn_family() {
   return {.name = "cnn",
+          .presets = {},
           .sample_request = request,
           .build = build,
           .memory_dims = memory_dims,

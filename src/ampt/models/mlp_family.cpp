@@ -22,7 +22,7 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   return {mlp.ptr(), forward_of(mlp), loss_of(mlp), training_flops_from_macs(mlp->macs_per_sample()), 1,
           fmt::format("in {}, hidden {} x {} layers, classes {}", features, config.mlp_hidden,
                       config.mlp_layers, spec.classes),
-          {}, {}};
+          {}, {}, {}, 0};
 }
 
 ModelDims memory_dims(const config::Config& config, std::vector<int64_t> input_shape, int64_t) {
@@ -41,6 +41,7 @@ ModelDims memory_dims(const config::Config& config, std::vector<int64_t> input_s
 
 ModelFamily mlp_family() {
   return {.name = "mlp",
+          .presets = {},
           .sample_request = request,
           .build = build,
           .memory_dims = memory_dims};
