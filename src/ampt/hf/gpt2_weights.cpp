@@ -1,6 +1,5 @@
 #include "ampt/hf/gpt2_weights.h"
 
-#include "ampt/checkpoint/safetensors.h"
 #include "ampt/core/errors.h"
 
 #include <fmt/format.h>
@@ -50,17 +49,15 @@ std::string without_prefix(const std::string& name) {
 
 }  // namespace
 
-NamedTensors read_gpt2_weights(const std::vector<std::string>& files, const Gpt2Config& config,
+NamedTensors read_gpt2_weights(const ModelFiles& files, const Gpt2Config& config,
                                int64_t padded_vocab) {
   // name (prefix dropped) -> (tensor, file it came from)
   std::map<std::string, std::pair<torch::Tensor, std::string>> found;
-  for (const auto& file : files) {
-    for (auto& [name, tensor] : checkpoint::read_safetensors(file)) {
-      if (is_mask_buffer(name)) continue;
-      found[without_prefix(name)] = {std::move(tensor), file};
-    }
+  for (auto& [name, entry] : read_model_tensors(files)) {
+    if (!is_mask_buffer(name)) found[without_prefix(name)] = std::move(entry);
   }
-  const auto where = files.size() == 1 ? files.front() : fmt::format("{}", fmt::join(files, ", "));
+  const auto& paths = files.weights;
+  const auto where = paths.size() == 1 ? paths.front() : fmt::format("{}", fmt::join(paths, ", "));
   NamedTensors out;
   torch::Tensor wte;
   for (const auto& spec : gpt2_specs(config, config.vocab_size)) {

@@ -74,8 +74,6 @@ class ConfigFile {
     return out;
   }
 
-  const JsonValue& root() const { return root_; }
-
  private:
   std::string path_;
   JsonValue root_;

@@ -70,7 +70,7 @@ PretrainedWeights load_pretrained(const config::Config& config) {
   const auto files = hf::pretrained_files(config);
   const auto hf_config = hf::read_gpt2_config(files.config_json);
   const auto padded = padded_vocab(hf_config.vocab_size);
-  auto weights = hf::read_gpt2_weights(files.weights, hf_config, padded);
+  auto weights = hf::read_gpt2_weights(files, hf_config, padded);
   auto description =
       fmt::format("{} ({} tensors from {} file{}; vocabulary {} padded to {})", files.dir,
                   weights.size(), files.weights.size(), files.weights.size() == 1 ? "" : "s",

@@ -66,10 +66,14 @@ torch::Tensor LlamaAttentionImpl::attend(const torch::Tensor& q, const torch::Te
   return project(o_proj, fp8_o, y.transpose(1, 2).contiguous().view({batch, time, n_head_ * head_dim_}));
 }
 
+LlamaAttentionImpl::Qkv LlamaAttentionImpl::qkv(const torch::Tensor& x, const RotaryAngles& angles) {
+  return {apply_rotary(heads(project(q_proj, fp8_q, x), n_head_), angles),
+          apply_rotary(heads(project(k_proj, fp8_k, x), n_kv_head_), angles),
+          heads(project(v_proj, fp8_v, x), n_kv_head_)};
+}
+
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const RotaryAngles& angles) {
-  const auto q = apply_rotary(heads(project(q_proj, fp8_q, x), n_head_), angles);
-  const auto k = apply_rotary(heads(project(k_proj, fp8_k, x), n_kv_head_), angles);
-  const auto v = heads(project(v_proj, fp8_v, x), n_kv_head_);
+  const auto [q, k, v] = qkv(x, angles);
   return attend(q, k, v, /*causal=*/true);
 }
 
@@ -77,9 +81,7 @@ torch::Tensor LlamaAttentionImpl::forward_cached(const torch::Tensor& x, const R
                                                  std::pair<torch::Tensor, torch::Tensor>& cache) {
   auto& [keys, values] = cache;
   const bool first = !keys.defined();
-  const auto q = apply_rotary(heads(project(q_proj, fp8_q, x), n_head_), angles);
-  const auto k = apply_rotary(heads(project(k_proj, fp8_k, x), n_kv_head_), angles);
-  const auto v = heads(project(v_proj, fp8_v, x), n_kv_head_);
+  const auto [q, k, v] = qkv(x, angles);
   keys = first ? k : torch::cat({keys, k}, 2);
   values = first ? v : torch::cat({values, v}, 2);
   // The prompt attends causally within itself; a later position attends to all it follows.
@@ -143,7 +145,7 @@ torch::Tensor LlamaImpl::hidden(const torch::Tensor& tokens) {
     throw RuntimeError(fmt::format("a block of {} tokens exceeds the model's context block_size {}",
                                    time, dims_.block_size));
   }
-  const auto angles = rotary_angles(inv_freq_.to(tokens.device()), 0, time);
+  const auto angles = angles_at(tokens.device(), 0, time);
   auto x = call(embed_tokens_, tokens);
   const bool checkpointed = grad_ckpt_ && is_training() && torch::GradMode::is_enabled();
   for (const auto& layer : *layers_) {
@@ -157,6 +159,13 @@ torch::Tensor LlamaImpl::hidden(const torch::Tensor& tokens) {
                      : run(x);
   }
   return call(norm_, x);
+}
+
+RotaryAngles LlamaImpl::angles_at(const torch::Device& device, int64_t start, int64_t length) {
+  // Moved once, not copied to the GPU at every forward: it is no parameter or buffer, which
+  // module->to() would move.
+  if (inv_freq_.device() != device) inv_freq_ = inv_freq_.to(device);
+  return rotary_angles(inv_freq_, start, length);
 }
 
 const torch::nn::Module& LlamaImpl::head_module() const {
@@ -191,7 +200,7 @@ torch::Tensor LlamaImpl::next_logits(const torch::Tensor& tokens, KvCache& cache
                                    "{}: shorten the prompt or max_new_tokens",
                                    end, dims_.block_size));
   }
-  const auto angles = rotary_angles(inv_freq_.to(tokens.device()), cache.length, time);
+  const auto angles = angles_at(tokens.device(), cache.length, time);
   auto x = call(embed_tokens_, tokens);
   cache.layers.resize(layers_->size());
   for (size_t i = 0; i < layers_->size(); ++i) {

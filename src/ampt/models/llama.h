@@ -53,8 +53,13 @@ class LlamaAttentionImpl : public torch::nn::Module {
   c10::intrusive_ptr<precision::Fp8Linear> fp8_q, fp8_k, fp8_v, fp8_o;
 
  private:
+  struct Qkv {
+    torch::Tensor q, k, v;
+  };
   // [B, T, heads · head_dim] → [B, heads, T, head_dim]
   torch::Tensor heads(const torch::Tensor& t, int64_t count) const;
+  // The projections of x into heads, queries and keys rotated to `angles`' positions.
+  Qkv qkv(const torch::Tensor& x, const RotaryAngles& angles);
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        bool causal);
 
@@ -113,6 +118,8 @@ class LlamaImpl : public torch::nn::Module {
 
  private:
   torch::Tensor hidden(const torch::Tensor& tokens);
+  // The rotary angles of positions [start, start + length) on `device`.
+  RotaryAngles angles_at(const torch::Device& device, int64_t start, int64_t length);
   // The head's weight: lm_head's, or embed_tokens' when tied.
   torch::Tensor head_weight() const;
   const torch::nn::Module& head_module() const;
@@ -121,7 +128,7 @@ class LlamaImpl : public torch::nn::Module {
   bool grad_ckpt_ = false;
   bool fused_ = true;
   bool fp8_head_ = false;
-  torch::Tensor inv_freq_;  // not a parameter nor a buffer: derived from dims
+  torch::Tensor inv_freq_;  // not a parameter nor a buffer: derived from dims, on the last device used
   torch::nn::Embedding embed_tokens_{nullptr};
   torch::nn::ModuleList layers_;
   RmsNorm norm_{nullptr};
