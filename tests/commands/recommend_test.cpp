@@ -3,6 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <sstream>
+#include <string>
+
 TEST_CASE("cli recommend: table, recommendation and usage errors", "[recommend][cli]") {
   auto r = ampt::test::run_ampt({"recommend", "--model", "gpt2-124m", "--global_batch", "512",
                                  "--batch_size", "16"});
@@ -72,4 +75,55 @@ TEST_CASE("cli recommend: per-rank memory with --world_size and --zero_stage", "
   const auto bad = ampt::test::run_ampt({"recommend", "--world_size", "3", "--global_batch", "64"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err == "ampt: error: --global_batch 64 does not divide among --world_size 3 ranks\n");
+}
+
+namespace {
+
+// The `total` column of a scheme's row ("| bf16/O1 | weights | ... | total | ...") in GiB.
+double row_total(const std::string& out, const std::string& scheme) {
+  const auto start = out.find("| " + scheme + " |");
+  REQUIRE(start != std::string::npos);
+  std::stringstream row(out.substr(start, out.find('\n', start) - start));
+  std::string cell;
+  for (int i = 0; i < 9; ++i) std::getline(row, cell, '|');
+  return std::stod(cell);
+}
+
+}  // namespace
+
+TEST_CASE("cli recommend: LoRA's frozen base and adapters", "[recommend][cli][lora]") {
+  for (const std::string model : {"gpt2-1558m", "llama-3.1-8b"}) {
+    INFO(model);
+    const auto full = ampt::test::run_ampt({"recommend", "--model", model, "--batch_size", "4"});
+    const auto lora = ampt::test::run_ampt(
+        {"recommend", "--model", model, "--batch_size", "4", "--lora_rank", "16"});
+    INFO(lora.out << lora.err);
+    REQUIRE(full.exit_code == 0);
+    REQUIRE(lora.exit_code == 0);
+    for (const auto* scheme : {"fp32/O0", "bf16/O1", "bf16/O2", "fp16/O1", "fp8/O1"}) {
+      INFO(scheme);
+      CHECK(row_total(lora.out, scheme) < row_total(full.out, scheme));
+    }
+    // The recommended command keeps the adapters.
+    CHECK_THAT(lora.out, Catch::Contains("--lora_rank 16 --mixed_precision bf16"));
+  }
+  // gpt2-1558m: 48 blocks, c_attn [4800, 1600]: 48 x 16 x (1600 + 4800) adapter parameters.
+  const auto gpt = ampt::test::run_ampt({"recommend", "--model", "gpt2-1558m", "--lora_rank", "16"});
+  CHECK_THAT(gpt.out, Catch::Contains("LoRA rank 16 on 48 Linear layers (c_attn): 4,915,200 "
+                                      "trainable parameters (0.31%)"));
+  // llama-3.1-8b: 32 blocks, q_proj [4096, 4096] and v_proj [1024, 4096].
+  const auto llama =
+      ampt::test::run_ampt({"recommend", "--model", "llama-3.1-8b", "--lora_rank", "16"});
+  CHECK_THAT(llama.out, Catch::Contains("LoRA rank 16 on 64 Linear layers (q_proj,v_proj): "
+                                        "6,815,744 trainable parameters"));
+
+  const auto bad = ampt::test::run_ampt(
+      {"recommend", "--model", "gpt2-1558m", "--lora_rank", "16", "--lora_targets", "c_attn,qkv"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::StartsWith("ampt: error: lora_targets 'qkv' matches no Linear layer "
+                                        "of the model"));
+  const auto cnn = ampt::test::run_ampt({"recommend", "--model", "cnn", "--lora_rank", "8"});
+  CHECK(cnn.exit_code == 2);
+  CHECK(cnn.err == "ampt: error: lora_rank 8 with model 'cnn': LoRA adapts the Linear layers of "
+                   "a transformer (gpt, llama, qwen2 and their presets); use lora_rank 0\n");
 }

@@ -1,5 +1,5 @@
-// The options of text data (--tokenizer, --text_field, --packing, --max_length, --token_cache):
-// defaults, every source, and bad values.
+// The options of text data (--tokenizer, --text_field, --packing, --max_length, --token_cache,
+// --chat_template, --train_on_prompt): defaults, every source, and bad values.
 #include <catch2/catch.hpp>
 
 #include "config_test_support.h"
@@ -35,6 +35,25 @@ TEST_CASE("text data options: defaults, YAML data section, env and flags", "[con
   CHECK(overridden.config().text_field == "content");
   CHECK(overridden.config().tokenizer == "t.json");
   CHECK(describe(overridden.source_of("text_field")) == "env AMPT_TEXT_FIELD");
+}
+
+TEST_CASE("instruction data options: --chat_template and --train_on_prompt from every source",
+          "[config][text][chat]") {
+  const Config defaults;
+  CHECK(defaults.chat_template.empty());
+  CHECK_FALSE(defaults.train_on_prompt);
+  const TempYaml yaml("data:\n  chat_template: chatml.json\n  train_on_prompt: true\n");
+  const auto from_yaml = resolve_yaml(yaml);
+  CHECK(from_yaml.config().chat_template == "chatml.json");
+  CHECK(from_yaml.config().train_on_prompt);
+  const auto overridden = resolve_yaml(yaml, {"--train_on_prompt=false"},
+                                       {{"AMPT_CHAT_TEMPLATE", "zephyr.json"}});
+  CHECK(overridden.config().chat_template == "zephyr.json");
+  CHECK_FALSE(overridden.config().train_on_prompt);
+  CHECK(describe(overridden.source_of("chat_template")) == "env AMPT_CHAT_TEMPLATE");
+  CHECK(resolve_error({"--train_on_prompt=maybe"}) ==
+        "invalid value 'maybe' for train_on_prompt (flag --train_on_prompt): expected a boolean "
+        "(true/false, yes/no, on/off, 1/0)");
 }
 
 TEST_CASE("text data options: bad values are one-line usage errors", "[config][text][errors]") {

@@ -48,11 +48,7 @@ RankRun train(int world, const std::vector<std::string>& argv, const std::string
 
 // Every step's loss, from the run's metrics.jsonl.
 std::vector<double> losses(const std::string& dir) {
-  std::vector<double> out;
-  for (const auto& line : lines_with(read_file(dir + "/metrics.jsonl"), "\"loss\"")) {
-    if (line.find("\"val_loss\"") == std::string::npos) out.push_back(json_field(line, "loss"));
-  }
-  return out;
+  return step_losses(read_file(dir + "/metrics.jsonl"));
 }
 
 // The model and optimizer tensors of a checkpoint (ordinary or sharded), by name.

@@ -90,24 +90,30 @@ def generate(args):
     print(json.dumps(out[0, prompt.size(1):].tolist()))
 
 
-def finetune(args):
-    torch.manual_seed(0)
-    model = load(args.dir).train()
+def train_losses(model, args):
+    """Trains `model`'s parameters that require grad (all of them, or a LoRA model's adapters) on
+    the windows of args.tokens with AdamW, and returns each step's loss."""
     tokens = torch.from_numpy(np.fromfile(args.tokens, dtype=np.uint16).astype(np.int64))
     starts = range(0, tokens.numel() - args.block, args.block)
     windows = torch.stack([tokens[s:s + args.block + 1] for s in starts])
     inputs, targets = windows[:, :-1], windows[:, 1:]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(args.beta1, args.beta2),
+    trained = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trained, lr=args.lr, betas=(args.beta1, args.beta2),
                                   eps=args.eps, weight_decay=0.0)
     losses = []
     for _ in range(args.steps):
-        logits = model(inputs).logits
+        logits = model(input_ids=inputs).logits
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-    print(json.dumps(losses))
+    return losses
+
+
+def finetune(args):
+    torch.manual_seed(0)
+    print(json.dumps(train_losses(load(args.dir).train(), args)))
 
 
 def main():

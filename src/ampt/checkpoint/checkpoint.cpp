@@ -189,6 +189,10 @@ void write_checkpoint_file(const std::string& path, const Checkpoint& c) {
   root.insert("skipped_steps", c.skipped_steps);
   root.insert("initial_loss", c.initial_loss);
   root.insert("optimizer_kind", c.optimizer_kind);
+  if (!c.base_fingerprint.empty()) {
+    root.insert("base_model", c.base_model);
+    root.insert("base_fingerprint", c.base_fingerprint);
+  }
   if (c.scaler) {
     root.insert("scaler_scale", static_cast<double>(c.scaler->scale));
     root.insert("scaler_growth_tracker", static_cast<int64_t>(c.scaler->growth_tracker));
@@ -261,6 +265,10 @@ Checkpoint load_file(const std::string& path) {
   c.model = r.tensors("model");
   c.optimizer_kind = r.text("optimizer_kind");
   c.optimizer = r.tensors("optimizer");
+  if (r.has("base_fingerprint")) {
+    c.base_model = r.text("base_model");
+    c.base_fingerprint = r.text("base_fingerprint");
+  }
   if (r.has("scaler_scale")) {
     c.scaler = SavedScaler{static_cast<float>(r.number("scaler_scale")),
                            static_cast<int32_t>(r.integer("scaler_growth_tracker"))};

@@ -46,6 +46,11 @@ struct Checkpoint {
   std::optional<SavedScaler> scaler;  // only when the run used loss scaling
   torch::Tensor cpu_rng;
   torch::Tensor cuda_rng;  // undefined when the run was on the CPU
+  // LoRA runs: `model` holds only the adapters; the frozen base they were trained on is
+  // init_from's (`base_model`, empty for a random one) with this fingerprint
+  // (train/base_fingerprint.h). Both empty without LoRA.
+  std::string base_model;
+  std::string base_fingerprint;
 };
 
 // "ckpt-00000050.pt"

@@ -107,6 +107,18 @@ std::string describe_model(const models::ModelDims& d) {
   return "";
 }
 
+// "LoRA rank 16 on 48 Linear layers (c_attn): ..." after the model's line; empty without LoRA.
+std::string lora_text(const models::ModelDims& d, const models::ParameterCounts& p) {
+  if (!d.lora.active()) return "";
+  return fmt::format(
+      "LoRA rank {} on {} Linear layers ({}): {} trainable parameters ({:.2f}%) with fp32 "
+      "masters and optimizer state; {} frozen, held in the precision's half dtype (fp32 in "
+      "fp32/O0), with no gradients or optimizer state\n",
+      d.lora.rank, d.lora.adapted.size(), fmt::join(d.lora.targets, ","), grouped(p.trainable),
+      100.0 * static_cast<double>(p.trainable) / static_cast<double>(p.total),
+      grouped(p.total - p.trainable));
+}
+
 }  // namespace
 
 std::string recommend_help() {
@@ -118,7 +130,8 @@ std::string recommend_help() {
       "gradients, fp32 masters, optimizer state, cast copies and activations, with and without\n"
       "activation checkpointing; then recommends the precision, opt level, micro-batch and\n"
       "gradient accumulation for the global batch on the given GPU, and says why. With\n"
-      "--world_size N every figure is one rank's, with --zero_stage's sharding.",
+      "--world_size N every figure is one rank's, with --zero_stage's sharding; with\n"
+      "--lora_rank R the base is frozen and only the adapters train.",
       own_flags());
 }
 
@@ -155,7 +168,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
 
   const auto params = models::count_parameters(dims);
   std::string text = fmt::format(
-      "Model {}: {} parameters ({}); optimizer {}\n"
+      "Model {}: {} parameters ({}); optimizer {}\n{}"
       "GPU: {:.0f} GiB, compute capability {:.1f}; usable {:.1f} GiB = {:.0f} GiB x {:.2f} "
       "(allocator fragmentation) - 1 GiB (CUDA context, cuBLAS/cuDNN workspaces)\n\n"
       "{}Estimated peak memory in GiB{} at micro-batch {} (--batch_size):\n\n"
@@ -165,7 +178,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
       dims.name, grouped(params.total), describe_model(dims),
       config.optimizer == config::OptimizerKind::adamw ? "adamw (2 fp32 states per parameter)"
                                                        : "sgd",
-      gpu.memory_gb, gpu.compute_capability, models::gib(usable), gpu.memory_gb, 1.0 - models::kFragmentation,
+      lora_text(dims, params), gpu.memory_gb, gpu.compute_capability, models::gib(usable), gpu.memory_gb, 1.0 - models::kFragmentation,
       sharding_text(sharding), sharding.active() ? " per rank" : "", config.batch_size);
   std::string not_listed;
   std::string per_parameter;

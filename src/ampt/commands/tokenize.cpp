@@ -3,10 +3,12 @@
 #include "ampt/commands/own_flags.h"
 #include "ampt/core/errors.h"
 #include "ampt/data/input_files.h"
+#include "ampt/data/loss_mask.h"
 #include "ampt/data/text_shard.h"
 #include "ampt/data/token_file.h"
 #include "ampt/log/logger.h"
 #include "ampt/log/progress.h"
+#include "ampt/text/tokenize_chats.h"
 #include "ampt/text/tokenizer_files.h"
 
 #include <cxxopts.hpp>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 
 namespace ampt::commands {
 namespace {
@@ -24,12 +27,16 @@ cxxopts::Options make_parser() {
       "Tokenize text into an llm.c token shard (256-int32 header, then uint16 tokens; uint32, "
       "llm.c's Llama-3 layout, for a vocabulary beyond 65536 ids) that "
       "`ampt train --dataset tokens:FILE`, llm.c and nanoGPT read: <|endoftext|> before every "
-      "document (Llama-3: <|begin_of_text|>); a text file is one document, a .jsonl file one per line.");
+      "document (Llama-3: <|begin_of_text|>); a text file is one document, a .jsonl file one per line. "
+      "JSON Lines of instruction records (\"prompt\"/\"completion\" or \"messages\") are "
+      "rendered by a chat template instead, and their loss mask (1 byte per token: bit 0 scored, "
+      "bit 1 starts an example) is written beside the shard, FILE.bin -> FILE.mask.");
   parser.positional_help("INPUT...");
   parser.add_options()
       ("tokenizer", "GPT-2, Llama-3 or Qwen2 tokenizer: a directory with tokenizer.json (and tokenizer_config.json) or vocab.json + merges.txt, such a file, or a *.tiktoken file", cxxopts::value<std::string>(), "PATH")
       ("out", "shard to write (replaced whole when done)", cxxopts::value<std::string>(), "FILE")
       ("text_field", "the field of each JSON Lines record that holds its document", cxxopts::value<std::string>()->default_value("text"), "NAME")
+      ("chat_template", "JSON template file for instruction records (default: Llama-3's, ChatML or plain, by the tokenizer's special tokens)", cxxopts::value<std::string>(), "FILE")
       ("threads", "encoding threads (0: one per core)", cxxopts::value<int>()->default_value("0"), "N")
       ("inputs", "text files, .jsonl files, directories of them, or quoted globs", cxxopts::value<std::vector<std::string>>(), "INPUT...")
       ("h,help", "show this help");
@@ -45,7 +52,7 @@ std::string tokenize_help() { return make_parser().help(); }
 int run_tokenize(const std::vector<std::string>& args, const Environment&) {
   auto parser = make_parser();
   const auto result = parse_own_flags(parser, "tokenize", args,
-                                      {"--tokenizer", "--out", "--text_field", "--threads"});
+                                      {"--tokenizer", "--out", "--text_field", "--chat_template", "--threads"});
   const auto tokenizer_path = required_flag(result, "tokenize", "tokenizer");
   const auto out = required_flag(result, "tokenize", "out");
   if (result.count("inputs") == 0) {
@@ -77,13 +84,24 @@ int run_tokenize(const std::vector<std::string>& args, const Environment&) {
       log::set_status_line(done >= total ? "" : log::format_byte_progress(done, total, seconds()));
     };
   }
-  const auto stats = data::write_text_shard(tokenizer, inputs, options, out);
-  const auto counted = [](auto n, const char* what) {
+  std::optional<text::ChatTemplate> chat;
+  if (text::holds_chat_records(inputs, options.format, options.text_field)) {
+    chat = result.count("chat_template") != 0
+               ? text::read_chat_template(result["chat_template"].as<std::string>())
+               : text::builtin_chat_template(tokenizer);
+  } else if (result.count("chat_template") != 0) {
+    throw UsageError("--chat_template renders instruction records (\"prompt\"/\"completion\" or "
+                     "\"messages\"), but the first JSON Lines record is a document");
+  }
+  const auto stats = data::write_text_shard(tokenizer, inputs, options, out, chat ? &*chat : nullptr);
+  const auto counted = [](auto n, const std::string& what) {
     return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
   };
-  fmt::print("wrote {}: {}, {} tokens from {} ({} bytes of text) in {:.2f} s (tokenizer {}, {} "
+  fmt::print("wrote {}{}: {}, {} tokens from {} ({} bytes of text) in {:.2f} s (tokenizer {}, {} "
              "ids, {}; uint{} tokens)\n",
-             out, counted(stats.documents, "document"), stats.tokens,
+             out, chat ? fmt::format(" and its loss mask {}", data::loss_mask_path(out)) : "",
+             counted(stats.documents, chat ? chat->name + " example" : "document"),
+             stats.tokens,
              counted(inputs.size(), "file"), stats.bytes, seconds(), tokenizer.source(),
              tokenizer.vocab_size(), tokenizer.kind(),
              8 * data::llmc_layout(tokenizer.vocab_size()).bytes_per_token);

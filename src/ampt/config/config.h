@@ -117,7 +117,15 @@ struct Config {
   // A Hugging Face GPT-2 to start from: a directory (config.json + model.safetensors) or a name
   // looked up offline in the Hugging Face cache (hf/pretrained.h); empty: random initialisation.
   std::string init_from;
-
+  // LoRA (models/lora.h): rank 0 trains every parameter; above 0 the base is frozen and low-rank
+  // adapters of this rank train beside the Linear layers lora_targets names.
+  int64_t lora_rank = 0;
+  double lora_alpha = 16.0;    // the adapter's output is scaled by lora_alpha / lora_rank
+  double lora_dropout = 0.0;   // on the adapter's input only
+  std::string lora_targets;    // comma-separated module names; empty: the family's default
+  // Not an option: the peft adapter directory init_from named (config/peft_adapter.h), whose
+  // weights start the adapters; init_from is then its base. Empty: none.
+  std::string init_adapter;
 
   // data
   int64_t synthetic_samples = 65536;
@@ -131,6 +139,10 @@ struct Config {
   bool packing = true;  // documents joined and cut into windows; false: one padded example each
   int64_t max_length = 0;  // tokens per sample (inputs); 0: the model's block_size
   std::string token_cache;  // where tokenized text is kept; empty: output_dir/token_cache
+  // Instruction records (prompt/completion or messages): a chat template file
+  // (text/chat_template.h); empty: the template the tokenizer's special tokens point to.
+  std::string chat_template;
+  bool train_on_prompt = false;  // score prompt tokens too; false: completion/assistant only
   Sampling data_sampling = Sampling::random;
   int64_t loader_workers = 2;  // 0: batches are gathered on the training thread
   int64_t prefetch = 4;        // batches the loader may hold ready ahead of the model

@@ -228,6 +228,19 @@ std::vector<Option> build_table() {
       float_option("dropout", "model.dropout", &C::dropout, unit_half_open,
                    "GPT dropout on embeddings, attention and residual branches"),
 
+      // lora
+      integer_option("lora_rank", "lora.rank", &C::lora_rank, at_least_0,
+                     "LoRA: train rank-R adapters beside the frozen base's Linear layers (0: "
+                     "train every parameter)"),
+      float_option("lora_alpha", "lora.alpha", &C::lora_alpha, positive,
+                   "LoRA: the adapters' output is scaled by lora_alpha / lora_rank"),
+      float_option("lora_dropout", "lora.dropout", &C::lora_dropout, unit_half_open,
+                   "LoRA: dropout on the adapters' input"),
+      list_option(string_option("lora_targets", "lora.target_modules", &C::lora_targets, false, "LIST",
+                    "LoRA: the Linear layers that get adapters, comma-separated module names "
+                    "matched as peft's target_modules (c_attn,c_proj or q_proj,v_proj,...); "
+                    "default: the family's (gpt: c_attn; llama, qwen2: q_proj,v_proj)")),
+
       // data
       checked_string_option(
           "dataset", "data.dataset", &C::dataset,
@@ -251,13 +264,21 @@ std::vector<Option> build_table() {
                     "The string field of each JSON Lines record that holds its document (jsonl:)"),
       bool_option("packing", "data.packing", &C::packing,
                   "text: and jsonl: documents joined by <|endoftext|> and cut into windows; false: "
-                  "one example per document, truncated to max_length, padding not scored"),
+                  "one example per document, truncated to max_length, padding not scored "
+                  "(instruction records are never packed)"),
       integer_option("max_length", "data.max_length", &C::max_length, at_least_0,
                      "Input tokens per text: or jsonl: sample, at most the model's block_size (0: "
                      "block_size)"),
       string_option("token_cache", "data.token_cache", &C::token_cache, false, "DIR",
                     "Directory keeping tokenized text: and jsonl: data for later runs (default: "
                     "output_dir/token_cache)"),
+      string_option("chat_template", "data.chat_template", &C::chat_template, false, "FILE",
+                    "JSON file of per-role prefixes and suffixes rendering jsonl: instruction "
+                    "records (default: Llama-3's, ChatML or plain, by the tokenizer's special "
+                    "tokens)"),
+      bool_option("train_on_prompt", "data.train_on_prompt", &C::train_on_prompt,
+                  "Score the prompt (user and system) tokens of instruction records too; false: "
+                  "only completion and assistant tokens"),
       enum_option("data_sampling", "data.sampling", &C::data_sampling,
                   "Training batch order: random (a seeded permutation per epoch) or sequential"),
       integer_option("loader_workers", "data.loader_workers", &C::loader_workers, at_least_0,

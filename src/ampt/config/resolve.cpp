@@ -1,5 +1,6 @@
 #include "ampt/config/resolve.h"
 
+#include "ampt/config/peft_adapter.h"
 #include "ampt/config/pretrained_model.h"
 
 #include <algorithm>
@@ -58,6 +59,51 @@ void apply_init_from(Config& config, const Source& model_source) {
   config.model = pretrained_model(dir);
 }
 
+// --init_from ADAPTER or BASE,ADAPTER, ADAPTER a peft LoRA directory: the base becomes init_from
+// (ADAPTER alone: its adapter_config.json's base_model_name_or_path) and the adapter's settings
+// the run's LoRA settings; a rank, alpha or targets set otherwise must agree with them.
+void apply_adapter(Config& config, std::vector<Source>& sources) {
+  const auto comma = config.init_from.rfind(',');
+  const auto adapter = comma == std::string::npos ? config.init_from : config.init_from.substr(comma + 1);
+  if (adapter.empty() || !is_peft_adapter(adapter)) return;
+  const auto peft = read_peft_adapter_config(adapter);
+  const auto file = adapter + "/adapter_config.json";
+  auto base = comma == std::string::npos ? peft.base_model : config.init_from.substr(0, comma);
+  if (base.empty()) {
+    throw UsageError(fmt::format("{} names no base_model_name_or_path: give the base as "
+                                 "--init_from BASE,{}",
+                                 file, adapter));
+  }
+  const auto source = [&](const char* name) { return sources[index_of(*find_option(name))]; };
+  const auto agree = [&](const char* name, bool same, const std::string& ours, const std::string& theirs) {
+    if (same || source(name).kind == Source::Kind::default_value) return;
+    throw UsageError(fmt::format("{} {} ({}) differs from the adapter's {} in {}: leave it out",
+                                 name, ours, describe(source(name)), theirs, file));
+  };
+  agree("lora_rank", config.lora_rank == peft.rank, std::to_string(config.lora_rank),
+        fmt::format("r {}", peft.rank));
+  agree("lora_alpha", config.lora_alpha == peft.alpha, fmt::format("{:g}", config.lora_alpha),
+        fmt::format("lora_alpha {:g}", peft.alpha));
+  std::string targets;
+  for (const auto& t : peft.targets) targets += (targets.empty() ? "" : ",") + t;
+  agree("lora_targets", config.lora_targets == targets, config.lora_targets,
+        "target_modules " + targets);
+  // Recorded as set by the file, so that a checkpoint's settings (describe.h) carry them.
+  const auto take = [&](const char* name) {
+    sources[index_of(*find_option(name))] = Source{Source::Kind::file, file};
+  };
+  config.lora_rank = peft.rank;
+  config.lora_alpha = peft.alpha;
+  config.lora_targets = targets;
+  for (const char* name : {"lora_rank", "lora_alpha", "lora_targets"}) take(name);
+  if (source("lora_dropout").kind == Source::Kind::default_value) {
+    config.lora_dropout = peft.dropout;
+    take("lora_dropout");
+  }
+  config.init_adapter = adapter;
+  config.init_from = base;
+}
+
 }  // namespace
 
 Resolved::Resolved(Config config, std::vector<Source> sources)
@@ -88,6 +134,7 @@ Resolved resolve(const std::vector<std::string>& args,
   }
   config.launch = parse_launch(env);
   config.hf_hub_cache = hf_hub_cache(env);
+  apply_adapter(config, sources);
   apply_init_from(config, sources[index_of(*find_option("model"))]);
   Resolved resolved(std::move(config), std::move(sources));
   check_precision_settings(resolved);

@@ -1,6 +1,7 @@
 #include "ampt/data/document_examples.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/text/tokenize_chats.h"
 
 #include <fmt/format.h>
 
@@ -48,8 +49,9 @@ std::vector<Document> split_at(const TokenSpan& shard, std::size_t span, int32_t
 DocumentExamples::DocumentExamples(std::vector<TokenSpan> spans,
                                    const std::vector<Document>& documents, int64_t length,
                                    std::optional<int32_t> separator, int64_t pad,
-                                   int64_t vocab_size)
-    : spans_(std::move(spans)), length_(length), separator_(separator), pad_(pad) {
+                                   int64_t vocab_size, std::vector<TokenSpan> masks)
+    : spans_(std::move(spans)), masks_(std::move(masks)), length_(length), separator_(separator),
+      pad_(pad) {
   for (const TokenSpan& span : spans_) {
     if (const int64_t largest = max_token(span); largest >= vocab_size) {
       throw RuntimeError(fmt::format(
@@ -64,17 +66,33 @@ DocumentExamples::DocumentExamples(std::vector<TokenSpan> spans,
       ++counts_.dropped;
       continue;
     }
-    if (whole > length + 1) ++counts_.truncated;
     const int64_t tokens = std::min(whole, length + 1);
-    examples_.push_back({document.span, document.begin, tokens, separator && tokens == whole});
+    const Example example{document.span, document.begin, tokens, separator && tokens == whole};
+    if (!any_scored(example)) {
+      ++counts_.dropped;
+      continue;
+    }
+    if (whole > length + 1) ++counts_.truncated;
+    examples_.push_back(example);
   }
   if (examples_.empty()) {
+    const std::string what =
+        masks_.empty() ? fmt::format("none of its {} documents has two tokens or more", counts_.documents)
+                       : fmt::format("none of its {} examples has a scored token within its first {}: "
+                                     "raise --max_length",
+                                     counts_.documents, length + 1);
     throw RuntimeError(fmt::format(
-        "{}{}: none of its {} documents has two tokens or more: nothing to learn from",
-        spans_.front().name,
-        spans_.size() > 1 ? fmt::format(" and {} more files", spans_.size() - 1) : "",
-        counts_.documents));
+        "{}{}: {}: nothing to learn from", spans_.front().name,
+        spans_.size() > 1 ? fmt::format(" and {} more files", spans_.size() - 1) : "", what));
   }
+}
+
+bool DocumentExamples::any_scored(const Example& example) const {
+  if (masks_.empty()) return true;
+  const auto* bits = static_cast<const uint8_t*>(masks_[example.span].data) + example.begin;
+  // Token 0 is never a target.
+  return std::any_of(bits + 1, bits + example.tokens,
+                     [](uint8_t bit) { return (bit & text::kScoredToken) != 0; });
 }
 
 Batch DocumentExamples::gather(const std::vector<int64_t>& indices) const {
@@ -94,6 +112,12 @@ Batch DocumentExamples::gather(const std::vector<int64_t>& indices) const {
     int64_t* out = targets.data_ptr<int64_t>() + row * length_;
     with_tokens(span, [&](const auto* tokens) { copy_example(tokens, from_span, separator, in, out); },
                 e.begin);
+    if (!masks_.empty()) {
+      const auto* bits = static_cast<const uint8_t*>(masks_[e.span].data) + e.begin;
+      for (int64_t t = 0; t + 1 < e.tokens; ++t) {
+        if ((bits[t + 1] & text::kScoredToken) == 0) out[t] = kIgnoredTarget;
+      }
+    }
   }
   return {inputs, targets};
 }

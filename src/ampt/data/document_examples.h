@@ -28,7 +28,7 @@ std::vector<Document> split_at(const TokenSpan& shard, std::size_t span, int32_t
 
 struct ExampleCounts {
   int64_t documents = 0;
-  int64_t dropped = 0;    // fewer than two tokens: nothing to predict
+  int64_t dropped = 0;    // fewer than two tokens, or no scored target: nothing to predict
   int64_t truncated = 0;  // longer than length + 1 tokens
 };
 
@@ -36,11 +36,14 @@ class DocumentExamples : public Dataset {
  public:
   // With a `separator` (<|endoftext|>) every example ends with it, as every document does in a
   // packed stream: the model learns where a document stops. Inputs are padded with `pad`.
-  // Documents of fewer than two tokens are dropped; throws RuntimeError naming the data when
-  // none is left, or a span holds an id >= vocab_size.
+  // With `masks` (a loss mask per span, loss_mask.h) only the targets whose mask byte has the
+  // scored bit count, as instruction data scores its answers; without, every target but padding.
+  // Documents of fewer than two tokens, or with no scored target within length + 1 tokens, are
+  // dropped; throws RuntimeError naming the data when none is left, or a span holds an id >=
+  // vocab_size.
   DocumentExamples(std::vector<TokenSpan> spans, const std::vector<Document>& documents,
                    int64_t length, std::optional<int32_t> separator, int64_t pad,
-                   int64_t vocab_size);
+                   int64_t vocab_size, std::vector<TokenSpan> masks = {});
 
   int64_t size() const override { return static_cast<int64_t>(examples_.size()); }
   Batch gather(const std::vector<int64_t>& indices) const override;
@@ -54,7 +57,10 @@ class DocumentExamples : public Dataset {
     bool separator_last = false;   // the last token is the separator, after the document's
   };
 
+  bool any_scored(const Example& example) const;
+
   std::vector<TokenSpan> spans_;
+  std::vector<TokenSpan> masks_;  // empty: every target scored
   std::vector<Example> examples_;
   int64_t length_;
   std::optional<int32_t> separator_;

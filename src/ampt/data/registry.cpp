@@ -3,8 +3,10 @@
 #include "ampt/config/dataset_spec.h"
 #include "ampt/core/errors.h"
 #include "ampt/data/cifar.h"
+#include "ampt/data/document_examples.h"
 #include "ampt/data/idx.h"
 #include "ampt/data/input_files.h"
+#include "ampt/data/loss_mask.h"
 #include "ampt/data/seed.h"
 #include "ampt/data/synthetic.h"
 #include "ampt/data/synthetic_images.h"
@@ -98,40 +100,72 @@ TokenPaths token_paths(const std::string& path) {
 struct TokenShards {
   std::shared_ptr<const Dataset> windows;
   std::string summary;  // "2 files (llm.c), 1.20M tokens"
+  bool masked = false;  // instruction examples by their loss masks, not windows
 };
 
-TokenShards open_token_shards(const std::vector<std::string>& paths, const SampleRequest& request) {
-  std::vector<TokenSpan> spans;
+// Shards of instruction data (`ampt tokenize` on prompt/completion or messages records) have a
+// loss mask beside them and give one padded example per window, scored where the mask says;
+// padding takes id 0, after the example, where no scored position attends to it.
+TokenShards open_token_shards(const std::vector<std::string>& paths, const SampleRequest& request,
+                              const Config& config) {
+  std::vector<TokenSpan> spans, masks;
+  std::vector<Document> examples;
   std::set<std::string> formats;
   int64_t tokens = 0;
   for (const auto& path : paths) {
     auto file = open_token_file(path);
     formats.insert(file.format == TokenFileFormat::llmc ? "llm.c" : "nanoGPT");
     tokens += file.span.count;
+    const std::string mask_path = loss_mask_path(path);
+    if (fs::exists(mask_path)) {
+      masks.push_back(open_loss_mask(mask_path, file.span));
+      const auto found = mask_examples(masks.back(), spans.size());
+      examples.insert(examples.end(), found.begin(), found.end());
+    }
     spans.push_back(std::move(file.span));
   }
-  return {std::make_shared<TokenWindows>(std::move(spans), request.block_size, request.vocab_size),
-          fmt::format("{} file{} ({}), {} tokens", paths.size(), paths.size() == 1 ? "" : "s",
-                      fmt::join(formats, " + "), human_count(tokens))};
+  if (!masks.empty() && masks.size() != spans.size()) {
+    for (const auto& path : paths) {
+      if (!fs::exists(loss_mask_path(path))) {
+        throw RuntimeError(fmt::format(
+            "{}: no loss mask {} beside it, unlike other shards of the data: keep instruction "
+            "shards apart from others",
+            path, loss_mask_path(path)));
+      }
+    }
+  }
+  const auto summary = fmt::format("{} file{} ({}{}), {} tokens", paths.size(), paths.size() == 1 ? "" : "s",
+                                   fmt::join(formats, " + "), masks.empty() ? "" : ", loss masks",
+                                   human_count(tokens));
+  if (masks.empty()) {
+    return {std::make_shared<TokenWindows>(std::move(spans), request.block_size, request.vocab_size),
+            summary};
+  }
+  if (config.train_on_prompt) masks.clear();
+  return {std::make_shared<DocumentExamples>(std::move(spans), examples, request.block_size,
+                                             std::nullopt, 0, request.vocab_size, std::move(masks)),
+          summary, true};
 }
 
 DataSplits open_tokens(const std::string& path, const Config& config,
                        const SampleRequest& request) {
   const auto paths = token_paths(path);
-  auto train = open_token_shards(paths.train, request);
+  auto train = open_token_shards(paths.train, request, config);
   DataSplits splits;
   std::string val_summary;
   if (paths.val.empty()) {
     splits = held_out(train.windows, token_spec(request), config);
     val_summary = fmt::format("val: {} held out", config.val_fraction);
   } else {
-    auto val = open_token_shards(paths.val, request);
+    auto val = open_token_shards(paths.val, request, config);
     splits = {token_spec(request), train.windows, val.windows, ""};
     val_summary = "val: " + val.summary;
   }
   splits.description =
       fmt::format("tokens:{}: {}; {}; {}", path, train.summary, val_summary,
-                  split_counts(splits, fmt::format("windows of {}", request.block_size)));
+                  split_counts(splits, train.masked ? fmt::format("examples of up to {} tokens, padded",
+                                                                  request.block_size)
+                                                    : fmt::format("windows of {}", request.block_size)));
   return splits;
 }
 

@@ -3,11 +3,13 @@
 #include "ampt/core/errors.h"
 #include "ampt/data/document_examples.h"
 #include "ampt/data/input_files.h"
+#include "ampt/data/loss_mask.h"
 #include "ampt/data/run_tokenizer.h"
 #include "ampt/data/text_file.h"
 #include "ampt/data/text_shard.h"
 #include "ampt/data/token_cache.h"
 #include "ampt/data/token_file.h"
+#include "ampt/text/tokenize_chats.h"
 
 #include <fmt/format.h>
 
@@ -25,6 +27,9 @@ using config::Config;
 struct Corpus {
   std::vector<TokenSpan> spans;
   std::vector<Document> documents;
+  // Instruction records: examples, never packed, scored where masks say (none: every token).
+  bool instruction = false;
+  std::vector<TokenSpan> masks;
   std::optional<int32_t> separator;  // <|endoftext|>, when tokenized
   int64_t pad = 0;                   // the input id of padding (never scored)
   std::string summary;               // "3 documents, 1.2K tokens (...)"
@@ -71,10 +76,11 @@ Corpus jsonl_bytes(const std::vector<std::string>& files, const std::string& tex
   return corpus;
 }
 
-// The documents tokenized into a shard of the token cache, made now or by an earlier run.
+// The documents tokenized into a shard of the token cache, made now or by an earlier run;
+// instruction records rendered by `chat` into examples with their loss mask.
 Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string>& files,
                  const config::DatasetSpec& spec, const Config& config, int64_t vocab_size,
-                 const text::InputProgress& progress) {
+                 const text::InputProgress& progress, const text::ChatTemplate* chat) {
   if (tokenizer.vocab_size() > vocab_size) {
     throw UsageError(fmt::format(
         "the tokenizer {} has {} tokens but the model's vocab_size is {}: set --vocab_size to at "
@@ -94,7 +100,7 @@ Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string
   const auto name = fmt::format("{}-{}", spec.kind == config::DatasetKind::jsonl ? "jsonl" : "text",
                                 named.filename().string());
   const auto start = std::chrono::steady_clock::now();
-  const auto shard = cached_text_shard(tokenizer, files, options, cache_dir, name);
+  const auto shard = cached_text_shard(tokenizer, files, options, cache_dir, name, chat);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -105,14 +111,22 @@ Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string
   corpus.pad = tokenizer.eot_id();
   // Packed windows need only the count; a list of a large corpus's documents would not be small.
   int64_t documents = 0;
-  if (config.packing) {
+  std::string what = "document";
+  if (chat != nullptr) {
+    const TokenSpan mask = open_loss_mask(shard.mask, span);
+    corpus.instruction = true;
+    corpus.documents = mask_examples(mask, 0);
+    if (!config.train_on_prompt) corpus.masks.push_back(mask);
+    documents = static_cast<int64_t>(corpus.documents.size());
+    what = fmt::format("{} example", chat->name);
+  } else if (config.packing) {
     documents = count_token(span, tokenizer.eot_id());
   } else {
     corpus.documents = split_at(span, 0, tokenizer.eot_id());
     documents = static_cast<int64_t>(corpus.documents.size());
   }
   corpus.summary = fmt::format(
-      "{}, {} tokens ({} from {}), {} {}", plural(documents, "document"),
+      "{}, {} tokens ({} from {}), {} {}", plural(documents, what),
       human_count(span.count), tokenizer.kind(),
       tokenizer.source(), shard.reused ? "reusing" : fmt::format("tokenized in {:.1f} s into", seconds),
       shard.path);
@@ -129,6 +143,31 @@ int64_t sample_length(const Config& config, const SampleRequest& request) {
   return config.max_length > 0 ? config.max_length : request.block_size;
 }
 
+// The template of instruction records (--chat_template, else the tokenizer's own); nullopt for
+// documents. Throws UsageError for instruction records without a tokenizer, or a template asked
+// for documents.
+std::optional<text::ChatTemplate> chat_template(const std::vector<std::string>& files, bool jsonl,
+                                                const Config& config,
+                                                const std::optional<text::Tokenizer>& tokenizer) {
+  if (!jsonl || !text::holds_chat_records(files, text::InputFormat::json_lines, config.text_field)) {
+    if (!config.chat_template.empty()) {
+      throw UsageError(fmt::format(
+          "--chat_template renders instruction records (\"prompt\"/\"completion\" or "
+          "\"messages\"), but {} holds documents (field \"{}\")",
+          config.dataset, config.text_field));
+    }
+    return std::nullopt;
+  }
+  if (!tokenizer) {
+    throw UsageError(fmt::format(
+        "{} holds instruction records, which need a tokenizer for their chat template: name one "
+        "with --tokenizer, or fine-tune with --init_from",
+        config.dataset));
+  }
+  return config.chat_template.empty() ? text::builtin_chat_template(*tokenizer)
+                                      : text::read_chat_template(config.chat_template);
+}
+
 }  // namespace
 
 DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& config,
@@ -137,28 +176,38 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
   const auto files = document_files(spec.path, {jsonl ? ".jsonl" : ".txt"});
   const int64_t length = sample_length(config, request);
   const auto tokenizer = run_tokenizer(config);
-  Corpus corpus = tokenizer ? tokenized(*tokenizer, files, spec, config, request.vocab_size, progress)
+  const auto chat = chat_template(files, jsonl, config, tokenizer);
+  Corpus corpus = tokenizer ? tokenized(*tokenizer, files, spec, config, request.vocab_size, progress,
+                                        chat ? &*chat : nullptr)
                   : jsonl   ? jsonl_bytes(files, config.text_field, config.dataset)
                             : text_bytes(files);
   const DataSpec data_spec{Task::language_model, {length}, request.vocab_size};
   DataSplits splits;
   std::string samples;
-  if (config.packing) {
+  if (config.packing && !corpus.instruction) {
     splits = held_out(std::make_shared<TokenWindows>(std::move(corpus.spans), length, request.vocab_size),
                       data_spec, config);
     samples = split_counts(splits, fmt::format("windows of {}", length));
   } else {
     const auto examples = std::make_shared<DocumentExamples>(
-        std::move(corpus.spans), corpus.documents, length, corpus.separator, corpus.pad,
-        request.vocab_size);
+        std::move(corpus.spans), corpus.documents, length,
+        corpus.instruction ? std::nullopt : corpus.separator, corpus.pad, request.vocab_size,
+        std::move(corpus.masks));
     const ExampleCounts counts = examples->counts();
     splits = held_out(examples, data_spec, config);
     std::string cut;
-    if (counts.dropped > 0) cut += fmt::format(", {} dropped (nothing to predict)", counts.dropped);
+    if (counts.dropped > 0) {
+      cut += fmt::format(", {} dropped (nothing to predict{})", counts.dropped,
+                         corpus.instruction ? fmt::format(" in the first {} tokens", length + 1) : "");
+    }
     if (counts.truncated > 0) {
       cut += fmt::format(", {} truncated to {} tokens", counts.truncated, length + 1);
     }
-    samples = fmt::format("one example per document{}; {}", cut,
+    const std::string kind =
+        !corpus.instruction        ? "one example per document"
+        : config.train_on_prompt   ? "instruction data, one example per window (never packed), every token scored"
+                                   : "instruction data, one example per window (never packed), loss on answers only";
+    samples = fmt::format("{}{}; {}", kind, cut,
                           split_counts(splits, fmt::format("examples of up to {} tokens, padded", length)));
   }
   splits.description = fmt::format("{}: {}; {}", config.dataset, corpus.summary, samples);

@@ -2,6 +2,7 @@
 
 #include "ampt/core/errors.h"
 #include "ampt/core/fnv1a.h"
+#include "ampt/data/loss_mask.h"
 #include "ampt/data/text_shard.h"
 
 #include <fmt/format.h>
@@ -19,10 +20,11 @@ namespace fs = std::filesystem;
 constexpr std::string_view kCacheVersion = "ampt token cache 1";
 
 uint64_t cache_key(const text::Tokenizer& tokenizer, const std::vector<std::string>& inputs,
-                   const text::TokenizeFilesOptions& options) {
+                   const text::TokenizeFilesOptions& options, const text::ChatTemplate* chat) {
   Fnv1a hash;
   hash.add_field(kCacheVersion).add_int(tokenizer.fingerprint());
   hash.add_int(static_cast<int>(options.format)).add_field(options.text_field);
+  if (chat != nullptr) hash.add_field("chat").add_int(chat->fingerprint());
   for (const std::string& input : inputs) {
     std::error_code error;
     const fs::path absolute = fs::absolute(input, error);
@@ -50,11 +52,13 @@ std::string file_name_part(const std::string& name) {
 CachedShard cached_text_shard(const text::Tokenizer& tokenizer,
                               const std::vector<std::string>& inputs,
                               const text::TokenizeFilesOptions& options,
-                              const std::string& cache_dir, const std::string& name) {
+                              const std::string& cache_dir, const std::string& name,
+                              const text::ChatTemplate* chat) {
   CachedShard shard;
   shard.path = (fs::path(cache_dir) / fmt::format("{}-{:016x}.bin", file_name_part(name),
-                                                  cache_key(tokenizer, inputs, options)))
+                                                  cache_key(tokenizer, inputs, options, chat)))
                    .string();
+  if (chat != nullptr) shard.mask = loss_mask_path(shard.path);
   std::error_code error;
   if (fs::exists(shard.path, error)) {
     shard.reused = true;
@@ -65,7 +69,7 @@ CachedShard cached_text_shard(const text::Tokenizer& tokenizer,
     throw RuntimeError(fmt::format("{}: cannot create the token cache directory: {}", cache_dir,
                                    error.message()));
   }
-  shard.written = write_text_shard(tokenizer, inputs, options, shard.path);
+  shard.written = write_text_shard(tokenizer, inputs, options, shard.path, chat);
   return shard;
 }
 

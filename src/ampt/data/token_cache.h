@@ -2,6 +2,7 @@
 // tokenized once, and again only when the tokenizer or an input changes.
 #pragma once
 
+#include "ampt/text/chat_template.h"
 #include "ampt/text/tokenize_files.h"
 #include "ampt/text/tokenizer.h"
 
@@ -12,6 +13,7 @@ namespace ampt::data {
 
 struct CachedShard {
   std::string path;
+  std::string mask;                   // its loss mask (instruction records); empty for documents
   bool reused = false;                // false: tokenized by this call
   text::TokenizeFilesStats written;   // when not reused
 };
@@ -19,11 +21,13 @@ struct CachedShard {
 // The shard of `inputs` as write_text_shard (text_shard.h) makes it, found in `cache_dir` or
 // written there now (the directory is created). Its name is `name` (made safe for a file name)
 // and a hash of the tokenizer's fingerprint, the input format and text field, and each input's
-// absolute path, size and modification time. Throws RuntimeError naming an input that cannot be
-// read or a directory that cannot be written.
+// absolute path, size and modification time, and `chat`'s fields where it is given (instruction
+// records, with a loss mask: write_text_shard). Throws RuntimeError naming an input that cannot
+// be read or a directory that cannot be written.
 CachedShard cached_text_shard(const text::Tokenizer& tokenizer,
                               const std::vector<std::string>& inputs,
                               const text::TokenizeFilesOptions& options,
-                              const std::string& cache_dir, const std::string& name);
+                              const std::string& cache_dir, const std::string& name,
+                              const text::ChatTemplate* chat = nullptr);
 
 }  // namespace ampt::data

@@ -28,6 +28,10 @@ constexpr const LlmcLayout& llmc_layout(int64_t vocab_size) {
   return vocab_size <= 65536 ? kLlmcUint16 : kLlmcUint32;
 }
 
+// ampt's loss mask beside a shard of instruction data (loss_mask.h): the same header, one byte
+// per token.
+inline constexpr LlmcLayout kLossMask{20261124, 1, 1, "ampt loss mask bytes"};
+
 enum class TokenFileFormat { llmc, nanogpt };
 
 struct TokenFile {
@@ -40,5 +44,9 @@ struct TokenFile {
 // (uint32) or another version than its magic's (1 and 7), holds fewer tokens than its header
 // says, or (headerless) has an odd number of bytes.
 TokenFile open_token_file(const std::string& path);
+
+// Maps a file of llm.c's header layout whose magic must be layout.magic (the loss mask's); throws
+// RuntimeError naming the file as open_token_file does.
+TokenSpan open_llmc_file(const std::string& path, const LlmcLayout& layout);
 
 }  // namespace ampt::data

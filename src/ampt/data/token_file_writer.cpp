@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 namespace ampt::data {
@@ -32,10 +33,13 @@ bool write_as(std::span<const int32_t> ids, std::FILE* file) {
 }  // namespace
 
 TokenFileWriter::TokenFileWriter(std::string path, int64_t vocab_size)
+    : TokenFileWriter(std::move(path), llmc_layout(vocab_size)) {}
+
+TokenFileWriter::TokenFileWriter(std::string path, const LlmcLayout& layout)
     : path_(std::move(path)),
       // The process id keeps two ranks that write the same shard at once apart.
       temporary_(fmt::format("{}.tmp-{}", path_, ::getpid())),
-      layout_(llmc_layout(vocab_size)) {
+      layout_(layout) {
   file_ = std::fopen(temporary_.c_str(), "wb");
   if (file_ == nullptr) {
     throw RuntimeError(fmt::format("{}: cannot create: {}", temporary_, std::strerror(errno)));
@@ -54,16 +58,26 @@ void TokenFileWriter::fail(const std::string& what) {
   throw RuntimeError(fmt::format("{}: {}: {}", temporary_, what, std::strerror(errno)));
 }
 
-void TokenFileWriter::append(std::span<const int32_t> ids) {
-  if (tokens_ + static_cast<int64_t>(ids.size()) > std::numeric_limits<int32_t>::max()) {
+void TokenFileWriter::count(std::size_t values) {
+  if (tokens_ + static_cast<int64_t>(values) > std::numeric_limits<int32_t>::max()) {
     throw RuntimeError(fmt::format("{}: more than {} tokens, the most an llm.c shard counts; "
                                    "split the input into several shards",
                                    path_, std::numeric_limits<int32_t>::max()));
   }
+  tokens_ += static_cast<int64_t>(values);
+}
+
+void TokenFileWriter::append(std::span<const int32_t> ids) {
+  count(ids.size());
   const bool written = layout_.bytes_per_token == 2 ? write_as<uint16_t>(ids, file_)
                                                    : write_as<uint32_t>(ids, file_);
   if (!written) fail("cannot write");
-  tokens_ += static_cast<int64_t>(ids.size());
+}
+
+void TokenFileWriter::append(std::span<const uint8_t> bytes) {
+  if (layout_.bytes_per_token != 1) throw std::logic_error(path_ + ": bytes written into a token shard");
+  count(bytes.size());
+  if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) fail("cannot write");
 }
 
 void TokenFileWriter::commit() {

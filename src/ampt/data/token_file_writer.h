@@ -19,6 +19,8 @@ class TokenFileWriter {
   // The ids appended will be below `vocab_size`, which chooses the layout (llmc_layout).
   // Throws RuntimeError naming the file when the temporary file cannot be created.
   TokenFileWriter(std::string path, int64_t vocab_size);
+  // A file of `layout`'s header and values (kLossMask: one byte per token).
+  TokenFileWriter(std::string path, const LlmcLayout& layout);
   ~TokenFileWriter();  // uncommitted: removes the temporary file
   TokenFileWriter(const TokenFileWriter&) = delete;
   TokenFileWriter& operator=(const TokenFileWriter&) = delete;
@@ -26,6 +28,8 @@ class TokenFileWriter {
   // Ids must be in [0, vocab_size) (the caller checks its vocabulary once). Throws RuntimeError
   // when the write fails or the shard would pass llm.c's int32 token count.
   void append(std::span<const int32_t> ids);
+  // Bytes, for a one-byte layout (a loss mask).
+  void append(std::span<const uint8_t> bytes);
   // Writes the count into the header, flushes and renames; throws RuntimeError naming the file.
   void commit();
   int64_t tokens() const { return tokens_; }
@@ -34,6 +38,7 @@ class TokenFileWriter {
 
  private:
   void fail(const std::string& what);
+  void count(std::size_t values);
 
   std::string path_;
   std::string temporary_;

@@ -103,16 +103,18 @@ class HeadMatmuls {
                     /*fast_accum=*/true);
   }
 
-  // dh_chunk = g · W and dw += gᵀ · h for the last chunk's logit gradient g.
+  // dh_chunk = g · W and, where dw is defined (a weight that trains), dw += gᵀ · h for the last
+  // chunk's logit gradient g.
   void gradients(const torch::Tensor& g, torch::Tensor& dh_chunk, torch::Tensor& dw) {
     if (!fp8_) {
       matmul_into(dh_chunk, g, w_, /*add=*/false);
-      matmul_into(dw, g.t(), chunk_, /*add=*/true);
+      if (dw.defined()) matmul_into(dw, g.t(), chunk_, /*add=*/true);
       return;
     }
     const auto g8 = quantize(g, c10::kFloat8_e5m2, true);
     dh_chunk.copy_(fp8_gemm(g8.data, w8_.transposed.t(), g8.inverse, w8_.inverse, {},
                             torch::kFloat32, false));
+    if (!dw.defined()) return;
     dw.add_(fp8_gemm(g8.transposed, h8_.transposed.t(), g8.inverse, h8_.inverse, {},
                      torch::kFloat32, false));
   }
@@ -143,7 +145,8 @@ class ClassifierLossFunction : public torch::autograd::Function<ClassifierLossFu
     torch::Tensor dh, dw;
     if (grad) {
       dh = torch::empty({rows, head.width()}, f32);
-      dw = torch::zeros({classes, head.width()}, f32);
+      // A frozen head (a LoRA base) gets no gradient: none is computed or held.
+      if (weight.requires_grad()) dw = torch::zeros({classes, head.width()}, f32);
     }
     for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
       const int64_t n = std::min(chunk_rows, rows - r0);
@@ -178,7 +181,7 @@ class ClassifierLossFunction : public torch::autograd::Function<ClassifierLossFu
       return out;
     };
     return {scaled(saved[0], dtype("hidden_dtype")),
-            scaled(saved[1], dtype("weight_dtype")),
+            saved[1].defined() ? scaled(saved[1], dtype("weight_dtype")) : torch::Tensor(),
             torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
             torch::Tensor()};
   }

@@ -33,6 +33,7 @@ void ConsoleReporter::on_start(const RunInfo& info) {
   language_model_ = info.language_model;
   log::info("[AMP] Device: {} ({})", info.device, info.device_reason);
   log::info("[AMP] Model: {} ({}), {} parameters", info.model, info.architecture, info.parameters);
+  if (!info.lora.empty()) log::info("[LoRA] {}", info.lora);
   if (!info.pretrained.empty()) log::info("[AMP] Weights: pretrained, from {}", info.pretrained);
   log::info("[AMP] Data: {}", info.data_description);
   for (const auto& warning : info.warnings) log::warn("{}", warning);

@@ -59,6 +59,8 @@ struct RunInfo {
   // What the run changed to be able to train (a batch fitted to a small split), one line each.
   std::vector<std::string> warnings;
   std::string zero;             // ZeRO's stage and bytes per parameter per rank; empty without
+  // LoRA's adapters: rank, targets, trainable and frozen parameter counts; empty without.
+  std::string lora;
 };
 
 // The state at a logged optimizer step (values read from the device only on such steps).

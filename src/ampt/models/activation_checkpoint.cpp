@@ -139,13 +139,19 @@ class RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
       y = call->fn(x);
       if (own_rng) own_rng->restore();
     }
+    // Frozen parameters (a LoRA base) get no gradient: autograd refuses to differentiate them.
     torch::autograd::variable_list inputs{x};
-    inputs.insert(inputs.end(), call->params.begin(), call->params.end());
+    for (const auto& p : call->params) {
+      if (p.requires_grad()) inputs.push_back(p);
+    }
     auto grads = torch::autograd::grad({y}, inputs, {grad_outputs[0]}, /*retain_graph=*/false,
                                        /*create_graph=*/false, /*allow_unused=*/true);
     // One gradient per forward argument: none for fn and preserve_rng.
-    torch::autograd::variable_list out{torch::Tensor()};
-    out.insert(out.end(), grads.begin(), grads.end());
+    torch::autograd::variable_list out{torch::Tensor(), grads[0]};
+    size_t next = 1;
+    for (const auto& p : call->params) {
+      out.push_back(p.requires_grad() ? grads[next++] : torch::Tensor());
+    }
     out.emplace_back();
     return out;
   }

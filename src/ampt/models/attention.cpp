@@ -2,8 +2,10 @@
 
 #include "ampt/kernels/fused_linear.h"
 #include "ampt/models/activation_checkpoint.h"
+#include "ampt/models/lora.h"
 #include "ampt/precision/precision_islands.h"
 
+#include <ATen/autocast_mode.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
 
 #include <stdexcept>
@@ -13,14 +15,44 @@ namespace ampt::models {
 // The fp32-island hooks every submodule call goes through (precision/precision_islands.h).
 using precision::call;
 
-torch::Tensor project(torch::nn::Linear& linear, const c10::intrusive_ptr<precision::Fp8Linear>& fp8,
-                      const torch::Tensor& x, bool epilogues) {
+namespace {
+
+torch::Tensor frozen_or_trained(torch::nn::Linear& linear,
+                                const c10::intrusive_ptr<precision::Fp8Linear>& fp8,
+                                const torch::Tensor& x, bool epilogues) {
   if (fp8) return fp8->forward(x, linear->weight, linear->bias, /*record=*/!recomputing());
   const auto* islands = precision::active_islands();
   if (!epilogues || (islands != nullptr && islands->find(linear.get()) != nullptr)) {
     return call(linear, x);
   }
   return kernels::fused_linear(x, linear->weight, linear->bias);
+}
+
+// x in autocast's dtype where autocast would cast it for an ordinary Linear: the base's GEMM and
+// the adapter's then share one cast copy (each would otherwise keep its own for the backward).
+torch::Tensor cast_once(const torch::nn::Linear& linear, const torch::Tensor& x) {
+  const auto device = x.device().type();
+  const auto* islands = precision::active_islands();
+  if (x.scalar_type() != torch::kFloat || !at::autocast::is_autocast_enabled(device) ||
+      (islands != nullptr && islands->find(linear.get()) != nullptr)) {
+    return x;
+  }
+  return x.to(at::autocast::get_autocast_dtype(device));
+}
+
+}  // namespace
+
+torch::Tensor project(torch::nn::Linear& linear, const c10::intrusive_ptr<precision::Fp8Linear>& fp8,
+                      const torch::Tensor& x, bool epilogues) {
+  const auto adapter = lora_adapter(*linear);
+  if (!adapter) return frozen_or_trained(linear, fp8, x, epilogues);
+  const auto in = fp8 ? x : cast_once(linear, x);
+  // The adapter's GEMMs run beside the base's, in the same precision: in fp32 where the Linear
+  // is an fp32 island, under autocast otherwise.
+  return frozen_or_trained(linear, fp8, in, epilogues) +
+         precision::through_island(*linear, in, [&](const torch::Tensor& input) {
+           return lora_update(adapter, input, linear->is_training());
+         });
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout)

@@ -16,7 +16,8 @@ namespace ampt::models {
 // A Linear layer whose matmul runs in fp8 through `fp8` when that is set (precision/fp8_linear.h),
 // else the layer itself, or with `epilogues` (and no fp32 island around it) as
 // kernels::fused_linear, whose backward takes the weight's and bias's gradients from one GEMM.
-// A recomputation (activation checkpointing) leaves fp8 scales alone.
+// A recomputation (activation checkpointing) leaves fp8 scales alone. A LoRA adapter on the
+// layer (lora.h) adds its update to whichever of these ran.
 torch::Tensor project(torch::nn::Linear& linear, const c10::intrusive_ptr<precision::Fp8Linear>& fp8,
                       const torch::Tensor& x, bool epilogues = false);
 

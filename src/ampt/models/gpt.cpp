@@ -8,6 +8,7 @@
 #include "ampt/kernels/fused_classifier.h"
 #include "ampt/kernels/gelu_mlp.h"
 #include "ampt/models/activation_checkpoint.h"
+#include "ampt/models/lora.h"
 
 #include <fmt/format.h>
 #include <torch/nn/functional/activation.h>
@@ -53,10 +54,12 @@ torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
   const bool fp32_linear = islands != nullptr && (islands->find(c_fc.get()) != nullptr ||
                                                   islands->find(c_proj.get()) != nullptr);
   const kernels::GeluMlpWeights weights{c_fc->weight, c_fc->bias, c_proj->weight, c_proj->bias};
-  if (fused_ && !fp8_fc_ && !fp8_proj_ && !fp32_linear) {
+  // The fused MLPs have no place for an adapter's update: adapted layers go through project.
+  const bool adapted = lora_adapter(*c_fc) || lora_adapter(*c_proj);
+  if (fused_ && !fp8_fc_ && !fp8_proj_ && !fp32_linear && !adapted) {
     return dropout_->forward(kernels::gelu_mlp(x, weights, gelu_approximate_, epilogues_));
   }
-  if (fused_ && fp8_fc_ && fp8_proj_ && gelu_approximate_ == "tanh") {
+  if (fused_ && fp8_fc_ && fp8_proj_ && gelu_approximate_ == "tanh" && !adapted) {
     return dropout_->forward(
         precision::fp8_gelu_mlp(x, weights, fp8_fc_, fp8_proj_, /*record=*/!recomputing()));
   }

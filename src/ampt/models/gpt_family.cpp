@@ -138,6 +138,9 @@ ModelFamily gpt_family() {
           .pretrained = true,
           .hf_export = true,
           .generation = true,
+          .lora_targets = {"c_attn"},
+          .hf_module_prefix = "transformer.",
+          .hf_transposed = true,
           .load_pretrained = load_pretrained,
           .write_hf = write_hf};
 }

@@ -162,6 +162,9 @@ ModelFamily llama_family() {
           .pretrained = true,
           .hf_export = true,
           .generation = true,
+          .lora_targets = {"q_proj", "v_proj"},
+          .hf_module_prefix = "model.",
+          .hf_transposed = false,
           .load_pretrained = load_pretrained,
           .write_hf = write_hf};
 }

@@ -1,5 +1,6 @@
 #include "ampt/models/memory_estimate.h"
 
+#include "ampt/models/lora_layers.h"
 #include "ampt/models/model_family.h"
 
 #include "ampt/core/errors.h"
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 namespace ampt::models {
 namespace {
@@ -47,17 +49,62 @@ int64_t gpt_block_bytes_per_token_channel(const Scheme& s, bool fused) {
   return 2 * r + h + 3 * h + h + h + 4 * h + (fused ? 0 : 4 * h);
 }
 
+// Bytes per element of the weights that do not train: a LoRA base, held in the half dtype every
+// stage computes in (fp8's is bf16), fp32 in fp32 runs.
+int64_t frozen_width(const Scheme& s) { return s.precision == "fp32" ? 4 : 2; }
+
 // The head and the loss at the start of backward. Plain: ln_f's input and output, then per logit
 // the fp32 log-probabilities saved by log_softmax and two gradients of that size. Fused
 // (kernels/fused_classifier.h): ln_f's input, the fp32 gradients of the hidden states and of the
-// tied weight that the forward computed, and their scaled copies that backward hands on (the
-// hidden states' in the matmul dtype, the weight's in fp32); the forward's one chunk of fp32
-// logits at a time (about 2^26).
+// head's weight that the forward computed (none for a frozen LoRA base's weight), and their
+// scaled copies that backward hands on (the hidden states' in the matmul dtype, the weight's in
+// fp32); the forward's one chunk of fp32 logits at a time (about 2^26).
 int64_t head_bytes(const ModelDims& d, const Scheme& s, int64_t tokens, int64_t C, int64_t V) {
   const auto [r, h] = widths(s);
   if (!d.fused_kernels) return tokens * C * (r + h) + tokens * V * kLossBytesPerLogit;
   const int64_t chunk_rows = std::min(tokens, kernels::default_chunk_rows(V));
-  return tokens * C * (r + 4 + h) + 8 * V * C + chunk_rows * V * 4;
+  const int64_t weight = d.lora.active() ? 0 : 8 * V * C;
+  return tokens * C * (r + 4 + h) + weight + chunk_rows * V * 4;
+}
+
+// How LoRA changes what a block saves, against a full fine-tune's count. The adapters add, per
+// adapted layer, the r-wide intermediate B reads and A's own copy of the input where it is not a
+// tensor already saved: after dropout (with dropout's 1-byte mask), or under O1 the half cast of
+// a norm's fp32 output that each Llama projection makes for its base's GEMM and its adapter's
+// (project() casts once per Linear: a GPT's base keeps that same cast).
+// A GPT's Linear layers and MLP run in ampt's own autograd functions, which keep their inputs
+// frozen or not. A Llama's are plain at::linear, whose autograd keeps an input only for the
+// weight's gradient: a frozen layer keeps none, so the count loses each norm's output as the
+// matmuls see it and down_proj's input, and an adapter keeps the input it reads (one tensor for
+// the layers that read the same one). Over all blocks, or one block's when checkpointing
+// recomputes one block at a time.
+int64_t lora_activations(const ModelDims& d, const Scheme& s, int64_t tokens, bool checkpointed) {
+  if (!d.lora.active()) return 0;
+  const auto [r, h] = widths(s);
+  const bool llama = d.family == Family::llama;
+  const int64_t blocks = llama ? d.llama.n_layer : d.gpt.n_layer;
+  int64_t bytes = llama ? -blocks * tokens * (2 * d.llama.n_embd + d.llama.intermediate) * h : 0;
+  std::set<std::string> kept;  // the inputs an adapter already keeps: module path, norm or not
+  for (const auto& layer : d.lora.adapted) {
+    bytes += tokens * d.lora.rank * h;
+    const auto input =
+        layer.name.substr(0, layer.name.rfind('.')) + (layer.reads_norm ? "+norm" : "");
+    if (d.lora.dropout > 0.0) {
+      bytes += tokens * layer.in * (h + 1);
+    } else if (llama && layer.reads_norm && r > h) {
+      bytes += tokens * layer.in * h;
+    } else if (llama && kept.insert(input).second) {
+      bytes += tokens * layer.in * h;
+    }
+  }
+  return checkpointed ? bytes / blocks : bytes;
+}
+
+// The fused GELU MLP has no place for an adapter's update: an adapted MLP runs unfused.
+bool adapts_mlp(const ModelDims& d) {
+  return std::ranges::any_of(d.lora.adapted, [](const LinearLayer& l) {
+    return l.name.find(".mlp.") != std::string::npos;
+  });
 }
 
 int64_t gpt_activations(const ModelDims& d, const Scheme& s, int64_t b, bool checkpointed) {
@@ -66,13 +113,15 @@ int64_t gpt_activations(const ModelDims& d, const Scheme& s, int64_t b, bool che
   const int64_t tokens = b * T;
   // Per block besides the channel-wide tensors: SDPA's fp32 log-sum-exp per head and token, and
   // the two LayerNorms' fp32 mean and rstd per token.
-  const int64_t block = tokens * C * gpt_block_bytes_per_token_channel(s, d.fused_kernels) +
+  const bool fused_mlp = d.fused_kernels && !adapts_mlp(d);
+  const int64_t block = tokens * C * gpt_block_bytes_per_token_channel(s, fused_mlp) +
                         tokens * d.gpt.n_head * 4 + tokens * 16;
   // Checkpointing keeps each block's input and recomputes one block at a time in backward.
   const int64_t blocks = checkpointed ? L * tokens * C * r + block : L * block;
   const int64_t data = tokens * 2 * 8;  // int64 inputs and targets
   const int64_t norm_stats = tokens * 8;  // ln_f's mean and rstd
-  return data + blocks + norm_stats + head_bytes(d, s, tokens, C, d.gpt.vocab_size);
+  return data + blocks + norm_stats + head_bytes(d, s, tokens, C, d.gpt.vocab_size) +
+         lora_activations(d, s, tokens, checkpointed);
 }
 
 // A Llama block's saved tensors per token (not measured yet; counted from what autograd keeps):
@@ -88,7 +137,8 @@ int64_t llama_activations(const ModelDims& d, const Scheme& s, int64_t b, bool c
                             m.n_head * 4 + 4 * m.intermediate * h;
   const int64_t block = tokens * per_token;
   const int64_t blocks = checkpointed ? L * tokens * C * r + block : L * block;
-  return tokens * 2 * 8 + blocks + tokens * 4 + head_bytes(d, s, tokens, C, m.vocab_size);
+  return tokens * 2 * 8 + blocks + tokens * 4 + head_bytes(d, s, tokens, C, m.vocab_size) +
+         lora_activations(d, s, tokens, checkpointed);
 }
 
 int64_t mlp_activations(const ModelDims& d, const Scheme& s, int64_t b) {
@@ -131,7 +181,9 @@ int64_t cnn_activations(const ModelDims& d, const Scheme& s, int64_t b) {
 
 ModelDims model_dims(const config::Config& config, std::vector<int64_t> input_shape,
                      int64_t seq_len) {
-  return family_of(config).memory_dims(config, std::move(input_shape), seq_len);
+  auto dims = family_of(config).memory_dims(config, std::move(input_shape), seq_len);
+  dims.lora = lora_dims(config, dims);
+  return dims;
 }
 
 ParameterCounts count_parameters(const ModelDims& d) {
@@ -186,6 +238,12 @@ ParameterCounts count_parameters(const ModelDims& d) {
       break;
     }
   }
+  p.trainable = p.total;
+  if (d.lora.active()) {
+    p.trainable = 0;
+    for (const auto& layer : d.lora.adapted) p.trainable += d.lora.rank * (layer.in + layer.out);
+    p.total += p.trainable;
+  }
   return p;
 }
 
@@ -205,26 +263,39 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
                                config::OptimizerKind optimizer, double momentum,
                                int64_t micro_batch) {
   const auto p = count_parameters(dims);
+  const bool lora = dims.lora.active();
+  // What trains: every parameter, or LoRA's adapters (matmul weights, no norms).
+  const int64_t trained_norm = lora ? 0 : p.norm;
   MemoryEstimate m;
   if (scheme.opt_level == "O2") {
     // Half weights and gradients, norms kept in fp32 (their own masters); fp32 masters of the
     // rest (Apex's O2), the optimizer stepping them. The fp32 master gradients exist only
     // around the optimizer step (precision/master_weights.h).
-    const int64_t half = p.total - p.norm;
-    m.weights = 2 * half + 4 * p.norm;
+    const int64_t half = p.trainable - trained_norm;
+    m.weights = 2 * half + 4 * trained_norm;
     m.gradients = m.weights;
     m.masters = 4 * half;
     m.step_transient = 4 * half;
   } else {
-    m.weights = 4 * p.total;
-    m.gradients = 4 * p.total;
+    m.weights = 4 * p.trainable;
+    m.gradients = 4 * p.trainable;
+  }
+  if (lora) {
+    // The frozen base: no gradients, masters or optimizer state; its norms stay fp32 (islands).
+    const int64_t base = p.total - p.trainable;
+    m.frozen_weights = frozen_width(scheme) * (base - p.norm) + 4 * p.norm;
+    m.weights += m.frozen_weights;
   }
   const int64_t states = optimizer == config::OptimizerKind::adamw ? 2 : momentum > 0.0 ? 1 : 0;
-  m.optimizer = 4 * states * p.total;
+  m.optimizer = 4 * states * p.trainable;
+  // O1 casts the matmul weights held in fp32 to half per step: all of them, or with LoRA only the
+  // adapters' (the base is held in half already). fp8's Linear layers take e4m3 copies of the
+  // blocks' weights instead, frozen or not.
+  const int64_t fp32_matmul = lora ? p.trainable : p.matmul_weights;
   if (scheme.opt_level == "O1" && scheme.precision == "fp8") {
-    m.cast_copies = p.fp8_linear_weights + 2 * (p.matmul_weights - p.fp8_linear_weights);
+    m.cast_copies = p.fp8_linear_weights + 2 * (fp32_matmul - (lora ? 0 : p.fp8_linear_weights));
   } else if (scheme.opt_level == "O1") {
-    m.cast_copies = 2 * p.matmul_weights;
+    m.cast_copies = 2 * fp32_matmul;
   }
   switch (dims.family) {
     case Family::gpt:
@@ -251,7 +322,7 @@ MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
   if (!sharding.active()) return m;
   const int64_t n = sharding.world_size;
   const auto slice = [n](int64_t bytes) { return (bytes + n - 1) / n; };
-  const int64_t shard = 4 * slice(count_parameters(dims).total);  // fp32, one rank's slice
+  const int64_t shard = 4 * slice(count_parameters(dims).trainable);  // fp32, one rank's slice
   if (sharding.zero_stage < 2) m.gradients += whole.gradients;  // the buckets' copy
   if (sharding.zero_stage == 0) return m;
   m.masters = shard;

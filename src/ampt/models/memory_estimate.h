@@ -14,6 +14,24 @@
 
 namespace ampt::models {
 
+// A Linear layer of a transformer, named as the built model names it ("h.0.attn.c_attn"), with
+// its weight W [out, in].
+struct LinearLayer {
+  std::string name;
+  int64_t in = 0, out = 0;
+  bool reads_norm = false;  // its input is a norm's output (fp32 under O1's autocast)
+};
+
+// LoRA (--lora_rank > 0, lora_layers.h): the base is frozen and the adapters on `adapted`, the
+// layers --lora_targets selects, are what trains.
+struct LoraDims {
+  int64_t rank = 0;  // 0: no adapters, every parameter trains
+  double dropout = 0.0;
+  std::vector<std::string> targets;  // --lora_targets, or the family's default
+  std::vector<LinearLayer> adapted;
+  bool active() const { return rank > 0; }
+};
+
 // What the estimate needs to know about a model and one sample of its data.
 struct ModelDims {
   enum class Family { mlp, cnn, gpt, llama };
@@ -28,16 +46,22 @@ struct ModelDims {
   int64_t cnn_channels = 0, cnn_blocks = 0;
   // GPT, Llama: --fused_kernels (the chunked head and loss; a GPT's MLP recomputing its GELU).
   bool fused_kernels = true;
+  LoraDims lora;
 };
 
 // The configured model; `input_shape` (MLP/CNN) empty means the synthetic data's (features, or
 // 3x32x32 images) and `seq_len` 0 means the GPT's block_size. Throws UsageError for a GPT whose
-// seq_len exceeds block_size and for an unknown model.
+// seq_len exceeds block_size, for an unknown model, and for LoRA settings training would refuse
+// (a family without adapters, a target that matches no Linear layer).
 ModelDims model_dims(const config::Config& config, std::vector<int64_t> input_shape,
                      int64_t seq_len);
 
 struct ParameterCounts {
   int64_t total = 0;           // equals models::parameter_count of the built model
+  // What the optimizer steps: `total`, or with LoRA the adapters' A and B, r·(in + out) per
+  // adapted layer; the rest (total - trainable) is the frozen base.
+  int64_t trainable = 0;
+  // Of the base, as below: LoRA adapters are in none of them.
   int64_t matmul_weights = 0;  // weights of linear layers and convolutions (the head included)
   int64_t norm = 0;            // LayerNorm / BatchNorm weights and biases (fp32 under O2)
   int64_t fp8_linear_weights = 0;  // GPT block Linear weights (the ones fp8 runs in e4m3)
@@ -60,6 +84,9 @@ inline double gib(int64_t bytes) { return static_cast<double>(bytes) / static_ca
 
 struct MemoryEstimate {
   int64_t weights = 0;
+  // LoRA: the part of `weights` that is the frozen base, held in the precision's half dtype
+  // (bf16 for fp8) except its norms, in fp32 for fp32/O0.
+  int64_t frozen_weights = 0;
   int64_t gradients = 0;
   int64_t masters = 0;      // O2: fp32 master weights
   int64_t optimizer = 0;    // AdamW: two fp32 moments; SGD: one momentum buffer
@@ -93,7 +120,8 @@ struct Sharding {
 // the optimizer state and keeps an fp32 master shard (O2's masters, sharded; below O2 a copy of
 // the rank's slice of the weights) and an fp32 gradient shard beside the whole gradients; stage
 // 2 keeps only the gradient shard (each bucket's gradients live until it is reduce-scattered:
-// a few 25 MiB buckets, not counted). Weights and activations stay whole.
+// a few 25 MiB buckets, not counted). Weights and activations stay whole. With LoRA the
+// gradients, masters and optimizer state are the adapters' only, and so are the shards.
 MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
                             const Sharding& sharding);
 

@@ -122,7 +122,19 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
   const auto o1 = estimate(dims, {precision, "O1"}, optimizer, momentum, chosen_batch, sharding);
   const auto o2 = estimate(dims, {precision, "O2"}, optimizer, momentum, chosen_batch, sharding);
   const double params = static_cast<double>(count_parameters(dims).total);
-  if (r.scheme.opt_level == "O1") {
+  if (dims.lora.active() && r.scheme.opt_level == "O1") {
+    // The frozen base is held in half under either opt level: only the adapters differ.
+    const double trainable = static_cast<double>(count_parameters(dims).trainable);
+    const auto per_trainable = [trainable](const MemoryEstimate& m) {
+      return static_cast<double>(m.persistent() - m.frozen_weights) / trainable;
+    };
+    r.reasons.push_back(fmt::format(
+        "O1: the frozen base is held in {} under either opt level; the adapters' fp32 weights "
+        "with per-op casts ({:.0f} bytes per trainable parameter) fit, without O2's second copy "
+        "to keep consistent; O2 (half adapters, fp32 masters: {:.0f} bytes per trainable "
+        "parameter, and half activations) would save {:.1f} GiB at this micro-batch.",
+        precision, per_trainable(o1), per_trainable(o2), gib(o1.total() - o2.total())));
+  } else if (r.scheme.opt_level == "O1") {
     r.reasons.push_back(fmt::format(
         "O1: fp32 weights with per-op casts ({:.0f} bytes per parameter with the cast copies) "
         "fit, without O2's second copy of the weights to keep consistent; O2 (half weights and "

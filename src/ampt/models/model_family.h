@@ -58,6 +58,14 @@ struct ModelFamily {
   bool pretrained = false;
   bool hf_export = false;
   bool generation = false;
+  // LoRA (lora.h): the Linear layers adapted when --lora_targets is not given, as peft's
+  // defaults for the architecture; empty: the family takes no adapters. `hf_module_prefix` turns
+  // a module name into the Hugging Face model's ("h.0.attn.c_attn" → "transformer.h.0.attn.c_attn")
+  // and `hf_transposed` says its Linears are stored [in, out] (GPT-2's Conv1D: peft's
+  // fan_in_fan_out).
+  std::vector<std::string> lora_targets;
+  std::string hf_module_prefix;
+  bool hf_transposed = false;
   // With `pretrained`: reads config.init_from's files (hf/), one RuntimeError line naming the
   // file and tensor that do not fit.
   PretrainedWeights (*load_pretrained)(const config::Config& config) = nullptr;

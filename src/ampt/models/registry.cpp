@@ -2,6 +2,7 @@
 
 #include "ampt/config/dataset_spec.h"
 #include "ampt/core/errors.h"
+#include "ampt/models/lora.h"
 #include "ampt/models/model_family.h"
 
 #include <fmt/format.h>
@@ -63,7 +64,12 @@ Model make_model(const config::Config& config, const data::DataSpec& spec) {
   const auto& family = family_of(config);
   require_pretrained(config, family);
   if (!family.transformer_blocks) require_transformer(config);
-  return family.build(config, spec);
+  if (config.lora_rank == 0) return family.build(config, spec);
+  auto targets = lora_targets_of(config, family.lora_targets);
+  auto model = family.build(config, spec);
+  attach_lora(*model.module,
+              {config.lora_rank, config.lora_alpha, config.lora_dropout, std::move(targets)});
+  return model;
 }
 
 int64_t parameter_count(const torch::nn::Module& module) {

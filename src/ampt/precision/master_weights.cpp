@@ -9,8 +9,12 @@ namespace ampt::precision {
 
 MasterWeights::MasterWeights(torch::nn::Module& module, bool enabled,
                              const std::function<bool(const std::string&)>& keep_fp32)
-    : enabled_(enabled) {
+    : keep_fp32_(keep_fp32), enabled_(enabled) {
   for (const auto& item : module.named_parameters()) {
+    if (!item.value().requires_grad()) {
+      frozen_.emplace_back(item.key(), item.value());
+      continue;
+    }
     Entry entry{item.key(), item.value(), item.value(), false};
     if (enabled_ && entry.param.is_floating_point() && !keep_fp32(entry.name)) {
       // fp32 until set_dtype: the master is the parameter's storage under another handle.
@@ -53,6 +57,13 @@ void MasterWeights::set_dtype(c10::ScalarType dtype) {
     e.param.set_data(dtype == torch::kFloat ? e.master : e.master.to(dtype));
   }
   dtype_ = dtype;
+}
+
+void MasterWeights::store_frozen(c10::ScalarType dtype) {
+  torch::NoGradGuard no_grad;
+  for (auto& [name, param] : frozen_) {
+    if (param.is_floating_point() && !keep_fp32_(name)) param.set_data(param.to(dtype));
+  }
 }
 
 std::vector<torch::Tensor> MasterWeights::master_grads() {

@@ -20,6 +20,9 @@ namespace ampt::precision {
 // model's. Enabled, each parameter that `keep_fp32` does not claim is stored in the weight dtype
 // and has a separate fp32 master; the parameters `keep_fp32` claims (norm layers and
 // keep_fp32_modules) stay fp32 and are their own masters.
+//
+// Frozen parameters (requires_grad false: a LoRA base) are no part of it: no master, no
+// gradient, no optimizer state; store_frozen holds them in the compute dtype.
 class MasterWeights {
  public:
   MasterWeights(torch::nn::Module& module, bool enabled,
@@ -29,6 +32,11 @@ class MasterWeights {
 
   // What the optimizer steps, named as the model's parameters: all fp32.
   NamedTensors masters() const;
+  // The frozen parameters, as the model holds them.
+  const NamedTensors& frozen() const { return frozen_; }
+  // Stores the frozen floating parameters that `keep_fp32` does not claim in `dtype` (a half
+  // dtype: a frozen base needs no fp32 copy, as it never steps).
+  void store_frozen(c10::ScalarType dtype);
 
   // Stores the non-fp32 parameters in `dtype` from the masters (O2 only; no-op when disabled).
   // fp32 makes the parameters views of the masters' storage (one copy of the weights); a half
@@ -64,6 +72,8 @@ class MasterWeights {
     bool separate = false;  // has its own master (not kept fp32)
   };
 
+  std::function<bool(const std::string&)> keep_fp32_;
+  NamedTensors frozen_;
   bool enabled_;
   bool released_ = false;
   c10::ScalarType dtype_ = c10::kFloat;

@@ -57,6 +57,15 @@ StageSwitch PrecisionState::enter_stage(std::size_t index) {
 
 void PrecisionState::forget_earlier_stages() { used_ = {policy_.name()}; }
 
+c10::ScalarType PrecisionState::frozen_dtype() const {
+  const auto policies = stage_policies();
+  const auto dtype = policies.front().autocast ? policies.front().compute_dtype : c10::kFloat;
+  const bool shared = std::ranges::all_of(policies, [dtype](const PrecisionPolicy& p) {
+    return p.autocast && p.compute_dtype == dtype;
+  });
+  return shared ? dtype : c10::kFloat;
+}
+
 std::vector<PrecisionPolicy> PrecisionState::stage_policies() const {
   std::vector<PrecisionPolicy> policies;
   for (const auto& stage : options_.stages) {

@@ -59,6 +59,11 @@ class PrecisionState {
   StageSwitch enter_stage(std::size_t index);
   // After a resume: the stage the checkpoint was in is the first this run used.
   void forget_earlier_stages();
+  // The dtype a frozen base is held in: the half dtype every stage computes in, else fp32 (a
+  // schedule through fp32, or one changing the half dtype, needs the base's own values).
+  c10::ScalarType frozen_dtype() const;
+  // Stores the frozen parameters (a LoRA base) in frozen_dtype() (MasterWeights::store_frozen).
+  void store_frozen() { masters_.store_frozen(frozen_dtype()); }
 
   const PrecisionChoice& choice() const { return choice_; }
   const PrecisionPolicy& policy() const { return policy_; }

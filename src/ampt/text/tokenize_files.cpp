@@ -1,7 +1,7 @@
 #include "ampt/text/tokenize_files.h"
 
 #include "ampt/core/errors.h"
-#include "ampt/core/json_reader.h"
+#include "ampt/text/json_lines.h"
 #include "ampt/text/read_file.h"
 
 #include <fmt/format.h>
@@ -18,24 +18,13 @@ namespace {
 // large is encoded alone, split across the threads.
 constexpr std::size_t kBatchBytes = std::size_t{16} << 20;
 
-std::string document_text(const std::string& path, std::size_t line_number, std::string_view line,
+std::string document_text(const JsonValue& record, const RecordPlace& place,
                           const std::string& field) {
-  JsonValue value;
-  try {
-    value = parse_json(line);
-  } catch (const JsonError& e) {
-    throw RuntimeError(fmt::format("{}: line {}: invalid JSON: {}", path, line_number, e.what()));
-  }
-  const JsonValue* text = value.find(field);
+  const JsonValue* text = record.find(field);
   if (text == nullptr || text->kind != JsonValue::Kind::string) {
-    throw RuntimeError(fmt::format("{}: line {}: no string field \"{}\"", path, line_number, field));
+    throw RuntimeError(fmt::format("{}: no string field \"{}\"", place.prefix(), field));
   }
   return text->string;
-}
-
-bool is_json_lines(const std::string& path, InputFormat format) {
-  return format == InputFormat::json_lines ||
-         (format == InputFormat::by_extension && path.ends_with(".jsonl"));
 }
 
 class Batcher {
@@ -101,6 +90,11 @@ class Batcher {
 
 }  // namespace
 
+bool is_json_lines(const std::string& path, InputFormat format) {
+  return format == InputFormat::json_lines ||
+         (format == InputFormat::by_extension && path.ends_with(".jsonl"));
+}
+
 int64_t input_bytes(const std::vector<std::string>& paths) {
   int64_t total = 0;
   for (const std::string& path : paths) {
@@ -121,11 +115,10 @@ void read_documents(const std::vector<std::string>& paths, InputFormat format,
     if (!is_json_lines(path, format)) {
       document(std::move(text), before + size);
     } else {
-      for_each_line(text, [&](std::string_view line, std::size_t number) {
-        if (line.find_first_not_of(" \t") == std::string_view::npos) return;
-        const auto end = static_cast<int64_t>(line.data() + line.size() - text.data());
-        document(document_text(path, number, line, text_field), before + end);
-      });
+      for_each_record(path, text, before,
+                      [&](const JsonValue& record, const RecordPlace& place, int64_t done) {
+                        document(document_text(record, place, text_field), done);
+                      });
     }
     before += size;
   }

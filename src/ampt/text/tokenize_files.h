@@ -25,6 +25,9 @@ enum class InputFormat {
   json_lines,
 };
 
+// Whether `path` is read as JSON Lines.
+bool is_json_lines(const std::string& path, InputFormat format);
+
 // Input bytes read so far and in all (the files' sizes), reported as documents are done.
 using InputProgress = std::function<void(int64_t done, int64_t total)>;
 

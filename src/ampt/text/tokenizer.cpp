@@ -125,6 +125,12 @@ int32_t Tokenizer::vocab_size() const {
 }
 int32_t Tokenizer::eot_id() const { return model_->vocabulary.eos; }
 int32_t Tokenizer::bos_id() const { return model_->vocabulary.bos; }
+int32_t Tokenizer::special_id(std::string_view text) const {
+  for (const int32_t id : model_->vocabulary.special_ids) {
+    if (model_->vocabulary.tokens[id] == text) return id;
+  }
+  return -1;
+}
 PreTokenizer Tokenizer::pre_tokenizer() const { return model_->vocabulary.pre_tokenizer; }
 std::string Tokenizer::kind() const {
   return fmt::format("{} BPE", pre_tokenizer_name(pre_tokenizer()));

@@ -54,6 +54,9 @@ class Tokenizer {
   // The token the tokenizer puts before every text (BOS), as Hugging Face's tokenizer(text)
   // does: Llama-3's <|begin_of_text|>; -1 for none (GPT-2, Qwen2).
   int32_t bos_id() const;
+  // The id of the special token whose text is `text` (<|im_start|>), -1 for none: what tells
+  // which chat template the tokenizer was made for.
+  int32_t special_id(std::string_view text) const;
   PreTokenizer pre_tokenizer() const;
   // "GPT-2 BPE", "Llama-3 BPE", "Qwen2 BPE": what summaries call it.
   std::string kind() const;

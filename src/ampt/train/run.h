@@ -66,7 +66,13 @@ class Run {
   // fp8 for the layers --fp8_layers picks (measuring them for auto), its table in speed_notes_.
   void use_fp8();
   // Parameters (the fp32 masters under O2) and buffers: what a checkpoint holds of the model.
+  // Under LoRA only the adapters train, and only they are saved.
   NamedTensors model_tensors() const;
+  // What --init_from fills: model_tensors() and a LoRA run's frozen base.
+  NamedTensors pretrained_targets() const;
+  // Under LoRA: fingerprints the frozen base (before it is held in a half dtype), stores it in
+  // its dtype and says so in lora_note_.
+  void freeze_base();
   log::RunInfo describe() const;
 
   // run_checkpoint.cpp
@@ -143,6 +149,8 @@ class Run {
   double initial_loss_ = 0.0;
   std::string resume_note_;
   std::string pretrained_note_;  // where the pretrained weights came from; empty: none
+  std::string base_fingerprint_;  // LoRA: the frozen base's (base_fingerprint.h); empty: none
+  std::string lora_note_;         // LoRA: the startup line; empty: none
   std::vector<std::string> speed_notes_;
   std::vector<std::string> warnings_;
   std::unique_ptr<TrainStep> step_;

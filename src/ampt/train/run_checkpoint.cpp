@@ -2,6 +2,7 @@
 
 #include "ampt/core/errors.h"
 #include "ampt/core/version.h"
+#include "ampt/train/base_fingerprint.h"
 
 #include <ATen/Context.h>
 #include <fmt/format.h>
@@ -29,6 +30,7 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
     throw RuntimeError(fmt::format("checkpoint '{}' was saved with optimizer {}, this run uses {}",
                                    path, saved.optimizer_kind, optimizer_->kind()));
   }
+  require_same_base(path, saved, config_.init_from, base_fingerprint_);
   // Check everything before changing anything, so a bad checkpoint leaves no half-restored run.
   if (dist_.zero()) {
     restore_shards(reader);
@@ -124,6 +126,8 @@ checkpoint::Checkpoint Run::checkpoint_meta(int64_t steps_done) const {
   c.skipped_steps = static_cast<int64_t>(overflow_steps_.item<double>());
   c.initial_loss = initial_loss_;
   c.optimizer_kind = optimizer_->kind();
+  c.base_model = config_.init_from;
+  c.base_fingerprint = base_fingerprint_;
   if (precision_.scaler().enabled()) {
     const auto state = precision_.scaler().state();
     c.scaler = checkpoint::SavedScaler{state.scale, state.growth_tracker, state.hysteresis};

@@ -5,11 +5,14 @@
 #include "ampt/kernels/kernel_support.h"
 #include "ampt/models/model_family.h"
 #include "ampt/precision/fp8_gemm_timer.h"
+#include "ampt/models/lora.h"
+#include "ampt/train/base_fingerprint.h"
 #include "ampt/train/pretrained.h"
 #include "ampt/models/compat_report.h"
 #include "ampt/train/tuning.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -42,10 +45,19 @@ precision::StabilityMonitor make_monitor(const config::Config& config,
   std::vector<torch::Tensor> params;
   std::vector<std::string> names;
   for (const auto& item : module.named_parameters()) {
+    if (!item.value().requires_grad()) continue;  // a frozen base never steps
     names.push_back(item.key());
     params.push_back(item.value());
   }
   return {std::move(params), std::move(names), device, config.max_consecutive_skips};
+}
+
+std::vector<torch::Tensor> trained_parameters(const torch::nn::Module& module) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : module.parameters()) {
+    if (p.requires_grad()) out.push_back(p);
+  }
+  return out;
 }
 
 // Reports the tokenizing of text data to the observers, timed from the run's start.
@@ -67,7 +79,7 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
       dist_(config, device_.device),
       splits_(data::open_dataset(config, models::sample_request(config), tokenize_progress(observer))),
       model_(make_model(config, splits_.spec, device_.device)),
-      parameters_(model_.module->parameters()),
+      parameters_(trained_parameters(*model_.module)),
       precision_(precision::precision_options(config), *model_.module, device_.device),
       monitor_(make_monitor(config, *model_.module, device_.device)),
       // ZeRO builds its optimizer over the shard, once the ranks have attached.
@@ -88,7 +100,8 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   for (auto& warning : precision_.warnings()) warnings_.push_back(std::move(warning));
   fit_batch_to_split();  // before a resume compares the checkpoint's batches with this run's
   // Pretrained weights first: a resumed run's checkpoint then replaces them.
-  if (!config.init_from.empty()) pretrained_note_ = load_pretrained(config, model_tensors());
+  if (!config.init_from.empty()) pretrained_note_ = load_pretrained(config, pretrained_targets());
+  if (config.lora_rank > 0) freeze_base();
   // Resume before the loader exists: the checkpoint says where the data continues.
   std::string note;
   data::LoaderState data_start;
@@ -263,6 +276,30 @@ void Run::use_fp8() {
   model_.use_fp8(recipe, [&plan](const std::string& layer) { return plan.fp8(layer); });
 }
 
+NamedTensors Run::pretrained_targets() const {
+  auto out = precision_.masters().masters();
+  const auto& frozen = precision_.masters().frozen();
+  out.insert(out.end(), frozen.begin(), frozen.end());
+  for (const auto& item : model_.module->named_buffers()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+void Run::freeze_base() {
+  base_fingerprint_ = base_fingerprint(precision_.masters().frozen());
+  precision_.store_frozen();
+  int64_t trained = 0, frozen = 0;
+  for (const auto& p : parameters_) trained += p.numel();
+  for (const auto& [name, p] : precision_.masters().frozen()) frozen += p.numel();
+  const auto targets = models::split_lora_targets(config_.lora_targets);
+  lora_note_ = fmt::format(
+      "rank {}, alpha {:g} (scale {:g}), dropout {:g} on {} Linear layers ({}): {} trainable "
+      "parameters with fp32 masters, {} frozen in {} (base fingerprint {})",
+      config_.lora_rank, config_.lora_alpha, config_.lora_alpha / config_.lora_rank,
+      config_.lora_dropout, parameters_.size() / 2,
+      fmt::join(targets.empty() ? models::family_of(config_).lora_targets : targets, ","),
+      trained, frozen, c10::toString(precision_.frozen_dtype()), base_fingerprint_);
+}
+
 NamedTensors Run::model_tensors() const {
   auto out = precision_.masters().masters();
   for (const auto& item : model_.module->named_buffers()) out.emplace_back(item.key(), item.value());
@@ -335,6 +372,7 @@ log::RunInfo Run::describe() const {
         batch_size_, grad_accum_steps_);
   }
   info.zero = zero_note();
+  info.lora = lora_note_;
   info.speed_notes = speed_notes_;
   info.warnings = warnings_;
   return info;

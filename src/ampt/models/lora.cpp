@@ -1,0 +1,161 @@
+#include "ampt/models/lora.h"
+
+#include "ampt/core/errors.h"
+
+#include <torch/nn/functional/dropout.h>
+#include <torch/nn/init.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace ampt::models {
+namespace {
+
+constexpr const char* kDown = "lora_A";
+constexpr const char* kUp = "lora_B";
+
+}  // namespace
+
+bool lora_target_matches(const std::string& module, const std::string& target) {
+  return module == target || (module.size() > target.size() && module.ends_with(target) &&
+                              module[module.size() - target.size() - 1] == '.');
+}
+
+LoraFactorImpl::LoraFactorImpl(int64_t out_features, int64_t in_features) {
+  weight = register_parameter("weight", torch::zeros({out_features, in_features}));
+}
+
+LoraAdapter lora_adapter(const torch::nn::LinearImpl& linear) {
+  // Most Linears have no children: the common case costs one empty check per forward.
+  if (linear.children().empty()) return {};
+  LoraAdapter adapter;
+  for (const auto& item : linear.named_children()) {
+    auto* factor = dynamic_cast<LoraFactorImpl*>(item.value().get());
+    if (factor == nullptr) continue;
+    if (item.key() == kDown) adapter.down = factor;
+    if (item.key() == kUp) adapter.up = factor;
+  }
+  if (adapter.up == nullptr) return {};
+  return adapter;
+}
+
+torch::Tensor lora_update(const LoraAdapter& adapter, const torch::Tensor& x, bool training) {
+  namespace F = torch::nn::functional;
+  const auto in = adapter.up->dropout > 0.0
+                      ? F::dropout(x, F::DropoutFuncOptions().p(adapter.up->dropout).training(training))
+                      : x;
+  return at::linear(at::linear(in, adapter.down->weight), adapter.up->weight) * adapter.up->scaling;
+}
+
+void attach_lora(torch::nn::Module& root, const LoraOptions& options) {
+  for (auto& p : root.parameters()) p.set_requires_grad(false);
+  std::vector<std::string> linears;
+  for (const auto& item : root.named_modules("", /*include_self=*/false)) {
+    auto* linear = dynamic_cast<torch::nn::LinearImpl*>(item.value().get());
+    if (linear == nullptr) continue;
+    linears.push_back(item.key());
+    if (std::ranges::none_of(options.targets, [&](const std::string& target) {
+          return lora_target_matches(item.key(), target);
+        })) {
+      continue;
+    }
+    if (item.key() == "lm_head") {
+      // The head feeds the fused loss as a weight, never through project(): an adapter there
+      // would train and change nothing.
+      throw UsageError("lora_targets names the output head lm_head, which the fused loss reads as "
+                       "a weight: adapters go on the blocks' Linear layers");
+    }
+    const auto& w = linear->weight;
+    auto down = LoraFactor(options.rank, w.size(1));
+    auto up = LoraFactor(w.size(0), options.rank);
+    {
+      // On the host, then moved: the same seed gives the same adapters on every device.
+      torch::NoGradGuard no_grad;
+      torch::nn::init::kaiming_uniform_(down->weight, std::sqrt(5.0));
+    }
+    down->to(w.device());
+    up->to(w.device());
+    up->scaling = options.alpha / static_cast<double>(options.rank);
+    up->dropout = options.dropout;
+    linear->register_module(kDown, down);
+    linear->register_module(kUp, up);
+  }
+  require_targets_match(options.targets, linears);
+}
+
+NamedTensors merged_lora_weights(const torch::nn::Module& root) {
+  torch::NoGradGuard no_grad;
+  std::map<std::string, torch::Tensor> merged;
+  for (const auto& item : root.named_modules("", /*include_self=*/false)) {
+    const auto* linear = dynamic_cast<const torch::nn::LinearImpl*>(item.value().get());
+    if (linear == nullptr) continue;
+    if (const auto adapter = lora_adapter(*linear)) {
+      const auto& w = linear->weight;
+      merged[item.key() + ".weight"] =
+          (w.to(torch::kFloat) + adapter.up->weight.to(torch::kFloat).mm(adapter.down->weight.to(torch::kFloat)) *
+                                     adapter.up->scaling)
+              .to(w.scalar_type());
+    }
+  }
+  NamedTensors out;
+  for (const auto& item : root.named_parameters()) {
+    if (is_lora_parameter(item.key())) continue;
+    const auto it = merged.find(item.key());
+    out.emplace_back(item.key(), it == merged.end() ? item.value().detach() : it->second);
+  }
+  return out;
+}
+
+bool is_lora_parameter(const std::string& name) {
+  return name.ends_with(std::string(".") + kDown + ".weight") ||
+         name.ends_with(std::string(".") + kUp + ".weight");
+}
+
+std::vector<std::string> lora_targets_of(const config::Config& config,
+                                         const std::vector<std::string>& family_defaults) {
+  if (family_defaults.empty()) {
+    throw UsageError(fmt::format("lora_rank {} with model '{}': LoRA adapts the Linear layers of "
+                                 "a transformer (gpt, llama, qwen2 and their presets); use "
+                                 "lora_rank 0",
+                                 config.lora_rank, config.model));
+  }
+  auto targets = split_lora_targets(config.lora_targets);
+  return targets.empty() ? family_defaults : targets;
+}
+
+void require_targets_match(const std::vector<std::string>& targets,
+                           const std::vector<std::string>& linears) {
+  for (const auto& target : targets) {
+    if (std::ranges::any_of(linears, [&](const std::string& name) {
+          return lora_target_matches(name, target);
+        })) {
+      continue;
+    }
+    const std::vector<std::string> some(linears.begin(),
+                                        linears.begin() + std::min<size_t>(linears.size(), 8));
+    throw UsageError(fmt::format(
+        "lora_targets '{}' matches no Linear layer of the model (a name, or the end of one after "
+        "a '.'); its Linear layers include {}",
+        target, fmt::join(some, ", ")));
+  }
+}
+
+std::vector<std::string> split_lora_targets(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const auto end = std::min(text.find(',', start), text.size());
+    auto item = text.substr(start, end - start);
+    const auto first = item.find_first_not_of(" \t");
+    const auto last = item.find_last_not_of(" \t");
+    if (first != std::string::npos) out.push_back(item.substr(first, last - first + 1));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace ampt::models

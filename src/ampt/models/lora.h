@@ -1,0 +1,82 @@
+// LoRA adapters (Hu et al., 2021, as peft's LoraLayer): beside a frozen Linear y = W x + b, a
+// trained low-rank update, y = W x + b + (alpha / r) · B A dropout(x), with A [r, in] and B
+// [out, r]. Attached from outside the model: the adapter's factors become children `lora_A` and
+// `lora_B` of the Linear they adapt, so their names are peft's without its adapter name
+// ("h.0.attn.c_attn.lora_A.weight"), and models::project (attention.h), through which every
+// Linear of a transformer runs, adds the update.
+#pragma once
+
+#include "ampt/config/config.h"
+#include "ampt/core/named_tensors.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ampt::models {
+
+// peft's target_modules rule: `module` is `target`, or ends in "." + target.
+bool lora_target_matches(const std::string& module, const std::string& target);
+
+struct LoraOptions {
+  int64_t rank = 0;  // 0: no adapters
+  double alpha = 16.0;
+  double dropout = 0.0;
+  // Module names matched as peft's target_modules: a name equal to one, or ending in "." + one.
+  std::vector<std::string> targets;
+};
+
+// One factor of an adapter: a bias-free matrix `weight`, as peft's nn.Linear lora_A and lora_B.
+// The up factor (B) carries the adapter's scaling and input dropout.
+class LoraFactorImpl : public torch::nn::Module {
+ public:
+  LoraFactorImpl(int64_t out_features, int64_t in_features);
+  torch::Tensor weight;
+  double scaling = 1.0;
+  double dropout = 0.0;
+};
+TORCH_MODULE(LoraFactor);
+
+// The adapter on `linear`, both factors, or none.
+struct LoraAdapter {
+  LoraFactorImpl* down = nullptr;  // A
+  LoraFactorImpl* up = nullptr;    // B
+  explicit operator bool() const { return down != nullptr; }
+};
+LoraAdapter lora_adapter(const torch::nn::LinearImpl& linear);
+
+// The adapter's update of `x` (the Linear's input): (alpha / r) · B A dropout(x), with dropout
+// only while `training`.
+torch::Tensor lora_update(const LoraAdapter& adapter, const torch::Tensor& x, bool training);
+
+// Freezes every parameter of `root` and gives each Linear that options.targets names an
+// adapter: A from kaiming_uniform(a = sqrt(5)) under the torch seed (peft's default), B zero, so
+// the adapted model starts as the base. Throws UsageError naming a target that matches no
+// Linear, and listing some of the model's Linear names, and one naming the output head
+// (lm_head), which the fused loss reads as a weight.
+void attach_lora(torch::nn::Module& root, const LoraOptions& options);
+
+// The base's parameters with every adapter folded into its Linear, W + (alpha / r) · B A, named
+// as a model without adapters names them (what a Hugging Face export writes).
+NamedTensors merged_lora_weights(const torch::nn::Module& root);
+
+// Whether `name` is an adapter's parameter ("....lora_A.weight").
+bool is_lora_parameter(const std::string& name);
+
+// --lora_targets' comma-separated names, trimmed, empty items left out.
+std::vector<std::string> split_lora_targets(const std::string& text);
+
+// The targets config's model adapts: --lora_targets, else `family_defaults` (its family's
+// ModelFamily::lora_targets). UsageError for a family that takes no adapters (no defaults).
+std::vector<std::string> lora_targets_of(const config::Config& config,
+                                         const std::vector<std::string>& family_defaults);
+
+// UsageError naming the first of `targets` that matches none of `linears` (module names), and
+// some of those.
+void require_targets_match(const std::vector<std::string>& targets,
+                           const std::vector<std::string>& linears);
+
+}  // namespace ampt::models

@@ -1,0 +1,32 @@
+// JSON Lines files read record by record: each non-blank line one JSON value, numbered from 1
+// for errors, with the input bytes read up to its end for progress.
+#pragma once
+
+#include "ampt/core/json_reader.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ampt::text {
+
+// Where a record was read: what every error about it starts with ("data/a.jsonl: line 7").
+struct RecordPlace {
+  const std::string& path;
+  std::size_t line = 0;
+  std::string prefix() const;
+};
+
+// Calls fn(record, place, done) for each non-blank line of `text`, the contents of `path`; `done`
+// is `before` plus the bytes of `text` up to the line's end. Throws RuntimeError "PATH: line N:
+// invalid JSON: ..." for a line that is not JSON.
+void for_each_record(const std::string& path, std::string_view text, int64_t before,
+                     const std::function<void(const JsonValue&, const RecordPlace&, int64_t)>& fn);
+
+// The first record of `path`; nullopt when it is empty or not JSON (reading it whole says why).
+std::optional<JsonValue> first_record(const std::string& path);
+
+}  // namespace ampt::text

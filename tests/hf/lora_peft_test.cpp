@@ -1,0 +1,186 @@
+// LoRA against peft, on tiny GPT-2 and Llama bases that transformers made: ampt continues a
+// peft adapter (--init_from ADAPTER) step for step as a PyTorch + peft loop does, changes only
+// the adapters, and its exports load in peft (--format peft) and in transformers (--merge) with
+// ampt's logits and greedy tokens.
+#include "ampt/checkpoint/checkpoint.h"
+#include "ampt/commands/run_model.h"
+#include "ampt/models/generation.h"
+#include "support/pretrained_reference.h"
+#include "support/process.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <torch/torch.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+
+using ampt::test::have_transformers;
+using ampt::test::make_temp_dir;
+using ampt::test::run_ampt;
+using ampt::test::run_process;
+
+namespace {
+
+constexpr const char* kLora = AMPT_SOURCE_DIR "/tests/hf/lora_reference.py";
+constexpr const char* kGpt2 = AMPT_SOURCE_DIR "/tests/hf/gpt2_reference.py";
+constexpr const char* kLlama = AMPT_SOURCE_DIR "/tests/hf/llama_reference.py";
+constexpr const char* kPrompt = "[[3, 14, 15, 92, 65, 35, 89, 79]]";
+
+bool have_peft() {
+  static const bool ok =
+      have_transformers() && run_process({AMPT_PYTHON, "-c", "import peft"}).exit_code == 0;
+  return ok;
+}
+
+struct Base {
+  std::string name;
+  std::string dir;
+  std::string targets;  // peft's target_modules for the adapter
+};
+
+Base make_base(const std::string& name) {
+  if (name == "gpt2") {
+    return {name,
+            ampt::test::make_reference_model(kGpt2, {"--n_layer", "2", "--n_embd", "32", "--n_head",
+                                                     "4", "--n_positions", "64", "--vocab", "100"}),
+            "c_attn,c_proj"};
+  }
+  return {name, ampt::test::make_reference_model(kLlama, {"--flavour", "llama"}),
+          "q_proj,v_proj,down_proj"};
+}
+
+// peft's adapter of `base`, B random as well as A.
+std::string make_adapter(const Base& base) {
+  const auto dir = make_temp_dir() + "/adapter";
+  const auto r = run_process({AMPT_PYTHON, kLora, "init", base.dir, dir, "--rank", "4", "--alpha",
+                              "8", "--targets", base.targets});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  return dir;
+}
+
+// Four windows of 16 + 1 tokens: one batch, the same every step.
+std::string token_file() {
+  const auto data = make_temp_dir() + "/train.bin";
+  std::ofstream out(data, std::ios::binary);
+  for (int i = 0; i < 65; ++i) {
+    const auto token = static_cast<uint16_t>((i * 37 + i * i) % 100);
+    out.write(reinterpret_cast<const char*>(&token), 2);
+  }
+  return data;
+}
+
+std::vector<double> run_losses(const std::string& out) {
+  std::vector<double> losses;
+  std::ifstream metrics(out + "/metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    const auto record = YAML::Load(line);
+    if (record["step"] && record["loss"] && !record["event"]) losses.push_back(record["loss"].as<double>());
+  }
+  return losses;
+}
+
+// peft's adapter of a tiny `name` base (gpt2 or llama) continued by ampt for 20 AdamW steps in
+// fp32 against a PyTorch + peft loop over the same batch; then the checkpoint's exports in peft
+// and, merged, in transformers.
+void check_against_peft(const std::string& name) {
+  const auto data = token_file();
+  const auto base = make_base(name);
+  const auto adapter = make_adapter(base);
+  const auto out = make_temp_dir();
+  // The adapter names its base (base_model_name_or_path): --init_from takes the adapter alone.
+  auto r = run_ampt({"train", "--init_from", adapter, "--dataset", "tokens:" + data,
+                     "--block_size", "16", "--batch_size", "4", "--val_fraction", "0",
+                     "--max_steps", "20", "--lr", "1e-2", "--warmup_steps", "0", "--min_lr_ratio",
+                     "1", "--weight_decay", "0", "--max_grad_norm", "0", "--adam_beta1", "0.9",
+                     "--adam_beta2", "0.95", "--adam_eps", "1e-8", "--mixed_precision", "no",
+                     "--log_every", "1", "--device", "cpu", "--save_every", "20", "--output_dir",
+                     out});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("[LoRA] rank 4, alpha 8 (scale 2)"));
+  const auto reference = run_process({AMPT_PYTHON, kLora, "finetune", base.dir, adapter, data,
+                                      "16", "20", "1e-2", "0.9", "0.95", "1e-8"});
+  INFO(reference.err);
+  REQUIRE(reference.exit_code == 0);
+  const auto expected = YAML::Load(reference.out).as<std::vector<double>>();
+  const auto losses = run_losses(out);
+  REQUIRE(losses.size() == expected.size());
+  for (std::size_t i = 0; i < losses.size(); ++i) {
+    INFO("step " << i + 1 << ": ampt " << losses[i] << ", peft " << expected[i]);
+    CHECK(std::abs(losses[i] - expected[i]) <= 1e-4 * std::abs(expected[i]));
+  }
+  CHECK(losses.back() < losses.front() - 0.3);
+
+  // The checkpoint holds the adapters alone and names its base; the model it makes holds the
+  // base's own bytes.
+  const auto path = out + "/ckpt-00000020.pt";
+  const auto saved = ampt::checkpoint::load(path);
+  CHECK(saved.base_model == base.dir);
+  CHECK(saved.base_fingerprint.size() == 16);
+  for (const auto& [tensor_name, tensor] : saved.model) CHECK(tensor_name.find(".lora_") != std::string::npos);
+  const auto config = ampt::commands::run_config(saved, {}, {});
+  auto model = ampt::commands::load_run_model(config, saved, path, torch::kCPU);
+  auto params = model.module->named_parameters();
+  for (const auto& [tensor_name, tensor] :
+       ampt::models::family_of(config).load_pretrained(config).tensors) {
+    INFO(tensor_name);
+    CHECK(torch::equal(params[tensor_name], tensor));
+  }
+
+  const auto exported = make_temp_dir();
+  r = run_ampt({"export", "--format", "peft", "--checkpoint", path, "--out", exported + "/peft"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  r = run_ampt({"export", "--format", "hf", "--merge", "--checkpoint", path, "--out",
+                exported + "/merged"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto py = run_process({AMPT_PYTHON, kLora, "check", base.dir, exported + "/peft",
+                               exported + "/merged", kPrompt, "10"});
+  INFO(py.err);
+  REQUIRE(py.exit_code == 0);
+  const auto result = YAML::Load(py.out);
+  const auto prompt = torch::tensor({3, 14, 15, 92, 65, 35, 89, 79}).view({1, 8});
+  torch::NoGradGuard no_grad;
+  const auto logits = model.forward(prompt);
+  const auto python = [&](const char* key) {
+    return torch::tensor(result[key].as<std::vector<float>>()).view(logits.sizes());
+  };
+  CHECK((logits - python("peft")).abs().max().item<double>() <= 1e-4);
+  CHECK((logits - python("merged")).abs().max().item<double>() <= 1e-4);
+  CHECK((logits - python("base")).abs().max().item<double>() > 1e-3);  // the adapters matter
+  // What `ampt generate --init_from ADAPTER` loads: the base its adapter_config.json names, and
+  // the exported adapters.
+  const auto from_adapter = ampt::commands::load_run_model(
+      ampt::commands::run_config(std::nullopt, {"--init_from", exported + "/peft"}, {}),
+      std::nullopt, "", torch::kCPU);
+  CHECK((from_adapter.forward(prompt) - logits).abs().max().item<double>() <= 1e-5);
+  ampt::models::SamplingOptions greedy;
+  greedy.temperature = 0.0;
+  greedy.max_new_tokens = 10;
+  CHECK(ampt::models::generate(model, {3, 14, 15}, greedy) ==
+        result["generated"].as<std::vector<int64_t>>());
+}
+
+}  // namespace
+
+TEST_CASE("lora vs peft: GPT-2 (Conv1D, fan_in_fan_out) follows peft's loop, exports load in peft and merged",
+          "[hf][lora][cli]") {
+  if (!have_peft()) {
+    WARN("skipping: transformers or peft is not installed in " AMPT_PYTHON);
+    return;
+  }
+  check_against_peft("gpt2");
+}
+
+TEST_CASE("lora vs peft: Llama follows peft's loop, exports load in peft and merged",
+          "[hf][lora][cli]") {
+  if (!have_peft()) {
+    WARN("skipping: transformers or peft is not installed in " AMPT_PYTHON);
+    return;
+  }
+  check_against_peft("llama");
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Reference LoRA adapters for ampt's tests, made and trained with peft on a transformers base
+(tests/hf/gpt2_reference.py or llama_reference.py make it; no hub).
+
+    lora_reference.py init BASE OUT --rank R --alpha A --targets t1,t2 [--seed 0]
+        writes a peft LoRA adapter of BASE (A from peft's init under the seed; B random too, so
+        that the adapter changes the logits from the first step) with save_pretrained.
+    lora_reference.py finetune BASE ADAPTER TOKENS.bin BLOCK STEPS LR BETA1 BETA2 EPS
+        trains the adapter in float32 (PeftModel.from_pretrained(..., is_trainable=True)) on every
+        window of BLOCK + 1 tokens of the uint16 file (one batch, as ampt cuts them) with
+        torch.optim.AdamW over the trainable parameters, and prints each step's loss as JSON.
+    lora_reference.py check BASE ADAPTER MERGED TOKENS_JSON N
+        prints, as JSON, the float32 logits of [[ids...], ...] from BASE with ADAPTER in peft
+        ("peft"), from BASE alone ("base") and from the merged model MERGED ("merged"), and
+        peft's greedy continuation of N ids after the first row's first three ("generated").
+"""
+import argparse
+import json
+import pathlib
+import sys
+
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model
+from transformers import AutoModelForCausalLM
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import llama_reference  # noqa: E402  (its training loop is the reference for both)
+
+
+def base_model(path):
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+
+
+def init(args):
+    torch.manual_seed(args.seed)
+    base = base_model(args.base)
+    config = LoraConfig(r=args.rank, lora_alpha=args.alpha, lora_dropout=0.0,
+                        target_modules=args.targets.split(","), task_type="CAUSAL_LM",
+                        fan_in_fan_out=base.config.model_type == "gpt2")
+    model = get_peft_model(base, config)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn_like(p) * 0.05)
+    model.save_pretrained(args.out)
+
+
+def with_adapter(base, adapter, trainable=False):
+    return PeftModel.from_pretrained(base_model(base), adapter, is_trainable=trainable)
+
+
+def finetune(args):
+    torch.manual_seed(0)
+    model = with_adapter(args.base, args.adapter, trainable=True).train()
+    print(json.dumps(llama_reference.train_losses(model, args)))
+
+
+def check(args):
+    """What ampt's exports must give, in one process: the logits of TOKENS_JSON from the base
+    with ADAPTER in peft, from the base alone and from MERGED in transformers alone, and peft's
+    greedy continuation (N new ids) of the first row's first three ids."""
+    tokens = torch.tensor(json.loads(args.tokens))
+    model = with_adapter(args.base, args.adapter).eval()
+    with torch.no_grad():
+        adapted = model(input_ids=tokens).logits
+        prompt = tokens[:1, :3]
+        generated = model.generate(input_ids=prompt, max_new_tokens=args.n, min_new_tokens=args.n,
+                                   do_sample=False, attention_mask=torch.ones_like(prompt),
+                                   pad_token_id=0)
+        base = base_model(args.base).eval()(input_ids=tokens).logits
+        merged = base_model(args.merged).eval()(input_ids=tokens).logits
+    print(json.dumps({"peft": adapted.flatten().tolist(), "base": base.flatten().tolist(),
+                      "merged": merged.flatten().tolist(),
+                      "generated": generated[0, prompt.size(1):].tolist()}))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    i = sub.add_parser("init")
+    i.add_argument("base")
+    i.add_argument("out")
+    i.add_argument("--rank", type=int, required=True)
+    i.add_argument("--alpha", type=float, required=True)
+    i.add_argument("--targets", required=True)
+    i.add_argument("--seed", type=int, default=0)
+    ft = sub.add_parser("finetune")
+    ft.add_argument("base")
+    ft.add_argument("adapter")
+    ft.add_argument("tokens")
+    for name in ["block", "steps"]:
+        ft.add_argument(name, type=int)
+    for name in ["lr", "beta1", "beta2", "eps"]:
+        ft.add_argument(name, type=float)
+    ch = sub.add_parser("check")
+    for name in ["base", "adapter", "merged", "tokens"]:
+        ch.add_argument(name)
+    ch.add_argument("n", type=int)
+    args = parser.parse_args()
+    {"init": init, "finetune": finetune, "check": check}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+// LoRA runs as whole programs: checkpoints that hold only the adapters and resume exactly onto
+// the same base and never another, the frozen base held in the compute dtype, O2 and fp16's
+// scaler, activation checkpointing, and ZeRO on Gloo ranks.
+#include "ampt/checkpoint/checkpoint.h"
+#include "distributed/rank_processes.h"
+#include "support/json_field.h"
+#include "support/process.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace ampt::test;
+
+namespace {
+
+// A tiny random GPT with rank-4 adapters on c_attn and c_proj; `extra` flags come last.
+std::vector<std::string> lora_args(const std::string& out, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{
+      "train", "--model", "gpt", "--n_layer", "2", "--n_embd", "32", "--n_head", "4",
+      "--block_size", "16", "--vocab_size", "64", "--synthetic_samples", "256", "--batch_size",
+      "8", "--lora_rank", "4", "--lora_targets", "c_attn,c_proj", "--lr", "1e-2",
+      "--warmup_steps", "0", "--max_steps", "6", "--log_every", "1", "--loader_workers", "0",
+      "--device", "cpu", "--seed", "3", "--output_dir", out};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::vector<double> losses(const std::string& dir) {
+  return step_losses(read_file(dir + "/metrics.jsonl"));
+}
+
+ProcessResult train(const std::vector<std::string>& args) {
+  auto r = run_ampt(args);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("lora train: checkpoints hold the adapters, resume exactly, and refuse another base",
+          "[train][lora][cli][checkpoint]") {
+  const auto dir = make_temp_dir();
+  const auto whole = train(lora_args(dir + "/whole", {"--mixed_precision", "no", "--save_every", "3"}));
+  CHECK_THAT(whole.out, Catch::Contains("[LoRA] rank 4, alpha 16 (scale 4), dropout 0 on 6 Linear "
+                                        "layers (c_attn,c_proj): 2816 trainable parameters with "
+                                        "fp32 masters"));
+  CHECK_THAT(whole.out, Catch::Contains("frozen in Float"));
+  const auto midway = dir + "/whole/ckpt-00000003.pt";
+  const auto saved = ampt::checkpoint::load(midway);
+  // A and B of c_attn, attn.c_proj and mlp.c_proj in 2 layers, nothing of the base.
+  REQUIRE(saved.model.size() == 12);
+  for (const auto& [name, tensor] : saved.model) CHECK(name.find(".lora_") != std::string::npos);
+  CHECK(saved.base_model.empty());  // a random base: the seed makes it again
+  CHECK(saved.base_fingerprint.size() == 16);
+  const auto full = losses(dir + "/whole");
+  REQUIRE(full.size() == 6);
+  CHECK(full.back() < full.front());
+
+  SECTION("a resume continues bit for bit") {
+    train(lora_args(dir + "/resumed", {"--mixed_precision", "no", "--resume", midway}));
+    const auto resumed = losses(dir + "/resumed");
+    REQUIRE(resumed.size() == 3);
+    for (int i = 0; i < 3; ++i) CHECK(resumed[i] == full[3 + i]);
+  }
+  SECTION("another base, no LoRA, or a full model's checkpoint is one line") {
+    auto r = run_ampt(lora_args(dir + "/other", {"--mixed_precision", "no", "--seed", "4",
+                                                 "--resume", midway}));
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Catch::Contains("holds LoRA adapters trained on a random base (fingerprint " +
+                                      saved.base_fingerprint + "), and this run's a random base "
+                                      "has fingerprint"));
+    r = run_ampt(lora_args(dir + "/full", {"--mixed_precision", "no", "--lora_rank", "0",
+                                           "--resume", midway}));
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Catch::Contains("holds LoRA adapters trained on a random base: load it with "
+                                      "its --lora_rank and --init_from"));
+    train(lora_args(dir + "/plain", {"--mixed_precision", "no", "--lora_rank", "0",
+                                     "--max_steps", "1", "--save_every", "1"}));
+    r = run_ampt(lora_args(dir + "/onto", {"--mixed_precision", "no", "--resume",
+                                           dir + "/plain/ckpt-00000001.pt"}));
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Catch::Contains("holds a full model, not LoRA adapters"));
+  }
+  SECTION("export: --format hf needs --merge, peft needs adapters") {
+    auto r = run_ampt({"export", "--format", "hf", "--checkpoint", midway, "--out", dir + "/hf"});
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Catch::Contains("holds LoRA adapters only: --format peft writes them for "
+                                      "peft, --format hf --merge folds them into their base"));
+    r = run_ampt({"export", "--format", "peft", "--merge", "--checkpoint", midway, "--out", dir + "/p"});
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Catch::Contains("--merge writes the whole model"));
+  }
+}
+
+TEST_CASE("lora train: a half-precision base, O2 with fp16's scaler, activation checkpointing",
+          "[train][lora][cli]") {
+  const auto dir = make_temp_dir();
+  struct Case {
+    std::vector<std::string> flags;
+    std::string base_dtype;
+  };
+  const std::vector<Case> cases = {
+      {{"--mixed_precision", "bf16"}, "BFloat16"},
+      {{"--mixed_precision", "fp16", "--amp_opt_level", "O2", "--grad_ckpt"}, "Half"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto out = fmt::format("{}/run{}", dir, i);
+    auto flags = cases[i].flags;
+    flags.insert(flags.end(), {"--max_steps", "4"});
+    const auto r = train(lora_args(out, flags));
+    CHECK_THAT(r.out, Catch::Contains("frozen in " + cases[i].base_dtype));
+    if (i == 1) CHECK_THAT(r.out, Catch::Contains("[AMP] GradScaler: on"));
+    const auto run = losses(out);
+    REQUIRE(!run.empty());
+    for (const double loss : run) CHECK(std::isfinite(loss));
+  }
+}
+
+TEST_CASE("lora train: ZeRO 2 on 2 Gloo ranks trains the adapters like plain data parallelism",
+          "[train][lora][dist][cli]") {
+  const auto dir = make_temp_dir();
+  std::vector<std::vector<double>> runs;
+  for (const int stage : {0, 2}) {
+    const auto out = fmt::format("{}/stage{}", dir, stage);
+    auto args = lora_args(out, {"--mixed_precision", "no", "--batch_size", "4", "--zero_stage",
+                                std::to_string(stage), "--dist_timeout", "30"});
+    args.insert(args.begin(), AMPT_BINARY);
+    const auto run = run_rank_processes(2, args, out + "-logs");
+    for (size_t r = 0; r < run.status.size(); ++r) {
+      INFO("rank " << r << "\n" << run.out[r] << run.err[r]);
+      REQUIRE(run.status[r] == 0);
+    }
+    runs.push_back(losses(out));
+  }
+  REQUIRE(runs[0].size() == 6);
+  REQUIRE(runs[1].size() == 6);
+  for (size_t i = 0; i < 6; ++i) CHECK(runs[1][i] == Approx(runs[0][i]).epsilon(1e-6));
+}
