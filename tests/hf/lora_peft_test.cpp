@@ -5,6 +5,7 @@
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/commands/run_model.h"
 #include "ampt/models/generation.h"
+#include "support/json_field.h"
 #include "support/pretrained_reference.h"
 #include "support/process.h"
 
@@ -72,15 +73,6 @@ std::string token_file() {
   return data;
 }
 
-std::vector<double> run_losses(const std::string& out) {
-  std::vector<double> losses;
-  std::ifstream metrics(out + "/metrics.jsonl");
-  for (std::string line; std::getline(metrics, line);) {
-    const auto record = YAML::Load(line);
-    if (record["step"] && record["loss"] && !record["event"]) losses.push_back(record["loss"].as<double>());
-  }
-  return losses;
-}
 
 // peft's adapter of a tiny `name` base (gpt2 or llama) continued by ampt for 20 AdamW steps in
 // fp32 against a PyTorch + peft loop over the same batch; then the checkpoint's exports in peft
@@ -106,7 +98,7 @@ void check_against_peft(const std::string& name) {
   INFO(reference.err);
   REQUIRE(reference.exit_code == 0);
   const auto expected = YAML::Load(reference.out).as<std::vector<double>>();
-  const auto losses = run_losses(out);
+  const auto losses = ampt::test::step_losses(ampt::test::read_file(out + "/metrics.jsonl"));
   REQUIRE(losses.size() == expected.size());
   for (std::size_t i = 0; i < losses.size(); ++i) {
     INFO("step " << i + 1 << ": ampt " << losses[i] << ", peft " << expected[i]);

@@ -105,11 +105,9 @@ void export_peft(const checkpoint::Checkpoint& saved, const std::string& checkpo
                  const std::string& out, const NamedTensors& weights, const Environment& env) {
   const auto config = run_config(saved, {}, env);
   const auto& family = models::family_of(config);
-  auto targets = models::split_lora_targets(config.lora_targets);
-  if (targets.empty()) targets = family.lora_targets;
   hf::write_peft_adapter(out, weights, family.hf_module_prefix,
                          {config.init_from, config.lora_rank, config.lora_alpha,
-                          config.lora_dropout, std::move(targets)},
+                          config.lora_dropout, models::lora_targets_of(config, family.lora_targets)},
                          family.hf_transposed,
                          {{"format", "pt"},
                           {"ampt_version", saved.ampt_version},

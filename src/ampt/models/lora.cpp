@@ -1,5 +1,6 @@
 #include "ampt/models/lora.h"
 
+#include "ampt/config/precision_schedule.h"
 #include "ampt/core/errors.h"
 
 #include <torch/nn/functional/dropout.h>
@@ -145,17 +146,9 @@ void require_targets_match(const std::vector<std::string>& targets,
 }
 
 std::vector<std::string> split_lora_targets(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const auto end = std::min(text.find(',', start), text.size());
-    auto item = text.substr(start, end - start);
-    const auto first = item.find_first_not_of(" \t");
-    const auto last = item.find_last_not_of(" \t");
-    if (first != std::string::npos) out.push_back(item.substr(first, last - first + 1));
-    start = end + 1;
-  }
-  return out;
+  auto targets = config::split_module_patterns(text);
+  std::erase(targets, std::string());
+  return targets;
 }
 
 }  // namespace ampt::models

@@ -290,13 +290,12 @@ void Run::freeze_base() {
   int64_t trained = 0, frozen = 0;
   for (const auto& p : parameters_) trained += p.numel();
   for (const auto& [name, p] : precision_.masters().frozen()) frozen += p.numel();
-  const auto targets = models::split_lora_targets(config_.lora_targets);
   lora_note_ = fmt::format(
       "rank {}, alpha {:g} (scale {:g}), dropout {:g} on {} Linear layers ({}): {} trainable "
       "parameters with fp32 masters, {} frozen in {} (base fingerprint {})",
       config_.lora_rank, config_.lora_alpha, config_.lora_alpha / config_.lora_rank,
       config_.lora_dropout, parameters_.size() / 2,
-      fmt::join(targets.empty() ? models::family_of(config_).lora_targets : targets, ","),
+      fmt::join(models::lora_targets_of(config_, models::family_of(config_).lora_targets), ","),
       trained, frozen, c10::toString(precision_.frozen_dtype()), base_fingerprint_);
 }
 
