@@ -77,6 +77,68 @@ TEST_CASE("cli recommend: per-rank memory with --world_size and --zero_stage", "
   CHECK(bad.err == "ampt: error: --global_batch 64 does not divide among --world_size 3 ranks\n");
 }
 
+TEST_CASE("cli recommend: ZeRO stage 3 per rank, and the fewest ranks that fit",
+          "[recommend][cli][zero]") {
+  auto r = ampt::test::run_ampt(
+      {"recommend", "--model", "llama-3.1-8b", "--world_size", "8", "--zero_stage", "3"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains(
+                        "Data parallel: 8 ranks, ZeRO stage 3 (parameters, gradients, optimizer "
+                        "state and fp32 masters sharded; two blocks gathered at a time); "
+                        "activations are whole on every rank, weights and gradients only the "
+                        "root's (embeddings, final norm, head) and two blocks'.\n"));
+  CHECK_THAT(r.out, Catch::Contains("Estimated peak memory in GiB per rank at micro-batch 128"));
+  // Per parameter (P = 8,030,261,248), bf16/O1: the fp32 root (embed_tokens, lm_head, norm:
+  // 1,050,677,248) and two bf16 blocks (436,240,384 bytes each) are 5,075,189,760 bytes of
+  // weights, 0.63 per parameter, and as many of gradients beside the fp32 shard's 4/8; the
+  // masters' 4/8 and AdamW's 8/8. O2: the root in bf16 but the norm, 2,973,843,456 bytes.
+  CHECK_THAT(r.out, Catch::Contains("- bf16/O1: 0.63 + 1.13 + 0.50 + 1.00 = 3.26 (one process: 16.00)"));
+  CHECK_THAT(r.out, Catch::Contains("- bf16/O2: 0.37 + 0.87 + 0.50 + 1.00 = 2.74 (one process: 16.00)"));
+  // 128 samples of 2048 tokens: the activations alone exceed the GPU on any number of ranks.
+  CHECK_THAT(r.out, Catch::Contains("\nZeRO-3 (bf16/O1, micro-batch 128): does not fit the 80 GiB "
+                                    "GPU on any number of ranks up to 1024: the activations, the "
+                                    "root and two gathered blocks"));
+  // Not with --grad_ckpt either (each block's fp32 input alone, 32 · 128 · 2048 · 4096 · 4
+  // bytes, is 128 GiB): a smaller micro-batch is what helps.
+  CHECK_THAT(r.out, !Catch::Contains("with --grad_ckpt from"));
+  CHECK_THAT(r.out, Catch::Contains("a smaller --batch_size lowers the activations\n"));
+  CHECK_THAT(r.out, Catch::Contains("- O1: under ZeRO-3 the blocks are gathered in bf16"));
+  CHECK_THAT(r.out, Catch::Contains("--zero_stage 3 --mixed_precision bf16"));
+
+  // One sample with activation checkpointing: from 4 ranks (memory_plan_test has the sums).
+  r = ampt::test::run_ampt({"recommend", "--model", "llama-3.1-8b", "--world_size", "8",
+                            "--zero_stage", "3", "--batch_size", "1", "--grad_ckpt"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains(
+                        "\nZeRO-3 (bf16/O1, micro-batch 1, activation checkpointing): fits the "
+                        "71.0 GiB usable of the 80 GiB GPU from 4 ranks (per rank 46.0 GiB on 4; "
+                        "75.9 GiB on 2)\n"));
+
+  // gpt2-1558m at 128 samples of 1024 tokens: its activations exceed the GPU without
+  // checkpointing (the blocks' saved tensors alone, 28 bytes per token and channel in each of 48
+  // blocks, 48 · 128 · 1024 · 1600 · 28 bytes, are 262.5 GiB), and the line names --grad_ckpt
+  // instead of a smaller batch.
+  r = ampt::test::run_ampt(
+      {"recommend", "--model", "gpt2-1558m", "--world_size", "8", "--zero_stage", "3"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("ZeRO-3 (bf16/O1, micro-batch 128): does not fit the 80 GiB "
+                                    "GPU on any number of ranks up to 1024"));
+  CHECK_THAT(r.out, Catch::Contains("; with --grad_ckpt from "));
+  CHECK_THAT(r.out, !Catch::Contains("a smaller --batch_size"));
+
+  // A model that fits one GPU says so; stages below 3 print no such line.
+  r = ampt::test::run_ampt({"recommend", "--model", "gpt2-124m", "--batch_size", "8",
+                            "--zero_stage", "3"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("ZeRO-3 (bf16/O1, micro-batch 8): fits one 80 GiB GPU without "
+                                    "sharding"));
+  r = ampt::test::run_ampt({"recommend", "--model", "gpt2-124m", "--world_size", "4",
+                            "--zero_stage", "2"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, !Catch::Contains("ZeRO-3 ("));
+}
+
 namespace {
 
 // The `total` column of a scheme's row ("| bf16/O1 | weights | ... | total | ...") in GiB.

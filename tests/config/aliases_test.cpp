@@ -107,8 +107,8 @@ TEST_CASE("aliases: DeepSpeed's zero_optimization.stage sets zero_stage", "[conf
   CHECK(yaml_error("stage: 2\n") ==
         "key 'stage' in FILE:1 belongs in section 'zero_optimization'");
   CHECK_THAT(resolve_error({"--stage", "2"}), Catch::StartsWith("unknown flag '--stage'"));
-  CHECK(yaml_error("zero_optimization:\n  stage: 3\n") ==
-        "invalid value '3' for zero_stage (FILE:2): expected an integer in [0, 2]");
+  CHECK(yaml_error("zero_optimization:\n  stage: 4\n") ==
+        "invalid value '4' for zero_stage (FILE:2): expected an integer in [0, 3]");
   CHECK_THAT(yaml_error("zero_optimization:\n  stage: 2\ndist:\n  zero_stage: 1\n"),
              Catch::StartsWith("conflicting values for zero_stage"));
 }

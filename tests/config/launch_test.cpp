@@ -216,8 +216,14 @@ TEST_CASE("dist options come from the dist section, env and flags", "[config][la
   CHECK(config.zero_stage == 2);
   CHECK(resolve({}, {{"AMPT_REDUCE_DTYPE", "fp32"}}).config().reduce_dtype == ReduceDtype::fp32);
   CHECK(resolve({"--zero_stage", "1"}, {}).config().zero_stage == 1);
-  CHECK(resolve_error({"--zero_stage", "3"}) ==
-        "invalid value '3' for zero_stage (flag --zero_stage): expected an integer in [0, 2]");
+  CHECK(resolve({"--zero_stage", "3", "--param_dtype", "bf16"}, {}).config().param_dtype ==
+        ParamDtype::bf16);
+  CHECK(resolve({}, {{"AMPT_PARAM_DTYPE", "fp32"}}).config().param_dtype == ParamDtype::fp32);
+  CHECK(resolve_error({"--zero_stage", "4"}) ==
+        "invalid value '4' for zero_stage (flag --zero_stage): expected an integer in [0, 3]");
+  CHECK(resolve_error({"--param_dtype", "fp64"}) ==
+        "invalid value 'fp64' for param_dtype (flag --param_dtype): expected one of auto, fp32, "
+        "bf16, fp16");
   CHECK(resolve_error({"--dist_backend", "mpi"}) ==
         "invalid value 'mpi' for dist_backend (flag --dist_backend): expected one of auto, nccl, "
         "gloo");

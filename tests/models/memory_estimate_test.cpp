@@ -145,7 +145,9 @@ TEST_CASE("memory estimate: one rank's share under ZeRO stages 0 to 2, by hand",
   const auto dims = ampt::models::model_dims(with_model("gpt-tiny"), {}, 0);
   const int64_t p = 120'576;  // divides by 4
   const auto whole = ampt::models::estimate_memory(dims, {"bf16", "O2"}, OptimizerKind::adamw, 0.9, 4);
-  using ampt::models::shard_memory;
+  const auto shard_memory = [&](const auto& m, const auto& d, ampt::models::Sharding sharding) {
+    return ampt::models::shard_memory(m, d, {"bf16", "O2"}, sharding);
+  };
   // One process: nothing changes.
   const auto one = shard_memory(whole, dims, {1, 2});
   CHECK(one.total() == whole.total());
@@ -170,6 +172,123 @@ TEST_CASE("memory estimate: one rank's share under ZeRO stages 0 to 2, by hand",
   CHECK(s2.total() == whole.weights + 4 * p / 4 + 4 * p / 4 + 8 * p / 4 + whole.activations);
   // An uneven split rounds up: every rank holds the largest share.
   CHECK(shard_memory(whole, dims, {7, 2}).masters == 4 * ((p + 6) / 7));
+}
+
+TEST_CASE("memory estimate: ZeRO stage 3 by hand", "[memory][zero]") {
+  using ampt::models::shard_memory;
+  const auto dims = ampt::models::model_dims(with_model("gpt-tiny"), {}, 0);
+  const int64_t p = 120'576;  // divides by 4
+  // gpt-tiny (2 blocks, C 64, V 256, 64 positions): a block has 12·64² = 49,152 Linear weights,
+  // 9·64 = 576 Linear biases and 4·64 = 256 LayerNorm weights and biases; the root is wte
+  // (256·64, the tied head), wpe (64·64) and ln_f (128): 20,608.
+  const auto split = ampt::models::split_blocks(dims);
+  CHECK(split.blocks == 2);
+  CHECK(split.block_linear == 49'728);
+  CHECK(split.block_linear_weights == 49'152);
+  CHECK(split.block_norm == 256);
+  CHECK(split.root == 20'608);
+  CHECK(split.root_norm == 128);
+  CHECK(split.root + 2 * (split.block_linear + split.block_norm) == p);
+
+  // bf16/O1 on 4 ranks: the root in fp32 (4 · 20,608 = 82,432), two blocks gathered in bf16 with
+  // fp32 norms (2 · 49,728 + 4 · 256 = 100,480 each); gradients: the fp32 shard (p bytes), the
+  // root's fp32 gradients and two blocks' bf16 ones in flight; a quarter of the fp32 masters and
+  // of AdamW's moments; only the tied head's bf16 cast (2 · 256 · 64), since the blocks are
+  // gathered in bf16 already. The activations as in one process.
+  const auto o1 = ampt::models::estimate_memory(dims, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
+  const auto s3 = shard_memory(o1, dims, {"bf16", "O1"}, {4, 3});
+  CHECK(s3.weights == 82'432 + 2 * 100'480);
+  CHECK(s3.gradients == p + 82'432 + 2 * 100'480);
+  CHECK(s3.masters == p);
+  CHECK(s3.optimizer == 2 * p);
+  CHECK(s3.cast_copies == 2 * 256 * 64);
+  CHECK(s3.activations == o1.activations);
+  CHECK(s3.activations_checkpointed == o1.activations_checkpointed);
+  CHECK(s3.step_transient == 0);
+  CHECK(s3.sharded == p + 2 * p + p);
+  CHECK(s3.total() == 2 * (82'432 + 2 * 100'480) + 4 * p + 2 * 256 * 64 + o1.activations);
+
+  // O2: the root in bf16 but ln_f (2 · 20,480 + 4 · 128 = 41,472); the blocks as in O1. With two
+  // blocks both are gathered: the weights are one process's.
+  const auto o2 = ampt::models::estimate_memory(dims, {"bf16", "O2"}, OptimizerKind::adamw, 0.9, 4);
+  const auto s3o2 = shard_memory(o2, dims, {"bf16", "O2"}, {4, 3});
+  CHECK(s3o2.weights == 41'472 + 2 * 100'480);
+  CHECK(s3o2.weights == o2.weights);
+  CHECK(s3o2.gradients == p + 41'472 + 2 * 100'480);
+  CHECK(s3o2.cast_copies == 0);
+
+  // fp32/O0: everything gathered in fp32 (4 · 49,984 per block).
+  const auto fp32 = ampt::models::estimate_memory(dims, {"fp32", "O0"}, OptimizerKind::adamw, 0.9, 4);
+  CHECK(shard_memory(fp32, dims, {"fp32", "O0"}, {4, 3}).weights == 82'432 + 2 * 4 * 49'984);
+
+  // --param_dtype fp32 under O1: fp32 blocks, and autocast's bf16 casts of every block as in one
+  // process; --reduce_dtype fp32: the blocks' gradients in flight in fp32.
+  ampt::models::Sharding wide{4, 3};
+  wide.param_bytes = 4;
+  wide.reduce_bytes = 4;
+  const auto fp32_blocks = shard_memory(o1, dims, {"bf16", "O1"}, wide);
+  CHECK(fp32_blocks.weights == 82'432 + 2 * 4 * 49'984);
+  CHECK(fp32_blocks.gradients == p + 82'432 + 2 * 4 * 49'984);
+  CHECK(fp32_blocks.cast_copies == o1.cast_copies);
+  // fp8: the e4m3 copies of every block's Linear weights stay (saved for backward).
+  const auto fp8 = ampt::models::estimate_memory(dims, {"fp8", "O1"}, OptimizerKind::adamw, 0.9, 4);
+  CHECK(shard_memory(fp8, dims, {"fp8", "O1"}, {4, 3}).cast_copies == fp8.cast_copies);
+
+  // Six blocks: still two gathered, so the weights do not grow with depth.
+  auto deep_config = with_model("gpt");
+  deep_config.n_layer = 6;
+  deep_config.n_embd = 64;
+  deep_config.n_head = 4;
+  deep_config.vocab_size = 256;
+  deep_config.block_size = 64;
+  const auto deep = ampt::models::model_dims(deep_config, {}, 0);
+  const int64_t deep_p = 20'608 + 6 * (49'728 + 256);  // 320,512, divides by 8
+  CHECK(ampt::models::count_parameters(deep).total == deep_p);
+  const auto deep_o1 =
+      ampt::models::estimate_memory(deep, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
+  const auto deep_s3 = shard_memory(deep_o1, deep, {"bf16", "O1"}, {8, 3});
+  CHECK(deep_s3.weights == 82'432 + 2 * 100'480);
+  CHECK(deep_s3.gradients == 4 * deep_p / 8 + 82'432 + 2 * 100'480);
+  CHECK(deep_s3.masters == 4 * deep_p / 8);
+  CHECK(deep_s3.optimizer == 8 * deep_p / 8);
+
+  // A Llama: qwen2 (2 blocks, C 64, 2 key/value heads of 16, SwiGLU 128, V 256, the head tied,
+  // q/k/v biases): a block's Linear weights 2·64² + 2·64·32 + 3·64·128 = 36,864 and biases
+  // 64 + 2·32 = 128, its two RMSNorms 128; the root embed_tokens (16,384) and norm (64).
+  const auto qwen = ampt::models::split_blocks(ampt::models::model_dims(with_model("qwen2"), {}, 0));
+  CHECK(qwen.block_linear_weights == 36'864);
+  CHECK(qwen.block_linear == 36'992);
+  CHECK(qwen.block_norm == 128);
+  CHECK(qwen.root == 16'448);
+  CHECK(qwen.root_norm == 64);
+  // llama (untied): lm_head is part of the root too.
+  CHECK(ampt::models::split_blocks(ampt::models::model_dims(with_model("llama"), {}, 0)).root ==
+        2 * 16'384 + 64);
+  // An MLP has no blocks: all of it is the root, whole on every rank.
+  const auto mlp = ampt::models::model_dims(with_model("mlp"), {}, 0);
+  const auto mlp_whole = ampt::models::estimate_memory(mlp, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
+  const auto mlp_s3 = shard_memory(mlp_whole, mlp, {"bf16", "O1"}, {4, 3});
+  CHECK(mlp_s3.weights == mlp_whole.weights);
+  CHECK(mlp_s3.cast_copies == mlp_whole.cast_copies);
+}
+
+TEST_CASE("memory estimate: ZeRO stage 3 needs less per rank than stage 2 on the large presets",
+          "[memory][zero]") {
+  for (const std::string model : {"gpt2-1558m", "llama-3.1-8b"}) {
+    const auto dims = ampt::models::model_dims(with_model(model), {}, 0);
+    for (const auto& scheme : ampt::models::memory_schemes()) {
+      const auto whole = ampt::models::estimate_memory(dims, scheme, OptimizerKind::adamw, 0.9, 1);
+      for (const int64_t n : {2, 4, 8, 64, 1024}) {
+        INFO(model << " " << scheme.name() << " on " << n << " ranks");
+        const auto s2 = ampt::models::shard_memory(whole, dims, scheme, {n, 2});
+        const auto s3 = ampt::models::shard_memory(whole, dims, scheme, {n, 3});
+        CHECK(s3.persistent() < s2.persistent());
+        CHECK(s3.total() < s2.total());
+        CHECK(s3.total_checkpointed() < s2.total_checkpointed());
+        CHECK(s3.weights < s2.weights);
+      }
+    }
+  }
 }
 
 namespace {
@@ -301,10 +420,20 @@ TEST_CASE("memory estimate: LoRA's bytes by hand", "[memory][lora]") {
             head - 2 * frozen_inputs + 2 * 2 * (256 * 4 * 2 + 256 * 64 * 2));
 
   // ZeRO shards the adapters' state only.
-  const auto s2 = ampt::models::shard_memory(m, dims, {4, 2});
+  const auto s2 = ampt::models::shard_memory(m, dims, {"bf16", "O1"}, {4, 2});
   CHECK(s2.gradients == 4 * trained / 4);
   CHECK(s2.optimizer == 8 * trained / 4);
   CHECK(s2.weights == m.weights);
+  // Stage 3 too: the frozen base stays whole on every rank; of the adapters (all in the 2
+  // blocks, trained / 2 each) both blocks' are gathered in bf16, and their gradients are in
+  // flight in bf16; their bf16 casts are not made.
+  const auto s3 = ampt::models::shard_memory(m, dims, {"bf16", "O1"}, {4, 3});
+  CHECK(s3.weights == m.frozen_weights + 2 * trained);
+  CHECK(s3.gradients == 4 * trained / 4 + 2 * trained);
+  CHECK(s3.masters == 4 * trained / 4);
+  CHECK(s3.optimizer == 8 * trained / 4);
+  CHECK(s3.cast_copies == 0);
+  CHECK(s3.activations == m.activations);
 }
 
 TEST_CASE("memory estimate: LoRA needs less memory than a full fine-tune of the large presets",

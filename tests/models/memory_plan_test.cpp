@@ -113,3 +113,58 @@ TEST_CASE("recommend: a model whose state alone exceeds the GPU fits nowhere", "
   REQUIRE(r.reasons.size() == 1);
   CHECK_THAT(r.reasons[0], Catch::StartsWith("Nothing fits: even a micro-batch of 1 needs more"));
 }
+
+TEST_CASE("recommend: the fewest ranks on which ZeRO stage 3 fits llama-3.1-8b on an 80 GiB GPU",
+          "[recommend][zero]") {
+  const auto dims = dims_of("llama-3.1-8b");
+  REQUIRE(dims.seq_len == 2048);
+  const GpuTarget gpu{80.0, 9.0};
+  // By hand, bf16/O1 with AdamW at micro-batch 1 with activation checkpointing; P =
+  // 8,030,261,248 (a multiple of 1024, so every slice is exact). A block: Linear weights
+  // 2·4096² + 2·4096·1024 + 3·4096·14336 = 218,103,808, norms 2·4096; the root: embed_tokens and
+  // lm_head 2·128256·4096 = 1,050,672,128 and the final norm 4096: 1,050,677,248.
+  // - whatever the ranks: the root in fp32, weights and gradients, 2 · 4,202,708,992; two blocks
+  //   in bf16 with fp32 norms, weights and gradients, 2 · 2 · 436,240,384; lm_head's bf16 cast
+  //   2 · 525,336,576 = 1,050,673,152: 11,201,052,672 bytes;
+  // - the activations checkpointed (2048 tokens): each block's fp32 input, 32 · 2048 · 4096 · 4
+  //   = 1,073,741,824, one block's saved tensors 2048 · 196,744 = 402,931,712 (per token
+  //   2·(4·4096 + 4 + 2·4096) + 2·(4096 + 2·1024)·2 + 2·4096 + 32·4 + 4·14336·2), the data
+  //   2048 · 16 and the norm's statistics 2048 · 4, the fused head 2048 · 4096 · 10 +
+  //   8 · 128256 · 4096 + 523 · 128256 · 4 = 4,554,890,240: 6,031,604,736;
+  // - sharded: fp32 masters, fp32 gradients and AdamW's moments, 16 · P / N =
+  //   128,484,179,968 / N.
+  // Usable: 80 · 0.9 − 1 = 71 GiB = 76,235,669,504 bytes, of which 76,235,669,504 −
+  // 17,232,657,408 = 59,003,012,096 are left for the shards: 2 ranks need 64,242,089,984, 4 ranks
+  // 32,121,044,992. So 4 ranks, at 49,353,702,400 bytes each (81,474,747,392 on 2).
+  ampt::models::Sharding sharding;
+  const auto r = ampt::models::fewest_ranks(dims, {"bf16", "O1"}, true, OptimizerKind::adamw, 0.9,
+                                            1, gpu, sharding);
+  CHECK(r.ranks == 4);
+  CHECK(r.bytes == 49'353'702'400);
+  CHECK(r.fewer_bytes == 81'474'747'392);
+  CHECK(r.unsharded == 17'232'657'408);
+  // At 128 samples of 2048 tokens per micro-batch the activations alone exceed the GPU.
+  const auto big = ampt::models::fewest_ranks(dims, {"bf16", "O1"}, false, OptimizerKind::adamw,
+                                              0.9, 128, gpu, sharding);
+  CHECK(big.ranks == 0);
+  CHECK(big.unsharded > ampt::models::usable_bytes(gpu));
+  // gpt2-124m fits one GPU without sharding.
+  CHECK(ampt::models::fewest_ranks(dims_of("gpt2-124m"), {"bf16", "O1"}, false,
+                                   OptimizerKind::adamw, 0.9, 8, gpu, sharding)
+            .ranks == 1);
+}
+
+TEST_CASE("recommend: the run's precision and opt level", "[recommend]") {
+  Config c;
+  const GpuTarget hopper{80.0, 9.0}, volta{32.0, 7.0};
+  CHECK(ampt::models::run_scheme(c, hopper).name() == "bf16/O1");
+  CHECK(ampt::models::run_scheme(c, volta).name() == "fp16/O1");
+  c.amp_opt_level = ampt::config::OptLevel::O2;
+  CHECK(ampt::models::run_scheme(c, hopper).name() == "bf16/O2");
+  c.mixed_precision = ampt::config::MixedPrecision::bf16;
+  CHECK(ampt::models::run_scheme(c, volta).name() == "fp16/O2");
+  c.mixed_precision = ampt::config::MixedPrecision::fp8;
+  CHECK(ampt::models::run_scheme(c, hopper).name() == "fp8/O1");
+  c.mixed_precision = ampt::config::MixedPrecision::no;
+  CHECK(ampt::models::run_scheme(c, hopper).name() == "fp32/O0");
+}

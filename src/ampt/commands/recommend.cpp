@@ -30,7 +30,7 @@ const std::vector<config::SubcommandFlag>& own_flags() {
        "One MLP/CNN sample, e.g. 784 or 3,32,32 [default: the synthetic data's]"},
       {"world_size", "N", "1",
        "Ranks of data parallelism to plan for: estimates become per rank, with --zero_stage's "
-       "sharding"},
+       "sharding (--zero_stage 3 also finds the fewest ranks on which the run fits)"},
   };
   return flags;
 }
@@ -67,12 +67,71 @@ std::string grouped(int64_t n) {
 
 std::string sharding_text(const models::Sharding& s) {
   if (!s.active()) return "";
-  const char* what = s.zero_stage == 0   ? "everything replicated, gradients also in the all-reduce buckets"
-                     : s.zero_stage == 1 ? "optimizer state and fp32 masters sharded"
-                                         : "optimizer state, fp32 masters and gradients sharded";
-  return fmt::format("Data parallel: {} ranks, ZeRO stage {} ({}); activations and weights are "
-                     "whole on every rank.\n",
-                     s.world_size, s.zero_stage, what);
+  const char* what =
+      s.zero_stage == 0   ? "everything replicated, gradients also in the all-reduce buckets"
+      : s.zero_stage == 1 ? "optimizer state and fp32 masters sharded"
+      : s.zero_stage == 2 ? "optimizer state, fp32 masters and gradients sharded"
+                          : "parameters, gradients, optimizer state and fp32 masters sharded; two "
+                            "blocks gathered at a time";
+  const char* whole = s.zero_stage < 3
+                          ? "activations and weights are whole on every rank"
+                          : "activations are whole on every rank, weights and gradients only "
+                            "the root's (embeddings, final norm, head) and two blocks'";
+  return fmt::format("Data parallel: {} ranks, ZeRO stage {} ({}); {}.\n", s.world_size,
+                     s.zero_stage, what, whole);
+}
+
+// ZeRO-3's fewest ranks for the run's precision, micro-batch and --grad_ckpt: "ZeRO-3 (bf16/O1,
+// micro-batch 1, activation checkpointing): fits the 71.0 GiB usable of the 80 GiB GPU from 4
+// ranks (per rank 46.0 GiB on 4; 75.9 GiB on 2)".
+std::string fewest_ranks_text(const models::ModelDims& dims, const config::Config& config,
+                              const models::GpuTarget& gpu, const models::Sharding& sharding) {
+  constexpr int64_t kMaxRanks = 1024;
+  auto scheme = models::run_scheme(config, gpu);
+  if (!models::scheme_applies(scheme, dims)) {  // fp8 on an MLP or CNN: autocast's half dtype
+    auto automatic = config;
+    automatic.mixed_precision = config::MixedPrecision::auto_select;
+    scheme = models::run_scheme(automatic, gpu);
+  }
+  const bool can_checkpoint = dims.family == models::ModelDims::Family::gpt ||
+                              dims.family == models::ModelDims::Family::llama;
+  const bool checkpointing = config.grad_ckpt && can_checkpoint;
+  const auto fewest = [&](bool ckpt) {
+    return models::fewest_ranks(dims, scheme, ckpt, config.optimizer, config.momentum,
+                                config.batch_size, gpu, sharding, kMaxRanks);
+  };
+  const auto r = fewest(checkpointing);
+  const double usable = models::gib(models::usable_bytes(gpu));
+  std::string text = fmt::format("ZeRO-3 ({}, micro-batch {}{}): ", scheme.name(),
+                                 config.batch_size,
+                                 checkpointing ? ", activation checkpointing" : "");
+  if (r.ranks == 1) {
+    text += fmt::format("fits one {:.0f} GiB GPU without sharding ({:.1f} GiB of the {:.1f} GiB "
+                        "usable)",
+                        gpu.memory_gb, models::gib(r.bytes), usable);
+  } else if (r.ranks > 1) {
+    text += fmt::format("fits the {:.1f} GiB usable of the {:.0f} GiB GPU from {} ranks (per rank "
+                        "{:.1f} GiB on {}; {:.1f} GiB on {})",
+                        usable, gpu.memory_gb, r.ranks, models::gib(r.bytes), r.ranks,
+                        models::gib(r.fewer_bytes), r.ranks / 2);
+  } else {
+    text += fmt::format("does not fit the {:.0f} GiB GPU on any number of ranks up to {}: the "
+                        "activations, the root and two gathered blocks with their gradients, "
+                        "which more ranks do not shrink, take {:.1f} GiB per rank of the {:.1f} "
+                        "GiB usable",
+                        gpu.memory_gb, kMaxRanks, models::gib(r.unsharded), usable);
+  }
+  bool rescued = false;
+  if (!checkpointing && can_checkpoint && r.ranks != 1) {
+    const auto ckpt = fewest(true);
+    if (ckpt.ranks > 0 && (r.ranks == 0 || ckpt.ranks < r.ranks)) {
+      rescued = true;
+      text += fmt::format("; with --grad_ckpt from {} {} ({:.1f} GiB per rank)", ckpt.ranks,
+                          ckpt.ranks == 1 ? "rank" : "ranks", models::gib(ckpt.bytes));
+    }
+  }
+  if (r.ranks == 0 && !rescued) text += "; a smaller --batch_size lowers the activations";
+  return text + "\n";
 }
 
 // "- bf16/O1: 4.00 + 1.00 + 1.00 + 2.00 = 8.00 (one process: 16.00)"
@@ -130,8 +189,9 @@ std::string recommend_help() {
       "gradients, fp32 masters, optimizer state, cast copies and activations, with and without\n"
       "activation checkpointing; then recommends the precision, opt level, micro-batch and\n"
       "gradient accumulation for the global batch on the given GPU, and says why. With\n"
-      "--world_size N every figure is one rank's, with --zero_stage's sharding; with\n"
-      "--lora_rank R the base is frozen and only the adapters train.",
+      "--world_size N every figure is one rank's, with --zero_stage's sharding; --zero_stage 3\n"
+      "also says from how many ranks the run (its precision, --batch_size and --grad_ckpt) fits\n"
+      "the GPU. With --lora_rank R the base is frozen and only the adapters train.",
       own_flags());
 }
 
@@ -149,7 +209,13 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
     const auto& text = split.values.at(name);
     return text.empty() ? unset : config::subcommand_integer(name, text, config::Range::at_least(1));
   };
-  const models::Sharding sharding{count("world_size", 1), config.zero_stage};
+  models::Sharding sharding{count("world_size", 1), config.zero_stage};
+  sharding.param_bytes = config.param_dtype == config::ParamDtype::fp32   ? 4
+                         : config.param_dtype == config::ParamDtype::auto_select ? 0
+                                                                              : 2;
+  sharding.reduce_bytes = config.reduce_dtype == config::ReduceDtype::fp32   ? 4
+                          : config.reduce_dtype == config::ReduceDtype::bf16 ? 2
+                                                                             : 0;
   const int64_t global_batch =
       count("global_batch", config.batch_size * config.grad_accum_steps * sharding.world_size);
   if (global_batch % sharding.world_size != 0) {
@@ -191,7 +257,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
       continue;
     }
     const auto whole = models::estimate_memory(dims, scheme, config.optimizer, config.momentum, config.batch_size);
-    const auto m = models::shard_memory(whole, dims, sharding);
+    const auto m = models::shard_memory(whole, dims, scheme, sharding);
     if (sharding.active()) per_parameter += bytes_per_parameter(scheme, m, whole, params.total);
     const bool fits = m.total() <= usable;
     const bool fits_ckpt = m.activations_checkpointed >= 0 && m.total_checkpointed() <= usable;
@@ -208,6 +274,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
     text += "\nPersistent bytes per parameter per rank (weights + gradients + fp32 masters + "
             "optimizer state):\n\n" + per_parameter;
   }
+  if (config.zero_stage == 3) text += "\n" + fewest_ranks_text(dims, config, gpu, sharding);
 
   const auto r = models::recommend(dims, config.optimizer, config.momentum,
                                    global_batch / sharding.world_size, gpu, sharding);

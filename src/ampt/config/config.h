@@ -20,6 +20,7 @@ enum class Fp8AmaxAlgo { max, most_recent };
 enum class Fp8Scaling { delayed, current, rowwise };
 enum class DistBackend { auto_select, nccl, gloo };
 enum class ReduceDtype { grad, fp32, bf16 };
+enum class ParamDtype { auto_select, fp32, bf16, fp16 };
 
 struct Config {
   // run
@@ -151,7 +152,11 @@ struct Config {
   DistBackend dist_backend = DistBackend::auto_select;  // auto: nccl on CUDA, gloo on CPU
   int64_t dist_timeout = 600;  // seconds a rank waits for the others before giving up
   ReduceDtype reduce_dtype = ReduceDtype::grad;  // the dtype gradients are reduced in
-  int64_t zero_stage = 0;  // DeepSpeed's numbering: 1 shards the optimizer state, 2 the gradients too
+  int64_t zero_stage = 0;  // DeepSpeed's numbering: 1 shards the optimizer state, 2 the gradients,
+                           // 3 the parameters too
+  // ZeRO-3: the dtype a block's parameters are all-gathered in (FSDP's param_dtype); auto: the
+  // dtype the unsharded run computes each one in
+  ParamDtype param_dtype = ParamDtype::auto_select;
   // Not an option: where this process sits in the job, from the launcher's environment.
   Launch launch;
   // Not an option: the Hugging Face hub cache that init_from names are looked up in, from

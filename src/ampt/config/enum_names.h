@@ -84,6 +84,14 @@ struct EnumNames<ReduceDtype> {
                                                      {"bf16", ReduceDtype::bf16}}};
 };
 
+template <>
+struct EnumNames<ParamDtype> {
+  static constexpr Spellings<ParamDtype, 4> values{{{"auto", ParamDtype::auto_select},
+                                                    {"fp32", ParamDtype::fp32},
+                                                    {"bf16", ParamDtype::bf16},
+                                                    {"fp16", ParamDtype::fp16}}};
+};
+
 // Exact, case-sensitive lookup: "BF16" is rejected so that files stay greppable.
 template <class E, std::size_t N>
 std::optional<E> find_spelling(const Spellings<E, N>& table, std::string_view text) {

@@ -296,10 +296,16 @@ std::vector<Option> build_table() {
                   "Dtype gradients are reduced across ranks in (all-reduce, or ZeRO-2's "
                   "reduce-scatter): grad = the gradients' own, fp32, or bf16 (half the traffic, "
                   "rounded)"),
-      integer_option("zero_stage", "dist.zero_stage", &C::zero_stage, Range::interval(0, true, 2, true),
+      integer_option("zero_stage", "dist.zero_stage", &C::zero_stage, Range::interval(0, true, 3, true),
                      "ZeRO stage of a distributed run (DeepSpeed's numbering): 0 replicates "
                      "everything, 1 shards the optimizer state (and O2's fp32 masters) across "
-                     "ranks, 2 the gradients too"),
+                     "ranks, 2 the gradients too, 3 the parameters too (FSDP's FULL_SHARD): each "
+                     "block is all-gathered before its forward and backward and released after"),
+      enum_option("param_dtype", "dist.param_dtype", &C::param_dtype,
+                  "zero_stage 3: the dtype blocks' Linear weights are all-gathered and computed "
+                  "in (FSDP's param_dtype): auto = the autocast dtype (fp32 without autocast), "
+                  "or fp32, bf16, fp16; norms and embeddings keep the dtype the unsharded run "
+                  "gives them"),
   };
 }
 

@@ -3,6 +3,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/distributed/grad_sync.h"
 #include "ampt/distributed/process_group.h"
+#include "ampt/distributed/sharded_parameters.h"
 #include "ampt/distributed/zero_shards.h"
 
 #include <ATen/ops/cat.h>
@@ -63,7 +64,8 @@ std::string DataParallel::describe() const {
 
 void DataParallel::attach(const NamedTensors& model_tensors,
                           const std::vector<at::Tensor>& parameters,
-                          const std::vector<at::Tensor>& masters) {
+                          const std::vector<at::Tensor>& masters,
+                          const ParameterBlocks* blocks) {
   if (!group_) return;
   std::vector<at::Tensor> tensors;
   for (const auto& [name, tensor] : model_tensors) tensors.push_back(tensor);
@@ -71,6 +73,16 @@ void DataParallel::attach(const NamedTensors& model_tensors,
   parameters_ = parameters;
   if (zero_stage_ == 0) {
     grad_sync_ = std::make_unique<GradSync>(*group_, parameters, reduce_dtype_);
+    return;
+  }
+  if (zero_stage_ == 3) {
+    if (blocks == nullptr) throw std::logic_error("ZeRO-3 attached without the parameters' blocks");
+    zero_ = std::make_unique<ZeroShards>(*group_, zero_stage_, parameters, masters,
+                                         FlatLayout(plan_block_units(parameters, *blocks), world_size_));
+    sharded_ = std::make_unique<ShardedParameters>(*group_, *zero_, parameters, *blocks);
+    grad_sync_ = std::make_unique<GradSync>(
+        *group_, parameters, reduce_dtype_, zero_->layout(), zero_->unit_grad_slices(),
+        GradSync::Accumulate{[this](std::size_t unit) { sharded_->release_unit(unit); }});
     return;
   }
   zero_ = std::make_unique<ZeroShards>(*group_, zero_stage_, parameters, masters,
@@ -84,7 +96,8 @@ void DataParallel::attach(const NamedTensors& model_tensors,
 }
 
 void DataParallel::before_backward(bool last_micro_batch) {
-  if (grad_sync_) grad_sync_->arm(last_micro_batch);
+  // ZeRO-3 keeps no full gradient from one micro-batch to the next: each one is reduce-scattered.
+  if (grad_sync_) grad_sync_->arm(last_micro_batch || zero_stage_ == 3);
 }
 
 void DataParallel::after_backward() {
@@ -123,7 +136,7 @@ std::vector<std::string> DataParallel::gather_text(const std::string& key, const
 
 void DataParallel::finish() {
   if (!group_) return;
-  if (!parameters_.empty()) {
+  if (!parameters_.empty() && !sharded_) {
     // A chunk at a time: a copy of every weight at once would be the run's largest allocation.
     double difference = 0.0;
     for (const auto& chunk : chunks(parameters_, kChunkBytes)) {

@@ -19,6 +19,8 @@ namespace ampt::distributed {
 class Group;
 class GradSync;
 class ZeroShards;
+class ShardedParameters;
+struct ParameterBlocks;
 
 // A distributed run on CUDA trains on GPU LOCAL_RANK; a process that sees a single GPU (Slurm's
 // per-task binding) uses it. Throws RuntimeError when LOCAL_RANK has no GPU of its own.
@@ -45,11 +47,16 @@ class DataParallel {
   // Copies rank 0's model tensors to every rank and starts averaging the parameters' gradients.
   // Under ZeRO it also cuts this rank's shard: `masters` are the parameters' fp32 values (O2's
   // masters; the parameters themselves below O2), read once here; zero() then holds the shard.
+  // Stage 3 also needs `blocks` (where each parameter belongs); it then keeps every block's
+  // parameters released until it is gathered (sharded_parameters()).
   void attach(const NamedTensors& model_tensors, const std::vector<at::Tensor>& parameters,
-              const std::vector<at::Tensor>& masters);
+              const std::vector<at::Tensor>& masters, const ParameterBlocks* blocks = nullptr);
   // This rank's ZeRO shards; null unless zero_stage() > 0 and attached.
   ZeroShards* zero() { return zero_.get(); }
   const ZeroShards* zero() const { return zero_.get(); }
+  // Stage 3's gathered and released parameters; null below stage 3.
+  ShardedParameters* sharded_parameters() { return sharded_.get(); }
+  const ShardedParameters* sharded_parameters() const { return sharded_.get(); }
   // Around the backward passes of one optimizer step: communication happens only on the last.
   void before_backward(bool last_micro_batch);
   void after_backward();
@@ -70,7 +77,7 @@ class DataParallel {
                                        std::string_view what);
   // Checks that every rank ends with rank 0's parameters bit for bit (a divergence would mean a
   // broken all-reduce or nondeterministic data: a RuntimeError naming the rank and the largest
-  // difference), waits for every rank (rank 0's last checkpoint is written), then stops
+  // difference; stage 3 holds no whole parameters to compare), waits for every rank (rank 0's last checkpoint is written), then stops
   // watching them.
   void finish();
 
@@ -83,6 +90,7 @@ class DataParallel {
   std::unique_ptr<Group> group_;
   std::unique_ptr<ZeroShards> zero_;
   std::unique_ptr<GradSync> grad_sync_;
+  std::unique_ptr<ShardedParameters> sharded_;
   std::vector<at::Tensor> parameters_;
 };
 

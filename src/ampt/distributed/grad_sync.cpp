@@ -69,9 +69,16 @@ GradSync::GradSync(Group& group, const std::vector<at::Tensor>& parameters,
     : GradSync(group, parameters, dtype, layout.units(), std::move(shards), layout.world_size()) {}
 
 GradSync::GradSync(Group& group, const std::vector<at::Tensor>& parameters,
+                   config::ReduceDtype dtype, const FlatLayout& layout,
+                   std::vector<at::Tensor> shards, Accumulate accumulate)
+    : GradSync(group, parameters, dtype, layout, std::move(shards)) {
+  accumulate_ = std::move(accumulate);
+}
+
+GradSync::GradSync(Group& group, const std::vector<at::Tensor>& parameters,
                    config::ReduceDtype dtype, const std::vector<FlatUnit>& units,
                    std::vector<at::Tensor> shards, int64_t pad_to)
-    : group_(group), scatter_(!shards.empty()), params_(parameters) {
+    : group_(group), dtype_(dtype), scatter_(!shards.empty()), params_(parameters) {
   bucket_of_.assign(params_.size(), 0);
   for (size_t b = 0; b < units.size(); ++b) {
     Bucket bucket;
@@ -109,6 +116,14 @@ GradSync::~GradSync() {
 
 void GradSync::arm(bool communicate) {
   std::lock_guard lock(mutex_);
+  if (accumulate_) {
+    finish_locked();
+    if (step_begins_) {
+      c10::NoGradGuard no_grad;
+      for (auto& bucket : buckets_) bucket.shard.zero_();
+      step_begins_ = false;
+    }
+  }
   armed_ = communicate;
   if (!communicate) return;
   next_bucket_ = 0;
@@ -136,6 +151,12 @@ void GradSync::start_ready_buckets_locked() {
 
 void GradSync::start(Bucket& bucket) {
   c10::NoGradGuard no_grad;
+  // A precision stage may have changed the gradients' dtype (ZeRO-3 gathers in the new one).
+  if (scatter_) {
+    const auto& first = params_[bucket.params.front()];
+    bucket.options = bucket.options.dtype(reduce_dtype(dtype_, first.scalar_type()));
+    bucket.buffer = at::Tensor();
+  }
   if (!bucket.buffer.defined()) bucket.buffer = at::empty({bucket.size}, bucket.options);
   int64_t end = 0;
   for (size_t k = 0; k < bucket.params.size(); ++k) {
@@ -151,20 +172,22 @@ void GradSync::start(Bucket& bucket) {
     }
   }
   bucket.buffer.narrow(0, end, bucket.size - end).zero_();
+  const auto index = static_cast<size_t>(&bucket - buckets_.data());
+  if (accumulate_ && accumulate_->copied) accumulate_->copied(index);
   // Dividing first keeps a sum of large fp16-scaled gradients from overflowing.
   bucket.buffer.div_(static_cast<double>(group_.world_size()));
   if (!scatter_) {
     bucket.work = group_.all_reduce_async(bucket.buffer, Reduce::sum);
     return;
   }
-  const bool direct = bucket.shard.scalar_type() == bucket.options.dtype().toScalarType() &&
+  const bool direct = !accumulate_ && bucket.shard.scalar_type() == bucket.options.dtype().toScalarType() &&
                       bucket.shard.is_contiguous();
   bucket.received = direct ? bucket.shard : at::empty({bucket.shard.numel()}, bucket.options);
   bucket.work = group_.reduce_scatter_async(bucket.received, bucket.buffer,
                                             "the gradient reduce-scatter");
   // When communication falls behind backward, backward waits: buffers of every bucket in flight
   // at once would add up to a whole copy of the gradients, which stage 2 exists to avoid.
-  const auto started = static_cast<size_t>(&bucket - buckets_.data()) + 1;
+  const auto started = index + 1;
   while (started - landed_ > kScatterInFlight) land(buckets_[landed_++]);
 }
 
@@ -172,13 +195,22 @@ void GradSync::land(Bucket& bucket) {
   c10::NoGradGuard no_grad;
   group_.wait(bucket.work, "the gradient reduce-scatter");
   bucket.work.reset();
-  if (!bucket.received.is_same(bucket.shard)) bucket.shard.copy_(bucket.received);
+  if (accumulate_) {
+    bucket.shard.add_(bucket.received);
+  } else if (!bucket.received.is_same(bucket.shard)) {
+    bucket.shard.copy_(bucket.received);
+  }
   bucket.received = at::Tensor();
   bucket.buffer = at::Tensor();
 }
 
 void GradSync::finish() {
   std::lock_guard lock(mutex_);
+  finish_locked();
+  step_begins_ = true;
+}
+
+void GradSync::finish_locked() {
   if (!armed_) return;
   armed_ = false;
   for (; next_bucket_ < buckets_.size(); ++next_bucket_) start(buckets_[next_bucket_]);

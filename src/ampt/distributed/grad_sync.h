@@ -11,6 +11,8 @@
 #include <c10/util/intrusive_ptr.h>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <mutex>
 #include <vector>
 
@@ -45,12 +47,21 @@ class GradSync {
   // older one before it starts a third.
   GradSync(Group& group, const std::vector<at::Tensor>& parameters, config::ReduceDtype dtype,
            const FlatLayout& layout, std::vector<at::Tensor> shards);
+  // ZeRO-3: every backward reduce-scatters (arm(true) before each micro-batch's) and adds its
+  // slices into the shards, which the first arm() of a step zeroes; `copied(b)` is called as
+  // soon as bucket b has copied its gradients out, when backward reads the unit's weights no more.
+  struct Accumulate {
+    std::function<void(std::size_t)> copied;
+  };
+  GradSync(Group& group, const std::vector<at::Tensor>& parameters, config::ReduceDtype dtype,
+           const FlatLayout& layout, std::vector<at::Tensor> shards, Accumulate accumulate);
   ~GradSync();  // removes the hooks
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
 
   // Before each backward: true on the last micro-batch of an optimizer step (communicate), false
-  // on the others (gradients only accumulate locally).
+  // on the others (gradients only accumulate locally). ZeRO-3 communicates on every one: an arm()
+  // first finishes the micro-batch before.
   void arm(bool communicate);
   // After the last backward: starts the buckets no hook started (parameters without a gradient
   // count as zeros), waits for all of them and replaces each gradient by the average over ranks
@@ -75,6 +86,7 @@ class GradSync {
   GradSync(Group& group, const std::vector<at::Tensor>& parameters, config::ReduceDtype dtype,
            const std::vector<FlatUnit>& units, std::vector<at::Tensor> shards, int64_t pad_to);
   void ready(size_t param);  // called by the hooks
+  void finish_locked();
   void start_ready_buckets_locked();
   void start(Bucket& bucket);
   // Reduce-scatter: waits for `bucket`, leaves its slice in its shard and frees its buffers.
@@ -82,7 +94,10 @@ class GradSync {
   static constexpr size_t kScatterInFlight = 2;  // as DeepSpeed's two reduce buffers
 
   Group& group_;
+  config::ReduceDtype dtype_;
   bool scatter_ = false;
+  std::optional<Accumulate> accumulate_;
+  bool step_begins_ = true;  // ZeRO-3: the next arm() is a step's first
   std::vector<at::Tensor> params_;
   std::vector<size_t> bucket_of_;
   std::vector<Bucket> buckets_;

@@ -87,6 +87,8 @@ void ZeroShards::sum(at::Tensor& value, const char* what) {
 }
 
 void ZeroShards::gather_weights() {
+  // Stage 3 gathers each block when it computes (ShardedParameters): no rank holds them all.
+  if (stage_ == 3) return;
   c10::NoGradGuard no_grad;
   constexpr const char* kWhat = "the all-gather of the updated weights";
   struct InFlight {

@@ -1,4 +1,4 @@
-// One rank's part of a ZeRO stage 1 or 2 run: its shard of the fp32 master weights and of the
+// One rank's part of a ZeRO stage 1, 2 or 3 run: its shard of the fp32 master weights and of the
 // gradients, laid out flat by the gradient buckets (FlatLayout); the gradients it steps with,
 // their global per-parameter norms, and the all-gather that puts the stepped weights back into
 // every rank's model.
@@ -49,6 +49,7 @@ class ZeroShards {
   void sum(at::Tensor& value, const char* what);
   // Every rank's stepped master slices into every rank's parameters, in the parameters' dtype:
   // one all-gather per unit, two in flight at a time, so that only two units' buffers exist.
+  // Nothing at stage 3, which gathers a block only when it computes.
   void gather_weights();
 
   // Bytes this rank holds for ZeRO's fp32 master and gradient shards.

@@ -132,24 +132,27 @@ torch::Tensor GptImpl::hidden(const torch::Tensor& tokens) {
   const bool checkpointed = grad_ckpt_ && is_training() && torch::GradMode::is_enabled();
   // Islands decide per module what runs in fp32; the fused adds would hand them half inputs.
   const auto* islands = active_islands();
-  if (fused_ && !checkpointed && !h_->is_empty() &&
+  if (fused_ && !checkpointed && !h_->is_empty() && block_hooks_ == nullptr &&
       (islands == nullptr || islands->list().empty())) {
     return fused_blocks(x);
   }
-  for (const auto& block : *h_) {
-    auto* b = block->as<GptBlock>();
-    if (!checkpointed) {
-      x = call(b, x);
-      continue;
-    }
-    // The recomputation in backward may run on another thread: it takes this pass's islands.
-    x = checkpoint([b, islands = active_islands()](const torch::Tensor& input) {
-          IslandScope scope(islands);
-          return call(b, input);
-        }, x,
-                   b->parameters(), /*preserve_rng=*/dims_.dropout > 0.0);
+  for (size_t i = 0; i < h_->size(); ++i) {
+    auto* b = h_[i]->as<GptBlock>();
+    // A recomputation in backward may run on another thread: it takes this pass's islands.
+    const auto run = [b, islands](const torch::Tensor& input) {
+      IslandScope scope(islands);
+      return call(b, input);
+    };
+    x = run_block(block_hooks_, i, run, x, b->parameters(), checkpointed,
+                  /*preserve_rng=*/dims_.dropout > 0.0);
   }
   return call(ln_f_, x);
+}
+
+std::vector<std::string> GptImpl::block_names() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < h_->size(); ++i) names.push_back(fmt::format("h.{}", i));
+  return names;
 }
 
 torch::Tensor GptImpl::fused_blocks(torch::Tensor x) {

@@ -3,6 +3,7 @@
 
 #include "ampt/models/attention.h"
 #include "ampt/models/gpt_presets.h"
+#include "ampt/models/block_hooks.h"
 #include "ampt/models/kv_cache.h"
 
 #include <torch/nn/module.h>
@@ -12,6 +13,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -98,6 +100,10 @@ class GptImpl : public torch::nn::Module {
   // Activation checkpointing: while training with grad mode on, each block keeps only its input
   // and is recomputed in backward (models/activation_checkpoint.h). Off by default.
   void set_grad_ckpt(bool enabled) { grad_ckpt_ = enabled; }
+  // Runs every block through `hooks` from now on (nullptr: none). Hooked blocks run one by one:
+  // the fused residual adds, which join each block to the next one's LayerNorm, are left out.
+  void set_block_hooks(BlockHooks* hooks) { block_hooks_ = hooks; }
+  std::vector<std::string> block_names() const;
   // The Linear layers that can run in fp8, in order: each block's attn.c_attn, attn.c_proj,
   // mlp.c_fc and mlp.c_proj ("h.3.mlp.c_fc"), then "head" (the tied wte as the classifier) when
   // the fused loss computes it and vocab_size is a multiple of 16 (fp8 GEMM tiles).
@@ -120,6 +126,7 @@ class GptImpl : public torch::nn::Module {
   bool grad_ckpt_ = false;
   bool fused_ = true;
   bool fp8_head_ = false;
+  BlockHooks* block_hooks_ = nullptr;
   torch::nn::Embedding wte_{nullptr};
   torch::nn::Embedding wpe_{nullptr};
   torch::nn::Dropout drop_{nullptr};

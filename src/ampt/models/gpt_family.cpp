@@ -47,7 +47,7 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   Gpt gpt(dims);
   gpt->set_grad_ckpt(config.grad_ckpt);
   gpt->set_fused(config.fused_kernels, config.gemm_epilogues);
-  return {gpt.ptr(), forward_of(gpt),
+  Model model{gpt.ptr(), forward_of(gpt),
           [gpt](const torch::Tensor& x, const torch::Tensor& y) mutable { return gpt->loss(x, y); },
           gpt_training_flops_per_token(parameter_count(*gpt), dims, tokens) * tokens, tokens,
           fmt::format("n_layer {}, n_embd {}, n_head {}, block_size {}, vocab_size {}{}, dropout {}{}",
@@ -64,6 +64,9 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
             return gpt->next_logits(tokens, cache);
           },
           dims.block_size};
+  model.blocks = gpt->block_names();
+  model.set_block_hooks = [gpt](BlockHooks* hooks) mutable { gpt->set_block_hooks(hooks); };
+  return model;
 }
 
 PretrainedWeights load_pretrained(const config::Config& config) {

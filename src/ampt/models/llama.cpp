@@ -148,17 +148,23 @@ torch::Tensor LlamaImpl::hidden(const torch::Tensor& tokens) {
   const auto angles = angles_at(tokens.device(), 0, time);
   auto x = call(embed_tokens_, tokens);
   const bool checkpointed = grad_ckpt_ && is_training() && torch::GradMode::is_enabled();
-  for (const auto& layer : *layers_) {
-    auto* block = layer->as<LlamaBlock>();
+  for (size_t i = 0; i < layers_->size(); ++i) {
+    auto* block = layers_[i]->as<LlamaBlock>();
     const auto run = [block, angles, islands = active_islands()](const torch::Tensor& input) {
       // A recomputation in backward may run on another thread: it takes this pass's islands.
       IslandScope scope(islands);
       return block->forward(input, angles);
     };
-    x = checkpointed ? checkpoint(run, x, block->parameters(), /*preserve_rng=*/dims_.dropout > 0.0)
-                     : run(x);
+    x = run_block(block_hooks_, i, run, x, block->parameters(), checkpointed,
+                  /*preserve_rng=*/dims_.dropout > 0.0);
   }
   return call(norm_, x);
+}
+
+std::vector<std::string> LlamaImpl::block_names() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < layers_->size(); ++i) names.push_back(fmt::format("layers.{}", i));
+  return names;
 }
 
 RotaryAngles LlamaImpl::angles_at(const torch::Device& device, int64_t start, int64_t length) {

@@ -4,6 +4,7 @@
 // layers.N.self_attn.q_proj, ..., norm, lm_head.
 #pragma once
 
+#include "ampt/models/block_hooks.h"
 #include "ampt/models/kv_cache.h"
 #include "ampt/models/llama_presets.h"
 #include "ampt/models/rotary.h"
@@ -111,6 +112,9 @@ class LlamaImpl : public torch::nn::Module {
   const LlamaDims& dims() const { return dims_; }
   void set_grad_ckpt(bool enabled) { grad_ckpt_ = enabled; }
   void set_fused(bool fused) { fused_ = fused; }
+  // Runs every block through `hooks` from now on (nullptr: none).
+  void set_block_hooks(BlockHooks* hooks) { block_hooks_ = hooks; }
+  std::vector<std::string> block_names() const;
   // Each block's q/k/v/o and gate/up/down projections ("layers.3.mlp.up_proj"), then "head"
   // when the fused loss computes it and vocab_size is a multiple of 16.
   std::vector<precision::Fp8Candidate> fp8_candidates() const;
@@ -128,6 +132,7 @@ class LlamaImpl : public torch::nn::Module {
   bool grad_ckpt_ = false;
   bool fused_ = true;
   bool fp8_head_ = false;
+  BlockHooks* block_hooks_ = nullptr;
   torch::Tensor inv_freq_;  // not a parameter nor a buffer: derived from dims, on the last device used
   torch::nn::Embedding embed_tokens_{nullptr};
   torch::nn::ModuleList layers_;

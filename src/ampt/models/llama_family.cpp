@@ -61,7 +61,7 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   Llama llama(dims);
   llama->set_grad_ckpt(config.grad_ckpt);
   llama->set_fused(config.fused_kernels);
-  return {llama.ptr(),
+  Model model{llama.ptr(),
           forward_of(llama),
           [llama](const torch::Tensor& x, const torch::Tensor& y) mutable { return llama->loss(x, y); },
           llama_training_flops_per_token(dims, tokens) * tokens,
@@ -75,6 +75,9 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
             return llama->next_logits(tokens, cache);
           },
           dims.block_size};
+  model.blocks = llama->block_names();
+  model.set_block_hooks = [llama](BlockHooks* hooks) mutable { llama->set_block_hooks(hooks); };
+  return model;
 }
 
 ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_t seq_len) {

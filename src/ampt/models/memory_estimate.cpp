@@ -316,8 +316,54 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
   return m;
 }
 
+BlockSplit split_blocks(const ModelDims& d) {
+  const auto p = count_parameters(d);
+  BlockSplit s;
+  if (d.family == Family::gpt) {
+    s.blocks = d.gpt.n_layer;
+  } else if (d.family == Family::llama) {
+    s.blocks = d.llama.n_layer;
+  }
+  if (d.lora.active()) {
+    // The adapters: A [r, in] and B [out, r] per adapted layer, matmul weights without biases.
+    int64_t in_blocks = 0;
+    for (const auto& layer : d.lora.adapted) {
+      const int64_t adapter = d.lora.rank * (layer.in + layer.out);
+      const bool block = layer.name.starts_with("h.") || layer.name.starts_with("layers.");
+      (block && s.blocks > 0 ? in_blocks : s.root) += adapter;
+    }
+    if (s.blocks > 0) s.block_linear = s.block_linear_weights = (in_blocks + s.blocks - 1) / s.blocks;
+    return s;
+  }
+  switch (d.family) {
+    case Family::gpt: {
+      const int64_t C = d.gpt.n_embd;
+      s.block_linear_weights = 12 * C * C;
+      s.block_linear = s.block_linear_weights + 9 * C;  // c_attn 3C, c_proj C, c_fc 4C, c_proj C
+      s.block_norm = 2 * 2 * C;                          // ln_1, ln_2: weight and bias
+      s.root_norm = 2 * C;                               // ln_f
+      break;
+    }
+    case Family::llama: {
+      const auto& m = d.llama;
+      const int64_t C = m.n_embd, kv = m.n_kv_head * m.head_dim();
+      s.block_linear_weights = 2 * C * C + 2 * C * kv + 3 * C * m.intermediate;
+      s.block_linear = s.block_linear_weights + (m.qkv_bias ? C + 2 * kv : 0) + (m.o_bias ? C : 0);
+      s.block_norm = 2 * C;  // input_layernorm, post_attention_layernorm
+      s.root_norm = C;       // norm
+      break;
+    }
+    case Family::mlp:
+    case Family::cnn:
+      s.root_norm = p.norm;  // CNN's BatchNorms
+      break;
+  }
+  s.root = p.total - s.blocks * (s.block_linear + s.block_norm);
+  return s;
+}
+
 MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
-                            const Sharding& sharding) {
+                            const Scheme& scheme, const Sharding& sharding) {
   MemoryEstimate m = whole;
   if (!sharding.active()) return m;
   const int64_t n = sharding.world_size;
@@ -330,6 +376,41 @@ MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
   // The step reads the fp32 gradient shard: no fp32 master gradients are made for it.
   m.step_transient = 0;
   m.gradients = sharding.zero_stage == 1 ? m.gradients + shard : shard;
+  m.sharded = m.masters + m.optimizer + shard;
+  if (sharding.zero_stage < 3) return m;
+
+  // Stage 3: the fp32 master shard is all a rank keeps of the weights between uses. Whole
+  // weights exist, at the backward's peak (counted as if all at once, a little above the
+  // truth), for:
+  // - the root, gathered for the whole step in the dtype the unsharded run holds it in: fp32
+  //   under O0 and O1, the half dtype under O2 except the final norm (fp32);
+  // - at most two blocks (the one computing and the one prefetched): their Linear weights and
+  //   biases in --param_dtype (auto: the compute dtype, half under O1/O2 and fp8, fp32 in
+  //   fp32/O0), their norms in fp32 under every scheme, as the unsharded run keeps them;
+  // - with LoRA, the frozen base, which ZeRO does not shard, as in one process.
+  // Whole gradients: the root's, in its own dtype, until the end of backward, and those of at
+  // most two blocks in flight to the reduce-scatter, in --reduce_dtype (grad: the parameters'
+  // own); each rank keeps its fp32 gradient shard from them.
+  const auto s = split_blocks(dims);
+  const int64_t gathered = std::min<int64_t>(2, s.blocks);
+  const bool half_root = scheme.opt_level == "O2";
+  const int64_t linear_bytes =
+      sharding.param_bytes > 0 ? sharding.param_bytes : scheme.precision == "fp32" ? 4 : 2;
+  const int64_t root_bytes = (half_root ? 2 : 4) * (s.root - s.root_norm) + 4 * s.root_norm;
+  const int64_t block_bytes = linear_bytes * s.block_linear + 4 * s.block_norm;
+  const int64_t block_gradient_bytes = sharding.reduce_bytes > 0
+                                           ? sharding.reduce_bytes * (s.block_linear + s.block_norm)
+                                           : block_bytes;
+  m.weights = whole.frozen_weights + root_bytes + gathered * block_bytes;
+  m.gradients = shard + root_bytes + gathered * block_gradient_bytes;
+  // O1's half casts of the blocks' matmul weights are not made when the blocks are gathered in
+  // half already (autocast keeps a half weight as it is); the root's head still has its cast,
+  // fp8's blocks their e4m3 copies (saved for backward: every block's, as in one process), and
+  // blocks gathered in fp32 their casts (autocast's cache and backward keep every block's).
+  if (scheme.opt_level == "O1" && linear_bytes == 2) {
+    const bool casts_blocks = scheme.precision != "fp8" || dims.lora.active();
+    if (casts_blocks) m.cast_copies -= 2 * s.blocks * s.block_linear_weights;
+  }
   return m;
 }
 

@@ -96,6 +96,10 @@ struct MemoryEstimate {
   // O2: the fp32 master gradients, made from the half ones at the optimizer step, when the
   // activations are gone, and released after it.
   int64_t step_transient = 0;
+  // Under ZeRO (shard_memory): the part of persistent() that is this rank's 1/N slices (the fp32
+  // master shard, the optimizer state's and the fp32 gradient shard), which more ranks shrink;
+  // the rest is the same on any number of ranks.
+  int64_t sharded = 0;
   int64_t persistent() const { return weights + gradients + masters + optimizer + cast_copies; }
   int64_t total() const { return persistent() + std::max(activations, step_transient); }
   int64_t total_checkpointed() const {
@@ -108,21 +112,47 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
                                config::OptimizerKind optimizer, double momentum,
                                int64_t micro_batch);
 
-// Data parallelism over `world_size` ranks with ZeRO stage `zero_stage` (0, 1 or 2).
+// Data parallelism over `world_size` ranks with ZeRO stage `zero_stage` (0 to 3).
 struct Sharding {
   int64_t world_size = 1;
   int64_t zero_stage = 0;
+  // Stage 3: bytes per element of the blocks' Linear weights and biases as gathered
+  // (--param_dtype: 4 fp32, 2 bf16/fp16); 0: the scheme's compute dtype (--param_dtype auto).
+  int64_t param_bytes = 0;
+  // Stage 3: bytes per element of a block's gradients in flight to the reduce-scatter
+  // (--reduce_dtype: 4 fp32, 2 bf16); 0: the gradients' own dtype (--reduce_dtype grad).
+  int64_t reduce_bytes = 0;
   bool active() const { return world_size > 1; }
 };
 
-// One rank's share of `whole` (one process's estimate) as ampt trains it: on several ranks
-// stages 0 and 1 keep a copy of every gradient in the 25 MiB all-reduce buckets; stage 1 shards
-// the optimizer state and keeps an fp32 master shard (O2's masters, sharded; below O2 a copy of
-// the rank's slice of the weights) and an fp32 gradient shard beside the whole gradients; stage
-// 2 keeps only the gradient shard (each bucket's gradients live until it is reduce-scattered:
-// a few 25 MiB buckets, not counted). Weights and activations stay whole. With LoRA the
-// gradients, masters and optimizer state are the adapters' only, and so are the shards.
+// ZeRO-3's partition of the trained parameters: the root (everything outside the transformer
+// blocks `h.N` / `layers.N`: embeddings, final norm, an untied head), which stays gathered for
+// the whole step, and the blocks, gathered at most two at a time. MLPs and CNNs have no blocks:
+// everything is the root. With LoRA the trained parameters are the adapters (all in blocks for
+// the usual targets); the frozen base is no part of them and stays whole on every rank.
+struct BlockSplit {
+  int64_t blocks = 0;                // transformer blocks; 0: none
+  int64_t block_linear = 0;          // one block's Linear weights and biases (LoRA: adapters)
+  int64_t block_linear_weights = 0;  // of those, the matmul weights (the ones O1 casts)
+  int64_t block_norm = 0;            // one block's norm weights and biases
+  int64_t root = 0;                  // trained parameters outside the blocks
+  int64_t root_norm = 0;             // of those, the final norm's
+};
+BlockSplit split_blocks(const ModelDims& dims);
+
+// One rank's share of `whole` (one process's estimate in `scheme`) as ampt trains it: on several
+// ranks stages 0 and 1 keep a copy of every gradient in the 25 MiB all-reduce buckets; stage 1
+// shards the optimizer state and keeps an fp32 master shard (O2's masters, sharded; below O2 a
+// copy of the rank's slice of the weights) and an fp32 gradient shard beside the whole
+// gradients; stage 2 keeps only the gradient shard (each bucket's gradients live until it is
+// reduce-scattered: a few 25 MiB buckets, not counted). Weights and activations stay whole.
+// Stage 3 also shards the weights: the fp32 master shard is all a rank keeps of them between
+// uses, and whole weights exist only for the root (in the dtype the unsharded run holds it in)
+// and the two blocks gathered at a time (see shard_memory's body for the dtypes); whole
+// gradients only for the root and the two blocks whose gradients are in flight to the
+// reduce-scatter. Activations stay whole. With LoRA the gradients, masters and optimizer state
+// are the adapters' only, and so are the shards.
 MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
-                            const Sharding& sharding);
+                            const Scheme& scheme, const Sharding& sharding);
 
 }  // namespace ampt::models

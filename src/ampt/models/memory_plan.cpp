@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
 
 namespace ampt::models {
 namespace {
@@ -18,7 +19,7 @@ struct Candidate {
 MemoryEstimate estimate(const ModelDims& dims, const Scheme& scheme, config::OptimizerKind optimizer,
                         double momentum, int64_t micro_batch, const Sharding& sharding) {
   return shard_memory(estimate_memory(dims, scheme, optimizer, momentum, micro_batch), dims,
-                      sharding);
+                      scheme, sharding);
 }
 
 int64_t total_of(const ModelDims& dims, const Candidate& c, config::OptimizerKind optimizer,
@@ -89,7 +90,8 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
     r.reasons.push_back(fmt::format(
         "Nothing fits: even a micro-batch of 1 needs more than the {:.1f} GiB usable under every "
         "precision and opt level; the weights, gradients and optimizer state alone take {:.1f} "
-        "GiB in {}/O1. Use a GPU with more memory, or shard the model across GPUs (ZeRO/FSDP).",
+        "GiB in {}/O1. Use a GPU with more memory, or shard the model across GPUs (--zero_stage 3: "
+        "`ampt recommend --zero_stage 3` says from how many ranks it fits).",
         gib(budget), gib(base.persistent()), precision));
     return r;
   }
@@ -134,6 +136,13 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
         "to keep consistent; O2 (half adapters, fp32 masters: {:.0f} bytes per trainable "
         "parameter, and half activations) would save {:.1f} GiB at this micro-batch.",
         precision, per_trainable(o1), per_trainable(o2), gib(o1.total() - o2.total())));
+  } else if (r.scheme.opt_level == "O1" && sharding.active() && sharding.zero_stage >= 3) {
+    r.reasons.push_back(fmt::format(
+        "O1: under ZeRO-3 the blocks are gathered in {} under either opt level; O1 keeps the root "
+        "(embeddings, final norm, head) in fp32 with per-op casts ({:.2f} bytes per parameter "
+        "per rank); O2 (the root in {} too: {:.2f}) would save {:.1f} GiB at this micro-batch.",
+        precision, static_cast<double>(o1.persistent()) / params, precision,
+        static_cast<double>(o2.persistent()) / params, gib(o1.total() - o2.total())));
   } else if (r.scheme.opt_level == "O1") {
     r.reasons.push_back(fmt::format(
         "O1: fp32 weights with per-op casts ({:.0f} bytes per parameter with the cast copies) "
@@ -172,6 +181,60 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
           : fmt::format(" ({} would need {:.1f} GiB)", *next,
                         gib(total_of(dims, *chosen, optimizer, momentum, *next, sharding))),
       r.grad_accum));
+  return r;
+}
+
+Scheme run_scheme(const config::Config& config, const GpuTarget& gpu) {
+  using config::MixedPrecision;
+  const auto requested = config.mixed_precision;
+  if (requested == MixedPrecision::no || config.amp_opt_level == config::OptLevel::O0) {
+    return {"fp32", "O0"};
+  }
+  const int capability = static_cast<int>(std::lround(gpu.compute_capability * 10.0));
+  const std::string automatic =
+      precision::auto_gpu_precision(capability).precision == MixedPrecision::bf16 ? "bf16" : "fp16";
+  const std::string level = config.amp_opt_level == config::OptLevel::O2 ? "O2" : "O1";
+  switch (requested) {
+    case MixedPrecision::fp8:
+      return capability >= 89 ? Scheme{"fp8", "O1"} : Scheme{automatic, level};
+    case MixedPrecision::bf16:
+      return {capability >= 80 ? "bf16" : "fp16", level};
+    case MixedPrecision::fp16:
+      return {"fp16", level};
+    default:
+      return {automatic, level};
+  }
+}
+
+RanksToFit fewest_ranks(const ModelDims& dims, const Scheme& scheme, bool checkpointing,
+                        config::OptimizerKind optimizer, double momentum, int64_t micro_batch,
+                        const GpuTarget& gpu, const Sharding& sharding, int64_t max_ranks) {
+  const int64_t budget = usable_bytes(gpu);
+  const auto whole = estimate_memory(dims, scheme, optimizer, momentum, micro_batch);
+  const auto per_rank = [&](int64_t ranks) {
+    Sharding s = sharding;
+    s.world_size = ranks;
+    s.zero_stage = 3;
+    const auto m = shard_memory(whole, dims, scheme, s);
+    return std::pair{checkpointing && m.activations_checkpointed >= 0 ? m.total_checkpointed()
+                                                                       : m.total(),
+                     m.sharded};
+  };
+  RanksToFit r;
+  // The same on any number of ranks from 2 (up to the rounding of the slices).
+  const auto [two, sharded_on_two] = per_rank(2);
+  r.unsharded = two - sharded_on_two;
+  int64_t fewer = -1;
+  for (int64_t ranks = 1; ranks <= max_ranks; ranks *= 2) {
+    const int64_t bytes = per_rank(ranks).first;
+    r.bytes = bytes;
+    if (bytes <= budget) {
+      r.ranks = ranks;
+      r.fewer_bytes = fewer;
+      return r;
+    }
+    fewer = bytes;
+  }
   return r;
 }
 

@@ -38,4 +38,23 @@ struct Recommendation {
 Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer, double momentum,
                          int64_t global_batch, const GpuTarget& gpu, const Sharding& sharding = {});
 
+// The precision and opt level a run of `config` trains in on `gpu`: fp32/O0 for
+// --mixed_precision no or --amp_opt_level O0; auto as `--mixed_precision auto` picks on a GPU of
+// that compute capability; bf16 on a GPU without it as fp16, fp8 without it as auto (training
+// falls back or refuses alike); otherwise the precision with its opt level (fp8: O1).
+Scheme run_scheme(const config::Config& config, const GpuTarget& gpu);
+
+// The fewest ranks, a power of two up to max_ranks, on which ZeRO stage 3 (with `sharding`'s
+// param and reduce dtypes) fits one rank's estimate of `scheme` at `micro_batch` into the GPU's
+// usable memory.
+struct RanksToFit {
+  int64_t ranks = 0;           // 0: not even max_ranks fit
+  int64_t bytes = 0;           // per rank on `ranks` (on max_ranks when none fit)
+  int64_t fewer_bytes = -1;    // per rank on ranks / 2; -1 when ranks is 0 or 1
+  int64_t unsharded = 0;       // per rank what no number of ranks shrinks (MemoryEstimate::sharded)
+};
+RanksToFit fewest_ranks(const ModelDims& dims, const Scheme& scheme, bool checkpointing,
+                        config::OptimizerKind optimizer, double momentum, int64_t micro_batch,
+                        const GpuTarget& gpu, const Sharding& sharding, int64_t max_ranks = 1024);
+
 }  // namespace ampt::models

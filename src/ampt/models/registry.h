@@ -4,6 +4,7 @@
 #include "ampt/config/config.h"
 #include "ampt/data/dataset.h"
 #include "ampt/data/sample_request.h"
+#include "ampt/models/block_hooks.h"
 #include "ampt/models/kv_cache.h"
 #include "ampt/precision/fp8_layers.h"
 #include "ampt/precision/fp8_linear.h"
@@ -42,6 +43,11 @@ struct Model {
   // which follow the cache's positions (kv_cache.h), and the positions the context holds.
   std::function<torch::Tensor(const torch::Tensor&, KvCache&)> next_logits;
   int64_t context = 0;
+  // Transformers: each block's dotted name ("h.0"), in the order the forward runs them, and the
+  // switch that runs them through per-block hooks from then on (block_hooks.h; nullptr: none).
+  // Empty for models without blocks, which ZeRO-3 cannot gather block by block.
+  std::vector<std::string> blocks;
+  std::function<void(BlockHooks*)> set_block_hooks;
 };
 
 // What the configured model consumes, for the data layer: token windows of the GPT's resolved

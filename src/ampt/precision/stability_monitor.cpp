@@ -87,8 +87,9 @@ Diagnosis diagnose(const BadStep& bad, const RunFacts& facts) {
 
 StabilityMonitor::StabilityMonitor(std::vector<torch::Tensor> params, std::vector<std::string> names,
                                    const torch::Device& device, int64_t max_consecutive_skips)
-    : params_(std::move(params)),
-      names_(std::move(names)),
+    : names_(std::move(names)),
+      weights_(std::move(params)),
+      weight_names_(names_),
       device_(device),
       max_consecutive_skips_(max_consecutive_skips),
       consecutive_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device))),
@@ -178,15 +179,21 @@ BadStep StabilityMonitor::resolve(const Slot& slot) const {
 // step or so after the bad step: a weight that turned inf/NaN makes every later loss non-finite,
 // so those steps are skipped and the weights stay as the bad step left them.
 std::string StabilityMonitor::first_nonfinite_weight() const {
+  if (weights_.empty()) return {};
   std::vector<torch::Tensor> finite;
-  finite.reserve(params_.size());
-  for (const auto& p : params_) finite.push_back(p.detach().isfinite().all());
+  finite.reserve(weights_.size());
+  for (const auto& w : weights_) finite.push_back(w.detach().isfinite().all());
   const auto host = torch::stack(finite).cpu();
   const bool* ok = host.data_ptr<bool>();
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (!ok[i]) return names_[i];
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    if (!ok[i]) return weight_names_[i];
   }
   return {};
+}
+
+void StabilityMonitor::watch_weights(std::vector<torch::Tensor> weights, std::vector<std::string> names) {
+  weights_ = std::move(weights);
+  weight_names_ = std::move(names);
 }
 
 bool StabilityMonitor::must_stop(const BadStep& bad) const {

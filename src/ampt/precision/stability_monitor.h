@@ -87,6 +87,11 @@ class StabilityMonitor {
   // True when `bad` calls for stopping the run.
   bool must_stop(const BadStep& bad) const;
 
+  // The tensors a bad step's weight check reads, named (the parameters by default). ZeRO-3
+  // hands its master shard's pieces: between steps a rank holds no whole weight, only its slices
+  // of each, so a rank names a non-finite weight that its own slices hold.
+  void watch_weights(std::vector<torch::Tensor> weights, std::vector<std::string> names);
+
  private:
   struct Slot {
     torch::Tensor host;  // float64 record: see observe()
@@ -99,8 +104,9 @@ class StabilityMonitor {
   BadStep resolve(const Slot& slot) const;
   std::string first_nonfinite_weight() const;
 
-  std::vector<torch::Tensor> params_;
   std::vector<std::string> names_;
+  std::vector<torch::Tensor> weights_;
+  std::vector<std::string> weight_names_;
   torch::Device device_;
   int64_t max_consecutive_skips_;
   torch::Tensor loss_nonfinite_;  // this step's, between skip_flag and observe

@@ -17,6 +17,7 @@
 #include "ampt/models/registry.h"
 #include "ampt/precision/precision_state.h"
 #include "ampt/precision/stability_monitor.h"
+#include "ampt/train/block_gather.h"
 #include "ampt/train/checkpointer.h"
 #include "ampt/train/optimizer.h"
 #include "ampt/train/schedule.h"
@@ -103,6 +104,15 @@ class Run {
   Checkpointer::Write shard_write(checkpoint::Checkpoint meta, const NamedTensors& host);
   // "[ZeRO] stage 2 over 4 ranks: ... bytes per parameter per rank"; empty without ZeRO.
   std::string zero_note() const;
+  // Stage 3: refuses what it cannot shard (a model without blocks, LoRA) in one line.
+  void check_zero3() const;
+  // Stage 3: where each parameter belongs and the dtype it is gathered in.
+  distributed::ParameterBlocks zero3_blocks() const;
+  // Stage 3: the root gathered (the embeddings, final norm and head, which every forward reads
+  // outside the blocks); a no-op below stage 3.
+  void gather_root();
+  // Stage 3: every gathered parameter released (after a step's backward, after an evaluation).
+  void release_gathered();
 
   // run_eval.cpp
   // The batch's loss under the run's precision; with `correct`, also the count of right argmax
@@ -154,6 +164,8 @@ class Run {
   std::vector<std::string> speed_notes_;
   std::vector<std::string> warnings_;
   std::unique_ptr<TrainStep> step_;
+  // ZeRO-3's hooks on the model's blocks; the model calls them until it is destroyed after them.
+  std::unique_ptr<BlockGather> block_gather_;
   // Time the loop spends evaluating: in the summary's split, and left out of throughput.
   double eval_seconds_ = 0.0;
   // Last: destroyed first, it waits for a write in flight while the rest of the run still exists.

@@ -18,6 +18,7 @@ torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
   precision::AutocastGuard autocast(device_.device.type(), policy.compute_dtype, policy.autocast,
                                     config_.autocast_cache);
   precision::IslandScope islands(&precision_.islands());
+  gather_root();
   if (correct == nullptr) return model_.loss(batch.inputs, batch.targets);
   // A language model's [B, T, vocab] logits are scored per token, a classifier's per sample.
   const auto logits = model_.forward(batch.inputs).flatten(0, -2);
@@ -57,6 +58,7 @@ log::EvalReport Run::evaluate(int64_t step) {
     if (!language_model) correct_sum.add_(correct);
   }
   model_.module->train();
+  release_gathered();
   // Means over the ranks: their ratio is that of the sums over all ranks' batches.
   const double counted = dist_.mean(counted_sum.to(torch::kFloat64)).item<double>();
   report.loss = dist_.mean(loss_sum).item<double>() / counted;

@@ -96,6 +96,8 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
         "zero_stage 0",
         dist_.zero_stage()));
   }
+  check_param_dtype(config_, precision_.stage_policies());
+  check_zero3();
   if (!device_.warning.empty()) warnings_.push_back(device_.warning);
   for (auto& warning : precision_.warnings()) warnings_.push_back(std::move(warning));
   fit_batch_to_split();  // before a resume compares the checkpoint's batches with this run's
@@ -214,7 +216,10 @@ void Run::set_up_speed_features() {
   };
   if (dist_.active()) {
     parts.before_backward = [this](bool last) { dist_.before_backward(last); };
-    parts.after_backward = [this] { dist_.after_backward(); };
+    parts.after_backward = [this] {
+      dist_.after_backward();
+      release_gathered();  // ZeRO-3: the root, held through the step's passes
+    };
     parts.agree_found_inf = [this](torch::Tensor& found_inf) { dist_.agree_found_inf(found_inf); };
   }
   step_ = std::make_unique<TrainStep>(std::move(parts), graphed);

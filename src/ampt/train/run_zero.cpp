@@ -2,10 +2,12 @@
 
 #include "ampt/checkpoint/sharded_save.h"
 #include "ampt/core/errors.h"
+#include "ampt/distributed/sharded_parameters.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace ampt::train {
@@ -18,14 +20,53 @@ void Run::shard_state() {
     master_tensors.push_back(master);
     decay.push_back(master.dim() >= 2);  // as make_optimizer decides for whole parameters
   }
-  dist_.attach(model_tensors(), parameters_, master_tensors);
   auto& masters = precision_.masters();
-  masters.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
+  if (dist_.zero_stage() == 3) {
+    const auto blocks = zero3_blocks();
+    dist_.attach(model_tensors(), parameters_, master_tensors, &blocks);
+    block_gather_ = std::make_unique<BlockGather>(*dist_.sharded_parameters());
+    model_.set_block_hooks(block_gather_.get());
+    std::vector<std::string> piece_names;
+    for (const auto& piece : dist_.zero()->pieces()) piece_names.push_back(parameter_names_[piece.param]);
+    monitor_.watch_weights(dist_.zero()->master_pieces(), std::move(piece_names));
+  } else {
+    dist_.attach(model_tensors(), parameters_, master_tensors);
+    masters.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
+  }
   masters.release_masters();
   auto zero = make_zero_optimizer(config_, *dist_.zero(), parameter_names_, decay);
   optimizer_ = std::move(zero.optimizer);
   zero_state_ = std::move(zero.state);
   zero_kinds_ = std::move(zero.kinds);
+}
+
+void Run::check_zero3() const {
+  if (config_.zero_stage != 3) return;
+  if (model_.blocks.empty() || !model_.set_block_hooks) {
+    throw UsageError(fmt::format(
+        "zero_stage 3 gathers a model's weights block by block, and model {} has no transformer "
+        "blocks to hook: use zero_stage 2, or a gpt, llama or qwen2 model",
+        config_.model));
+  }
+  if (config_.lora_rank > 0) {
+    throw UsageError(
+        "zero_stage 3 does not shard a LoRA run: its frozen base is no part of ZeRO's shards; use "
+        "zero_stage 2, which shards the adapters' gradients and optimizer state");
+  }
+}
+
+distributed::ParameterBlocks Run::zero3_blocks() const {
+  return parameter_blocks(*model_.module, model_.blocks, parameter_names_, parameters_,
+                          precision_.islands(), precision_.policy(), config_.param_dtype,
+                          precision_.masters().enabled());
+}
+
+void Run::gather_root() {
+  if (auto* sharded = dist_.sharded_parameters()) sharded->gather(sharded->root());
+}
+
+void Run::release_gathered() {
+  if (auto* sharded = dist_.sharded_parameters()) sharded->release_all();
 }
 
 void Run::restore_shards(checkpoint::CheckpointReader& reader) {
@@ -117,20 +158,42 @@ std::string Run::zero_note() const {
   }
   const auto* zero = dist_.zero();
   if (zero == nullptr) return "";
+  const auto& masters = precision_.masters();
   double count = 0.0, weights = 0.0, full_grads = 0.0;
   for (const auto& p : parameters_) {
     count += static_cast<double>(p.numel());
-    weights += static_cast<double>(p.nbytes());
-    full_grads += static_cast<double>(p.nbytes());
+    // Stage 3 gathers O1's Linear weights in the compute dtype: without ZeRO they are fp32.
+    const double whole = masters.enabled() ? static_cast<double>(p.nbytes()) : 4.0 * static_cast<double>(p.numel());
+    weights += whole;
+    full_grads += whole;
   }
   double optimizer = 0.0, full_optimizer = 0.0;
   for (const auto& [name, state] : zero_state_) optimizer += static_cast<double>(state.nbytes());
   for (const auto& kind : zero_kinds_) full_optimizer += kind.per_element ? 4.0 * count : 0.0;
   const double master = static_cast<double>(zero->master_shard().nbytes());
-  const double grads = zero->stage() == 2 ? static_cast<double>(zero->master_shard().nbytes()) : full_grads;
-  const auto& masters = precision_.masters();
+  const double grads = zero->stage() >= 2 ? static_cast<double>(zero->master_shard().nbytes()) : full_grads;
   const double full_masters =
       masters.enabled() && masters.dtype() != torch::kFloat ? 4.0 * count : 0.0;
+  if (const auto* sharded = dist_.sharded_parameters()) {
+    // What is whole at once: the root for the step, and the block computing with the next one
+    // coming (the two largest bound it).
+    std::vector<int64_t> blocks;
+    for (int64_t b = 0; b < sharded->blocks(); ++b) blocks.push_back(sharded->block_bytes(b));
+    std::sort(blocks.rbegin(), blocks.rend());
+    double gathered = static_cast<double>(sharded->block_bytes(sharded->root()));
+    for (size_t i = 0; i < std::min<size_t>(2, blocks.size()); ++i) gathered += static_cast<double>(blocks[i]);
+    return fmt::format(
+        "stage 3 over {} ranks (parameters, gradients and optimizer state sharded; each block "
+        "all-gathered when it computes, in {}): bytes per parameter on each rank: gathered "
+        "weights at most {:.2f} (the root and two of {} blocks) + gradient shard {:.2f} + fp32 "
+        "master shard {:.2f} + optimizer state {:.2f} = {:.2f} (without ZeRO {:.2f}); the shards "
+        "hold this rank's 1/{} of {} flat units",
+        dist_.world_size(), c10::toString(gather_dtype(config_.param_dtype, precision_.policy())),
+        gathered / count, sharded->blocks(), grads / count, master / count, optimizer / count,
+        (gathered + grads + master + optimizer) / count,
+        (weights + full_grads + full_masters + full_optimizer) / count, dist_.world_size(),
+        zero->layout().units().size());
+  }
   return fmt::format(
       "stage {} over {} ranks ({}): bytes per parameter on each rank: weights {:.2f} + gradients "
       "{:.2f} + fp32 master shard {:.2f} + optimizer state {:.2f} = {:.2f} (without ZeRO {:.2f}); "

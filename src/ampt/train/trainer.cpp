@@ -1,6 +1,7 @@
 #include "ampt/train/trainer.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/distributed/sharded_parameters.h"
 #include "ampt/train/determinism.h"
 #include "ampt/train/run.h"
 #include "ampt/train/step_phase.h"
@@ -66,6 +67,10 @@ class Throughput {
 void Run::enter_stage(std::size_t index, int64_t step, int64_t epoch, bool announce) {
   const auto made = precision_.enter_stage(index);
   peak_flops_ = device::peak_flops(device_.device, precision_.policy().compute_dtype);
+  // ZeRO-3 gathers the Linear weights in the dtype the new stage computes in.
+  if (auto* sharded = dist_.sharded_parameters()) {
+    sharded->set_compute_dtype(gather_dtype(config_.param_dtype, precision_.policy()));
+  }
   if (!announce) return;
   log::PrecisionSwitch change;
   change.step = step;

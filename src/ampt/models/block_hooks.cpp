@@ -1,0 +1,17 @@
+#include "ampt/models/block_hooks.h"
+
+namespace ampt::models {
+
+torch::Tensor run_block(BlockHooks* hooks, std::size_t index, const BlockFn& fn,
+                        const torch::Tensor& x, torch::TensorList params, bool checkpointed,
+                        bool preserve_rng) {
+  if (hooks == nullptr) return checkpointed ? checkpoint(fn, x, params, preserve_rng) : fn(x);
+  const BlockFn hooked = [hooks, index, fn](const torch::Tensor& input) {
+    hooks->before_forward(index);
+    return fn(input);
+  };
+  const auto y = checkpointed ? checkpoint(hooked, x, params, preserve_rng) : hooked(x);
+  return hooks->after_forward(index, y);
+}
+
+}  // namespace ampt::models
