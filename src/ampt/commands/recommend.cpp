@@ -93,8 +93,7 @@ std::string fewest_ranks_text(const models::ModelDims& dims, const config::Confi
     automatic.mixed_precision = config::MixedPrecision::auto_select;
     scheme = models::run_scheme(automatic, gpu);
   }
-  const bool can_checkpoint = dims.family == models::ModelDims::Family::gpt ||
-                              dims.family == models::ModelDims::Family::llama;
+  const bool can_checkpoint = dims.transformer();
   const bool checkpointing = config.grad_ckpt && can_checkpoint;
   const auto fewest = [&](bool ckpt) {
     return models::fewest_ranks(dims, scheme, ckpt, config.optimizer, config.momentum,

@@ -77,8 +77,8 @@ class DataParallel {
                                        std::string_view what);
   // Checks that every rank ends with rank 0's parameters bit for bit (a divergence would mean a
   // broken all-reduce or nondeterministic data: a RuntimeError naming the rank and the largest
-  // difference; stage 3 holds no whole parameters to compare), waits for every rank (rank 0's last checkpoint is written), then stops
-  // watching them.
+  // difference; stage 3 holds no whole parameters to compare), waits for every rank (rank 0's
+  // last checkpoint is written), then stops watching them.
   void finish();
 
  private:

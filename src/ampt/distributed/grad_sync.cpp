@@ -155,7 +155,6 @@ void GradSync::start(Bucket& bucket) {
   if (scatter_) {
     const auto& first = params_[bucket.params.front()];
     bucket.options = bucket.options.dtype(reduce_dtype(dtype_, first.scalar_type()));
-    bucket.buffer = at::Tensor();
   }
   if (!bucket.buffer.defined()) bucket.buffer = at::empty({bucket.size}, bucket.options);
   int64_t end = 0;

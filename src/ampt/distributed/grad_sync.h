@@ -12,8 +12,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace c10d {

@@ -42,25 +42,26 @@ std::vector<FlatUnit> plan_block_units(const std::vector<at::Tensor>& parameters
 }
 
 ShardedParameters::ShardedParameters(Group& group, ZeroShards& shards,
-                                     std::vector<at::Tensor> parameters, ParameterBlocks blocks)
+                                     std::vector<at::Tensor> parameters,
+                                     const ParameterBlocks& blocks)
     : group_(group),
       shards_(shards),
       parameters_(std::move(parameters)),
-      blocks_(std::move(blocks)),
+      blocks_(blocks.count),
       units_(shards.layout().units().size()),
-      units_of_block_(static_cast<size_t>(blocks_.count + 1)),
+      units_of_block_(static_cast<size_t>(blocks_ + 1)),
       root_unit_(units_.size(), false) {
   c10::NoGradGuard no_grad;
   const auto& layout = shards_.layout();
   for (size_t u = 0; u < units_.size(); ++u) {
     const auto& unit = layout.units()[u];
     const auto first = static_cast<size_t>(unit.params.front());
-    const auto block = blocks_.block[first];
+    const auto block = blocks.block[first];
     root_unit_[u] = block < 0;
-    units_of_block_[static_cast<size_t>(block < 0 ? blocks_.count : block)].push_back(u);
-    units_[u].follows_compute = blocks_.follows_compute[first];
+    units_of_block_[static_cast<size_t>(block < 0 ? blocks_ : block)].push_back(u);
+    units_[u].follows_compute = blocks.follows_compute[first];
     units_[u].flat = at::empty({layout.unit_shard_numel(u) * layout.world_size()},
-                               parameters_[first].options().dtype(blocks_.dtype[first]));
+                               parameters_[first].options().dtype(blocks.dtype[first]));
     point_parameters(u);
     free_locked(u);
   }
@@ -181,11 +182,6 @@ int64_t ShardedParameters::gathered_bytes() const {
 int64_t ShardedParameters::peak_gathered_bytes() const {
   std::lock_guard lock(mutex_);
   return peak_;
-}
-
-void ShardedParameters::reset_peak() {
-  std::lock_guard lock(mutex_);
-  peak_ = gathered_;
 }
 
 int64_t ShardedParameters::block_bytes(int64_t block) const {

@@ -50,13 +50,13 @@ class ShardedParameters {
   // `shards` holds the master slices already (its layout from plan_block_units(blocks)).
   // Points every parameter at its unit's flat storage, which holds nothing until gathered.
   ShardedParameters(Group& group, ZeroShards& shards, std::vector<at::Tensor> parameters,
-                    ParameterBlocks blocks);
+                    const ParameterBlocks& blocks);
   ~ShardedParameters();
   ShardedParameters(const ShardedParameters&) = delete;
   ShardedParameters& operator=(const ShardedParameters&) = delete;
 
-  int64_t blocks() const { return blocks_.count; }
-  int64_t root() const { return blocks_.count; }  // the root's index in the calls below
+  int64_t blocks() const { return blocks_; }
+  int64_t root() const { return blocks_; }  // the root's index in the calls below
 
   // Starts block b's all-gather unless its units are in flight or gathered already.
   void prefetch(int64_t block);
@@ -74,10 +74,9 @@ class ShardedParameters {
   // on. Call it between steps, everything released.
   void set_compute_dtype(c10::ScalarType dtype);
 
-  // Bytes of gathered storage now; the most at once since the last reset_peak().
+  // Bytes of gathered storage now, and the most at once so far.
   int64_t gathered_bytes() const;
   int64_t peak_gathered_bytes() const;
-  void reset_peak();
   // Bytes block b occupies when gathered (padding included).
   int64_t block_bytes(int64_t block) const;
 
@@ -98,7 +97,7 @@ class ShardedParameters {
   Group& group_;
   ZeroShards& shards_;
   std::vector<at::Tensor> parameters_;
-  ParameterBlocks blocks_;
+  int64_t blocks_;
   std::vector<Unit> units_;
   std::vector<std::vector<std::size_t>> units_of_block_;  // root last
   std::vector<bool> root_unit_;

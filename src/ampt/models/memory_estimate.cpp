@@ -256,7 +256,7 @@ const std::vector<Scheme>& memory_schemes() {
 }
 
 bool scheme_applies(const Scheme& scheme, const ModelDims& dims) {
-  return scheme.precision != "fp8" || dims.family == Family::gpt || dims.family == Family::llama;
+  return scheme.precision != "fp8" || dims.transformer();
 }
 
 MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,

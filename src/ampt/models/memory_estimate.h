@@ -47,6 +47,8 @@ struct ModelDims {
   // GPT, Llama: --fused_kernels (the chunked head and loss; a GPT's MLP recomputing its GELU).
   bool fused_kernels = true;
   LoraDims lora;
+  // GPT and Llama: transformer blocks, which activation checkpointing, fp8 and ZeRO-3 work on.
+  bool transformer() const { return family == Family::gpt || family == Family::llama; }
 };
 
 // The configured model; `input_shape` (MLP/CNN) empty means the synthetic data's (features, or

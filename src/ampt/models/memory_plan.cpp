@@ -48,6 +48,17 @@ int64_t largest_fitting(const ModelDims& dims, const Candidate& c, config::Optim
   return best;
 }
 
+int capability_of(const GpuTarget& gpu) {
+  return static_cast<int>(std::lround(gpu.compute_capability * 10.0));
+}
+
+// The precision `--mixed_precision auto` (the default) picks on this GPU: "bf16" or "fp16".
+std::string auto_precision(const GpuTarget& gpu) {
+  return precision::auto_gpu_precision(capability_of(gpu)).precision == config::MixedPrecision::bf16
+             ? "bf16"
+             : "fp16";
+}
+
 }  // namespace
 
 int64_t usable_bytes(const GpuTarget& gpu) {
@@ -58,11 +69,8 @@ int64_t usable_bytes(const GpuTarget& gpu) {
 Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer, double momentum,
                          int64_t global_batch, const GpuTarget& gpu, const Sharding& sharding) {
   const int64_t budget = usable_bytes(gpu);
-  // The precision `--mixed_precision auto` (the default) would pick on this GPU.
-  const auto automatic = precision::auto_gpu_precision(
-      static_cast<int>(std::lround(gpu.compute_capability * 10.0)));
-  const std::string precision = automatic.precision == config::MixedPrecision::bf16 ? "bf16" : "fp16";
-  const bool can_checkpoint = dims.family == ModelDims::Family::gpt || dims.family == ModelDims::Family::llama;
+  const std::string precision = auto_precision(gpu);
+  const bool can_checkpoint = dims.transformer();
   std::vector<Candidate> candidates;
   for (const auto* level : {"O1", "O2"}) {
     candidates.push_back({{precision, level}, false});
@@ -190,9 +198,8 @@ Scheme run_scheme(const config::Config& config, const GpuTarget& gpu) {
   if (requested == MixedPrecision::no || config.amp_opt_level == config::OptLevel::O0) {
     return {"fp32", "O0"};
   }
-  const int capability = static_cast<int>(std::lround(gpu.compute_capability * 10.0));
-  const std::string automatic =
-      precision::auto_gpu_precision(capability).precision == MixedPrecision::bf16 ? "bf16" : "fp16";
+  const int capability = capability_of(gpu);
+  const std::string automatic = auto_precision(gpu);
   const std::string level = config.amp_opt_level == config::OptLevel::O2 ? "O2" : "O1";
   switch (requested) {
     case MixedPrecision::fp8:
