@@ -77,11 +77,6 @@ int dispatch(const std::vector<std::string>& argv) {
   return command->run(args, environment());
 }
 
-// First line of a message: c10 errors append context and backtraces on later lines.
-std::string first_line(const std::string& message) {
-  return message.substr(0, message.find('\n'));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,12 +90,11 @@ int main(int argc, char** argv) {
     return kRuntimeError;
   } catch (const c10::Error& e) {
     // The full message carries torch's context lines and backtrace: shown under --debug only.
-    const std::string message =
-        ampt::log::debug_enabled() ? e.what() : first_line(e.what_without_backtrace());
+    const std::string message = ampt::log::debug_enabled() ? e.what() : ampt::message_of(e);
     std::fprintf(stderr, "ampt: error: torch: %s\n", message.c_str());
     return kRuntimeError;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ampt: error: %s\n", first_line(e.what()).c_str());
+    std::fprintf(stderr, "ampt: error: %s\n", ampt::message_of(e).c_str());
     return kRuntimeError;
   }
 }

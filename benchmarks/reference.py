@@ -32,6 +32,17 @@ GPT_PRESETS = {
     "gpt2-1558m": (48, 1600, 25, 1024, 50304),
 }
 GPT_PRESETS["gpt"] = GPT_PRESETS["gpt-tiny"]
+# ampt's Llama presets (src/ampt/models/llama_presets.cpp), as transformers' LlamaConfig fields:
+# the reference is transformers' own LlamaForCausalLM (sdpa attention), randomly initialised.
+LLAMA_PRESETS = {
+    "llama-3.2-1b": dict(num_hidden_layers=16, hidden_size=2048, num_attention_heads=32,
+                         num_key_value_heads=8, intermediate_size=8192, vocab_size=128256,
+                         rms_norm_eps=1e-5, rope_theta=500000.0, tie_word_embeddings=True,
+                         max_position_embeddings=131072,
+                         rope_scaling={"rope_type": "llama3", "factor": 32.0,
+                                       "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                       "original_max_position_embeddings": 8192}),
+}
 
 
 class Mlp(nn.Module):
@@ -152,6 +163,22 @@ class Gpt(nn.Module):
         return F.linear(self.ln_f(x), self.wte.weight)
 
 
+class Llama(nn.Module):
+    """transformers' LlamaForCausalLM, called for its logits."""
+
+    def __init__(self, preset, n_layer):
+        super().__init__()
+        from transformers import LlamaConfig, LlamaForCausalLM
+        fields = dict(LLAMA_PRESETS[preset])
+        if n_layer:
+            fields["num_hidden_layers"] = n_layer
+        self.config = LlamaConfig(**fields, attn_implementation="sdpa")
+        self.model = LlamaForCausalLM(self.config)
+
+    def forward(self, tokens):
+        return self.model(tokens, use_cache=False).logits
+
+
 def build(args):
     """The model, one batch of random data shaped like ampt's synthetic data, and FLOPs/sample."""
     if args.model == "mlp":
@@ -165,9 +192,18 @@ def build(args):
         x = torch.rand(args.batch_size, 3, 32, 32)
         y = torch.randint(0, args.classes, (args.batch_size,))
         return model, x, y, 6 * cnn_macs(model, 32, 32), 1
+    if args.model in LLAMA_PRESETS:
+        model = Llama(args.model, args.n_layer)
+        c = model.config
+        t = args.seq_len or 2048
+        tokens = torch.randint(0, c.vocab_size, (args.batch_size, t + 1))
+        n = sum(p.numel() for p in model.parameters())
+        return (model, tokens[:, :-1], tokens[:, 1:],
+                (6 * n + 6 * c.num_hidden_layers * c.hidden_size * t) * t, t)
     n_layer, n_embd, n_head, block_size, vocab = GPT_PRESETS[args.model]
-    model = Gpt(n_layer, n_embd, n_head, block_size, vocab)
+    n_layer = args.n_layer or n_layer
     t = args.seq_len or block_size
+    model = Gpt(n_layer, n_embd, n_head, max(block_size, t), vocab)
     tokens = torch.randint(0, vocab, (args.batch_size, t + 1))
     n = sum(p.numel() for p in model.parameters())
     # llm.c's 6·N + 6·L·C·T per token (models/flops.h), times T tokens per sample.
@@ -314,13 +350,16 @@ def profile(args, step, device):
 
 def parser():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="mlp", choices=["mlp", "cnn", *GPT_PRESETS])
+    parser.add_argument("--model", default="mlp",
+                        choices=["mlp", "cnn", *GPT_PRESETS, *LLAMA_PRESETS])
     parser.add_argument("--precision", default="bf16", choices=["fp32", "tf32", "bf16", "fp16"])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--compile", action="store_true", help="torch.compile the forward and loss")
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--batch_size", type=int, default=128)
-    parser.add_argument("--seq_len", type=int, default=0, help="GPT tokens per sample (0: block_size)")
+    parser.add_argument("--seq_len", type=int, default=0,
+                        help="tokens per sample (0: a GPT's block_size, 2048 for Llama)")
+    parser.add_argument("--n_layer", type=int, default=0, help="transformer blocks (0: the preset's)")
     parser.add_argument("--seed", type=int, default=1337)
     # ampt's defaults (config.h) for the synthetic data and the MLP/CNN dimensions.
     parser.add_argument("--features", type=int, default=32)

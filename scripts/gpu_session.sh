@@ -3,7 +3,7 @@
 # scripts/gpu_bundle.sh's build where its absolute paths expect it, points the venv at the image's
 # torch (/opt/torch/.venv, torch 2.11.0+cu130) and runs what is asked, writing into $OUT.
 #   scripts/gpu_session.sh tests    # ampt doctor, the CUDA-tagged tests, then the whole suite (ctest -j8)
-#   scripts/gpu_session.sh bench [RUN.PY ARGS]  # benchmarks/run.py's GPU plan, within 540 s
+#   scripts/gpu_session.sh bench [RUN.PY ARGS]  # benchmarks/run.py's GPU plan, within 480 s
 #   scripts/gpu_session.sh ARGS...  # any command, after the set-up (e.g. build/ampt train ...,
 #                                   # timeout 540 .venv/bin/python benchmarks/fp8_loss.py)
 set -uo pipefail
@@ -37,7 +37,7 @@ case "${1:-}" in
     # Under the device's 10-minute limit with room to copy: run.py writes its results file after
     # every case, so a plan cut short still brings back what it measured. Further arguments go
     # to run.py (e.g. --models gpt2-124m gpt2-350m, to split the plan over two calls).
-    timeout "${BENCH_SECONDS:-540}" .venv/bin/python benchmarks/run.py --device cuda "${@:2}" 2>&1 |
+    timeout "${BENCH_SECONDS:-480}" .venv/bin/python benchmarks/run.py --device cuda "${@:2}" 2>&1 |
       tee "$OUT/bench.txt" | tail -n 60
     ;;
   *)

@@ -135,6 +135,21 @@ TEST_CASE("zero: stages 1 and 2 on 2 Gloo ranks train like stage 0 in bf16 with 
   check_stages(2, {"--mixed_precision", "bf16", "--reduce_dtype", "bf16"}, 1e-2);
 }
 
+TEST_CASE("zero: stage 2 on 2 Gloo ranks refreshes O1's half copies from the gathered weights, "
+          "with autocast's losses bit for bit",
+          "[dist][zero][cli][half_weights]") {
+  const auto dir = make_temp_dir();
+  std::map<std::string, std::string> outs;
+  for (const auto& [name, flag] : {std::pair{"casts", "--half_weights=false"},
+                                   std::pair{"copies", "--fp32_weight_grads=false"}}) {
+    const auto out = fmt::format("{}/{}", dir, name);
+    train(2, zero_args(out, 8, 6, 2, {"--mixed_precision", "bf16", flag}), out + "-logs");
+    outs[name] = out;
+  }
+  CHECK(losses(outs["copies"]) == losses(outs["casts"]));
+  check_close(outs["copies"] + "/ckpt-00000006", outs["casts"] + "/ckpt-00000006", 0.0, 0.0);
+}
+
 TEST_CASE("zero: O2 fp16 on 4 Gloo ranks shards the fp32 masters and agrees on every skip",
           "[dist][zero][cli]") {
   // 2^19 overflows the first two steps' gradients: every rank must skip them alike.
@@ -292,17 +307,22 @@ TEST_CASE("zero3: stage 3 with accumulation, clipping and activation checkpointi
 TEST_CASE("zero3: stage 3 follows a precision schedule and keeps fp32 modules like stage 0",
           "[dist][zero3][cli]") {
   // fp32 for two steps, then bf16 autocast: the Linear weights are gathered in fp32, then bf16,
-  // except the MLP's c_fc, an fp32 island throughout.
-  check_stage3(2, {"--precision_schedule", "fp32:2,bf16", "--keep_fp32_modules", "mlp.c_fc"}, 2e-2);
+  // except the MLP's c_fc, an fp32 island throughout. A block gathered in half computes its
+  // weight gradients in half: stage 0 is held to that arithmetic (its half copies' gradients as
+  // autocast makes them, --fp32_weight_grads=false).
+  check_stage3(2, {"--precision_schedule", "fp32:2,bf16", "--keep_fp32_modules", "mlp.c_fc",
+                   "--fp32_weight_grads=false"},
+               2e-2);
 }
 
 TEST_CASE("zero3: fp16 with a scaler forced to overflow skips the same steps on every rank",
           "[dist][zero3][cli]") {
   const auto level = GENERATE(as<std::string>{}, "O1", "O2");
   INFO(level);
-  // 2^24 overflows the first steps' fp16 gradients: every rank must skip them alike, as stage 0.
+  // 2^24 overflows the first steps' fp16 gradients: every rank must skip them alike, as stage 0
+  // (whose weight gradients are half ones, as stage 3's: fp32 ones would overflow less often).
   check_stage3(4, {"--mixed_precision", "fp16", "--amp_opt_level", level, "--grad_scaler_init",
-                   "16777216"},
+                   "16777216", "--fp32_weight_grads=false"},
                2e-2);
 }
 

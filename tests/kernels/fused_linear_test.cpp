@@ -1,8 +1,10 @@
 // The Linear whose weight and bias gradients come from one GEMM: wherever the epilogue does not
 // run (a CPU, float32, --gemm_epilogues false) the same values and gradients as at::linear, bit
 // for bit, plain and under autocast; on a GPU in half dtypes, the gradients within the half
-// dtype's rounding of at::linear's; and a GPT's attention uses it.
+// dtype's rounding of at::linear's; where a GPT's attention is not one node, its projections use
+// it; over O1's half copies, autocast's values and fp32 weight gradients.
 #include "ampt/kernels/fused_linear.h"
+#include "ampt/kernels/weight_copies.h"
 
 #include "ampt/models/gpt.h"
 #include "ampt/precision/autocast_guard.h"
@@ -90,17 +92,59 @@ TEST_CASE("fused linear: on a GPU in half dtypes, at::linear's gradients to the 
   }
 }
 
-TEST_CASE("fused linear: a GPT's attention projections use it, unless --fused_kernels or "
-          "--gemm_epilogues is off",
+TEST_CASE("fused linear: a GPT's attention is one node with --fused_kernels, and where it "
+          "cannot be (dropout) its projections use fused_linear, unless --gemm_epilogues is off",
           "[kernels][fused_linear][models]") {
-  const auto uses_it = [](bool fused, bool epilogues) {
+  const auto nodes = [](bool fused, bool epilogues, double dropout, const std::string& name) {
     torch::manual_seed(52);
-    ampt::models::Gpt gpt(ampt::models::GptDims{1, 64, 4, 16, 128, 0.0});
+    ampt::models::Gpt gpt(ampt::models::GptDims{1, 64, 4, 16, 128, dropout});
     gpt->set_fused(fused, epilogues);
     const auto tokens = torch::randint(0, 128, {2, 16}, torch::kInt64);
-    return ampt::test::nodes_named(gpt->loss(tokens, tokens), "FusedLinearFunction");
+    return ampt::test::nodes_named(gpt->loss(tokens, tokens), name);
   };
-  CHECK(uses_it(true, true) >= 2);  // c_attn and c_proj
-  CHECK(uses_it(true, false) == 0);
-  CHECK(uses_it(false, true) == 0);
+  CHECK(nodes(true, true, 0.0, "CausalAttentionFunction") == 1);
+  CHECK(nodes(true, true, 0.0, "FusedLinearFunction") == 0);
+  CHECK(nodes(true, true, 0.1, "FusedLinearFunction") >= 2);  // c_attn and c_proj
+  CHECK(nodes(true, false, 0.1, "FusedLinearFunction") == 0);
+  CHECK(nodes(false, true, 0.0, "CausalAttentionFunction") == 0);
+  CHECK(nodes(false, true, 0.0, "FusedLinearFunction") == 0);
+}
+
+TEST_CASE("fused linear over half copies: autocast's values, weight gradients the fp32 sums of "
+          "the half products, a second micro-batch's added in the GEMM",
+          "[kernels][fused_linear][half_weights]") {
+  namespace k = ampt::kernels;
+  for (const auto dtype : {torch::kBFloat16, torch::kHalf}) {
+    INFO(dtype);
+    torch::manual_seed(52);
+    const auto w = (torch::randn({96, 64}) * 0.2).requires_grad_(true);
+    const auto b = torch::randn({96}).requires_grad_(true);
+    const auto x1 = torch::randn({2, 24, 64}), x2 = torch::randn({2, 24, 64});
+    const auto g1 = torch::randn({2, 24, 96}), g2 = torch::randn({2, 24, 96});
+    for (const auto& p : {w, b}) k::allow_weight_copy(p, dtype, /*fp32_grad=*/true);
+    const auto step = [&](const torch::Tensor& x, const torch::Tensor& g) {
+      ampt::precision::AutocastGuard autocast(torch::kCPU, dtype, true);
+      const auto y = k::linear(x, w, b);
+      CHECK(torch::equal(y, at::linear(x, w, b)));  // autocast's own, bit for bit
+      return (y.to(torch::kFloat32) * g).sum();
+    };
+    step(x1, g1).backward();
+    const auto* first = w.grad().data_ptr<float>();
+    step(x2, g2).backward();
+    CHECK(w.grad().data_ptr<float>() == first);  // added into, not replaced
+    // float64 sums of the products of the half values that the GEMMs read.
+    const auto half = [&](const torch::Tensor& t) { return t.to(dtype).to(torch::kFloat64); };
+    const auto dy1 = half(g1).view({-1, 96}), dy2 = half(g2).view({-1, 96});
+    const auto want_w = dy1.t().mm(half(x1).view({-1, 64})) + dy2.t().mm(half(x2).view({-1, 64}));
+    const auto want_b = dy1.sum(0) + dy2.sum(0);
+    CHECK(w.grad().scalar_type() == torch::kFloat32);
+    CHECK(torch::allclose(w.grad().to(torch::kFloat64), want_w, 1e-5, 1e-5));
+    CHECK(torch::allclose(b.grad().to(torch::kFloat64), want_b, 1e-5, 1e-5));
+    // Autocast's path rounds each micro-batch's product to the half dtype: further from them.
+    const auto rounded = (dy1.t().mm(half(x1).view({-1, 64})).to(dtype).to(torch::kFloat64) +
+                          dy2.t().mm(half(x2).view({-1, 64})).to(dtype).to(torch::kFloat64));
+    CHECK((w.grad().to(torch::kFloat64) - want_w).abs().max().item<double>() <
+          (rounded - want_w).abs().max().item<double>());
+    for (const auto& p : {w, b}) k::forbid_weight_copy(p);
+  }
 }

@@ -1,5 +1,6 @@
 // The comparison behind the fused paths' self-checks (kernels/self_check.h), on the CPU; the
 // self-checks themselves, and kernel_support's verdicts with the real probes, on a GPU.
+#include "ampt/core/errors.h"
 #include "ampt/kernels/kernel_support.h"
 #include "ampt/kernels/self_check.h"
 
@@ -24,6 +25,17 @@ TEST_CASE("self-check comparison: norm-wise relative error, and an error naming 
                     "sum: non-finite values where ATen's are finite");
   CHECK_THROWS_WITH(require_close("grad", torch::zeros({3}), want, 1.0),
                     "grad: shape 3 where ATen gives 2");
+}
+
+TEST_CASE("a c10 error is reported by its message's first line, without its backtrace",
+          "[kernels][self_check][errors]") {
+  try {
+    TORCH_CHECK(false, "expected scalar type BFloat16 but found Float");
+    FAIL("TORCH_CHECK threw nothing");
+  } catch (const c10::Error& error) {
+    CHECK_THAT(std::string(error.what()), Catch::Contains("Exception raised from"));
+    CHECK(ampt::message_of(error) == "expected scalar type BFloat16 but found Float");
+  }
 }
 
 TEST_CASE("kernel support on this GPU: every path its capability allows runs and passes its "

@@ -28,24 +28,25 @@ struct Fixture {
   LossScaler scaler{{false}, kCpu};
   StabilityMonitor monitor;
 
-  explicit Fixture(int64_t max_consecutive_skips = 3)
-      : monitor(make_monitor(model, max_consecutive_skips)) {}
+  explicit Fixture(int64_t max_consecutive_skips = 3, int64_t flush_every = 1)
+      : monitor(make_monitor(model, max_consecutive_skips, flush_every)) {}
 
-  static StabilityMonitor make_monitor(const torch::nn::Sequential& model, int64_t max_skips) {
+  static StabilityMonitor make_monitor(const torch::nn::Sequential& model, int64_t max_skips,
+                                       int64_t flush_every) {
     std::vector<torch::Tensor> params;
     std::vector<std::string> names;
     for (const auto& item : model->named_parameters()) {
       names.push_back(item.key());
       params.push_back(item.value());
     }
-    return {params, names, kCpu, max_skips};
+    return {params, names, kCpu, max_skips, flush_every};
   }
 
   torch::Tensor parameter(const std::string& name) { return model->named_parameters()[name]; }
 
-  // One training step as the trainer does it; `poison` may put a NaN into a gradient. Returns
-  // the skip flag.
-  float step(int64_t number, const std::function<void()>& poison = [] {}) {
+  // One training step as the trainer does it; `poison` may put a NaN into a gradient; `flush`:
+  // a log step. Returns the skip flag.
+  float step(int64_t number, const std::function<void()>& poison = [] {}, bool flush = false) {
     model->zero_grad();
     const auto loss = model->forward(torch::ones({3, 4})).pow(2).mean();
     loss.backward();
@@ -58,7 +59,7 @@ struct Fixture {
     }
     const auto skip = monitor.skip_flag(loss.detach(), scaler.unscale_(grads));
     monitor.observe(ampt::train::grad_norms(grads), scaler.update(skip), skip, grad_params);
-    monitor.record(number);
+    monitor.record(number, flush);
     return skip.item<float>();
   }
 };
@@ -135,6 +136,43 @@ TEST_CASE("stability monitor: more steps than its ring holds lose no record", "[
   REQUIRE(bad.size() == 11);
   CHECK(bad.back().consecutive == 11);
   CHECK_FALSE(f.monitor.must_stop(bad.back()));  // 0 never stops
+}
+
+TEST_CASE("stability monitor: records reach the host only when a log step or a full batch of "
+          "them flushes",
+          "[precision][stability]") {
+  Fixture f(/*max_consecutive_skips=*/0, /*flush_every=*/3);
+  const auto poison = [&] { f.parameter("0.bias").grad()[1] = kNaN; };
+  f.step(1, poison);
+  f.step(2);
+  CHECK(f.monitor.poll().empty());  // kept on the device
+  f.step(3);                        // three kept: they go
+  auto bad = f.monitor.poll();
+  REQUIRE(bad.size() == 1);
+  CHECK(bad[0].step == 1);
+  f.step(4, poison, /*flush=*/true);  // a log step
+  bad = f.monitor.poll();
+  REQUIRE(bad.size() == 1);
+  CHECK(bad[0].step == 4);
+  f.step(5, poison);
+  bad = f.monitor.poll(/*wait=*/true);  // the end of the run flushes what is kept
+  REQUIRE(bad.size() == 1);
+  CHECK(bad[0].step == 5);
+}
+
+TEST_CASE("stability monitor: a step that met targets outside the vocabulary says so",
+          "[precision][stability]") {
+  Fixture f;
+  // kernels::TargetCheck's record: 2 bad targets, the first at position 5, of value 300.
+  f.monitor.watch_targets(torch::tensor(std::vector<int64_t>{2, 5, 300}));
+  // Its loss was made NaN.
+  f.step(1, [&] { f.parameter("4.bias").grad()[0] = kNaN; });
+  const auto bad = f.monitor.poll(/*wait=*/true);
+  REQUIRE(bad.size() == 1);
+  CHECK(bad[0].bad_targets == 2);
+  CHECK(bad[0].target_position == 5);
+  CHECK(bad[0].target_value == 300);
+  CHECK_THAT(bad[0].what(), Catch::StartsWith("2 targets outside the vocabulary; "));
 }
 
 TEST_CASE("stability monitor: the diagnosis follows the evidence", "[precision][stability]") {

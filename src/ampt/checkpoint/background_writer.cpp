@@ -1,5 +1,7 @@
 #include "ampt/checkpoint/background_writer.h"
 
+#include "ampt/core/errors.h"
+
 #include <chrono>
 #include <exception>
 
@@ -17,8 +19,7 @@ void BackgroundWriter::start(std::function<void()> job) {
     try {
       job();
     } catch (const std::exception& e) {
-      const std::string what = e.what();
-      outcome.error = what.substr(0, what.find('\n'));  // c10::Error appends a backtrace
+      outcome.error = message_of(e);
     }
     const auto end = std::chrono::steady_clock::now();
     outcome.seconds = std::chrono::duration<double>(end - start).count();

@@ -79,7 +79,7 @@ std::string save_sharded(const std::string& directory, const ShardedSave& save, 
     reports = gather(report_of(mine));
   } catch (const RuntimeError& error) {
     // The others wait for this rank's report: they learn of the failure instead of timing out.
-    if (save.rank != 0) gather(std::string("error\n") + error.what());
+    if (save.rank != 0) gather(std::string("error\n") + message_of(error));
     throw;
   }
   if (save.rank != 0) return dir.string();

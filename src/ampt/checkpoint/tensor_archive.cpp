@@ -236,9 +236,7 @@ c10::IValue read_tensor_archive(const std::string& path, const std::string& what
   try {
     return read_tensor_archive(path);
   } catch (const c10::Error& e) {
-    const std::string text = e.what_without_backtrace();
-    throw RuntimeError(what + " '" + path + "' is truncated or corrupt: " +
-                       text.substr(0, text.find('\n')));
+    throw RuntimeError(what + " '" + path + "' is truncated or corrupt: " + message_of(e));
   } catch (const RuntimeError& e) {
     throw RuntimeError(what + " '" + path + "' is truncated or corrupt: " + e.what());
   }

@@ -85,6 +85,12 @@ struct Config {
   int64_t max_consecutive_skips = 50;  // stop after this many skipped steps in a row; 0: never
   bool deterministic = false;
   bool autocast_cache = true;
+  // O1: half copies of the weights the matmuls read, written by the optimizer step
+  // (precision/half_weights.h); false: autocast casts every weight in every forward.
+  bool half_weights = true;
+  // With half_weights: weight gradients in fp32 straight from the GEMM; false: autocast's half
+  // gradients, cast (the values of half_weights false).
+  bool fp32_weight_grads = true;
 
   // training
   int64_t batch_size = 128;

@@ -84,6 +84,16 @@ std::vector<Option> build_table() {
                   "weights and activations, fp32 norms and master weights"),
       bool_option("autocast_cache", "amp.autocast_cache", &C::autocast_cache,
                   "Reuse autocast's low-precision weight copies within a forward pass"),
+      bool_option("half_weights", "amp.half_weights", &C::half_weights,
+                  "O1: keep a bf16/fp16 copy of each weight the matmuls read, written by the "
+                  "optimizer step in the pass that updates the fp32 weight, instead of autocast "
+                  "casting every weight in every forward (not under ZeRO-3, whose blocks are "
+                  "gathered in the compute dtype); false: autocast's casts, for comparison"),
+      bool_option("fp32_weight_grads", "amp.fp32_weight_grads", &C::fp32_weight_grads,
+                  "With half_weights: weight gradients accumulated in fp32 straight from the GEMM "
+                  "(fp32-output cuBLAS, MKL on CPUs), as Megatron-LM's "
+                  "gradient_accumulation_fusion; false: half gradients cast to fp32, the values "
+                  "of half_weights false"),
       list_option(explained_string_option(
           "keep_fp32_modules", "amp.keep_fp32_modules", &C::keep_fp32_modules,
           module_patterns_problem, std::string(kModulePatternsExpected), "PATTERNS",

@@ -59,9 +59,8 @@ std::optional<std::string> gpu_problem(int index) {
     return fmt::format("cuda:{} ({}) computed 1 + 1 = {}", index, properties->name,
                        one.item<float>());
   } catch (const c10::Error& error) {
-    const std::string what = error.what_without_backtrace();
     return fmt::format("cuda:{} ({}) cannot run LibTorch's kernels: {}", index, properties->name,
-                       what.substr(0, what.find('\n')));
+                       message_of(error));
   }
 }
 

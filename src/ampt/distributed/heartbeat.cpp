@@ -1,5 +1,7 @@
 #include "ampt/distributed/heartbeat.h"
 
+#include "ampt/core/errors.h"
+
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <fmt/format.h>
@@ -69,8 +71,7 @@ void Heartbeat::run() {
         }
       }
     } catch (const std::exception& error) {
-      store_error = error.what();
-      store_error = store_error.substr(0, store_error.find('\n'));
+      store_error = message_of(error);
     }
     lock.lock();
     if (!lost.empty() || !store_error.empty()) {

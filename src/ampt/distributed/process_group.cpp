@@ -28,14 +28,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string first_line(const std::exception& error) {
-  std::string text = error.what();
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&error)) {
-    text = c10_error->what_without_backtrace();
-  }
-  return text.substr(0, text.find('\n'));
-}
-
 double seconds(milliseconds timeout) { return std::chrono::duration<double>(timeout).count(); }
 
 std::string join(const std::vector<int64_t>& ranks) {
@@ -171,12 +163,12 @@ std::unique_ptr<Group> Group::connect(const config::Config& config, const c10::D
     if (launch.is_main()) {
       throw RuntimeError(fmt::format("rank 0 cannot serve {}: {} (is the port taken? set "
                                      "MASTER_PORT to a free one)",
-                                     where, first_line(error)));
+                                     where, message_of(error)));
     }
     throw RuntimeError(fmt::format(
         "rank {} cannot reach {} within {} s (dist_timeout): {}; is rank 0 running, and are "
         "MASTER_ADDR and MASTER_PORT right?",
-        launch.rank, where, config.dist_timeout, first_line(error)));
+        launch.rank, where, config.dist_timeout, message_of(error)));
   }
   rendezvous(*store, launch, timeout, where);
   if (device.is_cuda()) check_gpus(*store, launch, device);
@@ -218,7 +210,7 @@ Group::Group(c10::intrusive_ptr<c10d::Store> store, int64_t rank, int64_t world_
     throw;
   } catch (const std::exception& error) {
     throw RuntimeError(fmt::format("rank {}: cannot create the {} process group through {}: {}",
-                                   rank, backend_name_, where_, first_line(error)));
+                                   rank, backend_name_, where_, message_of(error)));
   }
   stop_flag_ = at::zeros({1}, at::kInt);
   heartbeat_ = std::make_unique<Heartbeat>(store_, rank, world_size, heartbeat_stale(timeout));
@@ -240,10 +232,10 @@ void Group::fail(std::string_view what, const std::exception& error) {
   const auto lost = heartbeat_->lost_ranks();
   if (!lost.empty()) {
     throw RuntimeError(fmt::format("rank {}: lost {} during {}; stopping ({})", rank_, lost, what,
-                                   first_line(error)));
+                                   message_of(error)));
   }
   throw RuntimeError(fmt::format("rank {}: {} failed ({}): {}", rank_, what, where_,
-                                 first_line(error)));
+                                 message_of(error)));
 }
 
 c10::intrusive_ptr<c10d::Work> Group::all_reduce_async(at::Tensor& tensor, Reduce op) {
@@ -329,7 +321,7 @@ std::vector<std::string> Group::gather_text(const std::string& key, const std::s
     return texts;
   } catch (const std::exception& error) {
     throw RuntimeError(fmt::format("rank {}: {} failed ({}): {}", rank_, what, where_,
-                                   first_line(error)));
+                                   message_of(error)));
   }
 }
 

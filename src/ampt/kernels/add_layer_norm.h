@@ -23,8 +23,8 @@ AddLayerNormResult add_layer_norm(const torch::Tensor& residual, const torch::Te
                                   const torch::Tensor& weight, const torch::Tensor& bias,
                                   double eps);
 
-// The unfused computation, with autograd's own backward: ATen's add and layer_norm, then the
-// cast to autocast's dtype that the next matmul would make.
+// The unfused computation, with autograd's own backward: ATen's add, then layer_norm in float32
+// (as autocast runs it) and the cast to the dtype `normed` has in add_layer_norm.
 AddLayerNormResult add_layer_norm_reference(const torch::Tensor& residual,
                                             const torch::Tensor& branch,
                                             const torch::Tensor& weight, const torch::Tensor& bias,

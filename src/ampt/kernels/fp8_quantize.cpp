@@ -1,23 +1,23 @@
 #include "ampt/kernels/fp8_quantize.h"
 
-#include "ampt/kernels/cuda/launch.h"
 #include "ampt/kernels/cuda_dtype.h"
 #include "ampt/kernels/kernel_support.h"
 
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
+#include <c10/core/DeviceGuard.h>
 
 #include <cmath>
 
 namespace ampt::kernels {
 namespace {
 
-cuda::Fp8Dtype kernel_fp8(c10::ScalarType dtype) {
-  return dtype == c10::kFloat8_e5m2 ? cuda::Fp8Dtype::e5m2 : cuda::Fp8Dtype::e4m3;
+abi::Fp8Dtype kernel_fp8(c10::ScalarType dtype) {
+  return dtype == c10::kFloat8_e5m2 ? abi::Fp8Dtype::e5m2 : abi::Fp8Dtype::e4m3;
 }
 
-// The current stream of the current device: callers set the device to the tensor's first.
-void* stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+// The backend of the kernels on x's device: kernel_takes(x) said they run there.
+const KernelBackend& backend_of(const torch::Tensor& x) {
+  return *kernels_for(FusedPath::fp8_casts, x.device());
+}
 
 // What the CUDA kernels take: a non-empty contiguous 2-D float32/bfloat16/float16 CUDA tensor,
 // 16-byte aligned, whose sides are multiples of 16 (the fp8 GEMMs need that anyway) and whose
@@ -25,11 +25,11 @@ void* stream() { return at::cuda::getCurrentCUDAStream().stream(); }
 // kernels run on (kernel_support.h).
 bool kernel_takes(const torch::Tensor& x) {
   const auto t = x.scalar_type();
-  return x.is_cuda() && x.dim() == 2 && x.is_contiguous() && x.numel() > 0 &&
+  return x.dim() == 2 && x.is_contiguous() && x.numel() > 0 &&
          x.size(0) % 16 == 0 && x.size(1) % 16 == 0 && x.size(0) <= 64 * int64_t{65535} &&
          reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 16 == 0 &&
          (t == c10::kFloat || t == c10::kBFloat16 || t == c10::kHalf) &&
-         fused_path_runs(FusedPath::fp8_casts, x.device());
+         kernels_for(FusedPath::fp8_casts, x.device()) != nullptr;
 }
 
 // And a gradient prologue's `pre` alike, of x's shape, dtype and device.
@@ -40,13 +40,13 @@ bool kernel_takes(const torch::Tensor& x, const Fp8CastSpec& spec) {
          spec.pre.scalar_type() == x.scalar_type() && spec.pre.device() == x.device();
 }
 
-cuda::Fp8Input kernel_input(const torch::Tensor& x, const Fp8CastSpec& spec) {
+abi::Fp8Input kernel_input(const torch::Tensor& x, const Fp8CastSpec& spec) {
   using P = Fp8CastSpec::Prologue;
-  const auto prologue = spec.prologue == P::gelu_tanh        ? cuda::Fp8Prologue::gelu_tanh
-                        : spec.prologue == P::gelu_tanh_grad ? cuda::Fp8Prologue::gelu_tanh_grad
-                                                             : cuda::Fp8Prologue::none;
+  const auto prologue = spec.prologue == P::gelu_tanh        ? abi::Fp8Prologue::gelu_tanh
+                        : spec.prologue == P::gelu_tanh_grad ? abi::Fp8Prologue::gelu_tanh_grad
+                                                             : abi::Fp8Prologue::none;
   return {x.data_ptr(), cuda_dtype(x.scalar_type()), prologue,
-          prologue == cuda::Fp8Prologue::gelu_tanh_grad ? spec.pre.data_ptr() : nullptr};
+          prologue == abi::Fp8Prologue::gelu_tanh_grad ? spec.pre.data_ptr() : nullptr};
 }
 
 float max_over_headroom(const Fp8Format& format) {
@@ -100,7 +100,8 @@ Fp8Cast cast_with_aten(const torch::Tensor& x, const torch::Tensor& scale, const
 
 Fp8Cast cast_with_kernel(const torch::Tensor& x, const torch::Tensor& scale,
                          const Fp8Format& format, const Fp8CastSpec& spec, Fp8History* history) {
-  const c10::cuda::CUDAGuard guard(x.device());
+  const c10::DeviceGuard guard(x.device());
+  const auto& kernels = backend_of(x);
   const int64_t rows = x.size(0), cols = x.size(1);
   const auto fp8 = x.options().dtype(format.dtype);
   const auto f32 = x.options().dtype(torch::kFloat32);
@@ -110,8 +111,8 @@ Fp8Cast cast_with_kernel(const torch::Tensor& x, const torch::Tensor& scale,
   out.inverse = torch::empty({}, f32);
   out.transposed_inverse = out.inverse;
   torch::Tensor partials;
-  if (spec.column_sums) partials = torch::empty({cuda::fp8_column_partial_rows(rows), cols}, f32);
-  cuda::Fp8ScaleUpdate update{};
+  if (spec.column_sums) partials = torch::empty({kernels.fp8_column_partial_rows(rows), cols}, f32);
+  abi::Fp8ScaleUpdate update{};
   if (history) {
     update = {history->scale.data_ptr<float>(),
               history->last_scale.data_ptr<float>(),
@@ -122,12 +123,12 @@ Fp8Cast cast_with_kernel(const torch::Tensor& x, const torch::Tensor& scale,
               max_over_headroom(format),
               reinterpret_cast<uint32_t*>(history->scratch.data_ptr<int32_t>())};
   }
-  cuda::fp8_cast_transpose(kernel_input(x, spec), rows, cols, scale.data_ptr<float>(),
-                           kernel_fp8(format.dtype), spec.data ? out.data.data_ptr() : nullptr,
-                           spec.transposed ? out.transposed.data_ptr() : nullptr,
-                           out.inverse.data_ptr<float>(),
-                           spec.column_sums ? partials.data_ptr<float>() : nullptr,
-                           history ? &update : nullptr, stream());
+  kernels.fp8_cast_transpose(kernel_input(x, spec), rows, cols, scale.data_ptr<float>(),
+                             kernel_fp8(format.dtype), spec.data ? out.data.data_ptr() : nullptr,
+                             spec.transposed ? out.transposed.data_ptr() : nullptr,
+                             out.inverse.data_ptr<float>(),
+                             spec.column_sums ? partials.data_ptr<float>() : nullptr,
+                             history ? &update : nullptr, kernels.stream(x.device()));
   if (spec.column_sums) out.column_sums = partials.sum(0);  // a fixed order: deterministic
   return out;
 }
@@ -172,11 +173,13 @@ void scale_from_amax(const torch::Tensor& x, const torch::Tensor& scale, const F
                      const torch::Tensor& amax_out, const torch::Tensor& scratch,
                      const Fp8CastSpec& spec, bool use_kernel) {
   if (use_kernel && kernel_takes(x, spec)) {
-    const c10::cuda::CUDAGuard guard(x.device());
-    cuda::fp8_scale_from_amax(kernel_input(x, spec), x.numel(), max_over_headroom(format),
-                              scale.data_ptr<float>(),
-                              amax_out.defined() ? amax_out.data_ptr<float>() : nullptr,
-                              reinterpret_cast<uint32_t*>(scratch.data_ptr<int32_t>()), stream());
+    const c10::DeviceGuard guard(x.device());
+    const auto& kernels = backend_of(x);
+    kernels.fp8_scale_from_amax(kernel_input(x, spec), x.numel(), max_over_headroom(format),
+                                scale.data_ptr<float>(),
+                                amax_out.defined() ? amax_out.data_ptr<float>() : nullptr,
+                                reinterpret_cast<uint32_t*>(scratch.data_ptr<int32_t>()),
+                                kernels.stream(x.device()));
     return;
   }
   const auto amax = amax_of(fp8_cast_values(x, spec));
@@ -195,20 +198,21 @@ Fp8Cast cast_fp8_rowwise(const torch::Tensor& x, const Fp8Format& format, bool u
             quantize(x, col_scale.unsqueeze(0), format).t().contiguous(), row_scale.reciprocal(),
             col_scale.reciprocal(), torch::Tensor()};
   }
-  const c10::cuda::CUDAGuard guard(x.device());
+  const c10::DeviceGuard guard(x.device());
+  const auto& kernels = backend_of(x);
   const auto amaxes = torch::zeros({rows + cols}, x.options().dtype(torch::kInt32));
   auto* row_amax = reinterpret_cast<uint32_t*>(amaxes.data_ptr<int32_t>());
-  cuda::fp8_rowwise_amax(x.data_ptr(), cuda_dtype(x.scalar_type()), rows, cols, row_amax,
-                         row_amax + rows, stream());
+  kernels.fp8_rowwise_amax(x.data_ptr(), cuda_dtype(x.scalar_type()), rows, cols, row_amax,
+                           row_amax + rows, kernels.stream(x.device()));
   const auto fp8 = x.options().dtype(format.dtype);
   const auto f32 = x.options().dtype(torch::kFloat32);
   Fp8Cast out{torch::empty({rows, cols}, fp8), torch::empty({cols, rows}, fp8),
               torch::empty({rows}, f32), torch::empty({cols}, f32), torch::Tensor()};
-  cuda::fp8_rowwise_cast_transpose(x.data_ptr(), cuda_dtype(x.scalar_type()), rows, cols, row_amax,
-                                   row_amax + rows, max_over_headroom(format),
-                                   kernel_fp8(format.dtype), out.data.data_ptr(),
-                                   out.transposed.data_ptr(), out.inverse.data_ptr<float>(),
-                                   out.transposed_inverse.data_ptr<float>(), stream());
+  kernels.fp8_rowwise_cast_transpose(
+      x.data_ptr(), cuda_dtype(x.scalar_type()), rows, cols, row_amax, row_amax + rows,
+      max_over_headroom(format), kernel_fp8(format.dtype), out.data.data_ptr(),
+      out.transposed.data_ptr(), out.inverse.data_ptr<float>(),
+      out.transposed_inverse.data_ptr<float>(), kernels.stream(x.device()));
   return out;
 }
 

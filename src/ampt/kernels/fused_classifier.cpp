@@ -1,21 +1,20 @@
 #include "ampt/kernels/fused_classifier.h"
 
-#include "ampt/core/errors.h"
-#include "ampt/kernels/cuda/launch.h"
 #include "ampt/kernels/cuda_dtype.h"
 #include "ampt/kernels/fp8_gemm.h"
 #include "ampt/kernels/fp8_quantize.h"
+#include "ampt/kernels/fp32_gemm.h"
+#include "ampt/kernels/fused_linear.h"
 #include "ampt/kernels/kernel_support.h"
+#include "ampt/kernels/weight_copies.h"
 
 #include <ATen/autocast_mode.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGraphsC10Utils.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <fmt/format.h>
+#include <c10/core/DeviceGuard.h>
 #include <torch/autograd.h>
 #include <torch/nn/functional/loss.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace ampt::kernels {
 namespace {
@@ -31,24 +30,27 @@ c10::ScalarType compute_dtype(const torch::Tensor& weight) {
 // rows 0).
 void softmax_cross_entropy(torch::Tensor& logits, const torch::Tensor& targets, int64_t valid,
                            torch::Tensor& row_loss, bool grad) {
-  if (logits.is_cuda() && fused_path_runs(FusedPath::softmax_cross_entropy, logits.device())) {
+  if (const auto* kernels = kernels_for(FusedPath::softmax_cross_entropy, logits.device())) {
     TORCH_CHECK(targets.device() == logits.device() && targets.is_contiguous(),
                 "fused classifier: targets must be contiguous on the logits' device ",
                 logits.device(), ", got ", targets.device());
-    const c10::cuda::CUDAGuard guard(logits.device());
-    cuda::softmax_cross_entropy(logits.data_ptr(), cuda_dtype(logits.scalar_type()),
-                                logits.size(0), logits.size(1), valid,
-                                targets.data_ptr<int64_t>(), kIgnoreIndex,
-                                row_loss.data_ptr<float>(), grad,
-                                at::cuda::getCurrentCUDAStream().stream());
+    const c10::DeviceGuard guard(logits.device());
+    kernels->softmax_cross_entropy(logits.data_ptr(), cuda_dtype(logits.scalar_type()),
+                                   logits.size(0), logits.size(1), valid,
+                                   targets.data_ptr<int64_t>(), kIgnoreIndex,
+                                   row_loss.data_ptr<float>(), grad,
+                                   kernels->stream(logits.device()));
     return;
   }
   const auto counted = targets.ne(kIgnoreIndex);
-  const auto safe_targets = targets.clamp_min(0).unsqueeze(1);
+  // As the kernel: a target outside the row is never read, and its row's loss is NaN.
+  const auto bad = counted.logical_and(targets.lt(0).logical_or_(targets.ge(valid)));
+  const auto safe_targets = targets.masked_fill(bad, 0).clamp_min_(0).unsqueeze(1);
   // One vectorised softmax pass (in float32) instead of logsumexp's generic reduction and a
   // subtraction.
   auto log_probs = at::log_softmax(logits.narrow(1, 0, valid), 1, torch::kFloat32);
-  row_loss.copy_(log_probs.gather(1, safe_targets).squeeze(1).neg_().mul_(counted));
+  row_loss.copy_(log_probs.gather(1, safe_targets).squeeze(1).neg_().mul_(counted).masked_fill_(
+      bad, std::numeric_limits<float>::quiet_NaN()));
   if (!grad) return;
   auto g = log_probs.exp_();
   g.scatter_add_(1, safe_targets, torch::full_like(safe_targets, -1.0, g.options()));
@@ -57,35 +59,19 @@ void softmax_cross_entropy(torch::Tensor& logits, const torch::Tensor& targets, 
   logits.narrow(1, valid, logits.size(1) - valid).zero_();
 }
 
-// out (+)= a · b in float32 from operands of a half dtype: cuBLAS accumulates into out directly;
-// elsewhere the product is formed and added.
-void matmul_into(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool add) {
-  if (out.is_cuda() && a.scalar_type() != c10::kFloat) {
-    if (add) {
-      at::addmm_out(out, out, a, b, c10::kFloat);
-    } else {
-      at::mm_out(out, a, b, c10::kFloat);
-    }
-    return;
-  }
-  const auto product = at::mm(a, b);
-  if (add) {
-    out.add_(product);
-  } else {
-    out.copy_(product);
-  }
-}
-
 // The head's matmuls chunk by chunk, in the compute dtype or in fp8 (current scaling).
 class HeadMatmuls {
  public:
-  HeadMatmuls(const torch::Tensor& hidden, const torch::Tensor& weight, c10::ScalarType compute,
-              bool fp8, bool grad)
+  // `weight_copy`: the weight's half copy in the compute dtype, read instead of a cast of it.
+  HeadMatmuls(const torch::Tensor& hidden, const torch::Tensor& weight,
+              const torch::Tensor& weight_copy, c10::ScalarType compute, bool fp8, bool grad)
       : fp8_(fp8),
         grad_(grad),
         // fp8 quantises from the tensors' own dtypes, in one pass each.
         h_(fp8 ? hidden.contiguous() : hidden.to(compute)),
-        w_(fp8 ? weight.contiguous() : weight.to(compute)) {
+        w_(fp8                     ? weight.contiguous()
+           : weight_copy.defined() ? weight_copy
+                                   : weight.to(compute)) {
     if (!fp8_) return;
     scratch_ = torch::zeros({2}, weight.options().dtype(torch::kInt32));
     w8_ = quantize(w_, c10::kFloat8_e4m3fn, grad_);
@@ -107,8 +93,16 @@ class HeadMatmuls {
   // chunk's logit gradient g.
   void gradients(const torch::Tensor& g, torch::Tensor& dh_chunk, torch::Tensor& dw) {
     if (!fp8_) {
-      matmul_into(dh_chunk, g, w_, /*add=*/false);
-      if (dw.defined()) matmul_into(dw, g.t(), chunk_, /*add=*/true);
+      // The weight's gradient sums over every row: in fp32 from the GEMM. The hidden state's, a
+      // product over the width, is the half GEMM's on a CPU (autocast's matmul makes the same),
+      // where a hidden state held in fp32 and one held in half then get the same gradient (a
+      // fused GPT's and an activation-checkpointed one's); cuBLAS writes it in fp32.
+      if (dh_chunk.is_cuda() || w_.scalar_type() == c10::kFloat) {
+        matmul_fp32(dh_chunk, g, w_, /*accumulate=*/false);
+      } else {
+        dh_chunk.copy_(at::mm(g, w_));
+      }
+      if (dw.defined()) matmul_fp32(dw, g.t(), chunk_, /*accumulate=*/true);
       return;
     }
     const auto g8 = quantize(g, c10::kFloat8_e5m2, true);
@@ -135,10 +129,12 @@ class HeadMatmuls {
 class ClassifierLossFunction : public torch::autograd::Function<ClassifierLossFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& hidden,
-                               const torch::Tensor& weight, const torch::Tensor& targets,
-                               int64_t valid, int64_t chunk_rows, int64_t dtype, bool fp8,
-                               bool grad) {
-    HeadMatmuls head(hidden, weight, static_cast<c10::ScalarType>(dtype), fp8, grad);
+                               const torch::Tensor& weight,
+                               const std::optional<torch::Tensor>& weight_copy,
+                               const torch::Tensor& targets, int64_t valid, int64_t chunk_rows,
+                               int64_t dtype, bool fp8, bool grad) {
+    HeadMatmuls head(hidden, weight, weight_copy.value_or(torch::Tensor()),
+                     static_cast<c10::ScalarType>(dtype), fp8, grad);
     const int64_t rows = head.rows(), classes = weight.size(0);
     const auto f32 = hidden.options().dtype(torch::kFloat32);
     auto row_loss = torch::empty({rows}, f32);
@@ -180,33 +176,14 @@ class ClassifierLossFunction : public torch::autograd::Function<ClassifierLossFu
       at::mul_out(out, grad, scale);
       return out;
     };
-    return {scaled(saved[0], dtype("hidden_dtype")),
-            saved[1].defined() ? scaled(saved[1], dtype("weight_dtype")) : torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
-            torch::Tensor()};
+    return gradients({scaled(saved[0], dtype("hidden_dtype")),
+                      saved[1].defined() ? scaled(saved[1], dtype("weight_dtype"))
+                                         : torch::Tensor()},
+                     9);
   }
 };
 
 }  // namespace
-
-void check_targets(const torch::Tensor& targets, int64_t classes) {
-  // A CUDA graph being captured cannot wait for the answer; its warm-up steps were checked, and
-  // the kernel turns what a replay finds outside the row into NaN, never into a read.
-  if (targets.is_cuda() && c10::cuda::currentStreamCaptureStatusMayInitCtx() !=
-                               c10::cuda::CaptureStatus::None) {
-    return;
-  }
-  const auto counted = targets.ne(kIgnoreIndex);
-  const auto bad = counted.logical_and(targets.lt(0).logical_or(targets.ge(classes)));
-  if (!bad.any().item<bool>()) return;  // the one wait, on a GPU
-  const auto flat = bad.flatten().nonzero();
-  const int64_t at = flat[0].item<int64_t>();
-  throw RuntimeError(fmt::format(
-      "target {} (position {} of {}) is outside the vocabulary of {} classes: targets must be in "
-      "[0, {}) or {} (ignored); {} of them are outside",
-      targets.flatten()[at].item<int64_t>(), at, targets.numel(), classes, classes, kIgnoreIndex,
-      flat.size(0)));
-}
 
 int64_t default_chunk_rows(int64_t classes) {
   constexpr int64_t kLogitsPerChunk = int64_t{1} << 26;
@@ -224,8 +201,10 @@ torch::Tensor classifier_loss(const torch::Tensor& hidden, const torch::Tensor& 
   // Without a backward to come (evaluation), no gradient is computed or kept.
   const bool grad =
       torch::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad());
-  return ClassifierLossFunction::apply(hidden, weight, targets.to(torch::kInt64).contiguous(),
-                                       valid, chunk,
+  // The head reads the weight's half copy where it has one (weight_copies.h), not a cast of it.
+  const auto copy = options.fp8 ? torch::Tensor() : weight_copy(weight).copy;
+  return ClassifierLossFunction::apply(hidden, weight, optional_tensor(copy),
+                                       targets.to(torch::kInt64).contiguous(), valid, chunk,
                                        static_cast<int64_t>(compute_dtype(weight)), options.fp8,
                                        grad);
 }
@@ -233,9 +212,7 @@ torch::Tensor classifier_loss(const torch::Tensor& hidden, const torch::Tensor& 
 torch::Tensor classifier_loss_reference(const torch::Tensor& hidden, const torch::Tensor& weight,
                                         const torch::Tensor& targets, int64_t valid_classes) {
   const int64_t valid = valid_classes > 0 ? valid_classes : weight.size(0);
-  check_targets(targets, valid);
-  const auto logits = at::linear(hidden, weight.narrow(0, 0, valid));
-  return torch::nn::functional::cross_entropy(logits, targets);
+  return checked_cross_entropy(at::linear(hidden, weight.narrow(0, 0, valid)), targets);
 }
 
 }  // namespace ampt::kernels

@@ -5,13 +5,13 @@
 // scaled by the incoming gradient in backward.
 #pragma once
 
+#include "ampt/kernels/target_check.h"
+
 #include <torch/types.h>
 
 #include <cstdint>
 
 namespace ampt::kernels {
-
-constexpr int64_t kIgnoreIndex = -100;  // PyTorch's cross_entropy default
 
 // The rows per chunk when ClassifierLossOptions::chunk_rows is 0: about 2^26 logits a chunk, and
 // at least 64 rows (what the memory estimate counts for the chunk, too).
@@ -39,13 +39,6 @@ struct ClassifierLossOptions {
 // one kernel (cuda/launch.h); elsewhere ATen ops. Gradients flow to hidden and weight.
 torch::Tensor classifier_loss(const torch::Tensor& hidden, const torch::Tensor& weight,
                               const torch::Tensor& targets, const ClassifierLossOptions& options);
-
-// Throws a RuntimeError naming the first target outside [0, classes) that is not kIgnoreIndex,
-// its position and the vocabulary size, where cross-entropy would read outside a row (our kernel
-// instead gives such a row a NaN loss) or stop the GPU on a device-side assert (ATen's). On a GPU
-// this waits for the targets; not while a CUDA graph is captured. classifier_loss and
-// classifier_loss_reference check their targets with it.
-void check_targets(const torch::Tensor& targets, int64_t classes);
 
 // The unfused computation the fused one must agree with: cross_entropy over the logits of the
 // valid columns, with autograd's own backward.

@@ -11,25 +11,38 @@ namespace {
 class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
  public:
   // x [rows, width] and the weights in one dtype; the Linears as at::linear runs them (addmm).
+  // With the half copies given (all four), the matmuls read them and the four fp32 weights get
+  // fp32 gradients (fused_linear.h's half_param_grads).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& fc_weight, const torch::Tensor& fc_bias,
                                const torch::Tensor& proj_weight, const torch::Tensor& proj_bias,
-                               const std::string& approximate, bool epilogues) {
+                               const std::optional<torch::Tensor>& fc_weight_copy,
+                               const std::optional<torch::Tensor>& fc_bias_copy,
+                               const std::optional<torch::Tensor>& proj_weight_copy,
+                               const std::optional<torch::Tensor>& proj_bias_copy,
+                               const std::string& approximate, bool epilogues, bool fp32_grad) {
+    const bool copies = fc_weight_copy.has_value();
+    const auto& fc_w = copies ? *fc_weight_copy : fc_weight;
+    const auto& fc_b = copies ? *fc_bias_copy : fc_bias;
+    const auto& proj_w = copies ? *proj_weight_copy : proj_weight;
+    const auto& proj_b = copies ? *proj_bias_copy : proj_bias;
     // cuBLASLt's GELU is the tanh approximation.
     epilogues = epilogues && approximate == "tanh";
     torch::Tensor pre, hidden;
-    const auto fused = epilogues ? linear_gelu(x, fc_weight, fc_bias) : std::nullopt;
+    const auto fused = epilogues ? linear_gelu(x, fc_w, fc_b) : std::nullopt;
     if (fused) {
       pre = fused->first;
       hidden = fused->second;
     } else {
-      pre = at::addmm(fc_bias, x, fc_weight.t());
+      pre = at::addmm(fc_b, x, fc_w.t());
       hidden = at::gelu(pre, approximate);
     }
-    ctx->save_for_backward({x, pre, fc_weight, proj_weight});
+    ctx->save_for_backward({x, pre, fc_w, proj_w, fc_weight, fc_bias, proj_weight, proj_bias});
     ctx->saved_data["approximate"] = approximate;
     ctx->saved_data["epilogues"] = epilogues;
-    return at::addmm(proj_bias, hidden, proj_weight.t());
+    ctx->saved_data["copies"] = copies;
+    ctx->saved_data["fp32_grad"] = fp32_grad;
+    return at::addmm(proj_b, hidden, proj_w.t());
   }
 
   // Without the epilogues, each gradient as AddmmBackward0 and GeluBackward0 form it
@@ -38,23 +51,26 @@ class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto &x = saved[0], &pre = saved[1], &fc_weight = saved[2], &proj_weight = saved[3];
+    const auto &x = saved[0], &pre = saved[1], &fc_w = saved[2], &proj_w = saved[3];
     const auto approximate = ctx->saved_data["approximate"].toStringRef();
     const bool epilogues = ctx->saved_data["epilogues"].toBool();
+    const bool copies = ctx->saved_data["copies"].toBool();
+    const bool fp32_grad = ctx->saved_data["fp32_grad"].toBool();
     const auto dy = grads[0].contiguous();
     const auto need = [&](int i) { return ctx->needs_input_grad(i); };
-    const auto proj = linear_param_grads(
-        dy, [&] { return at::gelu(pre, approximate); }, need(3), need(4), epilogues);
-    auto d_pre = epilogues ? linear_input_grad_dgelu(dy, proj_weight, pre) : std::nullopt;
-    if (!d_pre) d_pre = at::gelu_backward(dy.mm(proj_weight), pre, approximate);
-    const auto fc = linear_param_grads(*d_pre, [&] { return x; }, need(1), need(2), epilogues);
-    return {need(0) ? d_pre->mm(fc_weight) : torch::Tensor(),
-            fc.weight,
-            fc.bias,
-            proj.weight,
-            proj.bias,
-            torch::Tensor(),
-            torch::Tensor()};
+    const auto param_grads = [&](const torch::Tensor& d_out,
+                                 const std::function<torch::Tensor()>& input, int w, int b) {
+      return copies ? half_param_grads(d_out, input, saved[4 + w - 1], saved[4 + b - 1], need(w),
+                                       need(b), epilogues, fp32_grad)
+                    : linear_param_grads(d_out, input, need(w), need(b), epilogues);
+    };
+    const auto proj = param_grads(dy, [&] { return at::gelu(pre, approximate); }, 3, 4);
+    auto d_pre = epilogues ? linear_input_grad_dgelu(dy, proj_w, pre) : std::nullopt;
+    if (!d_pre) d_pre = at::gelu_backward(dy.mm(proj_w), pre, approximate);
+    const auto fc = param_grads(*d_pre, [&] { return x; }, 1, 2);
+    return gradients({need(0) ? d_pre->mm(fc_w) : torch::Tensor(), fc.weight, fc.bias,
+                      proj.weight, proj.bias},
+                     12);
   }
 };
 
@@ -62,12 +78,14 @@ class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
 
 torch::Tensor gelu_mlp(const torch::Tensor& x, const GeluMlpWeights& weights,
                        const std::string& approximate, bool epilogues) {
-  const auto cast = autocast_linear_arg;  // the Linears' arguments as autocast would cast them
   auto sizes = x.sizes().vec();
   sizes.back() = weights.proj_weight.size(0);
-  return GeluMlpFunction::apply(cast(x).reshape({-1, x.size(-1)}), cast(weights.fc_weight),
-                                cast(weights.fc_bias), cast(weights.proj_weight),
-                                cast(weights.proj_bias), approximate, epilogues)
+  const auto in = autocast_linear_arg(x).reshape({-1, x.size(-1)});
+  const auto a = two_linear_args(weights.fc_weight, weights.fc_bias, weights.proj_weight,
+                                 weights.proj_bias);
+  return GeluMlpFunction::apply(in, a.weight1, a.bias1, a.weight2, a.bias2, a.copy_weight1,
+                                a.copy_bias1, a.copy_weight2, a.copy_bias2, approximate, epilogues,
+                                a.fp32_grad)
       .view(sizes);
 }
 

@@ -7,7 +7,8 @@
 // epilogues (gemm_epilogues.h): the same arithmetic on values not yet rounded to the half dtype,
 // and four passes over a [tokens, 4·width] tensor fewer. Everywhere else the same ATen operations
 // as the two Linears and the GELU run one by one, in the same order, so values and gradients are
-// the unfused ones.
+// the unfused ones. Where the four weights have half copies (weight_copies.h) the GEMMs read those
+// and the weights' gradients are fp32, as fused_linear's.
 #pragma once
 
 #include <torch/types.h>

@@ -7,8 +7,13 @@
 #include <cublasLt.h>
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <tuple>
 #include <type_traits>
 
 namespace ampt::kernels {
@@ -50,6 +55,23 @@ uint32_t alignment(const void* pointer) {
   uint32_t bytes = 1;
   while (bytes < 256 && address % (2 * bytes) == 0) bytes *= 2;
   return bytes;
+}
+
+// What cuBLASLt's heuristic chooses an algorithm from: the problem, the epilogue, the operands'
+// alignment (the workspace is the process's one size). Asking it costs tens to hundreds of
+// microseconds of host time, which at a hundred epilogue GEMMs a step kept the GPU waiting for the
+// host (../shared/gpu/h100-2026-11-26.md): each problem is asked once per device.
+using AlgoKey = std::tuple<int, int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                           int, int, uint32_t, uint32_t, uint32_t, bool, bool>;
+
+std::optional<cublasLtMatmulAlgo_t> cached_algo(
+    const AlgoKey& key, const std::function<std::optional<cublasLtMatmulAlgo_t>()>& ask) {
+  static std::mutex mutex;
+  static std::map<AlgoKey, std::optional<cublasLtMatmulAlgo_t>> algos;
+  const std::lock_guard lock(mutex);
+  const auto found = algos.find(key);
+  if (found != algos.end()) return found->second;
+  return algos[key] = ask();
 }
 
 // false where cuBLASLt offers no algorithm for this call; an algorithm that then fails is an
@@ -100,16 +122,25 @@ bool run(const LtGemm& g, cudaDataType_t type) {
   prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(g.d));
 
   const auto handle = at::cuda::getCurrentCUDABlasLtHandle();
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  const auto status = cublasLtMatmulAlgoGetHeuristic(handle, desc.get(), a.get(), b.get(), d.get(),
-                                                      d.get(), preference.get(), 1, &heuristic,
-                                                      &found);
-  if (status != CUBLAS_STATUS_SUCCESS || found == 0) return false;
+  int device = 0;
+  cudaGetDevice(&device);
+  const AlgoKey key{device, g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldd,
+                    g.epilogue, type, alignment(g.a), alignment(g.b), alignment(g.d),
+                    g.bias != nullptr, g.aux != nullptr};
+  const auto algo = cached_algo(key, [&]() -> std::optional<cublasLtMatmulAlgo_t> {
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    const auto status = cublasLtMatmulAlgoGetHeuristic(handle, desc.get(), a.get(), b.get(),
+                                                        d.get(), d.get(), preference.get(), 1,
+                                                        &heuristic, &found);
+    if (status != CUBLAS_STATUS_SUCCESS || found == 0) return std::nullopt;
+    return heuristic.algo;
+  });
+  if (!algo) return false;
   const float one = 1.0f, zero = 0.0f;
   check(cublasLtMatmul(handle, desc.get(), &one, g.a, a.get(), g.b, b.get(), &zero, g.d, d.get(),
-                       g.d, d.get(), &heuristic.algo, at::cuda::getCUDABlasLtWorkspace(),
-                       workspace_bytes, at::cuda::getCurrentCUDAStream().stream()),
+                       g.d, d.get(), &*algo, at::cuda::getCUDABlasLtWorkspace(), workspace_bytes,
+                       at::cuda::getCurrentCUDAStream().stream()),
         "matmul");
   return true;
 }

@@ -2,15 +2,17 @@
 
 #include "ampt/kernels/self_check.h"
 
+#include "ampt/core/errors.h"
+
 #include <ATen/core/grad_mode.h>
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
-#include <c10/cuda/CUDAGuard.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <exception>
+#include <utility>
 
 namespace ampt::kernels {
 namespace {
@@ -25,16 +27,11 @@ std::vector<std::pair<c10::DeviceIndex, FusedPath>>& checking() {
   return paths;
 }
 
-int device_capability(const c10::Device& device) {
-  const auto* properties = at::cuda::getDeviceProperties(device.index());
-  return properties->major * 10 + properties->minor;
-}
-
 // A path of our own kernels: the image `image()` finds on the device.
-PathProbe kernel_probe(cuda::KernelImage (*image)(), std::string_view feature,
+PathProbe kernel_probe(abi::KernelImage (*image)(), std::string_view feature,
                        std::string (*self_check)(const c10::Device&)) {
   return {[image, feature](const c10::Device& device) {
-            const c10::cuda::CUDAGuard guard(device);
+            const c10::DeviceGuard guard(device);
             return image_status(image(), feature);
           },
           self_check};
@@ -44,8 +41,8 @@ PathProbe kernel_probe(cuda::KernelImage (*image)(), std::string_view feature,
 PathProbe library_probe(int needs, std::string_view feature, std::string what,
                         std::string (*self_check)(const c10::Device&)) {
   return {[needs, feature, what](const c10::Device& device) {
-            cuda::KernelImage image;
-            image.capability = device_capability(device);
+            abi::KernelImage image;
+            image.capability = cuda_backend().capability(device);
             image.needs = needs;
             if (image.capability < needs) return image_status(image, feature);
             return PathStatus{true, what, "", ""};
@@ -53,10 +50,9 @@ PathProbe library_probe(int needs, std::string_view feature, std::string what,
           self_check};
 }
 
-std::string describe_gpu(const c10::Device& device) {
-  const auto* properties = at::cuda::getDeviceProperties(device.index());
-  return fmt::format("{} ({}, compute capability {}.{})", device.str(), properties->name,
-                     properties->major, properties->minor);
+KernelSupport*& override_support() {
+  static KernelSupport* support = nullptr;
+  return support;
 }
 
 }  // namespace
@@ -69,11 +65,12 @@ std::string_view path_name(FusedPath path) {
     case FusedPath::gemm_epilogues: return "GEMM epilogues";
     case FusedPath::fp8_gemm: return "fp8 GEMM (per-tensor scales)";
     case FusedPath::fp8_rowwise_gemm: return "fp8 GEMM (row-wise scales)";
+    case FusedPath::adamw: return "AdamW kernel";
   }
   return "?";
 }
 
-PathStatus image_status(const cuda::KernelImage& image, std::string_view feature) {
+PathStatus image_status(const abi::KernelImage& image, std::string_view feature) {
   PathStatus status;
   if (image.capability > 0 && image.capability < image.needs) {
     status.reason = fmt::format("{} needs compute capability {} or newer, this GPU has {}",
@@ -101,7 +98,10 @@ PathStatus image_status(const cuda::KernelImage& image, std::string_view feature
 
 KernelSupport::KernelSupport(std::map<FusedPath, PathProbe> probes,
                              std::function<std::string(const c10::Device&)> describe)
-    : probes_(std::move(probes)), describe_(std::move(describe)) {}
+    : probes_(std::move(probes)), describe_(std::move(describe)), backend_(&cuda_backend()) {}
+
+KernelSupport::KernelSupport(std::map<FusedPath, PathProbe> probes, const KernelBackend& backend)
+    : probes_(std::move(probes)), describe_(backend.describe), backend_(&backend) {}
 
 PathStatus KernelSupport::status(FusedPath path, const c10::Device& device) {
   const std::pair key{device.index(), path};
@@ -121,12 +121,14 @@ PathStatus KernelSupport::status(FusedPath path, const c10::Device& device) {
       const at::AutoGradMode grad(true);
       status.check = probe->second.self_check(device);
     } catch (const std::exception& error) {
+      // One line: a c10::Error's backtrace is no part of what went wrong.
+      const auto message = message_of(error);
       status.runs = false;
-      status.check = error.what();
-      status.reason = fmt::format("its self-check failed: {}", error.what());
+      status.check = message;
+      status.reason = fmt::format("its self-check failed: {}", message);
       warnings_.push_back(fmt::format("{} on {} failed its self-check against ATen, so ATen runs "
                                       "instead: {}",
-                                      path_name(path), describe_(device), error.what()));
+                                      path_name(path), describe_(device), message));
     }
     mine.pop_back();
   }
@@ -161,25 +163,45 @@ std::string KernelSupport::summary(const c10::Device& device,
   return line;
 }
 
+std::map<FusedPath, PathProbe> own_kernel_probes(const KernelBackend& backend) {
+  return {
+      {FusedPath::softmax_cross_entropy,
+       kernel_probe(backend.softmax_cross_entropy_image, "", check_softmax_cross_entropy)},
+      {FusedPath::add_layer_norm,
+       kernel_probe(backend.add_layer_norm_image, "", check_add_layer_norm)},
+      {FusedPath::fp8_casts, kernel_probe(backend.fp8_quantize_image, "fp8", check_fp8_casts)},
+      {FusedPath::adamw, kernel_probe(backend.adamw_image, "", check_adamw)},
+  };
+}
+
 KernelSupport& kernel_support() {
-  static KernelSupport support(
-      {
-          {FusedPath::softmax_cross_entropy,
-           kernel_probe(cuda::softmax_cross_entropy_image, "", check_softmax_cross_entropy)},
-          {FusedPath::add_layer_norm,
-           kernel_probe(cuda::add_layer_norm_image, "", check_add_layer_norm)},
-          {FusedPath::fp8_casts, kernel_probe(cuda::fp8_quantize_image, "fp8", check_fp8_casts)},
-          {FusedPath::gemm_epilogues, library_probe(0, "", "cuBLASLt", check_gemm_epilogues)},
-          {FusedPath::fp8_gemm, library_probe(89, "fp8", "torch _scaled_mm", check_fp8_gemm)},
-          {FusedPath::fp8_rowwise_gemm,
-           library_probe(89, "fp8", "torch _scaled_mm", check_fp8_rowwise_gemm)},
-      },
-      describe_gpu);
+  if (auto* support = override_support()) return *support;
+  static KernelSupport support = [] {
+    auto probes = own_kernel_probes(cuda_backend());
+    probes.emplace(FusedPath::gemm_epilogues,
+                   library_probe(0, "", "cuBLASLt", check_gemm_epilogues));
+    probes.emplace(FusedPath::fp8_gemm,
+                   library_probe(89, "fp8", "torch _scaled_mm", check_fp8_gemm));
+    probes.emplace(FusedPath::fp8_rowwise_gemm,
+                   library_probe(89, "fp8", "torch _scaled_mm", check_fp8_rowwise_gemm));
+    return KernelSupport(std::move(probes), cuda_backend());
+  }();
   return support;
 }
 
+KernelSupportOverride::KernelSupportOverride(KernelSupport& support)
+    : saved_(std::exchange(override_support(), &support)) {}
+
+KernelSupportOverride::~KernelSupportOverride() { override_support() = saved_; }
+
 bool fused_path_runs(FusedPath path, const c10::Device& device) {
   return kernel_support().runs(path, device);
+}
+
+const KernelBackend* kernels_for(FusedPath path, const c10::Device& device) {
+  auto& support = kernel_support();
+  if (device.type() != support.backend().device_type) return nullptr;
+  return support.runs(path, device) ? &support.backend() : nullptr;
 }
 
 }  // namespace ampt::kernels

@@ -5,7 +5,7 @@
 // are kept for the startup line, `ampt doctor` and a warning.
 #pragma once
 
-#include "ampt/kernels/cuda/launch.h"
+#include "ampt/kernels/kernel_backend.h"
 
 #include <c10/core/Device.h>
 
@@ -27,11 +27,13 @@ enum class FusedPath {
   gemm_epilogues,         // cuBLASLt's bias, GELU and bias-gradient epilogues (gemm_epilogues)
   fp8_gemm,               // torch's _scaled_mm with per-tensor scales (fp8_gemm)
   fp8_rowwise_gemm,       // torch's _scaled_mm with row-wise scales (fp8_gemm)
+  adamw,                  // AdamW writing the O1 half copies in its pass (fused_adamw)
 };
 
 inline constexpr std::array kFusedPaths = {
     FusedPath::softmax_cross_entropy, FusedPath::add_layer_norm, FusedPath::fp8_casts,
-    FusedPath::gemm_epilogues,        FusedPath::fp8_gemm,       FusedPath::fp8_rowwise_gemm};
+    FusedPath::gemm_epilogues,        FusedPath::fp8_gemm,       FusedPath::fp8_rowwise_gemm,
+    FusedPath::adamw};
 
 // "softmax+loss kernel", "add+LayerNorm kernel", …: how the startup line and doctor name it.
 std::string_view path_name(FusedPath path);
@@ -45,7 +47,7 @@ struct PathStatus {
 
 // What a kernel image means for a path (cuda::KernelImage): runs with that image, or not, and
 // why; `feature` names what `image.needs` is for ("fp8").
-PathStatus image_status(const cuda::KernelImage& image, std::string_view feature);
+PathStatus image_status(const abi::KernelImage& image, std::string_view feature);
 
 // How one path is found out on a device.
 struct PathProbe {
@@ -58,9 +60,14 @@ struct PathProbe {
 
 class KernelSupport {
  public:
-  // `describe` names a device in warnings ("cuda:0 (NVIDIA A100-SXM4-80GB, 8.0)").
+  // `describe` names a device in warnings ("cuda:0 (NVIDIA A100-SXM4-80GB, 8.0)"); the paths
+  // launch through the GPU's backend.
   KernelSupport(std::map<FusedPath, PathProbe> probes,
                 std::function<std::string(const c10::Device&)> describe);
+  // The paths launch through `backend` (which outlives this), which also names the devices.
+  KernelSupport(std::map<FusedPath, PathProbe> probes, const KernelBackend& backend);
+
+  const KernelBackend& backend() const { return *backend_; }
 
   // Whether `path` runs its own kernel on `device` (a CUDA device); the first call per device
   // probes it and runs its self-check. Within that self-check, on its thread, it runs.
@@ -77,15 +84,38 @@ class KernelSupport {
  private:
   std::map<FusedPath, PathProbe> probes_;
   std::function<std::string(const c10::Device&)> describe_;
+  const KernelBackend* backend_;
   std::recursive_mutex mutex_;  // a self-check may ask about another path
   std::map<std::pair<c10::DeviceIndex, FusedPath>, PathStatus> statuses_;
   std::vector<std::string> warnings_;
 };
 
-// The process's own, with the real kernels' probes and self-checks (self_check.h).
+// The probes of ampt's own kernels (softmax+loss, add+LayerNorm, fp8 casts, AdamW) on
+// `backend`'s devices: each kernel file's image there, then its self-check (self_check.h).
+std::map<FusedPath, PathProbe> own_kernel_probes(const KernelBackend& backend);
+
+// The process's: the GPU's kernels and libraries with their probes and self-checks, unless a
+// KernelSupportOverride is in place.
 KernelSupport& kernel_support();
+
+// For its lifetime, `support` is kernel_support(): the tests put the CPU emulation of the
+// kernels there, so that the fused paths and their self-checks run over CPU tensors.
+class KernelSupportOverride {
+ public:
+  explicit KernelSupportOverride(KernelSupport& support);
+  ~KernelSupportOverride();
+  KernelSupportOverride(const KernelSupportOverride&) = delete;
+  KernelSupportOverride& operator=(const KernelSupportOverride&) = delete;
+
+ private:
+  KernelSupport* saved_;
+};
 
 // kernel_support().runs(path, device).
 bool fused_path_runs(FusedPath path, const c10::Device& device);
+
+// The backend that runs `path`'s own kernel for tensors on `device`, or null where ATen runs it
+// instead (another device type, or the path does not run there).
+const KernelBackend* kernels_for(FusedPath path, const c10::Device& device);
 
 }  // namespace ampt::kernels

@@ -4,10 +4,11 @@
 #include "ampt/kernels/add_layer_norm.h"
 #include "ampt/kernels/fp8_gemm.h"
 #include "ampt/kernels/fp8_quantize.h"
+#include "ampt/kernels/fused_adamw.h"
 #include "ampt/kernels/fused_classifier.h"
 #include "ampt/kernels/gemm_epilogues.h"
+#include "ampt/kernels/kernel_support.h"
 
-#include <ATen/cuda/CUDAContext.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/autograd.h>
@@ -28,8 +29,7 @@ constexpr double kFp8Tolerance = 8e-2;
 
 // The half dtype the device computes in: bfloat16 from Ampere (8.0) on, float16 before.
 c10::ScalarType half_dtype(const c10::Device& device) {
-  return at::cuda::getDeviceProperties(device.index())->major >= 8 ? torch::kBFloat16
-                                                                   : torch::kHalf;
+  return kernel_support().backend().capability(device) >= 80 ? torch::kBFloat16 : torch::kHalf;
 }
 
 // Random inputs, the same on every GPU and every run.
@@ -84,7 +84,7 @@ double require_close(const std::string& what, const torch::Tensor& got, const to
 std::string check_softmax_cross_entropy(const c10::Device& device) {
   Inputs inputs(device);
   Errors errors;
-  const auto targets = torch::tensor({3, 0, kIgnoreIndex, 289, 17, 100, 5, 250},
+  const auto targets = torch::tensor(std::vector<int64_t>{3, 0, kIgnoreIndex, 289, 17, 100, 5, 250},
                                      torch::dtype(torch::kInt64).device(device))
                            .repeat({8});
   for (const auto dtype : {torch::kFloat32, half_dtype(device)}) {
@@ -243,6 +243,57 @@ std::string check_fp8_gemm(const c10::Device& device) { return check_scaled_mm(d
 
 std::string check_fp8_rowwise_gemm(const c10::Device& device) {
   return check_scaled_mm(device, true);
+}
+
+std::string check_adamw(const c10::Device& device) {
+  Inputs inputs(device);
+  Errors errors;
+  const auto half = half_dtype(device);
+  // Two parameters (one with a copy, one without) in the middle of a run: step 3, moments set.
+  AdamWTensorLists lists;
+  for (const auto& shape : {std::vector<int64_t>{64, 96}, std::vector<int64_t>{96}}) {
+    lists.params.push_back(inputs.randn(shape, torch::kFloat32));
+    lists.grads.push_back(inputs.randn(shape, torch::kFloat32));
+    lists.exp_avgs.push_back(inputs.randn(shape, torch::kFloat32).mul_(0.1));
+    lists.exp_avg_sqs.push_back(inputs.randn(shape, torch::kFloat32).square_().mul_(0.01));
+    lists.steps.push_back(torch::full({}, 3.0, torch::dtype(torch::kFloat32).device(device)));
+  }
+  lists.copies = {torch::empty({64, 96}, torch::dtype(half).device(device)), torch::Tensor()};
+  const auto clone_all = [](const AdamWTensorLists& from) {
+    AdamWTensorLists to = from;
+    for (auto* list : {&to.params, &to.exp_avgs, &to.exp_avg_sqs, &to.copies}) {
+      for (auto& t : *list) t = t.defined() ? t.clone() : t;
+    }
+    return to;
+  };
+  const AdamWSettings settings{0.9, 0.95, 0.1, 1e-8};
+  const auto before = clone_all(lists);
+  auto want = clone_all(lists);
+  const auto no_inf = torch::zeros({}, torch::dtype(torch::kFloat32).device(device));
+  fused_adamw(lists, settings, 1e-3, no_inf);
+  fused_adamw_reference(want, settings, 1e-3, no_inf);
+  for (size_t i = 0; i < lists.params.size(); ++i) {
+    const auto name = fmt::format("AdamW kernel, parameter {}", i);
+    // The updates, not the weights: a wrong update hides in a weight a thousand times larger.
+    errors.add(require_close(name + ": update", lists.params[i] - before.params[i],
+                             want.params[i] - before.params[i], kFloat32Tolerance));
+    errors.add(require_close(name + ": first moment", lists.exp_avgs[i], want.exp_avgs[i],
+                             kFloat32Tolerance));
+    errors.add(require_close(name + ": second moment", lists.exp_avg_sqs[i], want.exp_avg_sqs[i],
+                             kFloat32Tolerance));
+  }
+  // The copy is the stepped weight rounded once to the half dtype.
+  errors.add(require_close("AdamW kernel: half copy", lists.copies[0],
+                           lists.params[0].to(half), 0.0));
+  // A step with found_inf set writes nothing.
+  const auto stepped = clone_all(lists);
+  fused_adamw(lists, settings, 1e-3, torch::ones_like(no_inf));
+  for (auto [got, kept] : {std::pair{lists.params[0], stepped.params[0]},
+                           std::pair{lists.exp_avg_sqs[1], stepped.exp_avg_sqs[1]},
+                           std::pair{lists.copies[0], stepped.copies[0]}}) {
+    require_close("AdamW kernel: a skipped step", got, kept, 0.0);
+  }
+  return errors.text();
 }
 
 }  // namespace ampt::kernels

@@ -122,10 +122,18 @@ void ConsoleReporter::on_checkpoint(const CheckpointReport& r) {
 }
 
 void ConsoleReporter::on_profile(int64_t first, int64_t last, const std::string& trace,
-                                 const std::string& table) {
+                                 const std::string& table, const std::string& census) {
   log::info("[PERF] Profile of steps {}-{}: trace {} (open in ui.perfetto.dev or "
-            "chrome://tracing), operators per step {}",
-            first, last, trace, table);
+            "chrome://tracing), operators per step {}, step census by operator {}",
+            first, last, trace, table, census);
+}
+
+void ConsoleReporter::on_census(const StepCensusReport& c) {
+  log::info("[PERF] Step census (step {}): {} operators, {} dtype conversions ({:.1f} MiB, {} of "
+            "parameters or their gradients), {} host synchronisations, {} autograd nodes",
+            c.step, c.operators, c.conversions,
+            static_cast<double>(c.conversion_bytes) / (1024.0 * 1024.0), c.parameter_conversions,
+            c.host_syncs, c.autograd_nodes);
 }
 
 void ConsoleReporter::on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) {

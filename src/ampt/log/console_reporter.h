@@ -20,8 +20,9 @@ class ConsoleReporter final : public Observer {
   void on_eval(const EvalReport& report) override;
   void on_precision_switch(const PrecisionSwitch& change) override;
   void on_checkpoint(const CheckpointReport& report) override;
+  void on_census(const StepCensusReport& census) override;
   void on_profile(int64_t first, int64_t last, const std::string& trace,
-                  const std::string& table) override;
+                  const std::string& table, const std::string& census) override;
   void on_nonfinite(int64_t step, const std::string& what) override;
   void on_end(const RunSummary& summary) override;
 

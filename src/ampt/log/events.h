@@ -122,6 +122,18 @@ struct CheckpointReport {
   std::string error;             // why it was not saved; empty when it was
 };
 
+// --profile's census of one optimizer step: what it asks of the device (train/step_census.h says
+// how each figure is counted), the same on a CPU as on a GPU.
+struct StepCensusReport {
+  int64_t step = 0;
+  int64_t operators = 0;              // that do device work
+  int64_t conversions = 0;            // copies between dtypes
+  int64_t conversion_bytes = 0;       // their bytes read and written
+  int64_t parameter_conversions = 0;  // of those, of a parameter or a gradient into one
+  int64_t host_syncs = 0;             // calls that make a GPU wait for the host
+  int64_t autograd_nodes = 0;         // backward nodes run
+};
+
 struct RunSummary {
   std::string precision;
   bool loss_scaling = false;
@@ -172,9 +184,11 @@ class Observer {
   virtual void on_eval(const EvalReport& report) {}
   virtual void on_precision_switch(const PrecisionSwitch& change) {}
   virtual void on_checkpoint(const CheckpointReport& report) {}
-  // --profile wrote its trace and operator table for optimizer steps first..last.
+  // --profile wrote its trace, operator table and step census for optimizer steps first..last.
   virtual void on_profile(int64_t first, int64_t last, const std::string& trace,
-                          const std::string& table) {}
+                          const std::string& table, const std::string& census) {}
+  // --profile counted one of its steps.
+  virtual void on_census(const StepCensusReport& census) {}
   // A step skipped for a non-finite loss, gradient or weight; `what` names the first offender.
   virtual void on_nonfinite(int64_t step, const std::string& what) {}
   virtual void on_end(const RunSummary& summary) {}
@@ -210,8 +224,11 @@ class ObserverList final : public Observer {
     for (auto* o : observers_) o->on_checkpoint(report);
   }
   void on_profile(int64_t first, int64_t last, const std::string& trace,
-                  const std::string& table) override {
-    for (auto* o : observers_) o->on_profile(first, last, trace, table);
+                  const std::string& table, const std::string& census) override {
+    for (auto* o : observers_) o->on_profile(first, last, trace, table, census);
+  }
+  void on_census(const StepCensusReport& census) override {
+    for (auto* o : observers_) o->on_census(census);
   }
   void on_nonfinite(int64_t step, const std::string& what) override {
     for (auto* o : observers_) o->on_nonfinite(step, what);

@@ -1,5 +1,6 @@
 #include "ampt/models/attention.h"
 
+#include "ampt/kernels/fused_attention.h"
 #include "ampt/kernels/fused_linear.h"
 #include "ampt/models/activation_checkpoint.h"
 #include "ampt/models/lora.h"
@@ -74,6 +75,16 @@ torch::Tensor CausalSelfAttentionImpl::project_out(const torch::Tensor& y) {
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+  const auto* islands = precision::active_islands();
+  const bool whole = fused_ && !fp8_attn_ && !fp8_proj_ && !lora_adapter(*c_attn) &&
+                     !lora_adapter(*c_proj) && (dropout_ == 0.0 || !is_training()) &&
+                     (islands == nullptr || (islands->find(c_attn.get()) == nullptr &&
+                                             islands->find(c_proj.get()) == nullptr));
+  if (whole) {
+    const kernels::AttentionWeights weights{c_attn->weight, c_attn->bias, c_proj->weight,
+                                            c_proj->bias};
+    if (auto out = kernels::fused_causal_attention(x, weights, n_head_, epilogues_)) return *out;
+  }
   // [B, T, 3C] → three [B, n_head, T, head_dim] views, the layout SDPA expects.
   const auto qkv = project(c_attn, fp8_attn_, x, epilogues_).split(x.size(2), /*dim=*/2);
   // is_causal instead of an explicit mask lets SDPA pick flash attention (bf16/fp16 on a GPU)

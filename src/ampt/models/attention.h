@@ -43,9 +43,14 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   // Runs c_attn and c_proj in fp8 from now on where `selected` names them (prefix + "c_attn").
   void enable_fp8(const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected,
                   const std::string& prefix);
-  // Whether c_attn and c_proj, where not in fp8, take their weight and bias gradients from one
-  // GEMM (kernels/fused_linear.h; --fused_kernels with --gemm_epilogues).
-  void set_epilogues(bool epilogues) { epilogues_ = epilogues; }
+  // --fused_kernels: the attention as one operation (kernels/fused_attention.h) where nothing
+  // needs its parts (fp8, an adapter, an fp32 island, dropout); `epilogues`: c_attn and c_proj,
+  // where not in fp8, take their weight and bias gradients from one GEMM (kernels/fused_linear.h;
+  // --gemm_epilogues).
+  void set_fused(bool fused, bool epilogues) {
+    fused_ = fused;
+    epilogues_ = epilogues;
+  }
 
  private:
   // [B, T, C] → [B, n_head, T, C / n_head]
@@ -57,6 +62,7 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   c10::intrusive_ptr<precision::Fp8Linear> fp8_proj_;
   int64_t n_head_;
   double dropout_;
+  bool fused_ = true;
   bool epilogues_ = true;
   torch::nn::Dropout resid_dropout_{nullptr};
 };

@@ -6,13 +6,13 @@
 #include "ampt/core/errors.h"
 #include "ampt/kernels/add_layer_norm.h"
 #include "ampt/kernels/fused_classifier.h"
+#include "ampt/kernels/fused_linear.h"
 #include "ampt/kernels/gelu_mlp.h"
 #include "ampt/models/activation_checkpoint.h"
 #include "ampt/models/lora.h"
 
 #include <fmt/format.h>
 #include <torch/nn/functional/activation.h>
-#include <torch/nn/functional/loss.h>
 #include <torch/nn/init.h>
 
 #include <algorithm>
@@ -174,7 +174,7 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
   // The head is wte used backwards (tied weights), so it shares wte's island, if any. Padding
   // rows of a vocabulary rounded up are not classes: the logits cover the real tokens only.
   return through_island(*wte_, hidden(tokens), [&](const torch::Tensor& h) {
-    return at::linear(h, real_vocab_weight());
+    return kernels::linear(h, real_vocab_weight(), {});
   });
 }
 
@@ -182,9 +182,8 @@ torch::Tensor GptImpl::loss(const torch::Tensor& tokens, const torch::Tensor& ta
   const auto h = hidden(tokens);
   return through_island(*wte_, h, [&](const torch::Tensor& x) {
     if (!fused_) {
-      kernels::check_targets(targets, dims_.real_vocab());
-      return torch::nn::functional::cross_entropy(
-          at::linear(x, real_vocab_weight()).flatten(0, -2), targets.flatten());
+      return kernels::checked_cross_entropy(
+          kernels::linear(x, real_vocab_weight(), {}).flatten(0, -2), targets.flatten());
     }
     return kernels::classifier_loss(x.flatten(0, -2), wte_->weight, targets.flatten(),
                                     {dims_.real_vocab(), 0, fp8_head_});
@@ -205,7 +204,7 @@ torch::Tensor GptImpl::next_logits(const torch::Tensor& tokens, KvCache& cache) 
     x = h_[i]->as<GptBlock>()->forward_cached(x, cache.layers[i]);
   }
   cache.length = end;
-  return at::linear(call(ln_f_, x.select(1, time - 1)), real_vocab_weight());
+  return kernels::linear(call(ln_f_, x.select(1, time - 1)), real_vocab_weight(), {});
 }
 
 void GptImpl::set_fused(bool fused, bool epilogues) {
@@ -213,7 +212,7 @@ void GptImpl::set_fused(bool fused, bool epilogues) {
   for (const auto& block : *h_) {
     auto* b = block->as<GptBlock>();
     b->mlp->set_fused(fused, epilogues);
-    b->attn->set_epilogues(fused && epilogues);
+    b->attn->set_fused(fused, fused && epilogues);
   }
 }
 

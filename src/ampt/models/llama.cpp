@@ -2,13 +2,13 @@
 
 #include "ampt/core/errors.h"
 #include "ampt/kernels/fused_classifier.h"
+#include "ampt/kernels/fused_linear.h"
 #include "ampt/models/activation_checkpoint.h"
 #include "ampt/models/attention.h"
 
 #include <ATen/ops/scaled_dot_product_attention.h>
 #include <fmt/format.h>
 #include <torch/nn/functional/activation.h>
-#include <torch/nn/functional/loss.h>
 #include <torch/nn/init.h>
 
 #include <algorithm>
@@ -184,15 +184,16 @@ torch::Tensor LlamaImpl::head_weight() const {
 
 torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens) {
   return through_island(head_module(), hidden(tokens),
-                        [&](const torch::Tensor& h) { return at::linear(h, head_weight()); });
+                        [&](const torch::Tensor& h) {
+                          return kernels::linear(h, head_weight(), {});
+                        });
 }
 
 torch::Tensor LlamaImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
   return through_island(head_module(), hidden(tokens), [&](const torch::Tensor& x) {
     if (!fused_) {
-      kernels::check_targets(targets, dims_.vocab_size);
-      return torch::nn::functional::cross_entropy(at::linear(x, head_weight()).flatten(0, -2),
-                                                  targets.flatten());
+      return kernels::checked_cross_entropy(kernels::linear(x, head_weight(), {}).flatten(0, -2),
+                                            targets.flatten());
     }
     return kernels::classifier_loss(x.flatten(0, -2), head_weight(), targets.flatten(),
                                     {dims_.vocab_size, 0, fp8_head_});
@@ -213,7 +214,7 @@ torch::Tensor LlamaImpl::next_logits(const torch::Tensor& tokens, KvCache& cache
     x = layers_[i]->as<LlamaBlock>()->forward_cached(x, angles, cache.layers[i]);
   }
   cache.length = end;
-  return at::linear(call(norm_, x.select(1, time - 1)), head_weight());
+  return kernels::linear(call(norm_, x.select(1, time - 1)), head_weight(), {});
 }
 
 std::vector<precision::Fp8Candidate> LlamaImpl::fp8_candidates() const {

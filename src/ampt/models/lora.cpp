@@ -2,6 +2,7 @@
 
 #include "ampt/config/precision_schedule.h"
 #include "ampt/core/errors.h"
+#include "ampt/kernels/fused_linear.h"
 
 #include <torch/nn/functional/dropout.h>
 #include <torch/nn/init.h>
@@ -49,7 +50,8 @@ torch::Tensor lora_update(const LoraAdapter& adapter, const torch::Tensor& x, bo
   const auto in = adapter.up->dropout > 0.0
                       ? F::dropout(x, F::DropoutFuncOptions().p(adapter.up->dropout).training(training))
                       : x;
-  return at::linear(at::linear(in, adapter.down->weight), adapter.up->weight) * adapter.up->scaling;
+  return kernels::linear(kernels::linear(in, adapter.down->weight, {}), adapter.up->weight, {}) *
+         adapter.up->scaling;
 }
 
 void attach_lora(torch::nn::Module& root, const LoraOptions& options) {

@@ -288,9 +288,11 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
   }
   const int64_t states = optimizer == config::OptimizerKind::adamw ? 2 : momentum > 0.0 ? 1 : 0;
   m.optimizer = 4 * states * p.trainable;
-  // O1 casts the matmul weights held in fp32 to half per step: all of them, or with LoRA only the
-  // adapters' (the base is held in half already). fp8's Linear layers take e4m3 copies of the
-  // blocks' weights instead, frozen or not.
+  // O1 holds a half copy of each matmul weight held in fp32 (--half_weights, written by the
+  // optimizer step; without it, autocast's casts, made each forward and held through backward:
+  // the same bytes at the peak): all of them, or with LoRA only the adapters' (the base is held
+  // in half already). fp8's Linear layers take e4m3 copies of the blocks' weights instead,
+  // frozen or not.
   const int64_t fp32_matmul = lora ? p.trainable : p.matmul_weights;
   if (scheme.opt_level == "O1" && scheme.precision == "fp8") {
     m.cast_copies = p.fp8_linear_weights + 2 * (fp32_matmul - (lora ? 0 : p.fp8_linear_weights));

@@ -3,6 +3,8 @@
 // `call`, which routes a module that the active IslandScope lists through that fp32 path.
 #pragma once
 
+#include "ampt/kernels/fused_linear.h"
+
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -81,16 +83,16 @@ torch::Tensor through_island(const torch::nn::Module& module, const torch::Tenso
                              const std::function<torch::Tensor(const torch::Tensor&)>& forward);
 
 // `holder->forward(x)` through the island check: what the models use for every submodule.
-// A Linear runs as at::linear (one addmm with the bias fused in, one AddmmBackward): LibTorch's
-// LinearImpl::forward does a matmul and then a separate in-place bias add for inputs of 3 or
-// more dimensions, which under autocast adds an fp32 bias into the half output and doubles the
-// autograd nodes.
+// A Linear runs as at::linear (one addmm with the bias fused in, one AddmmBackward), or over its
+// half copies where it has them (kernels::linear): LibTorch's LinearImpl::forward does a matmul
+// and then a separate in-place bias add for inputs of 3 or more dimensions, which under autocast
+// adds an fp32 bias into the half output and doubles the autograd nodes.
 template <class Holder>
 torch::Tensor call(Holder&& holder, const torch::Tensor& x) {
   auto& module = *holder;
   if constexpr (std::is_same_v<std::remove_cvref_t<decltype(module)>, torch::nn::LinearImpl>) {
     return through_island(module, x, [&](const torch::Tensor& in) {
-      return at::linear(in, module.weight, module.bias);
+      return kernels::linear(in, module.weight, module.bias);
     });
   } else {
     return through_island(module, x, [&](const torch::Tensor& in) { return module.forward(in); });

@@ -5,11 +5,25 @@
 namespace ampt::precision {
 
 PrecisionOptions precision_options(const config::Config& config) {
-  return {config::precision_stages(config), config.strict_precision, config.amp_opt_level,
-          config::split_module_patterns(config.keep_fp32_modules), scaler_options(config, true)};
+  // ZeRO-3 gathers its blocks in the compute dtype already, and steps shards, not weights.
+  return {config::precision_stages(config),
+          config.strict_precision,
+          config.amp_opt_level,
+          config::split_module_patterns(config.keep_fp32_modules),
+          scaler_options(config, true),
+          config.half_weights && config.zero_stage < 3,
+          config.fp32_weight_grads};
 }
 
 namespace {
+
+// The dtype of O1's half copies under `policy`: its autocast dtype, or none (kFloat).
+c10::ScalarType copies_dtype(const PrecisionPolicy& policy, const PrecisionOptions& options) {
+  const bool copies = options.half_weights && policy.autocast &&
+                      options.opt_level != config::OptLevel::O2 &&
+                      policy.compute_dtype != c10::kFloat;
+  return copies ? policy.compute_dtype : c10::kFloat;
+}
 
 // The scaler of a stage: on where its precision scales the loss, unless the run turned it off.
 LossScalerOptions scaling(LossScalerOptions options, bool enabled) {
@@ -30,8 +44,10 @@ PrecisionState::PrecisionState(const PrecisionOptions& options, torch::nn::Modul
                               options_.opt_level == config::OptLevel::O2)),
       masters_(module, options_.opt_level == config::OptLevel::O2,
                [this](const std::string& name) { return islands_.owns_parameter(name); }),
+      half_weights_(module.parameters(), options_.fp32_weight_grads),
       used_{policy_.name()} {
   masters_.set_dtype(policy_.weight_dtype);
+  half_weights_.set_dtype(copies_dtype(policy_, options_));
 }
 
 std::size_t PrecisionState::stage_at(int64_t step, int64_t epoch) const {
@@ -48,6 +64,7 @@ StageSwitch PrecisionState::enter_stage(std::size_t index) {
     scaler_ = LossScaler(scaling(options_.scaler, policy_.loss_scaling), device_);
   }
   masters_.set_dtype(policy_.weight_dtype);
+  half_weights_.set_dtype(copies_dtype(policy_, options_));
   used_.push_back(policy_.name());
   change.to = policy_.name();
   change.reason = choice_.reason;

@@ -7,6 +7,7 @@
 #include "ampt/config/config.h"
 #include "ampt/config/precision_schedule.h"
 #include "ampt/precision/choice.h"
+#include "ampt/precision/half_weights.h"
 #include "ampt/precision/loss_scaler.h"
 #include "ampt/precision/master_weights.h"
 #include "ampt/precision/policy.h"
@@ -28,6 +29,8 @@ struct PrecisionOptions {
   config::OptLevel opt_level = config::OptLevel::O1;
   std::vector<std::string> keep_fp32_modules;  // module-name patterns
   LossScalerOptions scaler;  // `enabled`: whether a stage that scales may (grad_scaler_enabled)
+  bool half_weights = false;       // O1's half working weights (half_weights.h)
+  bool fp32_weight_grads = false;  // their gradients in fp32 from the GEMM
 };
 
 PrecisionOptions precision_options(const config::Config& config);
@@ -54,8 +57,8 @@ class PrecisionState {
   // The stage in force at `step` of `epoch`.
   std::size_t stage_at(int64_t step, int64_t epoch) const;
   // Switches to stage `index`: the device's choice for it, its policy, the loss scaler (fresh at
-  // init_scale when fp16 starts, gone when it ends) and the dtype of O2's half weights, re-cast
-  // from the masters.
+  // init_scale when fp16 starts, gone when it ends), the dtype of O2's half weights, re-cast
+  // from the masters, and that of O1's half copies.
   StageSwitch enter_stage(std::size_t index);
   // After a resume: the stage the checkpoint was in is the first this run used.
   void forget_earlier_stages();
@@ -74,6 +77,8 @@ class PrecisionState {
   const PrecisionIslands& islands() const { return islands_; }
   MasterWeights& masters() { return masters_; }
   const MasterWeights& masters() const { return masters_; }
+  HalfWeights& half_weights() { return half_weights_; }
+  const HalfWeights& half_weights() const { return half_weights_; }
   // "FP32", "BF16": each stage's policy name as the run entered it, in order.
   const std::vector<std::string>& used() const { return used_; }
   // One each, once: bf16 or fp16 asked of a CPU that emulates it (PrecisionChoice::warning).
@@ -88,6 +93,7 @@ class PrecisionState {
   LossScaler scaler_;
   PrecisionIslands islands_;
   MasterWeights masters_;
+  HalfWeights half_weights_;
   std::vector<std::string> used_;
 };
 

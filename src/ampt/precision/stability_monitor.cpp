@@ -1,15 +1,31 @@
 #include "ampt/precision/stability_monitor.h"
 
+#include <ATen/record_function.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace ampt::precision {
 namespace {
 
-// The record each step copies to the host, as float64 values.
-enum Field { kSkipped, kLossNonfinite, kBadGrads, kLastBadGrad, kConsecutive, kFloorHit, kFields };
+// The record of each step, as float64 values.
+enum Field {
+  kSkipped,
+  kLossNonfinite,
+  kBadGrads,
+  kLastBadGrad,
+  kConsecutive,
+  kFloorHit,
+  kBadTargets,
+  kTargetPosition,
+  kTargetValue,
+  kFields
+};
+
+// Flights of records on their way to the host at most: a host that falls further behind waits.
+constexpr size_t kFlights = 4;
 
 // "blocks.3.mlp.c_fc" for "blocks.3.mlp.c_fc.weight": what keep_fp32_modules patterns name.
 std::string module_of(const std::string& parameter) {
@@ -21,6 +37,10 @@ std::string module_of(const std::string& parameter) {
 
 std::string BadStep::what() const {
   std::vector<std::string> parts;
+  if (bad_targets > 0) {
+    parts.push_back(fmt::format("{} target{} outside the vocabulary", bad_targets,
+                                bad_targets == 1 ? "" : "s"));
+  }
   if (weight_parameter.size() > 0) parts.push_back(fmt::format("non-finite weight '{}'", weight_parameter));
   if (loss_nonfinite) parts.emplace_back("non-finite loss");
   if (nonfinite_grads > 0) {
@@ -86,25 +106,24 @@ Diagnosis diagnose(const BadStep& bad, const RunFacts& facts) {
 }
 
 StabilityMonitor::StabilityMonitor(std::vector<torch::Tensor> params, std::vector<std::string> names,
-                                   const torch::Device& device, int64_t max_consecutive_skips)
+                                   const torch::Device& device, int64_t max_consecutive_skips,
+                                   int64_t flush_every)
     : names_(std::move(names)),
       weights_(std::move(params)),
       weight_names_(names_),
       device_(device),
       max_consecutive_skips_(max_consecutive_skips),
       consecutive_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device))),
-      record_(torch::zeros({kFields}, torch::dtype(torch::kFloat64).device(device))) {
-  for (auto& slot : slots_) {
-    slot.host = torch::zeros({kFields}, torch::kFloat64);
-    // Only pinned memory lets a CUDA copy to the host run without blocking the host.
-    if (device_.is_cuda()) slot.host = slot.host.pin_memory();
-  }
-}
+      record_(torch::zeros({kFields}, torch::dtype(torch::kFloat64).device(device))),
+      kept_records_(torch::zeros({std::max<int64_t>(1, flush_every), kFields},
+                                 torch::dtype(torch::kFloat64).device(device))) {}
 
 torch::Tensor StabilityMonitor::skip_flag(const torch::Tensor& loss, const torch::Tensor& found_inf) {
   loss_nonfinite_ = loss.detach().isfinite().logical_not().to(torch::kFloat32).to(found_inf.device());
   return torch::maximum(found_inf, loss_nonfinite_);
 }
+
+void StabilityMonitor::watch_targets(torch::Tensor record) { targets_ = std::move(record); }
 
 void StabilityMonitor::observe(const torch::Tensor& grad_norms, const torch::Tensor& floor_hit,
                                const torch::Tensor& skipped, std::vector<int64_t> grad_params) {
@@ -115,62 +134,86 @@ void StabilityMonitor::observe(const torch::Tensor& grad_norms, const torch::Ten
   const auto positions = torch::arange(1, bad_grads.numel() + 1, bad_grads.options());
   consecutive_.add_(1.0).mul_(skipped);
   const auto zero = torch::zeros({}, bad_grads.options());
-  record_.copy_(torch::stack({skipped.to(torch::kFloat64), loss_nonfinite_.to(torch::kFloat64),
-                              bad_grads.sum(), (bad_grads * positions).max(),
-                              consecutive_.to(torch::kFloat64),
-                              floor_hit.defined() ? floor_hit.to(torch::kFloat64) : zero}));
+  const auto targets = targets_.defined() ? targets_.to(torch::kFloat64)
+                                          : torch::zeros({3}, bad_grads.options());
+  record_.copy_(torch::cat({torch::stack({skipped.to(torch::kFloat64),
+                                          loss_nonfinite_.to(torch::kFloat64), bad_grads.sum(),
+                                          (bad_grads * positions).max(),
+                                          consecutive_.to(torch::kFloat64),
+                                          floor_hit.defined() ? floor_hit.to(torch::kFloat64)
+                                                              : zero}),
+                            targets}));
 }
 
-void StabilityMonitor::record(int64_t step) {
-  if (slots_[next_].pending) drain(/*wait=*/false);  // the ring is full: drain() waits for the oldest
-  Slot& slot = slots_[next_];
-  slot.grad_params = grad_params_;
-  slot.host.copy_(record_, /*non_blocking=*/true);
-  if (device_.is_cuda()) {
-    slot.copied.emplace(device_.type());
-    slot.copied->record(c10::impl::VirtualGuardImpl(device_.type()).getStream(device_));
+void StabilityMonitor::record(int64_t step, bool flush_now) {
+  // A copy on the device: a CUDA graph writes record_ in place, every replay.
+  kept_records_[static_cast<int64_t>(kept_.size())].copy_(record_);
+  kept_.push_back({step, grad_params_});
+  if (flush_now || static_cast<int64_t>(kept_.size()) == kept_records_.size(0)) flush();
+}
+
+void StabilityMonitor::flush() {
+  if (kept_.empty()) return;
+  // The oldest flight's host buffer is reused: it must have landed and been read.
+  if (flights_.size() == kFlights) drain(/*wait=*/true);
+  Flight flight;
+  flight.host = torch::empty(kept_records_.sizes(), torch::kFloat64);
+  // Only pinned memory lets a CUDA copy to the host run without blocking the host.
+  if (device_.is_cuda()) flight.host = flight.host.pin_memory();
+  {
+    // The run's one copy to the host between log steps, named for --profile's step census.
+    RECORD_FUNCTION("ampt::copy_to_host", std::vector<c10::IValue>());
+    flight.host.narrow(0, 0, static_cast<int64_t>(kept_.size()))
+        .copy_(kept_records_.narrow(0, 0, static_cast<int64_t>(kept_.size())),
+               /*non_blocking=*/true);
   }
-  slot.step = step;
-  slot.pending = true;
-  next_ = (next_ + 1) % slots_.size();
+  if (device_.is_cuda()) {
+    flight.copied.emplace(device_.type());
+    flight.copied->record(c10::impl::VirtualGuardImpl(device_.type()).getStream(device_));
+  }
+  flight.steps = std::exchange(kept_, {});
+  flights_.push_back(std::move(flight));
 }
 
 std::vector<BadStep> StabilityMonitor::poll(bool wait) {
+  if (wait) flush();
   drain(wait);
   return std::exchange(ready_, {});
 }
 
 void StabilityMonitor::drain(bool wait) {
-  while (slots_[oldest_].pending) {
-    Slot& slot = slots_[oldest_];
-    // A full ring (the next record() would overwrite this slot) waits rather than drops.
-    const bool full = oldest_ == next_;
-    if (slot.copied) {
-      if (wait || full) {
-        slot.copied->synchronize();
-      } else if (!slot.copied->query()) {
+  while (!flights_.empty()) {
+    Flight& flight = flights_.front();
+    if (flight.copied) {
+      if (wait) {
+        flight.copied->synchronize();
+      } else if (!flight.copied->query()) {
         break;
       }
     }
-    if (slot.host.data_ptr<double>()[kSkipped] > 0.0) ready_.push_back(resolve(slot));
-    slot.pending = false;
-    slot.copied.reset();
-    oldest_ = (oldest_ + 1) % slots_.size();
+    const double* rows = flight.host.data_ptr<double>();
+    for (size_t i = 0; i < flight.steps.size(); ++i) {
+      const double* record = rows + i * kFields;
+      if (record[kSkipped] > 0.0) ready_.push_back(resolve(flight.steps[i], record));
+    }
+    flights_.erase(flights_.begin());
   }
 }
 
-BadStep StabilityMonitor::resolve(const Slot& slot) const {
-  const double* v = slot.host.data_ptr<double>();
+BadStep StabilityMonitor::resolve(const Kept& kept, const double* v) const {
   BadStep bad;
-  bad.step = slot.step;
+  bad.step = kept.step;
   bad.loss_nonfinite = v[kLossNonfinite] > 0.0;
   bad.nonfinite_grads = static_cast<int64_t>(v[kBadGrads]);
-  bad.grads = static_cast<int64_t>(slot.grad_params.size());
+  bad.grads = static_cast<int64_t>(kept.grad_params.size());
   if (const auto last = static_cast<size_t>(v[kLastBadGrad]); last > 0) {
-    bad.grad_parameter = names_[static_cast<size_t>(slot.grad_params[last - 1])];
+    bad.grad_parameter = names_[static_cast<size_t>(kept.grad_params[last - 1])];
   }
   bad.consecutive = static_cast<int64_t>(v[kConsecutive]);
   bad.floor_hit = v[kFloorHit] > 0.0;
+  bad.bad_targets = static_cast<int64_t>(v[kBadTargets]);
+  bad.target_position = static_cast<int64_t>(v[kTargetPosition]);
+  bad.target_value = static_cast<int64_t>(v[kTargetValue]);
   bad.weight_parameter = first_nonfinite_weight();
   return bad;
 }

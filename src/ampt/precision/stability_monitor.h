@@ -7,7 +7,6 @@
 #include <c10/core/Event.h>
 #include <torch/types.h>
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +29,11 @@ struct BadStep {
   std::string weight_parameter;
   int64_t consecutive = 0;  // skipped steps in a row, this one included
   bool floor_hit = false;   // an overflow with the loss scale already at min_loss_scale
+  // Targets outside the vocabulary seen by now (watch_targets), the first one's position in its
+  // batch and its value: the data, not the numbers, went wrong.
+  int64_t bad_targets = 0;
+  int64_t target_position = 0;
+  int64_t target_value = 0;
 
   // "non-finite loss; non-finite gradient in 'fc.weight' (2 of 6 gradients)"
   std::string what() const;
@@ -56,14 +60,17 @@ struct Diagnosis {
 Diagnosis diagnose(const BadStep& step, const RunFacts& facts);
 
 // Per step, on the device: a skip flag (non-finite gradients or loss), a consecutive-skip counter
-// and the index of the offending gradient, packed into a few numbers copied to the host without
-// blocking. The host reads them at a later step, once the copy has landed, so a normal step
-// never waits; only a bad step pays for resolving names and checking the weights.
+// and the index of the offending gradient, packed into a few numbers. The steps' records gather
+// on the device and travel to the host in one copy that does not block, at log steps (and at
+// least every `flush_every` steps); the host reads them once the copy has landed. A normal step
+// neither waits nor copies anything to the host; only a bad step pays for resolving names and
+// checking the weights.
 class StabilityMonitor {
  public:
   // `params` and `names` in the model's registration order (the order grads come in).
   StabilityMonitor(std::vector<torch::Tensor> params, std::vector<std::string> names,
-                   const torch::Device& device, int64_t max_consecutive_skips);
+                   const torch::Device& device, int64_t max_consecutive_skips,
+                   int64_t flush_every = 1);
 
   // 0-dim float32 on the device: 1 when the step must be skipped (found_inf from unscaling, or a
   // non-finite loss), else 0. Call once per step before the optimizer step.
@@ -77,11 +84,13 @@ class StabilityMonitor {
   void observe(const torch::Tensor& grad_norms, const torch::Tensor& floor_hit,
                const torch::Tensor& skipped, std::vector<int64_t> grad_params);
 
-  // Host, after the step was queued: starts copying the record to the host without waiting.
-  void record(int64_t step);
+  // Host, after the step was queued: keeps the step's record with the others on the device
+  // (a copy there); with `flush`, or once `flush_every` are kept, starts copying them to the
+  // host without waiting.
+  void record(int64_t step, bool flush = false);
 
-  // The bad steps among the records that have reached the host (all of them with wait = true),
-  // oldest first.
+  // The bad steps among the records that have reached the host (all of them, flushed first, with
+  // wait = true), oldest first.
   std::vector<BadStep> poll(bool wait = false);
 
   // True when `bad` calls for stopping the run.
@@ -92,16 +101,25 @@ class StabilityMonitor {
   // of each, so a rank names a non-finite weight that its own slices hold.
   void watch_weights(std::vector<torch::Tensor> weights, std::vector<std::string> names);
 
+  // The device record of bad targets (kernels/target_check.h: int64 [count, position, value]),
+  // carried in every step's record from now on.
+  void watch_targets(torch::Tensor record);
+
  private:
-  struct Slot {
-    torch::Tensor host;  // float64 record: see observe()
-    std::optional<c10::Event> copied;
+  // A step kept on the device, not yet copied to the host.
+  struct Kept {
     int64_t step = 0;
     std::vector<int64_t> grad_params;  // parameter index of each checked gradient
-    bool pending = false;
   };
-  void drain(bool wait);  // moves the records that have landed (or all, with wait) into ready_
-  BadStep resolve(const Slot& slot) const;
+  // One copy of kept records to the host.
+  struct Flight {
+    torch::Tensor host;  // float64 [steps, fields]: see observe()
+    std::optional<c10::Event> copied;
+    std::vector<Kept> steps;
+  };
+  void flush();
+  void drain(bool wait);  // resolves the flights that have landed (or all, with wait) into ready_
+  BadStep resolve(const Kept& kept, const double* record) const;
   std::string first_nonfinite_weight() const;
 
   std::vector<std::string> names_;
@@ -112,10 +130,11 @@ class StabilityMonitor {
   torch::Tensor loss_nonfinite_;  // this step's, between skip_flag and observe
   std::vector<int64_t> grad_params_;  // the latest observe's, for the next record
   torch::Tensor consecutive_;     // 0-dim float32 on the device
+  torch::Tensor targets_;         // watch_targets's, or undefined
   torch::Tensor record_;          // the latest step's record, float64 on the device
-  std::array<Slot, 4> slots_;     // a ring: the host falls at most this many steps behind
-  size_t next_ = 0;               // the slot record() fills next
-  size_t oldest_ = 0;             // the slot drain() reads next
+  torch::Tensor kept_records_;    // [flush_every, fields] on the device: the steps kept
+  std::vector<Kept> kept_;
+  std::vector<Flight> flights_;   // oldest first
   std::vector<BadStep> ready_;    // resolved, not yet returned by poll()
 };
 

@@ -1,8 +1,12 @@
 #include "ampt/train/optimizer.h"
 
+#include "ampt/kernels/fused_adamw.h"
+#include "ampt/kernels/weight_copies.h"
+
+#include <ATen/core/grad_mode.h>
 #include <ATen/ops/_foreach_add.h>
+#include <ATen/ops/_foreach_copy.h>
 #include <ATen/ops/_foreach_sub.h>
-#include <ATen/ops/_fused_adamw.h>
 #include <ATen/ops/_fused_sgd.h>
 #include <fmt/format.h>
 
@@ -26,10 +30,13 @@ struct Group {
 
   // The parameters that received a gradient this step, their gradients and their state:
   // a parameter unused by the forward pass has no gradient and is left alone, as in PyTorch.
+  // With the half copies made of them so far (precision/half_weights.h; undefined: none),
+  // which the step writes too.
   struct Live {
     std::vector<torch::Tensor> params;
     std::vector<torch::Tensor> grads;
     std::vector<std::vector<torch::Tensor>> state;
+    std::vector<torch::Tensor> copies;
   };
   Live live() const {
     Live out;
@@ -39,6 +46,7 @@ struct Group {
       out.params.push_back(params[i]);
       out.grads.push_back(params[i].grad());
       for (size_t k = 0; k < state.size(); ++k) out.state[k].push_back(state[k][i]);
+      out.copies.push_back(kernels::made_weight_copy(params[i]));
     }
     return out;
   }
@@ -104,9 +112,9 @@ class FusedAdamW final : public Optimizer {
       // As torch.optim's fused path: count the step, let the kernel skip on found_inf, then
       // take the count back for skipped steps, all on the device.
       at::_foreach_add_(steps, 1);
-      at::_fused_adamw_(live.params, live.grads, live.state[0], live.state[1], {}, steps, lr,
-                        beta1_, beta2_, group.weight_decay, eps_, /*amsgrad=*/false,
-                        /*maximize=*/false, /*grad_scale=*/std::nullopt, found_inf);
+      kernels::fused_adamw({live.params, live.grads, live.state[0], live.state[1], steps,
+                            live.copies},
+                           {beta1_, beta2_, group.weight_decay, eps_}, lr, found_inf);
       at::_foreach_sub_(steps, std::vector<torch::Tensor>(steps.size(), found_inf));
     }
   }
@@ -158,6 +166,18 @@ class FusedSgd final : public Optimizer {
                       group.weight_decay, momentum_, lr, /*dampening=*/0.0, /*nesterov=*/false,
                       /*maximize=*/false, /*is_first_step=*/false, /*grad_scale=*/std::nullopt,
                       found_inf);
+      // SGD has no pass of ampt's own: the half copies follow in a second one (a skipped
+      // step copies the unchanged weights).
+      std::vector<torch::Tensor> copies, weights;
+      for (size_t i = 0; i < live.copies.size(); ++i) {
+        if (!live.copies[i].defined()) continue;
+        copies.push_back(live.copies[i]);
+        weights.push_back(live.params[i]);
+      }
+      if (!copies.empty()) {
+        const at::NoGradGuard no_grad;  // the weights are leaves that train: nothing to record
+        at::_foreach_copy_(copies, weights);
+      }
     }
   }
 

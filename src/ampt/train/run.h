@@ -13,6 +13,7 @@
 #include "ampt/data/registry.h"
 #include "ampt/device/device.h"
 #include "ampt/distributed/data_parallel.h"
+#include "ampt/kernels/target_check.h"
 #include "ampt/log/events.h"
 #include "ampt/models/registry.h"
 #include "ampt/precision/precision_state.h"
@@ -22,6 +23,7 @@
 #include "ampt/train/optimizer.h"
 #include "ampt/train/schedule.h"
 #include "ampt/train/step.h"
+#include "ampt/train/step_profiler.h"
 #include "ampt/train/trainer.h"
 #include "ampt/train/zero_optimizer.h"
 
@@ -61,8 +63,9 @@ class Run {
   void fit_accumulation_to_epoch();
   // TF32, channels-last, fp8 and CUDA graphs as configured; builds the step.
   void set_up_speed_features();
-  // On a GPU, the fused paths the GPT takes, probed and self-checked: a line in speed_notes_,
-  // failed self-checks in warnings_; a RuntimeError when fp8's GEMM cannot run.
+  // On a GPU, the fused paths the run takes (the GPT's kernels, fp8's, the AdamW kernel that
+  // writes O1's half copies), probed and self-checked: a line in speed_notes_, failed
+  // self-checks in warnings_; a RuntimeError when fp8's GEMM cannot run.
   void report_fused_paths();
   // fp8 for the layers --fp8_layers picks (measuring them for auto), its table in speed_notes_.
   void use_fp8();
@@ -127,6 +130,10 @@ class Run {
   void report_bad_steps(bool wait, int64_t steps_done, log::RunSummary& summary);
   [[noreturn]] void stop_unstable(const precision::BadStep& bad, int64_t steps_done,
                                   log::RunSummary& summary);
+  // A step met targets outside the vocabulary: saves what the run has (the step was skipped) and
+  // stops naming the first.
+  [[noreturn]] void stop_bad_targets(const precision::BadStep& bad, int64_t steps_done,
+                                     log::RunSummary& summary);
 
   const config::Config config_;
   const RunContext& context_;
@@ -138,6 +145,8 @@ class Run {
   std::vector<torch::Tensor> parameters_;
   precision::PrecisionState precision_;
   precision::StabilityMonitor monitor_;
+  // The training step's target check, on the device (the monitor carries its record).
+  kernels::TargetCheck target_check_;
   std::unique_ptr<Optimizer> optimizer_;
   // ZeRO: the optimizer's state as flat tensors (ZeroOptimizer::state) and kinds, the
   // parameters' names and how many saves this run has started (each save's key).
@@ -164,6 +173,8 @@ class Run {
   std::vector<std::string> speed_notes_;
   std::vector<std::string> warnings_;
   std::unique_ptr<TrainStep> step_;
+  // run()'s --profile, while it runs: the step tells its census of the gradients.
+  StepProfiler* profiler_ = nullptr;
   // ZeRO-3's hooks on the model's blocks; the model calls them until it is destroyed after them.
   std::unique_ptr<BlockGather> block_gather_;
   // Time the loop spends evaluating: in the summary's split, and left out of throughput.

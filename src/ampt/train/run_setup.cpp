@@ -49,7 +49,12 @@ precision::StabilityMonitor make_monitor(const config::Config& config,
     names.push_back(item.key());
     params.push_back(item.value());
   }
-  return {std::move(params), std::move(names), device, config.max_consecutive_skips};
+  // The records reach the host at log steps, and soon enough to stop after
+  // max_consecutive_skips skipped steps.
+  const int64_t skips = config.max_consecutive_skips > 0 ? config.max_consecutive_skips
+                                                         : config.log_every;
+  const int64_t flush_every = std::clamp<int64_t>(std::min(config.log_every, skips), 1, 1000);
+  return {std::move(params), std::move(names), device, config.max_consecutive_skips, flush_every};
 }
 
 std::vector<torch::Tensor> trained_parameters(const torch::nn::Module& module) {
@@ -82,6 +87,7 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
       parameters_(trained_parameters(*model_.module)),
       precision_(precision::precision_options(config), *model_.module, device_.device),
       monitor_(make_monitor(config, *model_.module, device_.device)),
+      target_check_(device_.device),
       // ZeRO builds its optimizer over the shard, once the ranks have attached.
       optimizer_(dist_.zero_stage() > 0 ? nullptr
                                         : make_optimizer(config, precision_.masters().masters())),
@@ -200,11 +206,17 @@ void Run::set_up_speed_features() {
         "; the step runs eagerly");
   }
   StepParts parts;
-  parts.loss = [this](const data::Batch& batch) { return loss_of(batch, nullptr); };
+  // Within the step the targets are checked on the device: the monitor reports a bad one.
+  monitor_.watch_targets(target_check_.values());
+  parts.loss = [this](const data::Batch& batch) {
+    const kernels::TargetCheckScope deferred(&target_check_);
+    return loss_of(batch, nullptr);
+  };
   parts.parameters = parameters_;
   parts.scaler = &precision_.scaler();
   parts.masters = dist_.zero() ? nullptr : &precision_.masters();
   parts.zero = dist_.zero();
+  parts.weights_gathered = [this] { precision_.half_weights().refresh(); };
   parts.optimizer = optimizer_.get();
   parts.max_grad_norm = config_.max_grad_norm;
   parts.overflow_steps = overflow_steps_;
@@ -214,6 +226,11 @@ void Run::set_up_speed_features() {
     const auto dtype = precision_.policy().compute_dtype;
     return dtype == torch::kHalf || dtype == torch::kBFloat16 ? dtype : c10::kFloat;
   };
+  if (!config_.profile.empty()) {
+    parts.gradients_ready = [this](const std::vector<torch::Tensor>& gradients) {
+      if (profiler_ != nullptr) profiler_->gradients_ready(gradients);
+    };
+  }
   if (dist_.active()) {
     parts.before_backward = [this](bool last) { dist_.before_backward(last); };
     parts.after_backward = [this] {
@@ -228,11 +245,17 @@ void Run::set_up_speed_features() {
 // The GPT's fused paths on this GPU, each probed and self-checked now rather than at its first
 // use inside a step: one line names what runs and what falls back to ATen, and why.
 void Run::report_fused_paths() {
-  if (!device_.device.is_cuda() || !models::family_of(config_).transformer_blocks) return;
+  if (!device_.device.is_cuda()) return;
   using kernels::FusedPath;
   std::vector<FusedPath> paths;
-  if (config_.fused_kernels) {
-    paths = {FusedPath::softmax_cross_entropy, FusedPath::add_layer_norm};
+  // O1's half copies are written by the AdamW kernel, for every model.
+  if (precision_.half_weights().dtype() != c10::kFloat &&
+      config_.optimizer == config::OptimizerKind::adamw && dist_.zero_stage() == 0) {
+    paths.push_back(FusedPath::adamw);
+  }
+  if (config_.fused_kernels && models::family_of(config_).transformer_blocks) {
+    paths.push_back(FusedPath::softmax_cross_entropy);
+    paths.push_back(FusedPath::add_layer_norm);
     if (config_.gemm_epilogues && precision_.policy().autocast) paths.push_back(FusedPath::gemm_epilogues);
   }
   if (precision_.policy().fp8) {

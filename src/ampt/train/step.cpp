@@ -67,6 +67,13 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   }
   StepPhase unscale("ampt::unscale");
   if (parts_.after_backward) parts_.after_backward();
+  if (parts_.gradients_ready) {
+    std::vector<torch::Tensor> made;
+    for (const auto& p : parts_.parameters) {
+      if (p.grad().defined()) made.push_back(p.grad());
+    }
+    parts_.gradients_ready(made);
+  }
   std::vector<torch::Tensor> grads;
   std::vector<int64_t> grad_params;  // the parameter each gradient (and norm) belongs to
   if (parts_.zero != nullptr) {
@@ -116,6 +123,7 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   parts_.optimizer->step(lr, skip);
   if (parts_.zero != nullptr) {
     parts_.zero->gather_weights();
+    if (parts_.weights_gathered) parts_.weights_gathered();
   } else if (parts_.masters != nullptr) {
     parts_.masters->refresh_model();
   }

@@ -39,10 +39,14 @@ struct StepParts {
   // the last one (gradients averaged over ranks), and found_inf made the same on every rank.
   std::function<void(bool last_micro_batch)> before_backward;
   std::function<void()> after_backward;
+  // Optional: told each step's gradients once backward has made them (--profile's census).
+  std::function<void(const std::vector<torch::Tensor>& gradients)> gradients_ready;
   std::function<void(torch::Tensor& found_inf)> agree_found_inf;
   // ZeRO (optional): the step works on this rank's shard of the gradients, their norms are the
-  // global ones, and the stepped weights are all-gathered instead of refreshed from `masters`.
+  // global ones, and the stepped weights are all-gathered instead of refreshed from `masters`;
+  // then `weights_gathered` (O1's half copies follow the gathered weights).
   distributed::ZeroShards* zero = nullptr;
+  std::function<void()> weights_gathered;
 };
 
 // Device tensors, valid until the next step (a graph's replay overwrites them in place).

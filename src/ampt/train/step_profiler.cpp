@@ -71,9 +71,13 @@ std::string op_table_text(const std::vector<OpRow>& rows, const config::StepRang
 }
 
 StepProfiler::StepProfiler(std::optional<config::StepRange> range, std::string output_dir,
-                           c10::Device device, int64_t rank)
+                           c10::Device device, int64_t rank,
+                           std::vector<torch::Tensor> parameters)
     : range_(range), output_dir_(std::move(output_dir)), device_(device), rank_(rank) {
-  if (range_) profiler::prepareProfiler(ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/true), activities(device_));
+  if (!range_) return;
+  profiler::prepareProfiler(ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/true),
+                            activities(device_));
+  census_.emplace(std::move(parameters));
 }
 
 StepProfiler::~StepProfiler() {
@@ -82,9 +86,27 @@ StepProfiler::~StepProfiler() {
 }
 
 void StepProfiler::before_step(int64_t step) {
-  if (!range_ || done_ || first_traced_ > 0 || !range_->contains(step)) return;
-  first_traced_ = step;
-  profiler::enableProfiler(ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/true), activities(device_));
+  if (!range_ || done_ || !range_->contains(step)) return;
+  if (first_traced_ == 0) {
+    first_traced_ = step;
+    profiler::enableProfiler(
+        ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/true), activities(device_));
+  }
+  census_->begin(step);
+  counting_ = true;
+}
+
+void StepProfiler::gradients_ready(const std::vector<torch::Tensor>& gradients) {
+  if (counting_) census_->note_gradients(gradients);
+}
+
+std::optional<StepCensus> StepProfiler::take_census(int64_t step) {
+  if (!counting_) return std::nullopt;
+  counting_ = false;
+  auto census = census_->end();
+  census.counts.step = step;
+  census_lines_.push_back(census.json());
+  return census;
 }
 
 std::optional<ProfileFiles> StepProfiler::after_step(int64_t step) {
@@ -97,7 +119,16 @@ std::optional<ProfileFiles> StepProfiler::finish(int64_t last_step) {
   return stop(last_step);
 }
 
+std::string StepProfiler::base_path(const config::StepRange& steps,
+                                    const std::string& extension) const {
+  const auto suffix = rank_ > 0 ? fmt::format(".rank{}", rank_) : std::string();
+  return (std::filesystem::path(output_dir_) /
+          fmt::format("profile-steps-{}-{}{}{}", steps.first, steps.last, suffix, extension))
+      .string();
+}
+
 ProfileFiles StepProfiler::stop(int64_t last_step) {
+  if (counting_) take_census(last_step);
   // Kernels still queued would be missing from the trace.
   if (device_.is_cuda()) torch::cuda::synchronize(device_.index());
   const auto result = profiler::disableProfiler();
@@ -105,17 +136,17 @@ ProfileFiles StepProfiler::stop(int64_t last_step) {
   files.steps = {first_traced_, last_step};
   first_traced_ = 0;
   done_ = true;
-  const auto base = (std::filesystem::path(output_dir_) /
-                     fmt::format("profile-steps-{}-{}", files.steps.first, files.steps.last))
-                        .string();
-  const auto suffix = rank_ > 0 ? fmt::format(".rank{}", rank_) : std::string();
-  files.trace = base + suffix + ".json";
-  files.table = base + suffix + ".txt";
+  files.trace = base_path(files.steps, ".json");
+  files.table = base_path(files.steps, ".txt");
+  files.census = base_path(files.steps, ".census.jsonl");
   std::filesystem::create_directories(output_dir_);
   result->save(files.trace);
   std::ofstream table(files.table, std::ios::trunc);
   table << op_table_text(op_rows(*result, files.steps.last - files.steps.first + 1), files.steps);
   if (!table.flush()) throw RuntimeError(fmt::format("cannot write '{}'", files.table));
+  std::ofstream census(files.census, std::ios::trunc);
+  for (const auto& line : std::exchange(census_lines_, {})) census << line << '\n';
+  if (!census.flush()) throw RuntimeError(fmt::format("cannot write '{}'", files.census));
   return files;
 }
 

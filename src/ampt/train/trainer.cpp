@@ -88,6 +88,7 @@ void Run::enter_stage(std::size_t index, int64_t step, int64_t epoch, bool annou
 
 void Run::report_bad_steps(bool wait, int64_t steps_done, log::RunSummary& summary) {
   for (const auto& bad : monitor_.poll(wait)) {
+    if (bad.bad_targets > 0) stop_bad_targets(bad, steps_done, summary);
     observer_.on_nonfinite(bad.step, bad.what());
     if (monitor_.must_stop(bad)) stop_unstable(bad, steps_done, summary);
   }
@@ -120,6 +121,20 @@ void Run::stop_unstable(const precision::BadStep& bad, int64_t steps_done, log::
                                  diagnosis.problem, saved, diagnosis.next));
 }
 
+void Run::stop_bad_targets(const precision::BadStep& bad, int64_t steps_done,
+                           log::RunSummary& summary) {
+  std::string saved;
+  try {
+    save_checkpoint(steps_done, summary, /*final=*/true);
+    saved = "saved " + summary.checkpoint;
+  } catch (const RuntimeError& e) {
+    saved = e.what();
+  }
+  throw RuntimeError(fmt::format(
+      "training stopped after step {}: step {} met bad data: {} ({})", steps_done, bad.step,
+      target_check_.error(bad.bad_targets, bad.target_position, bad.target_value), saved));
+}
+
 log::RunSummary Run::run(Clock::time_point started) {
   observer_.on_start(describe());
   log::RunSummary summary;
@@ -141,9 +156,13 @@ log::RunSummary Run::run(Clock::time_point started) {
   };
   int64_t step = start_step_;
   StepProfiler profiler(config::parse_step_range(config_.profile), config_.output_dir,
-                        device_.device, dist_.rank());
+                        device_.device, dist_.rank(), model_.module->parameters());
+  profiler_ = &profiler;
   const auto report_profile = [this](const std::optional<ProfileFiles>& files) {
-    if (files) observer_.on_profile(files->steps.first, files->steps.last, files->trace, files->table);
+    if (files) {
+      observer_.on_profile(files->steps.first, files->steps.last, files->trace, files->table,
+                           files->census);
+    }
   };
 
   // Fine-tuning's yardstick: the pretrained weights' validation loss, before they change.
@@ -169,7 +188,7 @@ log::RunSummary Run::run(Clock::time_point started) {
     }
     data_wait.end();
     const auto result = step_->run(micro_batches, lr, log_step);
-    monitor_.record(step + 1);
+    monitor_.record(step + 1, /*flush=*/log_step);
     report_bad_steps(/*wait=*/false, step + 1, summary);
     checkpointer_.collect(/*wait=*/false, /*final=*/false, summary);
     observer_.on_progress(step + 1, total_steps_, seconds_since(start));
@@ -193,6 +212,7 @@ log::RunSummary Run::run(Clock::time_point started) {
       if (step == 0) initial_loss_ = summary.initial_loss = report.loss;
       summary.final_loss = report.loss;
     }
+    if (const auto census = profiler.take_census(step + 1)) observer_.on_census(census->counts);
     report_profile(profiler.after_step(step + 1));
 
     if (stop != 0) {
@@ -209,6 +229,7 @@ log::RunSummary Run::run(Clock::time_point started) {
     }
   }
   report_profile(profiler.finish(step));
+  profiler_ = nullptr;
   // The last steps' records may still be on their way: every bad step gets reported.
   report_bad_steps(/*wait=*/true, step, summary);
   // A preempted run saves and leaves at once; a finished one is evaluated.

@@ -25,13 +25,10 @@ namespace emulated = ampt::kernels::cuda_emulated;
 
 namespace {
 
-ampt::kernels::cuda::KernelImage real(const emulated::KernelImage& image) {
-  return {image.capability, image.needs, image.binary_version, image.ptx_version, image.error};
-}
-
-PathStatus softmax() { return image_status(real(emulated::softmax_cross_entropy_image()), ""); }
-PathStatus add_norm() { return image_status(real(emulated::add_layer_norm_image()), ""); }
-PathStatus fp8() { return image_status(real(emulated::fp8_quantize_image()), "fp8"); }
+// The emulated kernels' images are the same type as the GPU's (kernel_abi.h).
+PathStatus softmax() { return image_status(emulated::softmax_cross_entropy_image(), ""); }
+PathStatus add_norm() { return image_status(emulated::add_layer_norm_image(), ""); }
+PathStatus fp8() { return image_status(emulated::fp8_quantize_image(), "fp8"); }
 
 // kernel_support over the emulated kernels' images, with self-checks that pass.
 KernelSupport emulated_support() {

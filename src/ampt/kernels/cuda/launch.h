@@ -2,28 +2,28 @@
 // .cu files compile quickly with nvcc and the callers (../*.cpp) pass tensors' data pointers.
 #pragma once
 
+#include "ampt/kernels/kernel_abi.h"
+
 #include <cstdint>
 
 namespace ampt::kernels::cuda {
 
-enum class Dtype { float32, bfloat16, float16 };
-
-// Which of a kernel file's images the current device would run, as CUDA's loader picks one: a
-// binary (SASS) of the device's major version whose minor is not above the device's, else PTX of
-// an architecture not above the device's, compiled by the driver; none otherwise.
-struct KernelImage {
-  int capability = 0;      // the device's compute capability, major * 10 + minor (86 for 8.6)
-  int needs = 0;           // the capability the file's kernels need (89 for fp8), 0: any
-  int binary_version = 0;  // the image run (cudaFuncAttributes): 86 for sm_86; 0 when none runs
-  int ptx_version = 0;     // the PTX it came from, for an image compiled from PTX
-  const char* error = nullptr;  // CUDA's message when none runs (null when `needs` is the reason)
-};
+using abi::AdamWHyper;
+using abi::AdamWTensors;
+using abi::AddLayerNormLayout;
+using abi::Dtype;
+using abi::Fp8Dtype;
+using abi::Fp8Input;
+using abi::Fp8Prologue;
+using abi::Fp8ScaleUpdate;
+using abi::KernelImage;
 
 // The image of each kernel file on the current device. Nothing is launched; the file's kernels
 // are loaded, as the first launch would.
 KernelImage softmax_cross_entropy_image();
 KernelImage add_layer_norm_image();
 KernelImage fp8_quantize_image();
+KernelImage adamw_image();
 
 // Per row r of `logits` [rows, cols] (row-major, `dtype`): the cross-entropy of its first
 // `valid` columns against targets[r] into row_loss[r] (0 where targets[r] == ignore_index), and,
@@ -33,11 +33,6 @@ KernelImage fp8_quantize_image();
 void softmax_cross_entropy(void* logits, Dtype dtype, int64_t rows, int64_t cols, int64_t valid,
                            const int64_t* targets, int64_t ignore_index, float* row_loss,
                            bool write_grad, void* stream);
-
-// The (residual and sum, branch, normed) element types add_layer_norm has kernels for: what
-// fp32 training, O1 autocast (an fp32 residual stream, half branches and half inputs to the next
-// matmul) and a wholly half model produce.
-enum class AddLayerNormLayout { f32_f32_f32, f32_bf16_bf16, f32_f16_f16, bf16_bf16_bf16, f16_f16_f16 };
 
 // Rows of `cols` elements (all row-major, contiguous): sum ← residual + branch (rounded to the
 // residual's type), normed ← (sum − mean) · rstd · weight + bias, with the row's mean and
@@ -58,40 +53,6 @@ void add_layer_norm_backward(AddLayerNormLayout layout, const void* sum, const v
                              const void* d_sum, const float* weight, const float* mean,
                              const float* rstd, int64_t rows, int64_t cols, void* d_residual,
                              void* d_branch, float* partial, void* stream);
-
-enum class Fp8Dtype { e4m3, e5m2 };
-
-// What the fp8 passes apply to each value of their input first, in float32 (the amax, the
-// column sums and the fp8 copies are of the result): nothing; GPT-2's tanh GELU (the MLP's
-// hidden activation, cast for c_proj); or x · GELU'(pre), the GELU's gradient from the gradient
-// of its output x and its input `pre` (cast for c_fc's weight and input gradients).
-enum class Fp8Prologue { none, gelu_tanh, gelu_tanh_grad };
-
-// The input of the fp8 passes: x [rows, cols] (row-major, `dtype`; rows and cols multiples of
-// 16, 16-byte aligned) and, for gelu_tanh_grad, `pre` of the same shape, dtype and alignment.
-struct Fp8Input {
-  const void* data;
-  Dtype dtype;
-  Fp8Prologue prologue = Fp8Prologue::none;
-  const void* pre = nullptr;
-};
-
-// Delayed scaling's bookkeeping, done by the last block of fp8_cast_transpose to finish, so the
-// host never reads an amax: amax(x) enters the `history` ring at the slot after `*newest`,
-// `*last_scale` ← this call's scale, and `*scale` ← max_over_headroom / a where a is the
-// history's maximum (or, without use_history_max, amax(x)) when that quotient is finite and
-// positive; otherwise `*scale` stays. `scratch` [2] must be zero before the call and is zero
-// after it (the amax's bits and the count of finished blocks).
-struct Fp8ScaleUpdate {
-  float* scale;
-  float* last_scale;
-  float* history;
-  int32_t* newest;
-  int64_t history_len;
-  bool use_history_max;
-  float max_over_headroom;
-  uint32_t* scratch;
-};
 
 // The rows of fp8_cast_transpose's column_partials for x of `rows` rows: one per 64 rows.
 int64_t fp8_column_partial_rows(int64_t rows);
@@ -125,5 +86,9 @@ void fp8_rowwise_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_
                                 const uint32_t* row_amax, const uint32_t* col_amax,
                                 float max_over_headroom, Fp8Dtype out_dtype, void* out,
                                 void* out_t, float* row_inverse, float* col_inverse, void* stream);
+
+// One AdamW step (abi::AdamWTensors) of each tensor listed, skipped whole when *found_inf is 1:
+// each parameter, its two moments and, where one is given, its half copy, in one pass.
+void adamw(const AdamWTensors& tensors, const AdamWHyper& hyper, void* stream);
 
 }  // namespace ampt::kernels::cuda
