@@ -110,8 +110,8 @@ TEST_CASE("fused linear: a GPT's attention is one node with --fused_kernels, and
   CHECK(nodes(false, true, 0.0, "FusedLinearFunction") == 0);
 }
 
-TEST_CASE("fused linear over half copies: autocast's values, weight gradients the fp32 sums of "
-          "the half products, a second micro-batch's added in the GEMM",
+TEST_CASE("fused linear over half copies: autocast's values, and a second micro-batch's weight "
+          "gradient added in fp32 in its GEMM's operation",
           "[kernels][fused_linear][half_weights]") {
   namespace k = ampt::kernels;
   for (const auto dtype : {torch::kBFloat16, torch::kHalf}) {
@@ -132,19 +132,45 @@ TEST_CASE("fused linear over half copies: autocast's values, weight gradients th
     const auto* first = w.grad().data_ptr<float>();
     step(x2, g2).backward();
     CHECK(w.grad().data_ptr<float>() == first);  // added into, not replaced
-    // float64 sums of the products of the half values that the GEMMs read.
-    const auto half = [&](const torch::Tensor& t) { return t.to(dtype).to(torch::kFloat64); };
-    const auto dy1 = half(g1).view({-1, 96}), dy2 = half(g2).view({-1, 96});
-    const auto want_w = dy1.t().mm(half(x1).view({-1, 64})) + dy2.t().mm(half(x2).view({-1, 64}));
-    const auto want_b = dy1.sum(0) + dy2.sum(0);
     CHECK(w.grad().scalar_type() == torch::kFloat32);
-    CHECK(torch::allclose(w.grad().to(torch::kFloat64), want_w, 1e-5, 1e-5));
-    CHECK(torch::allclose(b.grad().to(torch::kFloat64), want_b, 1e-5, 1e-5));
-    // Autocast's path rounds each micro-batch's product to the half dtype: further from them.
-    const auto rounded = (dy1.t().mm(half(x1).view({-1, 64})).to(dtype).to(torch::kFloat64) +
-                          dy2.t().mm(half(x2).view({-1, 64})).to(dtype).to(torch::kFloat64));
-    CHECK((w.grad().to(torch::kFloat64) - want_w).abs().max().item<double>() <
-          (rounded - want_w).abs().max().item<double>());
+    // A CPU's GEMM rounds its product to the half dtype, as autocast's matmul does: each
+    // micro-batch's is autocast's, and the two are summed in fp32.
+    const auto half = [&](const torch::Tensor& t) { return t.to(dtype).view({-1, t.size(-1)}); };
+    const auto product = [&](const torch::Tensor& g, const torch::Tensor& x) {
+      return half(g).t().mm(half(x)).to(torch::kFloat32);
+    };
+    CHECK(torch::equal(w.grad(), product(g1, x1) + product(g2, x2)));
+    CHECK(torch::equal(b.grad(), half(g1).sum(0).to(torch::kFloat32) +
+                                     half(g2).sum(0).to(torch::kFloat32)));
     for (const auto& p : {w, b}) k::forbid_weight_copy(p);
   }
+}
+
+TEST_CASE("fused linear over half copies on a GPU: the weight gradients are the fp32 sums of the "
+          "half products, no half rounding",
+          "[kernels][fused_linear][half_weights][cuda]") {
+  if (!torch::cuda::is_available()) {
+    WARN("no CUDA device: cuBLAS's fp32-output GEMM needs one");
+    return;
+  }
+  namespace k = ampt::kernels;
+  torch::manual_seed(53);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  const auto w = (torch::randn({96, 64}, cuda) * 0.2).requires_grad_(true);
+  const auto b = torch::randn({96}, cuda).requires_grad_(true);
+  const auto x = torch::randn({512, 64}, cuda), g = torch::randn({512, 96}, cuda);
+  for (const auto& p : {w, b}) k::allow_weight_copy(p, torch::kBFloat16, /*fp32_grad=*/true);
+  {
+    ampt::precision::AutocastGuard autocast(torch::kCUDA, torch::kBFloat16, true);
+    (k::linear(x, w, b).to(torch::kFloat32) * g).sum().backward();
+  }
+  const auto half = [](const torch::Tensor& t) {
+    return t.to(torch::kBFloat16).to(torch::kFloat64).cpu();
+  };
+  const auto want = half(g).t().mm(half(x));
+  const auto error = (w.grad().to(torch::kFloat64).cpu() - want).abs().max().item<double>();
+  const auto rounded =
+      (want.to(torch::kBFloat16).to(torch::kFloat64) - want).abs().max().item<double>();
+  CHECK(error < rounded / 4);
+  for (const auto& p : {w, b}) k::forbid_weight_copy(p);
 }

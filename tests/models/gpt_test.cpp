@@ -16,6 +16,11 @@ using ampt::data::Task;
 
 namespace {
 
+// --fused_kernels true or false.
+ampt::config::AutoSwitch switched(bool on) {
+  return on ? ampt::config::AutoSwitch::on : ampt::config::AutoSwitch::off;
+}
+
 constexpr int64_t kVocab = 32;
 constexpr int64_t kContext = 16;
 constexpr int64_t kWidth = 48;  // unlike kVocab, so that only the embedding is [kVocab, kWidth]
@@ -176,7 +181,7 @@ TEST_CASE("gpt: the fused head's loss and gradients equal the logits' cross_entr
   std::vector<double> losses;
   for (const bool fused : {false, true}) {
     auto config = small_gpt();
-    config.fused_kernels = fused;
+    config.fused_kernels = switched(fused);
     torch::manual_seed(3);
     auto model = ampt::models::make_model(config, token_blocks(kContext, kVocab));
     const auto loss = model.loss(inputs, targets);
@@ -215,7 +220,7 @@ TEST_CASE("gpt: residual adds fused with the next LayerNorm give the blocks' own
     for (const bool fused : {false, true}) {
       auto config = small_gpt();
       config.n_layer = 3;
-      config.fused_kernels = fused;
+      config.fused_kernels = switched(fused);
       torch::manual_seed(3);
       auto model = ampt::models::make_model(config, token_blocks(kContext, kVocab));
       torch::Tensor out;
@@ -254,7 +259,7 @@ TEST_CASE("gpt: padded targets (-100) are not scored, fused or not: the unpadded
   for (const bool fused : {false, true}) {
     INFO("fused " << fused);
     auto config = small_gpt();
-    config.fused_kernels = fused;
+    config.fused_kernels = switched(fused);
     torch::manual_seed(3);
     auto model = ampt::models::make_model(config, token_blocks(kContext, kVocab));
     // The reference: each example alone, unpadded; the sum of its tokens' losses over the count.

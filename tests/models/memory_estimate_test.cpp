@@ -104,7 +104,7 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   // --fused_kernels false: the GELU's output kept (36 bytes per token and channel), ln_f's fp32
   // input and bf16 output, and 12 bytes per logit for the plain loss.
   auto plain_config = with_model("gpt-tiny");
-  plain_config.fused_kernels = false;
+  plain_config.fused_kernels = ampt::config::AutoSwitch::off;
   const auto plain = ampt::models::estimate_memory(ampt::models::model_dims(plain_config, {}, 0),
                                                    {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
   CHECK(plain.activations == 2 * (256 * 64 * 36 + 256 * 4 * 4 + 256 * 16) + 256 * 16 +

@@ -51,7 +51,7 @@ TEST_CASE("recommend: gpt2-124m on an 80 GiB Hopper GPU trains bf16 O1 at the la
   CHECK_THAT(r.reasons[1], Catch::StartsWith("fp8 (--mixed_precision fp8)"));
   Config plain;
   plain.model = "gpt2-124m";
-  plain.fused_kernels = false;
+  plain.fused_kernels = ampt::config::AutoSwitch::off;
   CHECK(ampt::models::recommend(ampt::models::model_dims(plain, {}, 0), OptimizerKind::adamw, 0.9,
                                 512, gpu)
             .micro_batch == 64);

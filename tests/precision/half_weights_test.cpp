@@ -1,8 +1,10 @@
 // O1's half working weights (precision/half_weights.h) against autocast's casts on real runs:
-// the copies alone give autocast's losses bit for bit, through accumulation, a resume, a
-// precision schedule with an fp32 island, GradScaler's skips and LoRA; the fp32 weight gradients
-// on top stay within what their extra precision explains. The copies are the weights the
-// matmuls read, made at the first forward and written by every optimizer step.
+// the copies give autocast's losses bit for bit, through accumulation, a resume, a precision
+// schedule with an fp32 island, GradScaler's skips and LoRA, with autocast's half weight
+// gradients and with the fp32 ones (which a CPU forms from the half GEMM's product, as autocast
+// does: the same values; a GPU's fp32-output GEMM differs by the half rounding, tested with the
+// kernels). The copies are the weights the matmuls read, made at the first forward and written by
+// every optimizer step.
 #include "ampt/kernels/weight_copies.h"
 #include "ampt/train/trainer.h"
 
@@ -13,7 +15,6 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
-#include <cmath>
 
 namespace {
 
@@ -55,14 +56,6 @@ Losses train(Config config, Path path) {
   return losses;
 }
 
-// The fp32 gradients are the half ones before their rounding to the half dtype (8 significant
-// bits in bf16, 11 in fp16; the biases' sums too), so the loss paths part by what those roundings
-// move. Over these 30 steps that measured at most 6.9e-5 of the loss (bf16 on AVX2; bf16 on
-// AVX-512 6.1e-5, fp16 1.2e-5, the schedule 2.3e-5, LoRA 3.3e-5); 5e-4 leaves room for other
-// CPUs' GEMM blockings. A gradient that is wrong, not rounded differently, moves the losses by
-// 1e-2 and more within these steps.
-constexpr double kFp32GradTolerance = 5e-4;
-
 void check_equal(const Losses& a, const Losses& b) {
   REQUIRE(a.steps.size() == b.steps.size());
   for (size_t i = 0; i < a.steps.size(); ++i) {
@@ -71,22 +64,14 @@ void check_equal(const Losses& a, const Losses& b) {
   }
 }
 
-void check_close(const Losses& a, const Losses& b) {
-  REQUIRE(a.steps.size() == b.steps.size());
-  for (size_t i = 0; i < a.steps.size(); ++i) {
-    INFO("step " << i + 1 << ": " << a.steps[i] << " and " << b.steps[i]);
-    CHECK(std::abs(a.steps[i] - b.steps[i]) <= kFp32GradTolerance * std::abs(b.steps[i]));
-  }
-}
-
-// The three paths of `config`: the copies equal the casts, the fp32 gradients are near them.
+// The three paths of `config`, one loss path.
 void check_paths(const Config& config) {
   const auto casts = train(config, Path::casts);
   const auto copies = train(config, Path::copies);
   const auto fp32 = train(config, Path::fp32_grads);
   REQUIRE(casts.steps.size() == static_cast<size_t>(config.max_steps));
   check_equal(copies, casts);
-  check_close(fp32, casts);
+  check_equal(fp32, casts);
   // The run learns (LoRA's adapters slowest, by 1.4% over these steps): a path that lost its
   // gradients would not.
   CHECK(fp32.steps.back() < 0.99 * fp32.steps.front());
@@ -94,8 +79,8 @@ void check_paths(const Config& config) {
 
 }  // namespace
 
-TEST_CASE("half weights: the O1 copies give autocast's losses bit for bit, and fp32 weight "
-          "gradients stay within their rounding, in bf16 and fp16",
+TEST_CASE("half weights: the O1 copies give autocast's losses bit for bit, with half and with "
+          "fp32 weight gradients, in bf16 and fp16",
           "[precision][half_weights]") {
   check_paths(gpt_run(MixedPrecision::bf16));
   check_paths(gpt_run(MixedPrecision::fp16));
@@ -123,16 +108,8 @@ TEST_CASE("half weights: GradScaler's skipped steps leave the copies as they wer
   // Overflowing for the first steps, then growing into overflow every 5 clean ones.
   config.grad_scaler_init = 4194304;
   config.grad_scaler_growth_interval = 5;
-  const auto some = train(config, Path::casts);
-  REQUIRE(some.skipped > 3);
-  const auto copies = train(config, Path::copies);
-  check_equal(copies, some);
-  CHECK(copies.skipped == some.skipped);
-  // A weight gradient summed in fp32 does not overflow where its fp16 sum would (measured: 4
-  // steps skipped where autocast's path skips 7); the scaler backs off less, and the run learns.
-  const auto fp32 = train(config, Path::fp32_grads);
-  CHECK(fp32.skipped <= some.skipped);
-  CHECK(fp32.steps.back() < 0.9 * fp32.steps.front());
+  REQUIRE(train(config, Path::casts).skipped > 3);
+  check_paths(config);
 }
 
 TEST_CASE("half weights: LoRA's adapters have copies, its frozen base needs none",

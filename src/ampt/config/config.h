@@ -21,6 +21,8 @@ enum class Fp8Scaling { delayed, current, rowwise };
 enum class DistBackend { auto_select, nccl, gloo };
 enum class ReduceDtype { grad, fp32, bf16 };
 enum class ParamDtype { auto_select, fp32, bf16, fp16 };
+// A feature on, off, or decided by the run on its device (auto).
+enum class AutoSwitch { auto_select, on, off };
 
 struct Config {
   // run
@@ -63,7 +65,9 @@ struct Config {
   // perf
   bool grad_ckpt = false;      // recompute each transformer block in backward
   bool cuda_graphs = false;    // capture the training step once, replay it
-  bool fused_kernels = true;   // the GPT's fused head + loss (kernels/); false: plain ATen ops
+  // The GPT's and Llama's fused kernels and operations (kernels/); off: plain ATen ops; auto: on,
+  // except on a GPU where the run measures the plain ops faster and they fit (fused_choice.h).
+  AutoSwitch fused_kernels = AutoSwitch::auto_select;
   bool gemm_epilogues = true;  // the fused MLP's bias, GELU and gradients in cuBLASLt epilogues
   bool allow_tf32 = false;     // fp32 matmuls and convolutions on TF32 tensor cores (CUDA)
   bool channels_last = true;   // the CNN in NHWC

@@ -87,6 +87,31 @@ Option bool_option(std::string name, std::string_view yaml_path, bool Config::*m
   return option;
 }
 
+Option auto_switch_option(std::string name, std::string_view yaml_path,
+                          AutoSwitch Config::*member, std::string help) {
+  Option option = named(std::move(name), yaml_path, std::move(help));
+  option.expected = fmt::format("auto or {}", kBooleanExpected);
+  option.value_hint = "auto|BOOL";
+  option.is_switch = true;
+  option.store = [member](Config& config, std::string_view text) {
+    if (text == "auto") {
+      config.*member = AutoSwitch::auto_select;
+      return true;
+    }
+    auto value = parse_bool(text);
+    if (!value) return false;
+    config.*member = *value ? AutoSwitch::on : AutoSwitch::off;
+    return true;
+  };
+  option.format = [member](const Config& config) {
+    const auto value = config.*member;
+    return std::string(value == AutoSwitch::auto_select ? "auto"
+                       : value == AutoSwitch::on        ? "true"
+                                                        : "false");
+  };
+  return option;
+}
+
 Option string_option(std::string name, std::string_view yaml_path, std::string Config::*member,
                      bool non_empty, std::string value_hint, std::string help) {
   Option option = named(std::move(name), yaml_path, std::move(help));

@@ -60,6 +60,9 @@ Option explained_string_option(std::string name, std::string_view yaml_path,
                                std::string Config::*member,
                                std::function<std::string(std::string_view)> problem,
                                std::string expected, std::string value_hint, std::string help);
+// An AutoSwitch member: "auto", or a boolean as bool_option takes it (a bare flag is true).
+Option auto_switch_option(std::string name, std::string_view yaml_path,
+                          AutoSwitch Config::*member, std::string help);
 // `option`, made to accept a YAML list: scalars are joined with ',', and maps (schedule stages
 // such as {until_step: 500, precision: fp32}) are written as the flag form `fp32:500`.
 Option list_option(Option option);

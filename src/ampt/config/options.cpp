@@ -91,9 +91,9 @@ std::vector<Option> build_table() {
                   "gathered in the compute dtype); false: autocast's casts, for comparison"),
       bool_option("fp32_weight_grads", "amp.fp32_weight_grads", &C::fp32_weight_grads,
                   "With half_weights: weight gradients accumulated in fp32 straight from the GEMM "
-                  "(fp32-output cuBLAS, MKL on CPUs), as Megatron-LM's "
-                  "gradient_accumulation_fusion; false: half gradients cast to fp32, the values "
-                  "of half_weights false"),
+                  "(fp32-output cuBLAS), as Megatron-LM's gradient_accumulation_fusion; on a CPU "
+                  "oneDNN's half GEMM added into the fp32 gradient (autocast's values); false: "
+                  "half gradients cast to fp32, the values of half_weights false"),
       list_option(explained_string_option(
           "keep_fp32_modules", "amp.keep_fp32_modules", &C::keep_fp32_modules,
           module_patterns_problem, std::string(kModulePatternsExpected), "PATTERNS",
@@ -128,11 +128,13 @@ std::vector<Option> build_table() {
                   "activations (GPT models)"),
       bool_option("cuda_graphs", "perf.cuda_graphs", &C::cuda_graphs,
                   "Capture the whole training step as a CUDA graph and replay it (CUDA)"),
-      bool_option("fused_kernels", "perf.fused_kernels", &C::fused_kernels,
-                  "Fused kernels for GPTs: the head and cross-entropy in row chunks (never the "
-                  "whole logits), each residual add with the LayerNorm after it, the MLP "
-                  "recomputing its GELU in backward; false runs the plain ATen ops, for "
-                  "comparison"),
+      auto_switch_option("fused_kernels", "perf.fused_kernels", &C::fused_kernels,
+                         "Fused kernels for GPTs and Llamas: the head and cross-entropy in row "
+                         "chunks (never the whole logits), each residual add with the LayerNorm "
+                         "after it, the attention as one operation, the MLP recomputing its GELU "
+                         "in backward; false runs the plain ATen ops; auto (default): fused, "
+                         "except on a GPU where a forward and backward of the run's own batch "
+                         "measures the plain ops faster at startup and they fit its memory"),
       bool_option("gemm_epilogues", "perf.gemm_epilogues", &C::gemm_epilogues,
                   "With --fused_kernels on a GPU in bf16/fp16: the GPT MLP's bias + GELU, and in "
                   "backward the GELU's gradient and every Linear's bias gradient, inside the "

@@ -3,62 +3,11 @@
 #include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
 
-#include <cstdint>
-#include <optional>
 #include <utility>
 #include <vector>
 
-// MKL's mixed-precision GEMMs, exported by the torch wheel's libtorch_cpu (which links MKL in):
-// weak, so a LibTorch without them links too and takes the fallback.
-extern "C" {
-void cblas_gemm_bf16bf16f32(int layout, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                            const uint16_t* a, int lda, const uint16_t* b, int ldb, float beta,
-                            float* c, int ldc) __attribute__((weak));
-void cblas_gemm_f16f16f32(int layout, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                          const uint16_t* a, int lda, const uint16_t* b, int ldb, float beta,
-                          float* c, int ldc) __attribute__((weak));
-}
-
 namespace ampt::kernels {
 namespace {
-
-constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
-
-// How MKL reads a row-major [rows, cols] operand: as it is, or as the transpose of a contiguous
-// tensor; nullopt when neither.
-struct Operand {
-  int trans;
-  int ld;
-};
-std::optional<Operand> as_operand(const torch::Tensor& t) {
-  if (t.stride(1) == 1 && t.stride(0) >= t.size(1)) {
-    return Operand{kNoTrans, static_cast<int>(t.stride(0))};
-  }
-  if (t.stride(0) == 1 && t.stride(1) >= t.size(0)) {
-    return Operand{kTrans, static_cast<int>(t.stride(1))};
-  }
-  return std::nullopt;
-}
-
-// MKL on the CPU; false where it cannot take these operands.
-bool mkl_matmul(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
-                bool accumulate) {
-  const auto gemm = a.scalar_type() == c10::kBFloat16 ? cblas_gemm_bf16bf16f32
-                    : a.scalar_type() == c10::kHalf   ? cblas_gemm_f16f16f32
-                                                      : nullptr;
-  if (gemm == nullptr || !out.is_contiguous() || a.numel() == 0 || b.numel() == 0) return false;
-  constexpr int64_t kIntMax = 0x7fffffff;
-  if (a.size(0) > kIntMax || a.size(1) > kIntMax || b.size(1) > kIntMax) return false;
-  const auto oa = as_operand(a), ob = as_operand(b);
-  if (!oa || !ob) return false;
-  // An operation of ampt's own in the step census, as a GPU's cuBLAS call is one.
-  RECORD_FUNCTION("ampt::matmul_fp32", std::vector<c10::IValue>());
-  gemm(kRowMajor, oa->trans, ob->trans, static_cast<int>(a.size(0)), static_cast<int>(b.size(1)),
-       static_cast<int>(a.size(1)), 1.0f, static_cast<const uint16_t*>(a.data_ptr()), oa->ld,
-       static_cast<const uint16_t*>(b.data_ptr()), ob->ld, accumulate ? 1.0f : 0.0f,
-       out.data_ptr<float>(), static_cast<int>(out.size(1)));
-  return true;
-}
 
 // The gradient `param` already holds, taken from it to add into; undefined where there is none
 // to take (not a leaf, none yet, or one autograd would not take back as it is).
@@ -70,6 +19,15 @@ torch::Tensor take_grad(const torch::Tensor& param) {
     return {};
   }
   return std::exchange(grad, torch::Tensor());
+}
+
+// out (+)= `value` (a half or fp32 tensor of out's shape), in fp32.
+void add_or_copy(const torch::Tensor& out, const torch::Tensor& value, bool accumulate) {
+  if (accumulate) {
+    out.add_(value);
+  } else {
+    out.copy_(value);
+  }
 }
 
 }  // namespace
@@ -85,15 +43,16 @@ void matmul_fp32(const torch::Tensor& out, const torch::Tensor& a, const torch::
     }
     return;
   }
-  if (out.is_cpu() && mkl_matmul(out, a, b, accumulate)) return;
-  // float32 operands (and what MKL does not take): the product, then added or copied, as the
-  // composite computes it.
-  const auto product = at::mm(a, b);
-  if (accumulate) {
-    out.add_(product);
-  } else {
-    out.copy_(product);
+  if (a.scalar_type() == c10::kFloat) {
+    add_or_copy(out, at::mm(a, b), accumulate);
+    return;
   }
+  // A CPU: oneDNN's half GEMM, its product added into the fp32 result. MKL's mixed GEMMs
+  // (gemm_bf16bf16f32) measured 2-3x slower on the shapes of a step (2 cores, AVX-512 BF16), so
+  // a CPU's product is rounded to the half dtype first, as autocast's matmul rounds it. One
+  // operation of ampt's own in the step census, as cuBLAS's fp32-output GEMM is on a GPU.
+  RECORD_FUNCTION("ampt::matmul_fp32", std::vector<c10::IValue>());
+  add_or_copy(out, at::mm(a, b), accumulate);
 }
 
 torch::Tensor weight_grad_fp32(const torch::Tensor& dy, const torch::Tensor& x,
@@ -107,18 +66,16 @@ torch::Tensor weight_grad_fp32(const torch::Tensor& dy, const torch::Tensor& x,
 
 torch::Tensor bias_grad_fp32(const torch::Tensor& dy, const torch::Tensor& bias) {
   auto grad = take_grad(bias);
-  const bool accumulate = grad.defined();
   if (dy.is_cuda()) {
     // CUDA's reduction reads the half values and sums in fp32 into an fp32 result.
     const auto sum = at::sum(dy, {0}, false, c10::kFloat);
-    if (!accumulate) return sum;
-    return grad.add_(sum);
+    return grad.defined() ? grad.add_(sum) : sum;
   }
-  // A CPU's sum to float32 would first convert all of dy: a GEMV against ones instead.
-  if (!accumulate) grad = torch::empty({1, dy.size(1)}, dy.options().dtype(c10::kFloat));
-  matmul_fp32(grad.view({1, dy.size(1)}), torch::ones({1, dy.size(0)}, dy.options()), dy,
-              accumulate);
-  return grad.view(bias.sizes());
+  // A CPU's sum to fp32 would convert all of dy first: the half sum (autocast's), added in fp32,
+  // as one operation (see matmul_fp32).
+  RECORD_FUNCTION("ampt::bias_grad_fp32", std::vector<c10::IValue>());
+  if (!grad.defined()) return dy.sum(0).to(c10::kFloat);
+  return grad.add_(dy.sum(0));
 }
 
 }  // namespace ampt::kernels

@@ -1,8 +1,9 @@
-// GEMMs of half-precision operands that write float32, without a half product in between: the
-// weight gradients of a Linear that computes with half copies of its fp32 weights accumulate in
-// fp32 straight from the GEMM (Megatron-LM's gradient_accumulation_fusion, TransformerEngine's
-// main_grad). On a GPU cuBLAS with half A/B and fp32 C/D (beta = 1 to accumulate); on a CPU MKL's
-// gemm_bf16bf16f32 / gemm_f16f16f32 (the torch wheel's own MKL), else the half product added.
+// GEMMs of half-precision operands that write float32: the weight gradients of a Linear that
+// computes with half copies of its fp32 weights accumulate in fp32 straight from the GEMM
+// (Megatron-LM's gradient_accumulation_fusion, TransformerEngine's main_grad). On a GPU cuBLAS
+// with half A/B and fp32 C/D (beta = 1 to accumulate), no half product at all; on a CPU, where
+// that is slower, oneDNN's half GEMM added into the fp32 result in the same operation (the
+// values autocast's path gives there).
 #pragma once
 
 #include <torch/types.h>

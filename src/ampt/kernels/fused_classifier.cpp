@@ -93,15 +93,7 @@ class HeadMatmuls {
   // chunk's logit gradient g.
   void gradients(const torch::Tensor& g, torch::Tensor& dh_chunk, torch::Tensor& dw) {
     if (!fp8_) {
-      // The weight's gradient sums over every row: in fp32 from the GEMM. The hidden state's, a
-      // product over the width, is the half GEMM's on a CPU (autocast's matmul makes the same),
-      // where a hidden state held in fp32 and one held in half then get the same gradient (a
-      // fused GPT's and an activation-checkpointed one's); cuBLAS writes it in fp32.
-      if (dh_chunk.is_cuda() || w_.scalar_type() == c10::kFloat) {
-        matmul_fp32(dh_chunk, g, w_, /*accumulate=*/false);
-      } else {
-        dh_chunk.copy_(at::mm(g, w_));
-      }
+      matmul_fp32(dh_chunk, g, w_, /*accumulate=*/false);
       if (dw.defined()) matmul_fp32(dw, g.t(), chunk_, /*accumulate=*/true);
       return;
     }

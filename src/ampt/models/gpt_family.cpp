@@ -46,7 +46,8 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   }
   Gpt gpt(dims);
   gpt->set_grad_ckpt(config.grad_ckpt);
-  gpt->set_fused(config.fused_kernels, config.gemm_epilogues);
+  // auto builds it fused: the run may turn the kernels off once it has measured (set_fused).
+  gpt->set_fused(config.fused_kernels != config::AutoSwitch::off, config.gemm_epilogues);
   Model model{gpt.ptr(), forward_of(gpt),
           [gpt](const torch::Tensor& x, const torch::Tensor& y) mutable { return gpt->loss(x, y); },
           gpt_training_flops_per_token(parameter_count(*gpt), dims, tokens) * tokens, tokens,
@@ -66,6 +67,9 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
           dims.block_size};
   model.blocks = gpt->block_names();
   model.set_block_hooks = [gpt](BlockHooks* hooks) mutable { gpt->set_block_hooks(hooks); };
+  model.set_fused = [gpt, epilogues = config.gemm_epilogues](bool fused) mutable {
+    gpt->set_fused(fused, epilogues);
+  };
   return model;
 }
 
@@ -122,7 +126,7 @@ ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_
                                  d.gpt.block_size, config.model));
   }
   d.classes = d.gpt.vocab_size;
-  d.fused_kernels = config.fused_kernels;
+  d.fused_kernels = config.fused_kernels != config::AutoSwitch::off;
   return d;
 }
 

@@ -60,7 +60,8 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   }
   Llama llama(dims);
   llama->set_grad_ckpt(config.grad_ckpt);
-  llama->set_fused(config.fused_kernels);
+  // auto builds it fused: the run may turn the kernels off once it has measured (set_fused).
+  llama->set_fused(config.fused_kernels != config::AutoSwitch::off);
   Model model{llama.ptr(),
           forward_of(llama),
           [llama](const torch::Tensor& x, const torch::Tensor& y) mutable { return llama->loss(x, y); },
@@ -77,6 +78,7 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
           dims.block_size};
   model.blocks = llama->block_names();
   model.set_block_hooks = [llama](BlockHooks* hooks) mutable { llama->set_block_hooks(hooks); };
+  model.set_fused = [llama](bool fused) mutable { llama->set_fused(fused); };
   return model;
 }
 
@@ -91,7 +93,7 @@ ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_
                                  d.llama.block_size, config.model));
   }
   d.classes = d.llama.vocab_size;
-  d.fused_kernels = config.fused_kernels;
+  d.fused_kernels = config.fused_kernels != config::AutoSwitch::off;
   return d;
 }
 

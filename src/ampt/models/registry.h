@@ -48,6 +48,9 @@ struct Model {
   // Empty for models without blocks, which ZeRO-3 cannot gather block by block.
   std::vector<std::string> blocks;
   std::function<void(BlockHooks*)> set_block_hooks;
+  // Transformers: the fused kernels on or off from then on (--fused_kernels auto decides after
+  // the model is built; nullptr: the family has none).
+  std::function<void(bool fused)> set_fused;
 };
 
 // What the configured model consumes, for the data layer: token windows of the GPT's resolved

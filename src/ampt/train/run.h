@@ -63,6 +63,9 @@ class Run {
   void fit_accumulation_to_epoch();
   // TF32, channels-last, fp8 and CUDA graphs as configured; builds the step.
   void set_up_speed_features();
+  // --fused_kernels: on or off as set; auto on a GPU decided here (fused_choice.h), with its
+  // line in speed_notes_. Sets fused_kernels_.
+  void choose_fused_kernels();
   // On a GPU, the fused paths the run takes (the GPT's kernels, fp8's, the AdamW kernel that
   // writes O1's half copies), probed and self-checked: a line in speed_notes_, failed
   // self-checks in warnings_; a RuntimeError when fp8's GEMM cannot run.
@@ -171,6 +174,7 @@ class Run {
   std::string base_fingerprint_;  // LoRA: the frozen base's (base_fingerprint.h); empty: none
   std::string lora_note_;         // LoRA: the startup line; empty: none
   std::vector<std::string> speed_notes_;
+  bool fused_kernels_ = true;  // the model's fused operations are on (choose_fused_kernels)
   std::vector<std::string> warnings_;
   std::unique_ptr<TrainStep> step_;
   // run()'s --profile, while it runs: the step tells its census of the gradients.

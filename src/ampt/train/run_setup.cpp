@@ -6,13 +6,19 @@
 #include "ampt/models/model_family.h"
 #include "ampt/precision/fp8_gemm_timer.h"
 #include "ampt/models/lora.h"
+#include "ampt/models/memory_plan.h"
 #include "ampt/train/base_fingerprint.h"
+#include "ampt/train/fused_choice.h"
 #include "ampt/train/pretrained.h"
 #include "ampt/models/compat_report.h"
 #include "ampt/train/tuning.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <torch/autograd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -180,6 +186,7 @@ void Run::fit_accumulation_to_epoch() {
 }
 
 void Run::set_up_speed_features() {
+  choose_fused_kernels();
   report_fused_paths();
   if (precision_.policy().fp8) use_fp8();
   if (auto note = apply_tf32(config_.allow_tf32, device_.device); !note.empty()) {
@@ -242,6 +249,65 @@ void Run::set_up_speed_features() {
   step_ = std::make_unique<TrainStep>(std::move(parts), graphed);
 }
 
+void Run::choose_fused_kernels() {
+  fused_kernels_ = config_.fused_kernels != config::AutoSwitch::off;
+  if (config_.fused_kernels != config::AutoSwitch::auto_select || !model_.set_fused ||
+      !device_.device.is_cuda()) {
+    return;
+  }
+  std::string reason;
+  if (dist_.active()) {
+    reason = "a distributed run keeps them: its ranks would measure apart";
+  } else if (precision_.policy().fp8) {
+    reason = "fp8 runs its Linear layers and head through them";
+  } else if (precision_.stages().size() > 1) {
+    reason = "a precision schedule changes what they compute";
+  }
+  // What recommend estimates for the plain ops at this micro-batch (their head holds the
+  // logits whole, their MLP its GELU's output).
+  auto plain = config_;
+  plain.fused_kernels = config::AutoSwitch::off;
+  const auto dims = models::model_dims(plain, {}, model_.tokens_per_sample);
+  const auto* properties = at::cuda::getDeviceProperties(device_.device.index());
+  const models::GpuTarget gpu{
+      static_cast<double>(properties->totalGlobalMem) / (1 << 30),
+      properties->major + properties->minor / 10.0};
+  const auto estimate = models::estimate_memory(dims, models::run_scheme(config_, gpu),
+                                                config_.optimizer, config_.momentum, batch_size_);
+  const int64_t plain_bytes =
+      config_.grad_ckpt && estimate.total_checkpointed() >= 0 ? estimate.total_checkpointed()
+                                                              : estimate.total();
+  const int64_t usable = models::usable_bytes(gpu);
+  std::optional<FusedTiming> timing;
+  if (reason.empty() && plain_bytes <= usable) {
+    // The run's own micro-batch shape, token 1 throughout: the work does not depend on values.
+    const auto ones = torch::ones({batch_size_, model_.tokens_per_sample},
+                                  torch::dtype(torch::kInt64).device(device_.device));
+    const data::Batch batch{ones, ones};
+    const auto pass = [&] {
+      const auto loss = loss_of(batch, nullptr);
+      // Gradients handed back, not accumulated: no parameter's .grad changes, no hook runs.
+      torch::autograd::grad({loss}, parameters_, {}, false, false, /*allow_unused=*/true);
+    };
+    // Dropout draws from the generators: the run's draws must not depend on the measuring.
+    auto cpu = at::detail::getDefaultCPUGenerator();
+    auto gpu_generator = at::cuda::detail::getDefaultCUDAGenerator(device_.device.index());
+    const auto cpu_state = cpu.get_state();
+    const auto gpu_state = gpu_generator.get_state();
+    try {
+      timing = time_fused(model_.set_fused, pass, device_.device);
+    } catch (const c10::OutOfMemoryError&) {
+      reason = "the plain ops ran out of the GPU's memory";
+    }
+    cpu.set_state(cpu_state);
+    gpu_generator.set_state(gpu_state);
+  }
+  const auto choice = choose_fused(timing, reason, plain_bytes, usable);
+  model_.set_fused(choice.fused);
+  fused_kernels_ = choice.fused;
+  speed_notes_.push_back(choice.line);
+}
+
 // The GPT's fused paths on this GPU, each probed and self-checked now rather than at its first
 // use inside a step: one line names what runs and what falls back to ATen, and why.
 void Run::report_fused_paths() {
@@ -253,7 +319,7 @@ void Run::report_fused_paths() {
       config_.optimizer == config::OptimizerKind::adamw && dist_.zero_stage() == 0) {
     paths.push_back(FusedPath::adamw);
   }
-  if (config_.fused_kernels && models::family_of(config_).transformer_blocks) {
+  if (fused_kernels_ && models::family_of(config_).transformer_blocks) {
     paths.push_back(FusedPath::softmax_cross_entropy);
     paths.push_back(FusedPath::add_layer_norm);
     if (config_.gemm_epilogues && precision_.policy().autocast) paths.push_back(FusedPath::gemm_epilogues);

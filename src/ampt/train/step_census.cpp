@@ -56,6 +56,11 @@ bool syncs(std::string_view name) {
 
 bool is_ampt(std::string_view name) { return name.starts_with("ampt::"); }
 
+// The autograd engine's wrapper around each node it runs: the node's own calls are outermost.
+bool is_node_wrapper(std::string_view name) {
+  return name.starts_with("autograd::engine::evaluate_function");
+}
+
 struct Frame {
   std::string_view name;
   bool work = false;       // it, or something inside it, does device work
@@ -101,6 +106,7 @@ std::unique_ptr<at::ObserverContext> on_function_start(const at::RecordFunction&
   if (s == nullptr) return nullptr;
   auto& t = t_state;
   const std::string_view name = fn.name();
+  if (is_node_wrapper(name)) return nullptr;
   const bool skipped = t.skip > 0;
   t.frames.push_back({name, !no_work(name), false});
   if (skipped) {
@@ -130,7 +136,8 @@ std::unique_ptr<at::ObserverContext> on_function_start(const at::RecordFunction&
 void on_function_end(const at::RecordFunction& fn, at::ObserverContext*) {
   auto* s = g_active.load();
   auto& t = t_state;
-  if (t.frames.empty()) return;  // began before the census did
+  // A node's wrapper opened no frame; a frame missing began before the census did.
+  if (t.frames.empty() || is_node_wrapper(fn.name())) return;
   const Frame frame = t.frames.back();
   t.frames.pop_back();
   if (t.skip > 0) --t.skip;
