@@ -56,8 +56,9 @@ TEST_CASE("cli train: prompt/completion records fine-tune a tiny GPT on their an
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("[AMP] Data: jsonl:" + dir + "/sums.jsonl: 64 plain examples, ") &&
-                        Catch::Contains("; instruction data, one example per window (never packed), "
-                                        "loss on answers only; train 64 / val none examples of up to 16 tokens, padded"));
+                        Catch::Contains("; instruction data, packed 64 examples into ") &&
+                        Catch::Contains(" windows of 16: ") &&
+                        Catch::Contains("% padding), loss on answers only; train "));
   const auto summary = read_file(dir + "/run/summary.json");
   const double initial = json_field(summary, "initial_loss"), final = json_field(summary, "final_loss");
   CHECK(std::isfinite(final));
@@ -86,7 +87,8 @@ TEST_CASE("cli tokenize: instruction records get a loss mask beside the shard, a
   const auto r = run_ampt(args);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("(llm.c, loss masks)") && Catch::Contains("train 32 / val none examples of up to 16 tokens, padded"));
+  CHECK_THAT(r.out, Catch::Contains("(llm.c, loss masks)") &&
+                        Catch::Contains("; instruction data, packed 32 examples into "));
 }
 
 TEST_CASE("cli: a bad instruction record stops the run with one line naming its line", "[cli][text][chat][errors]") {

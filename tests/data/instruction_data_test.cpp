@@ -1,6 +1,7 @@
 // jsonl: instruction records (prompt/completion, messages): one padded example per window whose
 // prompt targets are not scored, checked against a mask worked out by hand; --train_on_prompt;
-// truncation; the token cache and `tokens:` shards keeping the loss mask beside the tokens.
+// truncation; examples packed into windows with positions of their own; the token cache and
+// `tokens:` shards keeping the loss mask beside the tokens, and a mask without example starts.
 #include "ampt/core/errors.h"
 #include "ampt/data/loss_mask.h"
 #include "ampt/data/registry.h"
@@ -67,12 +68,15 @@ std::vector<int64_t> join(std::initializer_list<std::vector<int64_t>> rows) {
 TEST_CASE("instruction data: prompt tokens carry no loss, checked against a hand-computed mask",
           "[data][text][chat]") {
   const Fixture f;
-  const auto splits = open_dataset(f.config(), kRequest);  // packing's default is not used
+  auto unpacked = f.config();
+  unpacked.packing = false;
+  const auto splits = open_dataset(unpacked, kRequest);
   CHECK_THAT(splits.description,
              Catch::Contains("2 plain examples, 15 tokens (GPT-2 BPE from " + f.tokenizer) &&
-                 Catch::Contains("; instruction data, one example per window (never packed), loss "
-                                 "on answers only; train 2 / val none examples of up to 12 tokens, padded"));
+                 Catch::Contains("; instruction data, one example per window, loss on answers "
+                                 "only; train 2 / val none examples of up to 12 tokens, padded"));
   const auto batch = splits.train->gather({0, 1});
+  CHECK_FALSE(batch.positions.defined());
   // Plain template: "Hi?" " Yes" <|endoftext|>; messages: "S" "Q" "A"<eot> "R" "B"<eot>.
   CHECK(as_vector(batch.inputs) ==
         join({padded(join({bytes("Hi? Yes"), {kEot}}), kEot), padded(join({bytes("SQA"), {kEot}, bytes("RB")}), kEot)}));
@@ -80,7 +84,7 @@ TEST_CASE("instruction data: prompt tokens carry no loss, checked against a hand
         join({padded({x, x, ' ', 'Y', 'e', 's', kEot}, x),
               padded({x, 'A', kEot, x, 'B', kEot}, x)}));
 
-  auto config = f.config();
+  auto config = unpacked;
   config.train_on_prompt = true;
   const auto every = open_dataset(config, kRequest);
   CHECK_THAT(every.description, Catch::Contains("every token scored") && Catch::Contains("reusing"));
@@ -132,9 +136,29 @@ TEST_CASE("instruction data: ampt tokenize's shard and loss mask round trip into
   Config config = f.config();
   config.dataset = "tokens:" + out;
   const auto splits = open_dataset(config, kRequest);
-  CHECK_THAT(splits.description, Catch::Contains("1 file (llm.c, loss masks), 15 tokens") &&
-                                     Catch::Contains("train 2 / val none examples of up to 12 tokens, padded"));
+  // Packed by default: 7 and 6 positions do not share a window of 12.
+  CHECK_THAT(splits.description,
+             Catch::Contains("1 file (llm.c, loss masks), 15 tokens") &&
+                 Catch::Contains("; instruction data, packed 2 examples into 2 windows of 12: 54% "
+                                 "scored or prompt tokens, 46% padding (unpacked: 46% padding); "
+                                 "train 2 / val none windows of 12"));
   CHECK(as_vector(splits.train->gather({0}).targets) == padded({x, x, ' ', 'Y', 'e', 's', kEot}, x));
+  config.packing = false;
+  CHECK_THAT(open_dataset(config, kRequest).description,
+             Catch::Contains("instruction data, one example per window; train 2 / val none "
+                             "examples of up to 12 tokens, padded"));
+  config.packing = true;
+
+  // A mask with no example start (bit 1) cannot say where its examples are.
+  std::string startless = raw;
+  for (std::size_t i = 1024; i < startless.size(); ++i) {
+    startless[i] = static_cast<char>(startless[i] & 1);
+  }
+  write_file(f.dir + "/sft_train.mask", startless);
+  CHECK_THROWS_WITH(open_dataset(config, kRequest),
+                    f.dir + "/sft_train.mask: no byte marks an example start (bit 1, value 2) "
+                    "among its 15 bytes: a loss mask needs them to find its examples; write it "
+                    "again with ampt tokenize");
 
   // A mask that does not match its shard is refused by name.
   write_file(f.dir + "/sft_train.mask", raw.substr(0, 8) + std::string("\x03\x00\x00\x00", 4) + raw.substr(12));
@@ -157,4 +181,34 @@ TEST_CASE("instruction data: no tokenizer, or a chat template for documents, is 
   CHECK_THROWS_WITH(open_dataset(config, kRequest),
                     "--chat_template renders instruction records (\"prompt\"/\"completion\" or "
                     "\"messages\"), but jsonl:" + f.data + " holds documents (field \"text\")");
+}
+
+TEST_CASE("instruction data: packed greedily in order, none split, each example counting its own "
+          "positions, the data line saying how much is padding",
+          "[data][text][chat][packing]") {
+  const Fixture f;
+  // Examples of 4, 4, 6 and 3 tokens (prompt, completion, <|endoftext|>): 3 + 3 + 5 positions
+  // fill the first window of 12, the fourth's 2 do not fit beside them.
+  write_file(f.data, R"({"prompt": "ab", "completion": "c"})" "\n"
+                     R"({"prompt": "d", "completion": "ef"})" "\n"
+                     R"({"prompt": "ghij", "completion": "k"})" "\n"
+                     R"({"prompt": "l", "completion": "m"})" "\n");
+  const auto splits = open_dataset(f.config(), kRequest);
+  CHECK_THAT(splits.description,
+             Catch::Contains("; instruction data, packed 4 examples into 2 windows of 12: 54% "
+                             "scored or prompt tokens, 46% padding (unpacked: 73% padding), loss "
+                             "on answers only; train 2 / val none windows of 12"));
+  REQUIRE(splits.train->size() == 2);
+  const auto batch = splits.train->gather({0, 1});
+  CHECK(as_vector(batch.inputs) ==
+        join({padded(join({bytes("abc"), bytes("def"), bytes("ghijk")}), kEot),
+              padded(bytes("lm"), kEot)}));
+  CHECK(as_vector(batch.targets) ==
+        join({padded({x, 'c', kEot, 'e', 'f', kEot, x, x, x, 'k', kEot}, x),
+              padded({'m', kEot}, x)}));
+  // The tail counts from 0 as a run of its own.
+  CHECK(as_vector(batch.positions) == std::vector<int64_t>{0, 1, 2, 0, 1, 2, 0, 1, 2, 3, 4, 0,
+                                                           0, 1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  // The same cut as FlashAttention's cumulative lengths over the flattened batch.
+  CHECK(as_vector(batch.starts) == std::vector<int64_t>{0, 3, 6, 11, 12, 14, 24});
 }

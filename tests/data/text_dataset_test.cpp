@@ -334,3 +334,46 @@ TEST_CASE("text data: init_from's directory gives the tokenizer, unless --tokeni
                         Catch::EndsWith("(init_from " + f.dir + "/model's tokenizer; name one "
                                         "with --tokenizer)"));
 }
+
+TEST_CASE("text: --document_mask gives each window's documents positions of their own that "
+          "restart after each end of text, and data without documents is refused",
+          "[data][text][packing]") {
+  const Fixture f;
+  write_file(f.dir + "/docs/a.txt", "the thing in the ring");
+  write_file(f.dir + "/docs/b.txt", "and the end");
+  auto config = f.config("text:" + f.dir + "/docs");
+  config.max_length = 6;
+  config.document_mask = true;
+  const auto splits = open_dataset(config, {SampleRequest::Form::tokens, 8, 300});
+  CHECK_THAT(splits.description,
+             Catch::EndsWith(" windows of 6, documents masked from each other"));
+  const auto batch = everything(*splits.train);
+  REQUIRE(batch.positions.defined());
+  CHECK(batch.starts.equal(sequence_starts(batch.positions)));
+  const int64_t eot = ampt::text::load_tokenizer(f.tokenizer).eot_id();
+  const auto inputs = as_vector(batch.inputs);
+  const auto positions = as_vector(batch.positions);
+  int64_t restarts = 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    INFO("token " << i);
+    const bool starts = i % 6 == 0 || inputs[i - 1] == eot;
+    CHECK(positions[i] == (starts ? 0 : positions[i - 1] + 1));
+    if (i % 6 != 0 && starts) ++restarts;
+  }
+  CHECK(restarts >= 1);  // a document starts inside some window
+  config.document_mask = false;
+  CHECK_FALSE(everything(*open_dataset(config, {SampleRequest::Form::tokens, 8, 300}).train)
+                  .positions.defined());
+
+  config.document_mask = true;
+  config.tokenizer.clear();
+  CHECK_THROWS_AS(open_dataset(config, {SampleRequest::Form::tokens, 8, 300}), ampt::UsageError);
+  CHECK_THROWS_WITH(open_dataset(config, {SampleRequest::Form::tokens, 8, 300}),
+                    "--document_mask finds documents by their <|endoftext|>, which text:" + f.dir +
+                        "/docs has none of without a tokenizer: name one with --tokenizer, or "
+                        "drop --document_mask");
+  config.dataset = "synthetic";
+  CHECK_THROWS_WITH(open_dataset(config, {SampleRequest::Form::tokens, 8, 300}),
+                    "--document_mask keeps the documents of text:, jsonl: or tokens: data apart; "
+                    "dataset 'synthetic' has no documents: drop --document_mask");
+}

@@ -132,7 +132,7 @@ TEST_CASE("small splits: the training batch shrinks to the split, validation is 
   config.batch_size = 8;
   const auto val = [&](int64_t samples) {
     return val_loader_options(ampt::data::train_loader_options(config, torch::kCPU),
-                              config.dataset, samples);
+                              config.dataset, samples, config.batch_size);
   };
   const auto small = val(5);
   CHECK(small.batch_size == 5);
@@ -141,6 +141,12 @@ TEST_CASE("small splits: the training batch shrinks to the split, validation is 
   CHECK(loader.batches_per_epoch() == 1);
   CHECK(as_vector(loader.next().targets) == std::vector<int64_t>{0, 1, 2, 3, 4});
   CHECK(val(20).batch_size == 8);
+  // The last, incomplete batch is evaluated too: the whole split, whatever the batch size.
+  Loader all(std::make_shared<ampt::test::IndexDataset>(20), val(20));
+  CHECK(all.batches_per_epoch() == 3);
+  all.next();
+  all.next();
+  CHECK(as_vector(all.next().targets) == std::vector<int64_t>{16, 17, 18, 19});
   // Two ranks: a split smaller than the global batch is evaluated whole by each.
   config.launch.world_size = 2;
   config.launch.rank = 1;

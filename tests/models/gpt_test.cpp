@@ -184,7 +184,7 @@ TEST_CASE("gpt: the fused head's loss and gradients equal the logits' cross_entr
     config.fused_kernels = switched(fused);
     torch::manual_seed(3);
     auto model = ampt::models::make_model(config, token_blocks(kContext, kVocab));
-    const auto loss = model.loss(inputs, targets);
+    const auto loss = model.loss({inputs, targets});
     loss.backward();
     losses.push_back(loss.item<double>());
     grads.emplace_back();
@@ -280,7 +280,7 @@ TEST_CASE("gpt: padded targets (-100) are not scored, fused or not: the unpadded
       reference_grads.push_back(p.grad().clone());
       p.mutable_grad().zero_();
     }
-    const auto padded = model.loss(inputs, targets);
+    const auto padded = model.loss({inputs, targets});
     CHECK(padded.item<double>() == Approx(reference.item<double>()).epsilon(1e-6));
     padded.backward();
     const auto params = model.module->parameters();

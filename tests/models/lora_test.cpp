@@ -156,7 +156,7 @@ TEST_CASE("lora: activation checkpointing gives the adapters the same gradients,
       model.module->train();
       perturb_adapters(model);
       const auto input = tokens();
-      model.loss(input, input.roll(-1, 1)).backward();
+      model.loss({input, input.roll(-1, 1)}).backward();
       for (const auto& [name, p] : parameters(model)) {
         if (!p.requires_grad()) {
           CHECK_FALSE(p.grad().defined());

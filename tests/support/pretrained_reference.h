@@ -75,7 +75,7 @@ inline void check_against_transformers(const std::string& dir) {
   const double max_diff = (logits - expected).abs().max().item<double>();
   INFO("max |logit difference| " << max_diff);
   CHECK(max_diff <= 1e-4);
-  CHECK(model.loss(inputs, targets).item<double>() ==
+  CHECK(model.loss({inputs, targets}).item<double>() ==
         Approx(reference["next_token_loss"].as<double>()).margin(1e-4));
 }
 

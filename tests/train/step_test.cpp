@@ -52,9 +52,12 @@ TEST_CASE("cuda_graphs on a CPU: one line says why, and the run is the eager run
             "CUDA graphs: off, the run is on cpu, CUDA graphs need a GPU; the step runs eagerly"});
   CHECK(eager.info.speed_notes.empty());
   CHECK(fallback.losses == eager.losses);
-  CHECK(ampt::train::cuda_graph_obstacle(torch::Device(torch::kCUDA, 0), true, 0.1) ==
+  const torch::Device gpu(torch::kCUDA, 0);
+  CHECK(ampt::train::cuda_graph_obstacle(gpu, true, 0.1, false) ==
         "grad_ckpt with dropout > 0 reads RNG states per step");
-  CHECK(ampt::train::cuda_graph_obstacle(torch::Device(torch::kCUDA, 0), true, 0.0).empty());
+  CHECK(ampt::train::cuda_graph_obstacle(gpu, false, 0.0, true) ==
+        "packed examples change the attention's number of sequences every step");
+  CHECK(ampt::train::cuda_graph_obstacle(gpu, true, 0.0, false).empty());
 }
 
 TEST_CASE("grad_ckpt: a whole run's losses equal the plain run's", "[train][step][grad_ckpt]") {
@@ -133,12 +136,12 @@ TEST_CASE("cuda_graphs: graphed steps equal eager steps on a GPU", "[train][step
       // The same dropout masks: both sides start each step from the same generator state.
       const auto rng = at::globalContext().defaultGenerator(device).get_state();
       const auto a = eager.step->run(batches, lr, true);
-      const double loss_a = a.loss_sum.item<double>();
+      const double loss_a = a.loss.item<double>();
       auto generator = at::globalContext().defaultGenerator(device);
       generator.set_state(rng);
       const auto b = graphed.step->run(batches, lr, true);
       INFO("step " << i + 1);
-      CHECK(b.loss_sum.item<double>() == loss_a);
+      CHECK(b.loss.item<double>() == loss_a);
       const auto pa = eager.net->parameters();
       const auto pb = graphed.net->parameters();
       for (size_t k = 0; k < pa.size(); ++k) CHECK(torch::allclose(pa[k], pb[k], 1e-5, 1e-7));
@@ -182,8 +185,10 @@ TEST_CASE("an unscaled step skips a non-finite gradient as a scaled one does", "
     };
     const auto inf = std::numeric_limits<float>::infinity();
     const auto nan = std::numeric_limits<float>::quiet_NaN();
+    // The step divides each loss by the step's count of scored targets: here one.
+    const auto one_target = torch::zeros({1}, torch::kInt64);
 
-    step.run({{torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}), {}}}, 0.1, false);
+    step.run({{torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}), one_target}}, 0.1, false);
     CHECK(parts.overflow_steps.item<float>() == 0.0F);
     CHECK_FALSE(w.grad().defined());  // set to none after the step
     const auto before = state_of();
@@ -191,11 +196,11 @@ TEST_CASE("an unscaled step skips a non-finite gradient as a scaled one does", "
 
     for (const auto bad : {inf, -inf, nan}) {
       INFO("gradient element " << bad);
-      step.run({{torch::tensor({1.0F, bad, 3.0F, 4.0F}), {}}}, 0.1, false);
+      step.run({{torch::tensor({1.0F, bad, 3.0F, 4.0F}), one_target}}, 0.1, false);
       CHECK(same(state_of(), before));
     }
     CHECK(parts.overflow_steps.item<float>() == 3.0F);
-    step.run({{torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}), {}}}, 0.1, false);
+    step.run({{torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}), one_target}}, 0.1, false);
     CHECK(parts.overflow_steps.item<float>() == 3.0F);
     CHECK_FALSE(same(state_of(), before));
   }

@@ -35,6 +35,7 @@ struct Config {
   int64_t log_every = 100;
   int64_t eval_every = 0;    // 0: evaluate only at the end
   int64_t eval_batches = 20;  // validation batches per evaluation; 0: the whole split
+  int64_t eval_batch_size = 0;  // samples per validation batch and rank; 0: batch_size
   std::string report_to = "jsonl";  // metric files: jsonl, tensorboard, csv, plot (report_to.h)
   bool debug = false;
   std::string profile;  // steps to trace, "N" or "A-B" (step_range.h); empty: none
@@ -148,6 +149,9 @@ struct Config {
   std::string tokenizer;
   std::string text_field = "text";  // the JSON Lines field that holds a document
   bool packing = true;  // documents joined and cut into windows; false: one padded example each
+  // Packed text: a token attends only within its own document (positions restart after each
+  // <|endoftext|>), as Llama 3's pretraining did; instruction records always are.
+  bool document_mask = false;
   int64_t max_length = 0;  // tokens per sample (inputs); 0: the model's block_size
   std::string token_cache;  // where tokenized text is kept; empty: output_dir/token_cache
   // Instruction records (prompt/completion or messages): a chat template file

@@ -39,6 +39,9 @@ std::vector<Option> build_table() {
                      "Evaluate on the validation split every N steps (0: only at the end)"),
       integer_option("eval_batches", "run.eval_batches", &C::eval_batches, at_least_0,
                      "Validation batches per evaluation; 0 evaluates the whole split"),
+      integer_option("eval_batch_size", "run.eval_batch_size", &C::eval_batch_size, at_least_0,
+                     "Samples per validation batch on each rank (0: batch_size); the whole split's "
+                     "val loss does not depend on it"),
       list_option(explained_string_option(
           "report_to", "run.report_to", &C::report_to, report_to_problem,
           std::string(kReportToExpected), "LIST",
@@ -275,9 +278,14 @@ std::vector<Option> build_table() {
       string_option("text_field", "data.text_field", &C::text_field, true, "NAME",
                     "The string field of each JSON Lines record that holds its document (jsonl:)"),
       bool_option("packing", "data.packing", &C::packing,
-                  "text: and jsonl: documents joined by <|endoftext|> and cut into windows; false: "
-                  "one example per document, truncated to max_length, padding not scored "
-                  "(instruction records are never packed)"),
+                  "text: and jsonl: documents joined by <|endoftext|> and cut into windows, "
+                  "instruction records packed whole into windows where none sees another; "
+                  "false: one example per document or record, truncated to max_length, padding "
+                  "not scored"),
+      bool_option("document_mask", "data.document_mask", &C::document_mask,
+                  "Packed text: each token attends only to earlier tokens of its own document, "
+                  "positions restarting after each <|endoftext|> (needs a tokenizer and a "
+                  "transformer)"),
       integer_option("max_length", "data.max_length", &C::max_length, at_least_0,
                      "Input tokens per text: or jsonl: sample, at most the model's block_size (0: "
                      "block_size)"),

@@ -8,6 +8,18 @@ namespace ampt::data {
 struct Batch {
   torch::Tensor inputs;
   torch::Tensor targets;
+  // Packed sequences (--packing of instruction data, --document_mask): [B, T] int64, each
+  // example's positions counting from 0, so that a token attends only to earlier tokens of its
+  // own example (a new example starts wherever the position is 0). Undefined: each row is one
+  // sequence at positions 0..T-1.
+  torch::Tensor positions;
+  // With positions: the same cut as cumulative lengths, int32 [runs + 1]: where each run of
+  // positions starts in the flattened [B·T] batch, then B·T (FlashAttention's cu_seqlens).
+  // Counted where the batch is made, so that its size is known without asking the device.
+  torch::Tensor starts;
 };
+
+// The cumulative lengths of `positions` [B, T] on the host (Batch::starts).
+torch::Tensor sequence_starts(const torch::Tensor& positions);
 
 }  // namespace ampt::data

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 namespace ampt::data {
 namespace {
@@ -49,7 +50,7 @@ std::vector<Document> split_at(const TokenSpan& shard, std::size_t span, int32_t
 DocumentExamples::DocumentExamples(std::vector<TokenSpan> spans,
                                    const std::vector<Document>& documents, int64_t length,
                                    std::optional<int32_t> separator, int64_t pad,
-                                   int64_t vocab_size, std::vector<TokenSpan> masks)
+                                   int64_t vocab_size, std::vector<TokenSpan> masks, bool packed)
     : spans_(std::move(spans)), masks_(std::move(masks)), length_(length), separator_(separator),
       pad_(pad) {
   for (const TokenSpan& span : spans_) {
@@ -85,6 +86,41 @@ DocumentExamples::DocumentExamples(std::vector<TokenSpan> spans,
         "{}{}: {}: nothing to learn from", spans_.front().name,
         spans_.size() > 1 ? fmt::format(" and {} more files", spans_.size() - 1) : "", what));
   }
+  counts_.examples = static_cast<int64_t>(examples_.size());
+  int64_t fill = length;  // of the window being filled: full before the first
+  for (size_t e = 0; e < examples_.size(); ++e) {
+    const int64_t positions = examples_[e].tokens - 1;
+    counts_.positions += positions;
+    if (!packed || fill + positions > length) {
+      first_example_.push_back(static_cast<int64_t>(e));
+      fill = 0;
+    }
+    fill += positions;
+  }
+  counts_.windows = static_cast<int64_t>(first_example_.size());
+  first_example_.push_back(counts_.examples);
+  packed_ = packed;
+}
+
+std::string DocumentExamples::packing_summary() const {
+  if (!packed_) return "one example per window";
+  const auto padding = [&](int64_t windows) {
+    return 100.0 * (1.0 - static_cast<double>(counts_.positions) /
+                              static_cast<double>(windows * length_));
+  };
+  return fmt::format("packed {} examples into {} windows of {}: {:.0f}% scored or prompt tokens, "
+                     "{:.0f}% padding (unpacked: {:.0f}% padding)",
+                     counts_.examples, counts_.windows, length_, 100.0 - padding(counts_.windows),
+                     padding(counts_.windows), padding(counts_.examples));
+}
+
+std::pair<int64_t, int64_t> DocumentExamples::window_examples(int64_t index) const {
+  if (index < 0 || index >= size()) {
+    throw RuntimeError(fmt::format("{} {} out of range: the dataset has {}",
+                                   packed_ ? "window" : "example", index, size()));
+  }
+  const auto i = static_cast<size_t>(index);
+  return {first_example_[i], first_example_[i + 1] - first_example_[i]};
 }
 
 bool DocumentExamples::any_scored(const Example& example) const {
@@ -95,31 +131,41 @@ bool DocumentExamples::any_scored(const Example& example) const {
                      [](uint8_t bit) { return (bit & text::kScoredToken) != 0; });
 }
 
+void DocumentExamples::write_example(const Example& e, int64_t* in, int64_t* out) const {
+  const int64_t from_span = e.tokens - (e.separator_last ? 1 : 0);
+  const auto separator = e.separator_last ? separator_ : std::nullopt;
+  with_tokens(spans_[e.span],
+              [&](const auto* tokens) { copy_example(tokens, from_span, separator, in, out); },
+              e.begin);
+  if (masks_.empty()) return;
+  const auto* bits = static_cast<const uint8_t*>(masks_[e.span].data) + e.begin;
+  for (int64_t t = 0; t + 1 < e.tokens; ++t) {
+    if ((bits[t + 1] & text::kScoredToken) == 0) out[t] = kIgnoredTarget;
+  }
+}
+
 Batch DocumentExamples::gather(const std::vector<int64_t>& indices) const {
   const auto n = static_cast<int64_t>(indices.size());
   auto inputs = torch::full({n, length_}, pad_, torch::kInt64);
   auto targets = torch::full({n, length_}, kIgnoredTarget, torch::kInt64);
+  auto positions = packed_ ? torch::empty({n, length_}, torch::kInt64) : torch::Tensor();
   for (int64_t row = 0; row < n; ++row) {
-    const int64_t index = indices[static_cast<size_t>(row)];
-    if (index < 0 || index >= size()) {
-      throw RuntimeError(fmt::format("example {} out of range: the dataset has {}", index, size()));
-    }
-    const Example& e = examples_[static_cast<size_t>(index)];
-    const TokenSpan& span = spans_[e.span];
-    const int64_t from_span = e.tokens - (e.separator_last ? 1 : 0);
-    const auto separator = e.separator_last ? separator_ : std::nullopt;
+    const auto [first, count] = window_examples(indices[static_cast<size_t>(row)]);
     int64_t* in = inputs.data_ptr<int64_t>() + row * length_;
     int64_t* out = targets.data_ptr<int64_t>() + row * length_;
-    with_tokens(span, [&](const auto* tokens) { copy_example(tokens, from_span, separator, in, out); },
-                e.begin);
-    if (!masks_.empty()) {
-      const auto* bits = static_cast<const uint8_t*>(masks_[e.span].data) + e.begin;
-      for (int64_t t = 0; t + 1 < e.tokens; ++t) {
-        if ((bits[t + 1] & text::kScoredToken) == 0) out[t] = kIgnoredTarget;
-      }
+    int64_t* at = packed_ ? positions.data_ptr<int64_t>() + row * length_ : nullptr;
+    int64_t offset = 0;
+    for (int64_t e = first; e < first + count; ++e) {
+      const Example& example = examples_[static_cast<size_t>(e)];
+      write_example(example, in + offset, out + offset);
+      if (at != nullptr) std::iota(at + offset, at + offset + example.tokens - 1, int64_t{0});
+      offset += example.tokens - 1;
     }
+    // The tail counts from 0 too: a run of its own, which no example attends to.
+    if (at != nullptr) std::iota(at + offset, at + length_, int64_t{0});
   }
-  return {inputs, targets};
+  if (!packed_) return {inputs, targets};
+  return {inputs, targets, positions, sequence_starts(positions)};
 }
 
 }  // namespace ampt::data

@@ -48,7 +48,10 @@ Rebatched rebatch(LoaderState saved, int64_t saved_batch_samples, int64_t batch_
 Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, LoaderState start)
     : dataset_(std::move(dataset)),
       options_(std::move(options)),
-      batches_per_epoch_(dataset_->size() / (options_.batch_size * options_.shard_count)),
+      batches_per_epoch_(
+          (dataset_->size() +
+           (options_.keep_last ? options_.batch_size * options_.shard_count - 1 : 0)) /
+          (options_.batch_size * options_.shard_count)),
       start_(start.epoch * batches_per_epoch_ + start.position),
       // Pinned host memory is what lets the copy to the GPU run asynchronously.
       pin_(options_.device.is_cuda() && torch::cuda::is_available()) {
@@ -114,15 +117,21 @@ std::shared_ptr<const std::vector<int64_t>> Loader::permutation(int64_t epoch) {
 std::vector<int64_t> Loader::indices(int64_t ticket) {
   const int64_t batch = start_ + ticket;
   const auto order = permutation(batch / batches_per_epoch_);
-  const auto first = order->begin() +
-                     ((batch % batches_per_epoch_) * options_.shard_count + options_.shard_rank) *
-                         options_.batch_size;
-  return {first, first + options_.batch_size};
+  const int64_t first =
+      ((batch % batches_per_epoch_) * options_.shard_count + options_.shard_rank) *
+      options_.batch_size;
+  const auto size = static_cast<int64_t>(order->size());
+  return {order->begin() + std::min(first, size),
+          order->begin() + std::min(first + options_.batch_size, size)};
 }
 
 Batch Loader::gather(int64_t ticket) {
   Batch batch = dataset_->gather(indices(ticket));
-  if (pin_) batch = {batch.inputs.pin_memory(), batch.targets.pin_memory()};
+  if (pin_) {
+    const auto pinned = [](const torch::Tensor& t) { return t.defined() ? t.pin_memory() : t; };
+    batch = {pinned(batch.inputs), pinned(batch.targets), pinned(batch.positions),
+             pinned(batch.starts)};
+  }
   return batch;
 }
 
@@ -170,8 +179,11 @@ Batch Loader::next() {
     lock.unlock();
     room_.notify_all();
   }
-  return {batch.inputs.to(options_.device, /*non_blocking=*/true),
-          batch.targets.to(options_.device, /*non_blocking=*/true)};
+  const auto moved = [&](const torch::Tensor& t) {
+    return t.defined() ? t.to(options_.device, /*non_blocking=*/true) : t;
+  };
+  return {moved(batch.inputs), moved(batch.targets), moved(batch.positions),
+          moved(batch.starts)};
 }
 
 }  // namespace ampt::data

@@ -29,6 +29,10 @@ struct LoaderOptions {
   // together see exactly what one process with the global batch would.
   int64_t shard_rank = 0;
   int64_t shard_count = 1;
+  // Validation: the epoch's last, incomplete global batch is delivered too, shared out among
+  // the shards as far as it goes (a shard past its end gets a batch of no samples), so that an
+  // evaluation of the whole split sees every sample whatever the batch size.
+  bool keep_last = false;
 };
 
 // Where the loader stands: the epoch and position (batches into that epoch) of the NEXT batch;

@@ -31,6 +31,12 @@ std::vector<Document> mask_examples(const TokenSpan& mask, std::size_t span) {
     if (!examples.empty()) examples.back().length = i - examples.back().begin;
     examples.push_back({span, i, mask.count - i});
   }
+  if (examples.empty() && mask.count > 0) {
+    throw RuntimeError(fmt::format(
+        "{}: no byte marks an example start (bit 1, value 2) among its {} bytes: a loss mask "
+        "needs them to find its examples; write it again with ampt tokenize",
+        mask.name, mask.count));
+  }
   return examples;
 }
 

@@ -21,7 +21,8 @@ std::string loss_mask_path(const std::string& shard);
 // not the mask's or it counts another number of tokens than the shard.
 TokenSpan open_loss_mask(const std::string& path, const TokenSpan& tokens);
 
-// The examples of spans[span] by its mask: each runs from a start bit to the next.
+// The examples of spans[span] by its mask: each runs from a start bit to the next. Throws
+// RuntimeError naming the mask when it marks no start at all.
 std::vector<Document> mask_examples(const TokenSpan& mask, std::size_t span);
 
 }  // namespace ampt::data

@@ -7,6 +7,7 @@
 #include "ampt/data/idx.h"
 #include "ampt/data/input_files.h"
 #include "ampt/data/loss_mask.h"
+#include "ampt/data/run_tokenizer.h"
 #include "ampt/data/seed.h"
 #include "ampt/data/synthetic.h"
 #include "ampt/data/synthetic_images.h"
@@ -100,12 +101,16 @@ TokenPaths token_paths(const std::string& path) {
 struct TokenShards {
   std::shared_ptr<const Dataset> windows;
   std::string summary;  // "2 files (llm.c), 1.20M tokens"
-  bool masked = false;  // instruction examples by their loss masks, not windows
+  // Instruction examples by their loss masks: how they fill windows ("packed 30 examples ...",
+  // DocumentExamples::packing_summary); empty for plain token windows.
+  std::string examples;
+  bool padded = false;  // one example per window
 };
 
 // Shards of instruction data (`ampt tokenize` on prompt/completion or messages records) have a
-// loss mask beside them and give one padded example per window, scored where the mask says;
-// padding takes id 0, after the example, where no scored position attends to it.
+// loss mask beside them and give examples packed into windows (--packing) or one padded example
+// per window, scored where the mask says; padding takes id 0, after the examples, where no
+// scored position attends to it.
 TokenShards open_token_shards(const std::vector<std::string>& paths, const SampleRequest& request,
                               const Config& config) {
   std::vector<TokenSpan> spans, masks;
@@ -138,13 +143,31 @@ TokenShards open_token_shards(const std::vector<std::string>& paths, const Sampl
                                    fmt::join(formats, " + "), masks.empty() ? "" : ", loss masks",
                                    human_count(tokens));
   if (masks.empty()) {
-    return {std::make_shared<TokenWindows>(std::move(spans), request.block_size, request.vocab_size),
-            summary};
+    std::optional<int32_t> separator;
+    if (config.document_mask) {
+      const auto tokenizer = run_tokenizer(config);
+      if (!tokenizer) {
+        throw UsageError(fmt::format(
+            "--document_mask finds the documents of {} by the tokenizer's <|endoftext|> id: name "
+            "the tokenizer that wrote the shards with --tokenizer",
+            config.dataset));
+      }
+      separator = tokenizer->eot_id();
+    }
+    return {std::make_shared<TokenWindows>(std::move(spans), request.block_size,
+                                           request.vocab_size, separator),
+            summary + (separator ? ", documents masked from each other" : "")};
   }
   if (config.train_on_prompt) masks.clear();
-  return {std::make_shared<DocumentExamples>(std::move(spans), examples, request.block_size,
-                                             std::nullopt, 0, request.vocab_size, std::move(masks)),
-          summary, true};
+  const auto packed = std::make_shared<DocumentExamples>(
+      std::move(spans), examples, request.block_size, std::nullopt, 0, request.vocab_size,
+      std::move(masks), config.packing);
+  const auto& counts = packed->counts();
+  const auto truncated =
+      counts.truncated > 0
+          ? fmt::format(", {} truncated to {} tokens", counts.truncated, request.block_size + 1)
+          : "";
+  return {packed, summary, packed->packing_summary() + truncated, !config.packing};
 }
 
 DataSplits open_tokens(const std::string& path, const Config& config,
@@ -161,11 +184,13 @@ DataSplits open_tokens(const std::string& path, const Config& config,
     splits = {token_spec(request), train.windows, val.windows, ""};
     val_summary = "val: " + val.summary;
   }
-  splits.description =
-      fmt::format("tokens:{}: {}; {}; {}", path, train.summary, val_summary,
-                  split_counts(splits, train.masked ? fmt::format("examples of up to {} tokens, padded",
-                                                                  request.block_size)
-                                                    : fmt::format("windows of {}", request.block_size)));
+  splits.description = fmt::format(
+      "tokens:{}: {}; {}; {}{}", path, train.summary, val_summary,
+      train.examples.empty() ? "" : "instruction data, " + train.examples + "; ",
+      split_counts(splits,
+                   train.padded
+                       ? fmt::format("examples of up to {} tokens, padded", request.block_size)
+                       : fmt::format("windows of {}", request.block_size)));
   return splits;
 }
 
@@ -244,6 +269,13 @@ DataSplits open_dataset(const Config& config, const SampleRequest& request,
         "dataset '{}' is language-model data but the model does not take token windows",
         config.dataset));
   }
+  if (config.document_mask && spec->kind != config::DatasetKind::text &&
+      spec->kind != config::DatasetKind::jsonl && spec->kind != config::DatasetKind::tokens) {
+    throw UsageError(fmt::format(
+        "--document_mask keeps the documents of text:, jsonl: or tokens: data apart; dataset "
+        "'{}' has no documents: drop --document_mask",
+        config.dataset));
+  }
   switch (spec->kind) {
     case config::DatasetKind::synthetic: return open_synthetic(config, request);
     case config::DatasetKind::text:
@@ -271,13 +303,15 @@ LoaderOptions train_loader_options(const Config& config, const torch::Device& de
 }
 
 LoaderOptions val_loader_options(const LoaderOptions& training, const std::string& dataset,
-                                 int64_t samples) {
+                                 int64_t samples, int64_t batch_size) {
   LoaderOptions options = training;
   options.shuffle = false;
+  options.keep_last = true;
+  options.batch_size = batch_size;
   options.name = "validation data of " + dataset;
   // The ranks share out a validation set of a global batch or more, as they do the training
   // set; a smaller one every rank evaluates whole (identical weights, identical result).
-  if (samples < training.batch_size * training.shard_count) {
+  if (samples < batch_size * training.shard_count) {
     options.shard_rank = 0;
     options.shard_count = 1;
   }

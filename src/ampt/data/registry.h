@@ -26,11 +26,12 @@ DataSplits open_dataset(const config::Config& config, const SampleRequest& reque
 
 // Training batches: shuffled unless data_sampling is sequential, workers and prefetch from config.
 LoaderOptions train_loader_options(const config::Config& config, const torch::Device& device);
-// Validation batches of `samples`, from the training options (their batch size, device and
-// ranks): always in dataset order, so every evaluation sees the same batches. A split smaller
-// than one batch is one batch of all its samples.
+// Validation batches of `samples`, from the training options (their device and ranks) in batches
+// of `batch_size` per rank: always in dataset order, so every evaluation sees the same batches,
+// and the last incomplete one too (LoaderOptions::keep_last). A split smaller than one global
+// batch is one batch of all its samples on every rank.
 LoaderOptions val_loader_options(const LoaderOptions& training, const std::string& dataset,
-                                 int64_t samples);
+                                 int64_t samples, int64_t batch_size);
 
 // The batch_size a training split of `samples` trains with, shared out among `ranks`: batch_size,
 // or when the split holds less than one global batch (batch_size x ranks), samples / ranks.

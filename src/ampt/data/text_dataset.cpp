@@ -27,7 +27,8 @@ using config::Config;
 struct Corpus {
   std::vector<TokenSpan> spans;
   std::vector<Document> documents;
-  // Instruction records: examples, never packed, scored where masks say (none: every token).
+  // Instruction records: examples (packed into windows, or one per window), scored where masks
+  // say (none: every token).
   bool instruction = false;
   std::vector<TokenSpan> masks;
   std::optional<int32_t> separator;  // <|endoftext|>, when tokenized
@@ -185,14 +186,26 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
   DataSplits splits;
   std::string samples;
   if (config.packing && !corpus.instruction) {
-    splits = held_out(std::make_shared<TokenWindows>(std::move(corpus.spans), length, request.vocab_size),
+    if (config.document_mask && !corpus.separator) {
+      throw UsageError(fmt::format(
+          "--document_mask finds documents by their <|endoftext|>, which {} has none of without "
+          "a tokenizer: name one with --tokenizer, or drop --document_mask",
+          config.dataset));
+    }
+    splits = held_out(std::make_shared<TokenWindows>(
+                          std::move(corpus.spans), length, request.vocab_size,
+                          config.document_mask ? corpus.separator : std::nullopt),
                       data_spec, config);
-    samples = split_counts(splits, fmt::format("windows of {}", length));
+    samples = split_counts(splits, fmt::format("windows of {}{}", length,
+                                               config.document_mask
+                                                   ? ", documents masked from each other"
+                                                   : ""));
   } else {
+    const bool packed = config.packing && corpus.instruction;
     const auto examples = std::make_shared<DocumentExamples>(
         std::move(corpus.spans), corpus.documents, length,
         corpus.instruction ? std::nullopt : corpus.separator, corpus.pad, request.vocab_size,
-        std::move(corpus.masks));
+        std::move(corpus.masks), packed);
     const ExampleCounts counts = examples->counts();
     splits = held_out(examples, data_spec, config);
     std::string cut;
@@ -204,11 +217,14 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
       cut += fmt::format(", {} truncated to {} tokens", counts.truncated, length + 1);
     }
     const std::string kind =
-        !corpus.instruction        ? "one example per document"
-        : config.train_on_prompt   ? "instruction data, one example per window (never packed), every token scored"
-                                   : "instruction data, one example per window (never packed), loss on answers only";
-    samples = fmt::format("{}{}; {}", kind, cut,
-                          split_counts(splits, fmt::format("examples of up to {} tokens, padded", length)));
+        !corpus.instruction ? "one example per document"
+                            : fmt::format("instruction data, {}, {}", examples->packing_summary(),
+                                          config.train_on_prompt ? "every token scored"
+                                                                 : "loss on answers only");
+    samples = fmt::format(
+        "{}{}; {}", kind, cut,
+        split_counts(splits, packed ? fmt::format("windows of {}", length)
+                                    : fmt::format("examples of up to {} tokens, padded", length)));
   }
   splits.description = fmt::format("{}: {}; {}", config.dataset, corpus.summary, samples);
   return splits;

@@ -43,8 +43,9 @@ int64_t max_token(const TokenSpan& span) {
   return with_tokens(span, [&](const auto* tokens) { return max_of(tokens, span.count); });
 }
 
-TokenWindows::TokenWindows(std::vector<TokenSpan> spans, int64_t block_size, int64_t vocab_size)
-    : spans_(std::move(spans)), block_size_(block_size) {
+TokenWindows::TokenWindows(std::vector<TokenSpan> spans, int64_t block_size, int64_t vocab_size,
+                           std::optional<int32_t> document_separator)
+    : spans_(std::move(spans)), block_size_(block_size), document_separator_(document_separator) {
   first_window_.push_back(0);
   for (const TokenSpan& span : spans_) {
     if (const int64_t largest = max_token(span); largest >= vocab_size) {
@@ -93,7 +94,17 @@ Batch TokenWindows::gather(const std::vector<int64_t>& indices) const {
     in += block_size_;
     out += block_size_;
   }
-  return {inputs, targets};
+  if (!document_separator_) return {inputs, targets};
+  // A document starts after each separator: the separator is the last input of the one before,
+  // whose target is the next document's first token.
+  auto positions = torch::empty_like(inputs);
+  const int64_t* token = inputs.data_ptr<int64_t>();
+  int64_t* at = positions.data_ptr<int64_t>();
+  for (int64_t i = 0; i < inputs.numel(); ++i) {
+    const bool starts = i % block_size_ == 0 || token[i - 1] == *document_separator_;
+    at[i] = starts ? 0 : at[i - 1] + 1;
+  }
+  return {inputs, targets, positions, sequence_starts(positions)};
 }
 
 }  // namespace ampt::data

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,7 +45,10 @@ class TokenWindows : public Dataset {
   // Windows start every block_size tokens, so consecutive windows share only the one token that
   // is the last target of one and the first input of the next. Throws RuntimeError naming the
   // span whose largest id is >= vocab_size, or the data when no span holds a whole window.
-  TokenWindows(std::vector<TokenSpan> spans, int64_t block_size, int64_t vocab_size);
+  // With a `document_separator` (<|endoftext|>, --document_mask) the batches carry positions
+  // that restart after each one: documents in a window do not attend to each other.
+  TokenWindows(std::vector<TokenSpan> spans, int64_t block_size, int64_t vocab_size,
+               std::optional<int32_t> document_separator = std::nullopt);
 
   int64_t size() const override { return first_window_.back(); }
   Batch gather(const std::vector<int64_t>& indices) const override;
@@ -54,6 +58,7 @@ class TokenWindows : public Dataset {
   std::vector<TokenSpan> spans_;
   std::vector<int64_t> first_window_;  // index of each span's first window, then the total
   int64_t block_size_;
+  std::optional<int32_t> document_separator_;
 };
 
 }  // namespace ampt::data

@@ -124,6 +124,10 @@ at::Tensor DataParallel::mean(const at::Tensor& value) {
   return total / static_cast<double>(world_size_);
 }
 
+void DataParallel::sum(at::Tensor& value, std::string_view what) {
+  if (group_) group_->all_reduce(value, Reduce::sum, what);
+}
+
 int DataParallel::agree_stop(int local_signal) {
   return group_ ? group_->agree_stop(local_signal) : local_signal;
 }

@@ -70,6 +70,8 @@ class DataParallel {
   std::vector<bool> main_flags(const std::vector<bool>& flags, std::string_view what);
   // The mean of a 0-dim tensor over ranks (a new tensor; `value` itself in a single process).
   at::Tensor mean(const at::Tensor& value);
+  // value := its sum over ranks, in place, on its device (nothing in a single process).
+  void sum(at::Tensor& value, std::string_view what);
   // A stop request (signal number) that every rank acts on at the same step; see Group.
   int agree_stop(int local_signal);
   // Rank 0 gets every rank's `text` (Group::gather_text); a single process gets its own.

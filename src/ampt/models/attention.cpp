@@ -74,10 +74,11 @@ torch::Tensor CausalSelfAttentionImpl::project_out(const torch::Tensor& y) {
               epilogues_));
 }
 
-torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const PackedLayout& packed) {
   const auto* islands = precision::active_islands();
-  const bool whole = fused_ && !fp8_attn_ && !fp8_proj_ && !lora_adapter(*c_attn) &&
-                     !lora_adapter(*c_proj) && (dropout_ == 0.0 || !is_training()) &&
+  const bool whole = fused_ && !packed.packed() && !fp8_attn_ && !fp8_proj_ &&
+                     !lora_adapter(*c_attn) && !lora_adapter(*c_proj) &&
+                     (dropout_ == 0.0 || !is_training()) &&
                      (islands == nullptr || (islands->find(c_attn.get()) == nullptr &&
                                              islands->find(c_proj.get()) == nullptr));
   if (whole) {
@@ -87,11 +88,15 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   }
   // [B, T, 3C] → three [B, n_head, T, head_dim] views, the layout SDPA expects.
   const auto qkv = project(c_attn, fp8_attn_, x, epilogues_).split(x.size(2), /*dim=*/2);
+  const double dropout = is_training() ? dropout_ : 0.0;
+  if (packed.packed()) {
+    return project_out(
+        packed_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), packed, dropout));
+  }
   // is_causal instead of an explicit mask lets SDPA pick flash attention (bf16/fp16 on a GPU)
   // and skip the masked half of the work. Attention dropout only while training, as nn.Dropout.
   return project_out(at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]),
-                                                      heads(qkv[2]), /*attn_mask=*/{},
-                                                      is_training() ? dropout_ : 0.0,
+                                                      heads(qkv[2]), /*attn_mask=*/{}, dropout,
                                                       /*is_causal=*/true));
 }
 

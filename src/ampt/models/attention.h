@@ -1,6 +1,7 @@
 // Causal multi-head self-attention of a GPT block.
 #pragma once
 
+#include "ampt/models/packed_sequences.h"
 #include "ampt/precision/fp8_layers.h"
 #include "ampt/precision/fp8_linear.h"
 
@@ -30,8 +31,9 @@ c10::intrusive_ptr<precision::Fp8Linear> fp8_layer(const precision::Fp8Recipe& r
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout);
-  // x: [B, T, n_embd] → [B, T, n_embd]; position t attends to positions ≤ t only.
-  torch::Tensor forward(const torch::Tensor& x);
+  // x: [B, T, n_embd] → [B, T, n_embd]; position t attends to positions ≤ t only, and only to
+  // those of its own example where `packed` cuts the rows into examples.
+  torch::Tensor forward(const torch::Tensor& x, const PackedLayout& packed = {});
   // The same for new positions after those whose keys and values `cache` holds ([B, n_head,
   // T_cached, head_dim] each; undefined when empty), which it then holds too: generation
   // computes each position once. x holds either the whole prompt (empty cache) or one position.

@@ -49,9 +49,17 @@ std::function<torch::Tensor(const torch::Tensor&)> forward_of(Holder holder) {
 
 // A classifier's loss: cross_entropy of its [B, classes] logits.
 template <class Holder>
-std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)> loss_of(Holder holder) {
-  return [holder](const torch::Tensor& x, const torch::Tensor& y) mutable {
-    return torch::nn::functional::cross_entropy(holder->forward(x), y);
+std::function<torch::Tensor(const data::Batch&)> loss_of(Holder holder) {
+  return [holder](const data::Batch& batch) mutable {
+    return torch::nn::functional::cross_entropy(holder->forward(batch.inputs), batch.targets);
+  };
+}
+
+// A language model's loss, packed examples included (data::Batch::positions).
+template <class Holder>
+std::function<torch::Tensor(const data::Batch&)> token_loss_of(Holder holder) {
+  return [holder](const data::Batch& batch) mutable {
+    return holder->loss(batch.inputs, batch.targets, batch.positions, batch.starts);
   };
 }
 

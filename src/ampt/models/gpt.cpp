@@ -40,6 +40,13 @@ kernels::AddLayerNormResult add_norm(const torch::Tensor& residual, const torch:
   return kernels::add_layer_norm(residual, branch, norm->weight, norm->bias, norm->options.eps());
 }
 
+// The attention through its island check, within the examples `packed` cuts the rows into.
+torch::Tensor attend(CausalSelfAttention& attn, const torch::Tensor& x,
+                     const PackedLayout& packed) {
+  return through_island(*attn, x,
+                        [&](const torch::Tensor& in) { return attn->forward(in, packed); });
+}
+
 }  // namespace
 
 GptMlpImpl::GptMlpImpl(int64_t n_embd, double dropout, bool tanh_gelu)
@@ -82,8 +89,8 @@ GptBlockImpl::GptBlockImpl(const GptDims& dims) {
   mlp = register_module("mlp", GptMlp(dims.n_embd, dims.dropout, dims.tanh_gelu));
 }
 
-torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
-  const auto h = x + call(attn, call(ln_1, x));
+torch::Tensor GptBlockImpl::forward(const torch::Tensor& x, const PackedLayout& packed) {
+  const auto h = x + attend(attn, call(ln_1, x), packed);
   return h + call(mlp, call(ln_2, h));
 }
 
@@ -121,27 +128,30 @@ GptImpl::GptImpl(const GptDims& dims) : dims_(dims) {
   }
 }
 
-torch::Tensor GptImpl::hidden(const torch::Tensor& tokens) {
+torch::Tensor GptImpl::hidden(const torch::Tensor& tokens, const torch::Tensor& positions,
+                              const torch::Tensor& starts) {
   const int64_t time = tokens.size(1);
   if (time > dims_.block_size) {
     throw RuntimeError(fmt::format("a block of {} tokens exceeds the model's context block_size {}",
                                    time, dims_.block_size));
   }
-  const auto positions = torch::arange(time, tokens.options());
-  auto x = drop_->forward(call(wte_, tokens) + call(wpe_, positions));
+  const auto packed = packed_layout(positions, starts, wte_->weight.scalar_type());
+  const auto where = packed.packed() ? positions : torch::arange(time, tokens.options());
+  auto x = drop_->forward(call(wte_, tokens) + call(wpe_, where));
   const bool checkpointed = grad_ckpt_ && is_training() && torch::GradMode::is_enabled();
   // Islands decide per module what runs in fp32; the fused adds would hand them half inputs.
   const auto* islands = active_islands();
   if (fused_ && !checkpointed && !h_->is_empty() && block_hooks_ == nullptr &&
       (islands == nullptr || islands->list().empty())) {
-    return fused_blocks(x);
+    return fused_blocks(x, packed);
   }
   for (size_t i = 0; i < h_->size(); ++i) {
     auto* b = h_[i]->as<GptBlock>();
     // A recomputation in backward may run on another thread: it takes this pass's islands.
-    const auto run = [b, islands](const torch::Tensor& input) {
+    const auto run = [b, islands, packed](const torch::Tensor& input) {
       IslandScope scope(islands);
-      return call(b, input);
+      return through_island(*b, input,
+                            [&](const torch::Tensor& in) { return b->forward(in, packed); });
     };
     x = run_block(block_hooks_, i, run, x, b->parameters(), checkpointed,
                   /*preserve_rng=*/dims_.dropout > 0.0);
@@ -155,13 +165,13 @@ std::vector<std::string> GptImpl::block_names() const {
   return names;
 }
 
-torch::Tensor GptImpl::fused_blocks(torch::Tensor x) {
+torch::Tensor GptImpl::fused_blocks(torch::Tensor x, const PackedLayout& packed) {
   // Each residual add goes into the LayerNorm that reads its sum: ln_2 of the same block, ln_1
   // of the next one, ln_f after the last. Only the first block's ln_1 runs alone.
   auto normed = call(h_[0]->as<GptBlock>()->ln_1, x);
   for (size_t i = 0; i < h_->size(); ++i) {
     auto* b = h_[i]->as<GptBlock>();
-    const auto attended = add_norm(x, call(b->attn, normed), b->ln_2);
+    const auto attended = add_norm(x, attend(b->attn, normed, packed), b->ln_2);
     const auto& next = i + 1 < h_->size() ? h_[i + 1]->as<GptBlock>()->ln_1 : ln_f_;
     const auto out = add_norm(attended.sum, call(b->mlp, attended.normed), next);
     x = out.sum;
@@ -173,13 +183,14 @@ torch::Tensor GptImpl::fused_blocks(torch::Tensor x) {
 torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
   // The head is wte used backwards (tied weights), so it shares wte's island, if any. Padding
   // rows of a vocabulary rounded up are not classes: the logits cover the real tokens only.
-  return through_island(*wte_, hidden(tokens), [&](const torch::Tensor& h) {
+  return through_island(*wte_, hidden(tokens, {}, {}), [&](const torch::Tensor& h) {
     return kernels::linear(h, real_vocab_weight(), {});
   });
 }
 
-torch::Tensor GptImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
-  const auto h = hidden(tokens);
+torch::Tensor GptImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets,
+                           const torch::Tensor& positions, const torch::Tensor& starts) {
+  const auto h = hidden(tokens, positions, starts);
   return through_island(*wte_, h, [&](const torch::Tensor& x) {
     if (!fused_) {
       return kernels::checked_cross_entropy(

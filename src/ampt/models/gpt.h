@@ -55,7 +55,7 @@ TORCH_MODULE(GptMlp);
 class GptBlockImpl : public torch::nn::Module {
  public:
   explicit GptBlockImpl(const GptDims& dims);
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x, const PackedLayout& packed = {});
   // forward for new positions, attending through `cache` (CausalSelfAttention::forward_cached).
   torch::Tensor forward_cached(const torch::Tensor& x, std::pair<torch::Tensor, torch::Tensor>& cache);
 
@@ -82,8 +82,11 @@ class GptImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& tokens);
   // The mean cross-entropy of the next-token targets [B, T] without forming the logits whole:
   // the head and the loss run fused, chunk by chunk (kernels/fused_classifier.h), unless
-  // set_fused(false) asks for the plain logits and cross_entropy.
-  torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
+  // set_fused(false) asks for the plain logits and cross_entropy. `positions` [B, T] (defined
+  // for packed examples, data::Batch, with their cumulative lengths `starts`) restart at 0 for
+  // each example, which attends only within itself.
+  torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets,
+                     const torch::Tensor& positions = {}, const torch::Tensor& starts = {});
   // The fused kernels (--fused_kernels): the head with the loss, and also each residual add
   // with the LayerNorm after it (kernels/add_layer_norm.h; not with fp32 islands or activation
   // checkpointing, whose units are whole modules and blocks) and each MLP as one operation
@@ -115,10 +118,11 @@ class GptImpl : public torch::nn::Module {
 
  private:
   // The final LayerNorm's output [B, T, n_embd]: what the head reads.
-  torch::Tensor hidden(const torch::Tensor& tokens);
+  torch::Tensor hidden(const torch::Tensor& tokens, const torch::Tensor& positions,
+                       const torch::Tensor& starts);
   // The blocks and ln_f from the embeddings `x`, each residual add fused with the LayerNorm that
   // follows it (kernels/add_layer_norm.h): the same values as the blocks one by one.
-  torch::Tensor fused_blocks(torch::Tensor x);
+  torch::Tensor fused_blocks(torch::Tensor x, const PackedLayout& packed);
   // wte's rows of real tokens: the head's weight.
   torch::Tensor real_vocab_weight() const;
 

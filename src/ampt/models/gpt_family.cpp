@@ -49,7 +49,7 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   // auto builds it fused: the run may turn the kernels off once it has measured (set_fused).
   gpt->set_fused(config.fused_kernels != config::AutoSwitch::off, config.gemm_epilogues);
   Model model{gpt.ptr(), forward_of(gpt),
-          [gpt](const torch::Tensor& x, const torch::Tensor& y) mutable { return gpt->loss(x, y); },
+          token_loss_of(gpt),
           gpt_training_flops_per_token(parameter_count(*gpt), dims, tokens) * tokens, tokens,
           fmt::format("n_layer {}, n_embd {}, n_head {}, block_size {}, vocab_size {}{}, dropout {}{}",
                       dims.n_layer, dims.n_embd, dims.n_head, dims.block_size, dims.vocab_size,

@@ -55,13 +55,16 @@ torch::Tensor LlamaAttentionImpl::heads(const torch::Tensor& t, int64_t count) c
 }
 
 torch::Tensor LlamaAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
-                                         const torch::Tensor& v, bool causal) {
+                                         const torch::Tensor& v, bool causal,
+                                         const PackedLayout& packed) {
+  const double dropout = is_training() ? dropout_ : 0.0;
   // is_causal lets SDPA pick flash attention on a GPU; enable_gqa shares each key/value head
   // among its group of query heads without copying it n_head / n_kv_head times.
-  const auto y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{},
-                                                  is_training() ? dropout_ : 0.0, causal,
-                                                  /*scale=*/std::nullopt,
-                                                  /*enable_gqa=*/n_kv_head_ != n_head_);
+  const auto y = packed.packed()
+                     ? packed_attention(q, k, v, packed, dropout)
+                     : at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout, causal,
+                                                        /*scale=*/std::nullopt,
+                                                        /*enable_gqa=*/n_kv_head_ != n_head_);
   const int64_t batch = y.size(0), time = y.size(2);
   return project(o_proj, fp8_o, y.transpose(1, 2).contiguous().view({batch, time, n_head_ * head_dim_}));
 }
@@ -72,9 +75,10 @@ LlamaAttentionImpl::Qkv LlamaAttentionImpl::qkv(const torch::Tensor& x, const Ro
           heads(project(v_proj, fp8_v, x), n_kv_head_)};
 }
 
-torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const RotaryAngles& angles) {
+torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const RotaryAngles& angles,
+                                          const PackedLayout& packed) {
   const auto [q, k, v] = qkv(x, angles);
-  return attend(q, k, v, /*causal=*/true);
+  return attend(q, k, v, /*causal=*/true, packed);
 }
 
 torch::Tensor LlamaAttentionImpl::forward_cached(const torch::Tensor& x, const RotaryAngles& angles,
@@ -107,9 +111,10 @@ LlamaBlockImpl::LlamaBlockImpl(const LlamaDims& dims) {
   mlp = register_module("mlp", LlamaMlp(dims));
 }
 
-torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const RotaryAngles& angles) {
+torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const RotaryAngles& angles,
+                                      const PackedLayout& packed) {
   const auto attended = through_island(*self_attn, call(input_layernorm, x), [&](const torch::Tensor& in) {
-    return self_attn->forward(in, angles);
+    return self_attn->forward(in, angles, packed);
   });
   const auto h = x + attended;
   return h + call(mlp, call(post_attention_layernorm, h));
@@ -139,21 +144,24 @@ LlamaImpl::LlamaImpl(const LlamaDims& dims) : dims_(dims), inv_freq_(rope_inv_fr
   }
 }
 
-torch::Tensor LlamaImpl::hidden(const torch::Tensor& tokens) {
+torch::Tensor LlamaImpl::hidden(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                const torch::Tensor& starts) {
   const int64_t time = tokens.size(1);
   if (time > dims_.block_size) {
     throw RuntimeError(fmt::format("a block of {} tokens exceeds the model's context block_size {}",
                                    time, dims_.block_size));
   }
-  const auto angles = angles_at(tokens.device(), 0, time);
+  const auto packed = packed_layout(positions, starts, embed_tokens_->weight.scalar_type());
+  const auto angles = packed.packed() ? angles_at(positions) : angles_at(tokens.device(), 0, time);
   auto x = call(embed_tokens_, tokens);
   const bool checkpointed = grad_ckpt_ && is_training() && torch::GradMode::is_enabled();
   for (size_t i = 0; i < layers_->size(); ++i) {
     auto* block = layers_[i]->as<LlamaBlock>();
-    const auto run = [block, angles, islands = active_islands()](const torch::Tensor& input) {
+    const auto run = [block, angles, packed,
+                      islands = active_islands()](const torch::Tensor& input) {
       // A recomputation in backward may run on another thread: it takes this pass's islands.
       IslandScope scope(islands);
-      return block->forward(input, angles);
+      return block->forward(input, angles, packed);
     };
     x = run_block(block_hooks_, i, run, x, block->parameters(), checkpointed,
                   /*preserve_rng=*/dims_.dropout > 0.0);
@@ -174,6 +182,11 @@ RotaryAngles LlamaImpl::angles_at(const torch::Device& device, int64_t start, in
   return rotary_angles(inv_freq_, start, length);
 }
 
+RotaryAngles LlamaImpl::angles_at(const torch::Tensor& positions) {
+  if (inv_freq_.device() != positions.device()) inv_freq_ = inv_freq_.to(positions.device());
+  return rotary_angles(inv_freq_, positions);
+}
+
 const torch::nn::Module& LlamaImpl::head_module() const {
   return dims_.tied_head ? static_cast<const torch::nn::Module&>(*embed_tokens_) : *lm_head_;
 }
@@ -183,14 +196,16 @@ torch::Tensor LlamaImpl::head_weight() const {
 }
 
 torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens) {
-  return through_island(head_module(), hidden(tokens),
+  return through_island(head_module(), hidden(tokens, {}, {}),
                         [&](const torch::Tensor& h) {
                           return kernels::linear(h, head_weight(), {});
                         });
 }
 
-torch::Tensor LlamaImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
-  return through_island(head_module(), hidden(tokens), [&](const torch::Tensor& x) {
+torch::Tensor LlamaImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets,
+                              const torch::Tensor& positions, const torch::Tensor& starts) {
+  const auto h = hidden(tokens, positions, starts);
+  return through_island(head_module(), h, [&](const torch::Tensor& x) {
     if (!fused_) {
       return kernels::checked_cross_entropy(kernels::linear(x, head_weight(), {}).flatten(0, -2),
                                             targets.flatten());

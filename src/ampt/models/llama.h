@@ -7,6 +7,7 @@
 #include "ampt/models/block_hooks.h"
 #include "ampt/models/kv_cache.h"
 #include "ampt/models/llama_presets.h"
+#include "ampt/models/packed_sequences.h"
 #include "ampt/models/rotary.h"
 #include "ampt/precision/fp8_layers.h"
 #include "ampt/precision/fp8_linear.h"
@@ -43,8 +44,10 @@ TORCH_MODULE(RmsNorm);
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
   explicit LlamaAttentionImpl(const LlamaDims& dims);
-  // x [B, T, C] at the positions `angles` holds → [B, T, C].
-  torch::Tensor forward(const torch::Tensor& x, const RotaryAngles& angles);
+  // x [B, T, C] at the positions `angles` holds → [B, T, C], each token attending within its
+  // own example where `packed` cuts the rows into examples.
+  torch::Tensor forward(const torch::Tensor& x, const RotaryAngles& angles,
+                        const PackedLayout& packed = {});
   // The same for new positions after those `cache` holds, which it then holds too (the whole
   // prompt into an empty cache, then one position at a time).
   torch::Tensor forward_cached(const torch::Tensor& x, const RotaryAngles& angles,
@@ -62,7 +65,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
   // The projections of x into heads, queries and keys rotated to `angles`' positions.
   Qkv qkv(const torch::Tensor& x, const RotaryAngles& angles);
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                       bool causal);
+                       bool causal, const PackedLayout& packed = {});
 
   int64_t n_head_, n_kv_head_, head_dim_;
   double dropout_;
@@ -84,7 +87,8 @@ TORCH_MODULE(LlamaMlp);
 class LlamaBlockImpl : public torch::nn::Module {
  public:
   explicit LlamaBlockImpl(const LlamaDims& dims);
-  torch::Tensor forward(const torch::Tensor& x, const RotaryAngles& angles);
+  torch::Tensor forward(const torch::Tensor& x, const RotaryAngles& angles,
+                        const PackedLayout& packed = {});
   torch::Tensor forward_cached(const torch::Tensor& x, const RotaryAngles& angles,
                                std::pair<torch::Tensor, torch::Tensor>& cache);
 
@@ -103,8 +107,11 @@ class LlamaImpl : public torch::nn::Module {
   // tokens [B, T], T ≤ block_size → logits [B, T, vocab_size].
   torch::Tensor forward(const torch::Tensor& tokens);
   // The mean next-token cross-entropy against targets [B, T]: the head and the loss fused,
-  // chunk by chunk (kernels/fused_classifier.h), unless set_fused(false).
-  torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
+  // chunk by chunk (kernels/fused_classifier.h), unless set_fused(false). `positions` [B, T]
+  // (packed examples, data::Batch, with their cumulative lengths `starts`) restart at 0 for each
+  // example, which attends only within itself.
+  torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets,
+                     const torch::Tensor& positions = {}, const torch::Tensor& starts = {});
   // Generation: the logits [B, vocab_size] of the position after `tokens`, which follow the
   // cache's positions; the cache grows by T. Throws RuntimeError past block_size.
   torch::Tensor next_logits(const torch::Tensor& tokens, KvCache& cache);
@@ -121,9 +128,12 @@ class LlamaImpl : public torch::nn::Module {
   void enable_fp8(const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected);
 
  private:
-  torch::Tensor hidden(const torch::Tensor& tokens);
+  torch::Tensor hidden(const torch::Tensor& tokens, const torch::Tensor& positions,
+                       const torch::Tensor& starts);
   // The rotary angles of positions [start, start + length) on `device`.
   RotaryAngles angles_at(const torch::Device& device, int64_t start, int64_t length);
+  // The rotary angles of each row's own positions [B, T].
+  RotaryAngles angles_at(const torch::Tensor& positions);
   // The head's weight: lm_head's, or embed_tokens' when tied.
   torch::Tensor head_weight() const;
   const torch::nn::Module& head_module() const;

@@ -64,7 +64,7 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   llama->set_fused(config.fused_kernels != config::AutoSwitch::off);
   Model model{llama.ptr(),
           forward_of(llama),
-          [llama](const torch::Tensor& x, const torch::Tensor& y) mutable { return llama->loss(x, y); },
+          token_loss_of(llama),
           llama_training_flops_per_token(dims, tokens) * tokens,
           tokens,
           architecture(dims, config.grad_ckpt),

@@ -26,9 +26,10 @@ struct Model {
   // Classifiers: inputs [B, sample_shape...] → [B, classes]. Language models: tokens [B, T] →
   // [B, T, vocab_size]. The loss is cross_entropy(logits.flatten(0, -2), targets.flatten()).
   std::function<torch::Tensor(const torch::Tensor&)> forward;
-  // The training loss of inputs and targets: cross_entropy of forward's logits, or for a GPT the
-  // fused head and loss that never hold the logits whole (config.fused_kernels).
-  std::function<torch::Tensor(const torch::Tensor& inputs, const torch::Tensor& targets)> loss;
+  // The training loss of a batch, the mean over its scored targets: cross_entropy of forward's
+  // logits, or for a transformer the fused head and loss that never hold the logits whole
+  // (config.fused_kernels), over packed examples where the batch has positions.
+  std::function<torch::Tensor(const data::Batch&)> loss;
   // Training FLOPs (forward + backward) of one sample at the data's shape, for MFU: 6 per
   // multiply-accumulate for the MLP and the CNN, llm.c's GPT formula times T for a GPT
   // (flops.h). The optimizer step is not included.

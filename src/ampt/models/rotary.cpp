@@ -25,13 +25,26 @@ torch::Tensor rope_inv_freq(const LlamaDims& dims) {
   return torch::where(medium, smoothed, scaled);
 }
 
-RotaryAngles rotary_angles(const torch::Tensor& inv_freq, int64_t start, int64_t length) {
-  const auto positions =
-      torch::arange(start, start + length, inv_freq.options().dtype(torch::kInt64)).to(torch::kFloat32);
+namespace {
+
+// positions [..., T] int64 → cos and sin [..., T, head_dim].
+RotaryAngles angles_of(const torch::Tensor& inv_freq, const torch::Tensor& positions) {
   // An elementwise product, not a matmul: autocast would run a matmul in half precision.
-  const auto freqs = positions.unsqueeze(1) * inv_freq.unsqueeze(0);
+  const auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq;
   const auto angles = torch::cat({freqs, freqs}, -1);
   return {angles.cos(), angles.sin()};
+}
+
+}  // namespace
+
+RotaryAngles rotary_angles(const torch::Tensor& inv_freq, int64_t start, int64_t length) {
+  return angles_of(inv_freq,
+                   torch::arange(start, start + length, inv_freq.options().dtype(torch::kInt64)));
+}
+
+RotaryAngles rotary_angles(const torch::Tensor& inv_freq, const torch::Tensor& positions) {
+  const auto angles = angles_of(inv_freq, positions.to(inv_freq.device()));
+  return {angles.cos.unsqueeze(1), angles.sin.unsqueeze(1)};
 }
 
 torch::Tensor apply_rotary(const torch::Tensor& x, const RotaryAngles& angles) {

@@ -20,6 +20,9 @@ struct RotaryAngles {
 
 // The angles of positions [start, start + length) on `inv_freq`'s device.
 RotaryAngles rotary_angles(const torch::Tensor& inv_freq, int64_t start, int64_t length);
+// The angles of each row's own positions [B, T] (packed examples, each counting from 0):
+// cos and sin [B, 1, T, head_dim], the same values as the range's at the same positions.
+RotaryAngles rotary_angles(const torch::Tensor& inv_freq, const torch::Tensor& positions);
 
 // x [B, heads, T, head_dim] rotated: x·cos + rotate_half(x)·sin, in x's dtype.
 torch::Tensor apply_rotary(const torch::Tensor& x, const RotaryAngles& angles);

@@ -19,7 +19,7 @@ torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
                                     config_.autocast_cache);
   precision::IslandScope islands(&precision_.islands());
   gather_root();
-  if (correct == nullptr) return model_.loss(batch.inputs, batch.targets);
+  if (correct == nullptr) return model_.loss(batch);
   // A language model's [B, T, vocab] logits are scored per token, a classifier's per sample.
   const auto logits = model_.forward(batch.inputs).flatten(0, -2);
   const auto targets = batch.targets.flatten();
@@ -33,7 +33,10 @@ log::EvalReport Run::evaluate(int64_t step) {
   report.epoch = batches_->state().epoch;
   if (!splits_.val) return report;
   data::Loader val(splits_.val,
-                   data::val_loader_options(train_loading_, config_.dataset, splits_.val->size()));
+                   data::val_loader_options(
+                       train_loading_, config_.dataset, splits_.val->size(),
+                       config_.eval_batch_size > 0 ? config_.eval_batch_size
+                                                   : train_loading_.batch_size));
   report.batches = config_.eval_batches > 0
                        ? std::min(config_.eval_batches, val.batches_per_epoch())
                        : val.batches_per_epoch();
@@ -47,6 +50,20 @@ log::EvalReport Run::evaluate(int64_t step) {
   const bool language_model = splits_.spec.task == data::Task::language_model;
   for (int64_t b = 0; b < report.batches; ++b) {
     const auto batch = val.next();
+    if (batch.targets.size(0) == 0) {
+      // This rank's part of the last batch is empty. ZeRO-3 gathers each block inside the
+      // forward, with every rank: a forward of one sample keeps this one in step, unscored.
+      if (dist_.sharded_parameters() != nullptr) {
+        auto shape = batch.inputs.sizes().vec();
+        shape[0] = 1;
+        auto target_shape = batch.targets.sizes().vec();
+        target_shape[0] = 1;
+        loss_of({torch::zeros(shape, batch.inputs.options()),
+                 torch::zeros(target_shape, batch.targets.options())},
+                nullptr);
+      }
+      continue;
+    }
     // Language models report perplexity only: their loss needs no logits (the fused head).
     torch::Tensor correct;
     const auto loss = loss_of(batch, language_model ? nullptr : &correct);

@@ -197,7 +197,8 @@ void Run::set_up_speed_features() {
   }
   const auto obstacle =
       dist_.active() ? std::string("a distributed step waits for the other ranks on the host")
-                     : cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout);
+                     : cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout,
+                                           splits_.train->gather({0}).positions.defined());
   // O2 allocates its fp32 gradients per step and a schedule changes dtypes: both stay eager.
   const bool eager_precision = precision_.masters().enabled() || precision_.stages().size() > 1;
   const bool graphed = config_.cuda_graphs && obstacle.empty() && !eager_precision;
@@ -245,6 +246,10 @@ void Run::set_up_speed_features() {
       release_gathered();  // ZeRO-3: the root, held through the step's passes
     };
     parts.agree_found_inf = [this](torch::Tensor& found_inf) { dist_.agree_found_inf(found_inf); };
+    parts.scored_over_ranks = [this](torch::Tensor& scored) {
+      dist_.sum(scored, "the all-reduce of the step's scored targets");
+    };
+    parts.ranks = dist_.world_size();
   }
   step_ = std::make_unique<TrainStep>(std::move(parts), graphed);
 }

@@ -1,6 +1,7 @@
 #include "ampt/train/step.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/kernels/target_check.h"
 #include "ampt/precision/grad_underflow.h"
 #include "ampt/train/grad_clip.h"
 #include "ampt/train/step_phase.h"
@@ -14,10 +15,13 @@
 
 namespace ampt::train {
 
-std::string cuda_graph_obstacle(const c10::Device& device, bool grad_ckpt, double dropout) {
+std::string cuda_graph_obstacle(const c10::Device& device, bool grad_ckpt, double dropout,
+                                bool packed) {
   if (!device.is_cuda()) return "the run is on " + device.str() + ", CUDA graphs need a GPU";
   // Recomputed dropout restores generator states, which a graph capture cannot read.
   if (grad_ckpt && dropout > 0.0) return "grad_ckpt with dropout > 0 reads RNG states per step";
+  // FlashAttention's grid is sized by the number of examples, which each batch sets anew.
+  if (packed) return "packed examples change the attention's number of sequences every step";
   return "";
 }
 
@@ -54,16 +58,30 @@ template <class Lr>
 StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const Lr& lr,
                            bool want_grad_norm, bool want_underflow, bool capturing) {
   StepResult result;
-  const double micro = static_cast<double>(micro_batches.size());
+  // Each micro-batch's loss is the mean over its own scored targets, whose number varies with
+  // instruction data (answers of any length): weighted by that number over the step's total, the
+  // update is the same however the step's examples are split into micro-batches and ranks (what
+  // transformers' num_items_in_batch does). Counted on the device, so no step waits for the host.
+  std::vector<torch::Tensor> scored;
+  for (const auto& batch : micro_batches) {
+    scored.push_back(batch.targets.ne(kernels::kIgnoreIndex).sum());
+  }
+  auto total = scored.size() == 1 ? scored.front().clone() : at::stack(scored).sum();
+  if (parts_.scored_over_ranks) parts_.scored_over_ranks(total);
   for (size_t m = 0; m < micro_batches.size(); ++m) {
     StepPhase forward("ampt::forward");
     const auto loss = parts_.loss(micro_batches[m]);
-    result.loss_sum = result.loss_sum.defined() ? result.loss_sum.add_(loss.detach())
-                                                : loss.detach().clone();
+    // total / (scored × ranks): exactly the micro-batch count when every micro-batch scores as
+    // many targets, so text data divides as it always has. The gradient sync's mean over ranks
+    // makes the weights sum to one.
+    const auto share = total.div(parts_.ranks > 1 ? scored[m] * parts_.ranks : scored[m]);
+    const auto weighted = loss / share;
+    result.loss = result.loss.defined() ? result.loss.add_(weighted.detach())
+                                        : weighted.detach().clone();
     forward.end();
     StepPhase backward("ampt::backward");
     if (parts_.before_backward) parts_.before_backward(m + 1 == micro_batches.size());
-    parts_.scaler->scale(loss / micro).backward();
+    parts_.scaler->scale(weighted).backward();
   }
   StepPhase unscale("ampt::unscale");
   if (parts_.after_backward) parts_.after_backward();
@@ -108,7 +126,7 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   const auto norms = parts_.zero != nullptr ? parts_.zero->grad_norms(grads) : grad_norms(grads);
   if (!found_inf.defined()) found_inf = any_nonfinite(norms);
   // A non-finite loss skips the step as non-finite gradients do.
-  auto skip = parts_.monitor ? parts_.monitor->skip_flag(result.loss_sum, found_inf) : found_inf;
+  auto skip = parts_.monitor ? parts_.monitor->skip_flag(result.loss, found_inf) : found_inf;
   // Every rank must skip the same steps, or their weights and scales drift apart.
   if (parts_.agree_found_inf) parts_.agree_found_inf(skip);
   unscale.end();
@@ -168,7 +186,9 @@ StepResult TrainStep::run(const std::vector<data::Batch>& micro_batches, double 
     return result;
   }
   if (!g.captured) {
-    for (const auto& batch : micro_batches) g.inputs.push_back({batch.inputs.clone(), batch.targets.clone()});
+    for (const auto& batch : micro_batches) {
+      g.inputs.push_back({batch.inputs.clone(), batch.targets.clone()});
+    }
     g.lr = torch::full({}, lr, torch::dtype(torch::kFloat32).device(micro_batches.front().inputs.device()));
     wait_for(g.side_stream, current);
     {

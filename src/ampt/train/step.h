@@ -39,6 +39,11 @@ struct StepParts {
   // the last one (gradients averaged over ranks), and found_inf made the same on every rank.
   std::function<void(bool last_micro_batch)> before_backward;
   std::function<void()> after_backward;
+  // The step's loss is the mean over every scored target of every micro-batch on every rank:
+  // `scored_over_ranks` sums this rank's count (a 0-dim int64 device tensor) over the ranks in
+  // place, and `ranks` is what the gradient sync divides the gradients by.
+  std::function<void(torch::Tensor& scored)> scored_over_ranks;
+  int64_t ranks = 1;
   // Optional: told each step's gradients once backward has made them (--profile's census).
   std::function<void(const std::vector<torch::Tensor>& gradients)> gradients_ready;
   std::function<void(torch::Tensor& found_inf)> agree_found_inf;
@@ -51,15 +56,20 @@ struct StepParts {
 
 // Device tensors, valid until the next step (a graph's replay overwrites them in place).
 struct StepResult {
-  torch::Tensor loss_sum;   // the sum of the micro-batches' losses
+  // What this rank backpropagated: its scored targets' summed losses over the number of scored
+  // targets in the whole step (all micro-batches, all ranks), times the ranks, whose gradients
+  // the sync averages. Its mean over the ranks is the step's loss, the mean per scored target.
+  torch::Tensor loss;
   torch::Tensor grad_norm;  // before clipping; undefined when neither clipped nor asked for
   // precision::underflow_counts of the scaled gradients; undefined unless an eager step was
   // asked for the grad norm (graph replays skip it: it would cost a pass over every gradient).
   torch::Tensor underflow;
 };
 
-// Why a run cannot use a CUDA graph for its step, or "" when it can.
-std::string cuda_graph_obstacle(const c10::Device& device, bool grad_ckpt, double dropout);
+// Why a run cannot use a CUDA graph for its step, or "" when it can. `packed`: its batches hold
+// packed examples (data::Batch::positions).
+std::string cuda_graph_obstacle(const c10::Device& device, bool grad_ckpt, double dropout,
+                                bool packed);
 
 class TrainStep {
  public:

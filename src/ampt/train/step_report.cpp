@@ -13,7 +13,7 @@ log::StepReport step_report(const StepResult& result, const StepFacts& facts,
   report.step = facts.step;
   report.total_steps = facts.total_steps;
   report.epoch = facts.epoch;
-  report.loss = dist.mean(result.loss_sum).item<double>() / static_cast<double>(facts.micro_batches);
+  report.loss = dist.mean(result.loss).item<double>();
   report.lr = facts.lr;
   report.grad_norm = result.grad_norm.item<double>();
   report.samples_per_sec = throughput();

@@ -20,7 +20,6 @@ struct StepFacts {
   int64_t total_steps = 0;
   int64_t epoch = 0;
   double lr = 0.0;
-  int64_t micro_batches = 1;  // the losses summed in StepResult::loss_sum
   int64_t tokens_per_sample = 1;
   int64_t flops_per_sample = 0;
   double peak_flops = 0.0;  // the device's, 0 when unknown: no MFU

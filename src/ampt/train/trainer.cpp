@@ -199,7 +199,6 @@ log::RunSummary Run::run(Clock::time_point started) {
       facts.total_steps = total_steps_;
       facts.epoch = batches_->state().epoch;
       facts.lr = lr;
-      facts.micro_batches = grad_accum_steps_;
       facts.tokens_per_sample = model_.tokens_per_sample;
       facts.flops_per_sample = model_.flops_per_sample;
       facts.peak_flops = peak_flops_;
