@@ -44,9 +44,10 @@ VOCAB = 256
 def write_shard(directory, examples, seed):
     """The shard and its mask; returns (scored tokens, the examples' lengths)."""
     rng = np.random.default_rng(seed)
-    # Log-normal with sigma 1: mean exp(mu + 1/2) = 150.
-    lengths = np.exp(rng.normal(np.log(150) - 0.5, 1.0, examples)).astype(np.int64)
-    lengths = np.clip(lengths, 4, 2000)
+    # Log-normal with sigma 1 (a median 0.6 of the mean), cut at 2,000 tokens, then scaled so
+    # that the lengths drawn average 150.
+    drawn = np.clip(np.exp(rng.normal(np.log(150) - 0.5, 1.0, examples)), 4, 2000)
+    lengths = np.clip(np.rint(drawn * 150 / drawn.mean()), 4, 2000).astype(np.int64)
     tokens, mask = [], []
     for length in lengths:
         prompt = max(1, int(0.3 * length))
