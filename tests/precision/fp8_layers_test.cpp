@@ -172,3 +172,26 @@ TEST_CASE("fp8 layers: the measurement times both precisions of a layer", "[prec
   CHECK(t.bf16_ms > 0.0);
   CHECK(t.fp8_ms > 0.0);
 }
+
+TEST_CASE("fp8 layers table: Llama's blocks (layers.N) group as GPT's do", "[precision][fp8]") {
+  std::vector<Fp8Candidate> llama;
+  for (int i = 0; i < 2; ++i) {
+    const auto b = fmt::format("layers.{}.", i);
+    for (const char* name : {"self_attn.q_proj", "self_attn.o_proj"}) {
+      llama.push_back({b + name, 64, 64});
+    }
+    for (const char* name : {"mlp.gate_proj", "mlp.up_proj"}) {
+      llama.push_back({b + name, 64, 128});
+    }
+    llama.push_back({b + "mlp.down_proj", 128, 64});
+  }
+  llama.push_back({"head", 64, 512});
+  Fp8TimingCache cache;
+  const auto plan = choose_fp8_layers("layers.*.mlp.*", llama, 64, "gpu", {}, cache);
+  const auto table = plan.table();
+  REQUIRE(table.size() == 3 + 6);  // title, header, rule, five kinds and the head
+  CHECK(table[3] == "| layers.0-1.self_attn.q_proj | 64 x 64 -> 64 | – | – | – | bf16 |");
+  CHECK(table[5] == "| layers.0-1.mlp.gate_proj | 64 x 64 -> 128 | – | – | – | fp8 |");
+  CHECK(table[7] == "| layers.0-1.mlp.down_proj | 64 x 128 -> 64 | – | – | – | fp8 |");
+  CHECK(table[8] == "| head | 64 x 64 -> 512 | – | – | – | bf16 |");
+}

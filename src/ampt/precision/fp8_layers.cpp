@@ -15,16 +15,19 @@
 namespace ampt::precision {
 namespace {
 
-// "h.12.mlp.c_fc" → ("h.*.mlp.c_fc", 12); a name outside the blocks → (name, -1).
+// A layer of a numbered block, whatever the family calls its list of blocks: "h.12.mlp.c_fc" →
+// ("h.*.mlp.c_fc", 12), "layers.3.mlp.up_proj" → ("layers.*.mlp.up_proj", 3); a name outside
+// the blocks → (name, -1).
 std::pair<std::string, int64_t> kind_of(const std::string& name) {
-  if (!name.starts_with("h.")) return {name, -1};
-  const auto dot = name.find('.', 2);
-  const auto digits = name.substr(2, dot == std::string::npos ? std::string::npos : dot - 2);
-  if (dot == std::string::npos || digits.empty() ||
+  const auto first = name.find('.');
+  const auto second = first == std::string::npos ? first : name.find('.', first + 1);
+  if (second == std::string::npos) return {name, -1};
+  const auto digits = name.substr(first + 1, second - first - 1);
+  if (digits.empty() ||
       !std::ranges::all_of(digits, [](unsigned char c) { return std::isdigit(c); })) {
     return {name, -1};
   }
-  return {"h.*" + name.substr(dot), std::stoll(digits)};
+  return {name.substr(0, first + 1) + "*" + name.substr(second), std::stoll(digits)};
 }
 
 // 0,1,2,3,5,7,8 → "0-3,5,7-8"
