@@ -152,7 +152,9 @@ torch::Tensor LlamaImpl::hidden(const torch::Tensor& tokens, const torch::Tensor
                                    time, dims_.block_size));
   }
   const auto packed = packed_layout(positions, starts, embed_tokens_->weight.scalar_type());
-  const auto angles = packed.packed() ? angles_at(positions) : angles_at(tokens.device(), 0, time);
+  const auto& inv_freq = inv_freq_on(tokens.device());
+  const auto angles =
+      packed.packed() ? rotary_angles(inv_freq, positions) : rotary_angles(inv_freq, 0, time);
   auto x = call(embed_tokens_, tokens);
   const bool checkpointed = grad_ckpt_ && is_training() && torch::GradMode::is_enabled();
   for (size_t i = 0; i < layers_->size(); ++i) {
@@ -175,16 +177,11 @@ std::vector<std::string> LlamaImpl::block_names() const {
   return names;
 }
 
-RotaryAngles LlamaImpl::angles_at(const torch::Device& device, int64_t start, int64_t length) {
+const torch::Tensor& LlamaImpl::inv_freq_on(const torch::Device& device) {
   // Moved once, not copied to the GPU at every forward: it is no parameter or buffer, which
   // module->to() would move.
   if (inv_freq_.device() != device) inv_freq_ = inv_freq_.to(device);
-  return rotary_angles(inv_freq_, start, length);
-}
-
-RotaryAngles LlamaImpl::angles_at(const torch::Tensor& positions) {
-  if (inv_freq_.device() != positions.device()) inv_freq_ = inv_freq_.to(positions.device());
-  return rotary_angles(inv_freq_, positions);
+  return inv_freq_;
 }
 
 const torch::nn::Module& LlamaImpl::head_module() const {
@@ -222,7 +219,7 @@ torch::Tensor LlamaImpl::next_logits(const torch::Tensor& tokens, KvCache& cache
                                    "{}: shorten the prompt or max_new_tokens",
                                    end, dims_.block_size));
   }
-  const auto angles = angles_at(tokens.device(), cache.length, time);
+  const auto angles = rotary_angles(inv_freq_on(tokens.device()), cache.length, time);
   auto x = call(embed_tokens_, tokens);
   cache.layers.resize(layers_->size());
   for (size_t i = 0; i < layers_->size(); ++i) {

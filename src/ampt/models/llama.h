@@ -130,10 +130,8 @@ class LlamaImpl : public torch::nn::Module {
  private:
   torch::Tensor hidden(const torch::Tensor& tokens, const torch::Tensor& positions,
                        const torch::Tensor& starts);
-  // The rotary angles of positions [start, start + length) on `device`.
-  RotaryAngles angles_at(const torch::Device& device, int64_t start, int64_t length);
-  // The rotary angles of each row's own positions [B, T].
-  RotaryAngles angles_at(const torch::Tensor& positions);
+  // The rotary frequencies on `device`, where the rotary angles are worked out.
+  const torch::Tensor& inv_freq_on(const torch::Device& device);
   // The head's weight: lm_head's, or embed_tokens' when tied.
   torch::Tensor head_weight() const;
   const torch::nn::Module& head_module() const;
