@@ -1,14 +1,17 @@
-// A GPT's fp8 candidates (the blocks' Linear layers and the head) and the per-layer selection:
-// exactly the selected layers change what the model computes.
+// A GPT's fp8 candidates (its inventory's Linear layers and the head) and the per-layer
+// selection attached by name: exactly the selected layers change what the model computes.
 #include "ampt/models/gpt.h"
+#include "ampt/models/linear.h"
 
 #include "ampt/precision/autocast_guard.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+using ampt::models::fp8_candidates;
 using ampt::models::Gpt;
 using ampt::models::GptDims;
+using ampt::models::layer_inventory;
 
 namespace {
 
@@ -17,8 +20,7 @@ GptDims tiny() { return {2, 64, 4, 32, 256, 0.0}; }
 }  // namespace
 
 TEST_CASE("gpt fp8 candidates: four Linear layers per block, then the head", "[models][gpt][fp8]") {
-  Gpt gpt(tiny());
-  const auto c = gpt->fp8_candidates();
+  const auto c = fp8_candidates(layer_inventory(tiny()), /*fused_head=*/true);
   REQUIRE(c.size() == 9);
   const std::vector<std::tuple<std::string, int64_t, int64_t>> expected = {
       {"h.0.attn.c_attn", 64, 192}, {"h.0.attn.c_proj", 64, 64}, {"h.0.mlp.c_fc", 64, 256},
@@ -27,12 +29,16 @@ TEST_CASE("gpt fp8 candidates: four Linear layers per block, then the head", "[m
   for (size_t i = 0; i < c.size(); ++i) {
     CHECK(std::tuple{c[i].name, c[i].in, c[i].out} == expected[i]);
   }
+  // Each MLP's two Linears take one choice (one fused operation in one precision).
+  CHECK(c[2].paired == "h.0.mlp.c_proj");
+  CHECK(c[6].paired == "h.1.mlp.c_proj");
+  CHECK(c[0].paired.empty());
+  CHECK(c[3].paired.empty());
   // The head runs in fp8 only inside the fused loss, and only with whole 16-row tiles.
-  gpt->set_fused(false);
-  CHECK(gpt->fp8_candidates().size() == 8);
+  CHECK(fp8_candidates(layer_inventory(tiny()), /*fused_head=*/false).size() == 8);
   auto odd = tiny();
   odd.vocab_size = 250;
-  CHECK(Gpt(odd)->fp8_candidates().size() == 8);
+  CHECK(fp8_candidates(layer_inventory(odd), /*fused_head=*/true).size() == 8);
 }
 
 TEST_CASE("gpt fp8 selection: only the selected layers run in fp8", "[models][gpt][fp8]") {
@@ -42,7 +48,10 @@ TEST_CASE("gpt fp8 selection: only the selected layers run in fp8", "[models][gp
   const auto run = [&](const std::function<bool(const std::string&)>& selected) {
     torch::manual_seed(8);
     Gpt gpt(tiny());
-    if (selected) gpt->enable_fp8(ampt::precision::Fp8Recipe{}, selected);
+    if (selected) {
+      ampt::models::attach_fp8(*gpt, ampt::precision::Fp8Recipe{}, selected);
+      gpt->set_fp8_head(selected("head"));
+    }
     ampt::precision::AutocastGuard autocast(c10::kCPU, c10::kBFloat16, true);
     return std::pair{gpt->forward(inputs), gpt->loss(inputs, targets)};
   };

@@ -19,14 +19,15 @@ using ampt::precision::GemmTimes;
 
 namespace {
 
-// A GPT's candidates as GptImpl::fp8_candidates lists them: width 64, vocabulary 512.
+// A GPT's candidates as its layer inventory lists them: width 64, vocabulary 512, each MLP's
+// c_fc paired with its c_proj.
 std::vector<Fp8Candidate> gpt_candidates(int blocks) {
   std::vector<Fp8Candidate> out;
   for (int i = 0; i < blocks; ++i) {
     const auto b = fmt::format("h.{}.", i);
     out.push_back({b + "attn.c_attn", 64, 192});
     out.push_back({b + "attn.c_proj", 64, 64});
-    out.push_back({b + "mlp.c_fc", 64, 256});
+    out.push_back({b + "mlp.c_fc", 64, 256, b + "mlp.c_proj"});
     out.push_back({b + "mlp.c_proj", 256, 64});
   }
   out.push_back({"head", 64, 512});

@@ -5,6 +5,7 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/models/gpt.h"
+#include "ampt/models/linear.h"
 #include "ampt/precision/autocast_guard.h"
 #include "support/fp8_reference.h"
 #include "support/process.h"
@@ -184,7 +185,10 @@ TEST_CASE("fp8 GPT: 40 steps of training, head included, stay within 5% of the b
   const auto train = [&](bool fp8) {
     torch::manual_seed(21);
     ampt::models::Gpt gpt(dims);
-    if (fp8) gpt->enable_fp8(Fp8Recipe{}, [](const std::string&) { return true; });
+    if (fp8) {
+      ampt::models::attach_fp8(*gpt, Fp8Recipe{}, [](const std::string&) { return true; });
+      gpt->set_fp8_head(true);
+    }
     torch::optim::AdamW optimizer(gpt->parameters(), torch::optim::AdamWOptions(3e-3));
     // A fixed batch of sequences that repeat a short random phrase: learnable in a few steps.
     const auto phrase = torch::randint(0, 64, {8, 8}, torch::kInt64);

@@ -6,6 +6,7 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/models/gpt.h"
+#include "ampt/models/linear.h"
 #include "ampt/precision/autocast_guard.h"
 #include "support/autograd_graph.h"
 #include "support/fp8_reference.h"
@@ -142,7 +143,7 @@ TEST_CASE("fp8 MLP: a GPT block's MLP runs it when both its Linears are in fp8 w
                               bool tanh_gelu, bool fused) {
     torch::manual_seed(15);
     ampt::models::GptMlp mlp(64, 0.0, tanh_gelu);
-    mlp->enable_fp8(Fp8Recipe{}, selected, "");
+    ampt::models::attach_fp8(*mlp, Fp8Recipe{}, selected);
     mlp->set_fused(fused, true);
     ampt::precision::AutocastGuard autocast(c10::kCPU, c10::kBFloat16, true);
     const auto x = torch::randn({2, 16, 64}).requires_grad_(true);

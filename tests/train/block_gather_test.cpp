@@ -94,7 +94,7 @@ struct ShardedGpt {
       params.push_back(item.value());
     }
     const ampt::precision::PrecisionIslands islands;
-    const auto blocks = ampt::train::parameter_blocks(*gpt, gpt->block_names(), names, params,
+    const auto blocks = ampt::train::parameter_blocks(*gpt, ampt::models::layer_inventory(gpt->dims()).blocks, names, params,
                                                       islands, policy(bf16),
                                                       ampt::config::ParamDtype::auto_select, false);
     zero = std::make_unique<ZeroShards>(
@@ -145,7 +145,7 @@ TEST_CASE("zero3: parameter_blocks puts each parameter in its block and gathers 
     params.push_back(item.value());
   }
   const ampt::precision::PrecisionIslands islands;
-  const auto blocks = ampt::train::parameter_blocks(*gpt, gpt->block_names(), names, params, islands,
+  const auto blocks = ampt::train::parameter_blocks(*gpt, ampt::models::layer_inventory(gpt->dims()).blocks, names, params, islands,
                                                     policy(true), ampt::config::ParamDtype::auto_select,
                                                     /*o2=*/false);
   REQUIRE(blocks.count == 3);
@@ -166,7 +166,7 @@ TEST_CASE("zero3: parameter_blocks puts each parameter in its block and gathers 
   CHECK(blocks.block[static_cast<size_t>(units.back().params.front())] == -1);
   // An fp32 island (keep_fp32_modules) computes in fp32: it is gathered in fp32.
   const auto kept = ampt::precision::select_islands(*gpt, {"mlp.c_fc"}, /*norms=*/false);
-  const auto with_island = ampt::train::parameter_blocks(*gpt, gpt->block_names(), names, params, kept,
+  const auto with_island = ampt::train::parameter_blocks(*gpt, ampt::models::layer_inventory(gpt->dims()).blocks, names, params, kept,
                                                          policy(true), ampt::config::ParamDtype::auto_select,
                                                          /*o2=*/false);
   for (size_t i = 0; i < names.size(); ++i) {

@@ -1,30 +1,15 @@
 // Causal multi-head self-attention of a GPT block.
 #pragma once
 
+#include "ampt/models/linear.h"
 #include "ampt/models/packed_sequences.h"
-#include "ampt/precision/fp8_layers.h"
-#include "ampt/precision/fp8_linear.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/dropout.h>
-#include <torch/nn/modules/linear.h>
 
-#include <string>
 #include <utility>
 
 namespace ampt::models {
-
-// A Linear layer whose matmul runs in fp8 through `fp8` when that is set (precision/fp8_linear.h),
-// else the layer itself, or with `epilogues` (and no fp32 island around it) as
-// kernels::fused_linear, whose backward takes the weight's and bias's gradients from one GEMM.
-// A recomputation (activation checkpointing) leaves fp8 scales alone. A LoRA adapter on the
-// layer (lora.h) adds its update to whichever of these ran.
-torch::Tensor project(torch::nn::Linear& linear, const c10::intrusive_ptr<precision::Fp8Linear>& fp8,
-                      const torch::Tensor& x, bool epilogues = false);
-
-// A new fp8 state for a Linear layer when `selected`, else none (the layer runs as it is).
-c10::intrusive_ptr<precision::Fp8Linear> fp8_layer(const precision::Fp8Recipe& recipe,
-                                                   bool selected);
 
 // One fused q/k/v projection, scaled dot-product attention with a causal mask, and an output
 // projection. Names follow nanoGPT (c_attn, c_proj) so state dicts line up with GPT-2's.
@@ -39,15 +24,12 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   // computes each position once. x holds either the whole prompt (empty cache) or one position.
   torch::Tensor forward_cached(const torch::Tensor& x, std::pair<torch::Tensor, torch::Tensor>& cache);
 
-  torch::nn::Linear c_attn{nullptr};
-  torch::nn::Linear c_proj{nullptr};  // a residual projection: GPT-2 scales its init
+  Linear c_attn{nullptr};
+  Linear c_proj{nullptr};  // a residual projection: GPT-2 scales its init
 
-  // Runs c_attn and c_proj in fp8 from now on where `selected` names them (prefix + "c_attn").
-  void enable_fp8(const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected,
-                  const std::string& prefix);
   // --fused_kernels: the attention as one operation (kernels/fused_attention.h) where nothing
-  // needs its parts (fp8, an adapter, an fp32 island, dropout); `epilogues`: c_attn and c_proj,
-  // where not in fp8, take their weight and bias gradients from one GEMM (kernels/fused_linear.h;
+  // needs its parts (both Linears plain, no dropout); `epilogues`: c_attn and c_proj, where
+  // plain, take their weight and bias gradients from one GEMM (kernels/fused_linear.h;
   // --gemm_epilogues).
   void set_fused(bool fused, bool epilogues) {
     fused_ = fused;
@@ -60,8 +42,6 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   // The attention output [B, n_head, T, head_dim] back to [B, T, C] through c_proj.
   torch::Tensor project_out(const torch::Tensor& y);
 
-  c10::intrusive_ptr<precision::Fp8Linear> fp8_attn_;
-  c10::intrusive_ptr<precision::Fp8Linear> fp8_proj_;
   int64_t n_head_;
   double dropout_;
   bool fused_ = true;

@@ -16,12 +16,11 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
                "classification images of shape {channels, height, width}", spec);
   const auto& shape = spec.sample_shape;
   Cnn cnn(shape[0], shape[1], shape[2], config.cnn_channels, config.cnn_blocks, spec.classes);
-  return {
-      cnn.ptr(), forward_of(cnn), loss_of(cnn), training_flops_from_macs(cnn->macs_per_sample()), 1,
+  return classifier_model(
+      cnn, training_flops_from_macs(cnn->macs_per_sample()),
       fmt::format("input {}x{}x{}, {} stages of {} blocks, channels {}..{}, classes {}", shape[0],
                   shape[1], shape[2], CnnImpl::kStages, config.cnn_blocks, config.cnn_channels,
-                  config.cnn_channels << (CnnImpl::kStages - 1), spec.classes),
-      {}, {}, {}, 0};
+                  config.cnn_channels << (CnnImpl::kStages - 1), spec.classes));
 }
 
 ModelDims memory_dims(const config::Config& config, std::vector<int64_t> input_shape, int64_t) {

@@ -1,10 +1,13 @@
 // What the families' files (<family>_family.cpp) share: the check that a model can take the
-// data it is given, and a Model's forward and classifier loss from a module holder.
+// data it is given, a Model's forward and classifier loss from a module holder, and a decoder's
+// whole Model.
 #pragma once
 
 #include "ampt/config/config.h"
 #include "ampt/core/errors.h"
 #include "ampt/data/dataset.h"
+#include "ampt/models/layer_inventory.h"
+#include "ampt/models/registry.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,6 +16,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ampt::models {
 
@@ -61,6 +65,40 @@ std::function<torch::Tensor(const data::Batch&)> token_loss_of(Holder holder) {
   return [holder](const data::Batch& batch) mutable {
     return holder->loss(batch.inputs, batch.targets, batch.positions, batch.starts);
   };
+}
+
+// A classifier's Model from its holder: its forward, cross_entropy over its logits, the FLOPs of
+// one sample and the architecture line.
+template <class Holder>
+Model classifier_model(Holder holder, int64_t flops_per_sample, std::string architecture) {
+  Model model;
+  model.module = holder.ptr();
+  model.forward = forward_of(holder);
+  model.loss = loss_of(holder);
+  model.flops_per_sample = flops_per_sample;
+  model.architecture = std::move(architecture);
+  return model;
+}
+
+// A decoder's Model from its holder (GptImpl, LlamaImpl: the same members), its layers as its
+// family's inventory lists them, and `tokens` per sample; the caller adds the FLOPs, the
+// architecture line and set_fused, which differ by family.
+template <class Holder>
+Model decoder_model(Holder holder, LayerInventory layers, int64_t tokens, bool fused_head) {
+  Model model;
+  model.module = holder.ptr();
+  model.forward = forward_of(holder);
+  model.loss = token_loss_of(holder);
+  model.tokens_per_sample = tokens;
+  model.fp8_candidates = fp8_candidates(layers, fused_head);
+  model.layers = std::move(layers);
+  model.set_fp8_head = [holder](bool fp8) mutable { holder->set_fp8_head(fp8); };
+  model.next_logits = [holder](const torch::Tensor& tokens, KvCache& cache) mutable {
+    return holder->next_logits(tokens, cache);
+  };
+  model.context = holder->context();
+  model.set_block_hooks = [holder](BlockHooks* hooks) mutable { holder->set_block_hooks(hooks); };
+  return model;
 }
 
 }  // namespace ampt::models

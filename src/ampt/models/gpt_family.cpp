@@ -47,26 +47,18 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   Gpt gpt(dims);
   gpt->set_grad_ckpt(config.grad_ckpt);
   // auto builds it fused: the run may turn the kernels off once it has measured (set_fused).
-  gpt->set_fused(config.fused_kernels != config::AutoSwitch::off, config.gemm_epilogues);
-  Model model{gpt.ptr(), forward_of(gpt),
-          token_loss_of(gpt),
-          gpt_training_flops_per_token(parameter_count(*gpt), dims, tokens) * tokens, tokens,
-          fmt::format("n_layer {}, n_embd {}, n_head {}, block_size {}, vocab_size {}{}, dropout {}{}",
-                      dims.n_layer, dims.n_embd, dims.n_head, dims.block_size, dims.vocab_size,
-                      dims.real_vocab() < dims.vocab_size
-                          ? fmt::format(" ({} tokens)", dims.real_vocab())
-                          : "",
-                      dims.dropout, config.grad_ckpt ? ", blocks recomputed in backward" : ""),
-          gpt->fp8_candidates(),
-          [gpt](const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected) mutable {
-            gpt->enable_fp8(recipe, selected);
-          },
-          [gpt](const torch::Tensor& tokens, KvCache& cache) mutable {
-            return gpt->next_logits(tokens, cache);
-          },
-          dims.block_size};
-  model.blocks = gpt->block_names();
-  model.set_block_hooks = [gpt](BlockHooks* hooks) mutable { gpt->set_block_hooks(hooks); };
+  const bool fused = config.fused_kernels != config::AutoSwitch::off;
+  gpt->set_fused(fused, config.gemm_epilogues);
+  auto model = decoder_model(gpt, layer_inventory(dims), tokens, fused);
+  model.flops_per_sample =
+      gpt_training_flops_per_token(parameter_count(*gpt), dims, tokens) * tokens;
+  model.architecture =
+      fmt::format("n_layer {}, n_embd {}, n_head {}, block_size {}, vocab_size {}{}, dropout {}{}",
+                  dims.n_layer, dims.n_embd, dims.n_head, dims.block_size, dims.vocab_size,
+                  dims.real_vocab() < dims.vocab_size
+                      ? fmt::format(" ({} tokens)", dims.real_vocab())
+                      : "",
+                  dims.dropout, config.grad_ckpt ? ", blocks recomputed in backward" : "");
   model.set_fused = [gpt, epilogues = config.gemm_epilogues](bool fused) mutable {
     gpt->set_fused(fused, epilogues);
   };
@@ -127,6 +119,7 @@ ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_
   }
   d.classes = d.gpt.vocab_size;
   d.fused_kernels = config.fused_kernels != config::AutoSwitch::off;
+  d.layers = layer_inventory(d.gpt);
   return d;
 }
 

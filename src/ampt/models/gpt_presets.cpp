@@ -62,6 +62,26 @@ GptDims pretrained_dims(const config::Config& config) {
 
 }  // namespace
 
+LayerInventory layer_inventory(const GptDims& dims) {
+  const int64_t C = dims.n_embd;
+  LayerInventory inventory;
+  for (int64_t i = 0; i < dims.n_layer; ++i) {
+    const auto block = fmt::format("h.{}", i);
+    inventory.blocks.push_back(block);
+    const auto layer = [&](const char* name, LinearRole role, int64_t in, int64_t out) {
+      inventory.linears.push_back({fmt::format("{}.{}", block, name), block, role, in, out, true});
+    };
+    layer("attn.c_attn", LinearRole::qkv, C, 3 * C);
+    layer("attn.c_proj", LinearRole::o, C, C);
+    layer("mlp.c_fc", LinearRole::fc, C, 4 * C);
+    layer("mlp.c_proj", LinearRole::down, 4 * C, C);
+  }
+  inventory.head_in = C;
+  inventory.head_out = dims.vocab_size;
+  inventory.one_precision = {{LinearRole::fc, LinearRole::down}};
+  return inventory;
+}
+
 int64_t gpt_window(const config::Config& config, const GptDims& dims) {
   return config.block_size > 0 ? config.block_size : dims.block_size;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ampt/config/config.h"
+#include "ampt/models/layer_inventory.h"
 
 #include <cstdint>
 #include <string>
@@ -51,6 +52,11 @@ GptDims resolve_gpt_dims(const config::Config& config);
 
 // The token windows a GPT of `config` trains on: block_size when set, else the model's context.
 int64_t gpt_window(const config::Config& config, const GptDims& dims);
+
+// The blocks h.0 ... and each one's Linear layers, attn.c_attn [C → 3C], attn.c_proj, mlp.c_fc
+// [C → 4C] and mlp.c_proj, all with biases, the MLP's two paired for fp8 (one fused operation);
+// the head is the tied wte, [C → vocab_size].
+LayerInventory layer_inventory(const GptDims& dims);
 
 // The vocabulary rounded up to a multiple of 64 (50257 → 50304), as llm.c and nanoGPT pad it.
 int64_t padded_vocab(int64_t vocab);

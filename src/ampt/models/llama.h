@@ -4,17 +4,14 @@
 // layers.N.self_attn.q_proj, ..., norm, lm_head.
 #pragma once
 
-#include "ampt/models/block_hooks.h"
-#include "ampt/models/kv_cache.h"
+#include "ampt/models/decoder.h"
+#include "ampt/models/linear.h"
 #include "ampt/models/llama_presets.h"
 #include "ampt/models/packed_sequences.h"
 #include "ampt/models/rotary.h"
-#include "ampt/precision/fp8_layers.h"
-#include "ampt/precision/fp8_linear.h"
 #include "ampt/precision/precision_islands.h"
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
@@ -53,8 +50,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
   torch::Tensor forward_cached(const torch::Tensor& x, const RotaryAngles& angles,
                                std::pair<torch::Tensor, torch::Tensor>& cache);
 
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
-  c10::intrusive_ptr<precision::Fp8Linear> fp8_q, fp8_k, fp8_v, fp8_o;
+  Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
   struct Qkv {
@@ -78,19 +74,17 @@ class LlamaMlpImpl : public torch::nn::Module {
   explicit LlamaMlpImpl(const LlamaDims& dims);
   torch::Tensor forward(const torch::Tensor& x);
 
-  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
-  c10::intrusive_ptr<precision::Fp8Linear> fp8_gate, fp8_up, fp8_down;
+  Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
 TORCH_MODULE(LlamaMlp);
 
 // x + attn(input_layernorm(x)), then + mlp(post_attention_layernorm(·)).
-class LlamaBlockImpl : public torch::nn::Module {
+class LlamaBlockImpl : public DecoderBlockImpl {
  public:
   explicit LlamaBlockImpl(const LlamaDims& dims);
-  torch::Tensor forward(const torch::Tensor& x, const RotaryAngles& angles,
-                        const PackedLayout& packed = {});
-  torch::Tensor forward_cached(const torch::Tensor& x, const RotaryAngles& angles,
-                               std::pair<torch::Tensor, torch::Tensor>& cache);
+  torch::Tensor forward(const torch::Tensor& x, const BlockContext& context) override;
+  torch::Tensor forward_cached(const torch::Tensor& x, const BlockContext& context,
+                               std::pair<torch::Tensor, torch::Tensor>& cache) override;
 
   RmsNorm input_layernorm{nullptr};
   LlamaAttention self_attn{nullptr};
@@ -99,51 +93,35 @@ class LlamaBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LlamaBlock);
 
-class LlamaImpl : public torch::nn::Module {
+// The decoder (decoder.h) with token embeddings, Llama blocks at rotary positions, a final
+// RMSNorm and lm_head, or the embedding when tied.
+class LlamaImpl : public DecoderImpl {
  public:
   // transformers' initialisation: Linear and Embedding weights normal(0, 0.02), biases 0, norms 1.
   explicit LlamaImpl(const LlamaDims& dims);
 
-  // tokens [B, T], T ≤ block_size → logits [B, T, vocab_size].
-  torch::Tensor forward(const torch::Tensor& tokens);
-  // The mean next-token cross-entropy against targets [B, T]: the head and the loss fused,
-  // chunk by chunk (kernels/fused_classifier.h), unless set_fused(false). `positions` [B, T]
-  // (packed examples, data::Batch, with their cumulative lengths `starts`) restart at 0 for each
-  // example, which attends only within itself.
-  torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets,
-                     const torch::Tensor& positions = {}, const torch::Tensor& starts = {});
-  // Generation: the logits [B, vocab_size] of the position after `tokens`, which follow the
-  // cache's positions; the cache grows by T. Throws RuntimeError past block_size.
-  torch::Tensor next_logits(const torch::Tensor& tokens, KvCache& cache);
-
   const LlamaDims& dims() const { return dims_; }
-  void set_grad_ckpt(bool enabled) { grad_ckpt_ = enabled; }
-  void set_fused(bool fused) { fused_ = fused; }
-  // Runs every block through `hooks` from now on (nullptr: none).
-  void set_block_hooks(BlockHooks* hooks) { block_hooks_ = hooks; }
-  std::vector<std::string> block_names() const;
-  // Each block's q/k/v/o and gate/up/down projections ("layers.3.mlp.up_proj"), then "head"
-  // when the fused loss computes it and vocab_size is a multiple of 16.
-  std::vector<precision::Fp8Candidate> fp8_candidates() const;
-  void enable_fp8(const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected);
+
+ protected:
+  torch::Tensor embed(const torch::Tensor& tokens, const TokenPositions& at) override;
+  // The rotary angles of `at`'s positions, worked out once for every block.
+  BlockContext block_context(const TokenPositions& at, PackedLayout packed) override;
+  torch::Tensor final_norm(const torch::Tensor& x) override;
+  // lm_head's weight, or embed_tokens' when tied.
+  torch::Tensor head_weight() const override;
+  int64_t classes() const override { return dims_.vocab_size; }
+  const torch::nn::Module& head_module() const override;
+  c10::ScalarType activation_dtype() const override {
+    return embed_tokens_->weight.scalar_type();
+  }
 
  private:
-  torch::Tensor hidden(const torch::Tensor& tokens, const torch::Tensor& positions,
-                       const torch::Tensor& starts);
   // The rotary frequencies on `device`, where the rotary angles are worked out.
   const torch::Tensor& inv_freq_on(const torch::Device& device);
-  // The head's weight: lm_head's, or embed_tokens' when tied.
-  torch::Tensor head_weight() const;
-  const torch::nn::Module& head_module() const;
 
   LlamaDims dims_;
-  bool grad_ckpt_ = false;
-  bool fused_ = true;
-  bool fp8_head_ = false;
-  BlockHooks* block_hooks_ = nullptr;
   torch::Tensor inv_freq_;  // not a parameter nor a buffer: derived from dims, on the last device used
   torch::nn::Embedding embed_tokens_{nullptr};
-  torch::nn::ModuleList layers_;
   RmsNorm norm_{nullptr};
   torch::nn::Linear lm_head_{nullptr};  // none when tied
 };

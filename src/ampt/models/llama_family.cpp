@@ -61,23 +61,11 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   Llama llama(dims);
   llama->set_grad_ckpt(config.grad_ckpt);
   // auto builds it fused: the run may turn the kernels off once it has measured (set_fused).
-  llama->set_fused(config.fused_kernels != config::AutoSwitch::off);
-  Model model{llama.ptr(),
-          forward_of(llama),
-          token_loss_of(llama),
-          llama_training_flops_per_token(dims, tokens) * tokens,
-          tokens,
-          architecture(dims, config.grad_ckpt),
-          llama->fp8_candidates(),
-          [llama](const precision::Fp8Recipe& recipe, const precision::Fp8Selected& selected) mutable {
-            llama->enable_fp8(recipe, selected);
-          },
-          [llama](const torch::Tensor& tokens, KvCache& cache) mutable {
-            return llama->next_logits(tokens, cache);
-          },
-          dims.block_size};
-  model.blocks = llama->block_names();
-  model.set_block_hooks = [llama](BlockHooks* hooks) mutable { llama->set_block_hooks(hooks); };
+  const bool fused = config.fused_kernels != config::AutoSwitch::off;
+  llama->set_fused(fused);
+  auto model = decoder_model(llama, layer_inventory(dims), tokens, fused);
+  model.flops_per_sample = llama_training_flops_per_token(dims, tokens) * tokens;
+  model.architecture = architecture(dims, config.grad_ckpt);
   model.set_fused = [llama](bool fused) mutable { llama->set_fused(fused); };
   return model;
 }
@@ -94,6 +82,7 @@ ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_
   }
   d.classes = d.llama.vocab_size;
   d.fused_kernels = config.fused_kernels != config::AutoSwitch::off;
+  d.layers = layer_inventory(d.llama);
   return d;
 }
 

@@ -113,6 +113,28 @@ const std::vector<LlamaPreset>& llama_presets() {
   return presets;
 }
 
+LayerInventory layer_inventory(const LlamaDims& dims) {
+  const int64_t C = dims.n_embd, kv = dims.n_kv_head * dims.head_dim(), I = dims.intermediate;
+  LayerInventory inventory;
+  for (int64_t i = 0; i < dims.n_layer; ++i) {
+    const auto block = fmt::format("layers.{}", i);
+    inventory.blocks.push_back(block);
+    const auto layer = [&](const char* name, LinearRole role, int64_t in, int64_t out, bool bias) {
+      inventory.linears.push_back({fmt::format("{}.{}", block, name), block, role, in, out, bias});
+    };
+    layer("self_attn.q_proj", LinearRole::q, C, C, dims.qkv_bias);
+    layer("self_attn.k_proj", LinearRole::k, C, kv, dims.qkv_bias);
+    layer("self_attn.v_proj", LinearRole::v, C, kv, dims.qkv_bias);
+    layer("self_attn.o_proj", LinearRole::o, C, C, dims.o_bias);
+    layer("mlp.gate_proj", LinearRole::gate, C, I, false);
+    layer("mlp.up_proj", LinearRole::up, C, I, false);
+    layer("mlp.down_proj", LinearRole::down, I, C, false);
+  }
+  inventory.head_in = C;
+  inventory.head_out = dims.vocab_size;
+  return inventory;
+}
+
 int64_t llama_window(const config::Config& config, const LlamaDims& dims) {
   return config.block_size > 0 ? config.block_size : std::min(dims.block_size, kDefaultWindow);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ampt/config/config.h"
+#include "ampt/models/layer_inventory.h"
 
 #include <cstdint>
 #include <optional>
@@ -59,6 +60,11 @@ const std::vector<LlamaPreset>& llama_presets();
 // it (block_size may be smaller: the windows trained on) is a UsageError naming both. Throws
 // UsageError when n_embd is not a multiple of n_head, or n_head of the key/value heads.
 LlamaDims resolve_llama_dims(const config::Config& config);
+
+// The blocks layers.0 ... and each one's Linear layers, self_attn.q_proj [C → C], k_proj and
+// v_proj [C → n_kv_head · head_dim], o_proj, mlp.gate_proj and up_proj [C → intermediate] and
+// down_proj, biases as qkv_bias and o_bias say; the head is lm_head or the tied embed_tokens.
+LayerInventory layer_inventory(const LlamaDims& dims);
 
 // The token windows a Llama of `config` trains on: block_size when set, else the model's context.
 int64_t llama_window(const config::Config& config, const LlamaDims& dims);

@@ -67,7 +67,7 @@ void attach_lora(torch::nn::Module& root, const LoraOptions& options) {
       continue;
     }
     if (item.key() == "lm_head") {
-      // The head feeds the fused loss as a weight, never through project(): an adapter there
+      // The head feeds the fused loss as a weight, never through a Linear layer: an adapter there
       // would train and change nothing.
       throw UsageError("lora_targets names the output head lm_head, which the fused loss reads as "
                        "a weight: adapters go on the blocks' Linear layers");

@@ -2,7 +2,7 @@
 // trained low-rank update, y = W x + b + (alpha / r) · B A dropout(x), with A [r, in] and B
 // [out, r]. Attached from outside the model: the adapter's factors become children `lora_A` and
 // `lora_B` of the Linear they adapt, so their names are peft's without its adapter name
-// ("h.0.attn.c_attn.lora_A.weight"), and models::project (attention.h), through which every
+// ("h.0.attn.c_attn.lora_A.weight"), and the Linear seam (linear.h), through which every block
 // Linear of a transformer runs, adds the update.
 #pragma once
 

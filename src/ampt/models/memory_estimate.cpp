@@ -71,7 +71,7 @@ int64_t head_bytes(const ModelDims& d, const Scheme& s, int64_t tokens, int64_t 
 // adapted layer, the r-wide intermediate B reads and A's own copy of the input where it is not a
 // tensor already saved: after dropout (with dropout's 1-byte mask), or under O1 the half cast of
 // a norm's fp32 output that each Llama projection makes for its base's GEMM and its adapter's
-// (project() casts once per Linear: a GPT's base keeps that same cast).
+// (the Linear seam casts once per layer, linear.h: a GPT's base keeps that same cast).
 // A GPT's Linear layers and MLP run in ampt's own autograd functions, which keep their inputs
 // frozen or not. A Llama's are plain at::linear, whose autograd keeps an input only for the
 // weight's gradient: a frozen layer keeps none, so the count loses each norm's output as the
@@ -82,16 +82,16 @@ int64_t lora_activations(const ModelDims& d, const Scheme& s, int64_t tokens, bo
   if (!d.lora.active()) return 0;
   const auto [r, h] = widths(s);
   const bool llama = d.family == Family::llama;
-  const int64_t blocks = llama ? d.llama.n_layer : d.gpt.n_layer;
+  const auto blocks = static_cast<int64_t>(d.layers.blocks.size());
   int64_t bytes = llama ? -blocks * tokens * (2 * d.llama.n_embd + d.llama.intermediate) * h : 0;
   std::set<std::string> kept;  // the inputs an adapter already keeps: module path, norm or not
   for (const auto& layer : d.lora.adapted) {
     bytes += tokens * d.lora.rank * h;
     const auto input =
-        layer.name.substr(0, layer.name.rfind('.')) + (layer.reads_norm ? "+norm" : "");
+        layer.name.substr(0, layer.name.rfind('.')) + (layer.reads_norm() ? "+norm" : "");
     if (d.lora.dropout > 0.0) {
       bytes += tokens * layer.in * (h + 1);
-    } else if (llama && layer.reads_norm && r > h) {
+    } else if (llama && layer.reads_norm() && r > h) {
       bytes += tokens * layer.in * h;
     } else if (llama && kept.insert(input).second) {
       bytes += tokens * layer.in * h;
@@ -103,8 +103,21 @@ int64_t lora_activations(const ModelDims& d, const Scheme& s, int64_t tokens, bo
 // The fused GELU MLP has no place for an adapter's update: an adapted MLP runs unfused.
 bool adapts_mlp(const ModelDims& d) {
   return std::ranges::any_of(d.lora.adapted, [](const LinearLayer& l) {
-    return l.name.find(".mlp.") != std::string::npos;
+    return l.role == LinearRole::fc || l.role == LinearRole::down;
   });
+}
+
+// The Linear layers' weights (in · out each) and biases of `layers`.
+struct LinearCounts {
+  int64_t weights = 0, biases = 0;
+};
+LinearCounts linear_counts(const std::vector<LinearLayer>& layers) {
+  LinearCounts counts;
+  for (const auto& l : layers) {
+    counts.weights += l.in * l.out;
+    if (l.bias) counts.biases += l.out;
+  }
+  return counts;
 }
 
 int64_t gpt_activations(const ModelDims& d, const Scheme& s, int64_t b, bool checkpointed) {
@@ -188,23 +201,21 @@ ModelDims model_dims(const config::Config& config, std::vector<int64_t> input_sh
 
 ParameterCounts count_parameters(const ModelDims& d) {
   ParameterCounts p;
+  const auto linears = linear_counts(d.layers.linears);
+  // The blocks' Linear weights, then the head's (GPT's is the tied wte).
+  p.fp8_linear_weights = linears.weights;
+  p.matmul_weights = linears.weights + d.layers.head_in * d.layers.head_out;
   switch (d.family) {
     case Family::gpt: {
       const int64_t L = d.gpt.n_layer, C = d.gpt.n_embd;
-      p.fp8_linear_weights = L * 12 * C * C;
-      p.matmul_weights = p.fp8_linear_weights + d.gpt.vocab_size * C;  // the tied head
       p.norm = (2 * L + 1) * 2 * C;
-      // Linear biases 3C + C + 4C + C per block, the embeddings (wte once: it is the head).
-      p.total = p.matmul_weights + p.norm + L * 9 * C + d.gpt.block_size * C;
+      // The embeddings: wte once (it is the head), wpe.
+      p.total = p.matmul_weights + p.norm + linears.biases + d.gpt.block_size * C;
       break;
     }
     case Family::llama: {
-      const auto& m = d.llama;
-      const int64_t L = m.n_layer, C = m.n_embd, kv = m.n_kv_head * m.head_dim();
-      p.fp8_linear_weights = L * (2 * C * C + 2 * C * kv + 3 * C * m.intermediate);
-      p.matmul_weights = p.fp8_linear_weights + m.vocab_size * C;  // the head
-      p.norm = (2 * L + 1) * C;
-      p.total = m.parameters();
+      p.norm = (2 * d.llama.n_layer + 1) * d.llama.n_embd;
+      p.total = d.llama.parameters();
       break;
     }
     case Family::mlp: {
@@ -321,40 +332,29 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
 BlockSplit split_blocks(const ModelDims& d) {
   const auto p = count_parameters(d);
   BlockSplit s;
-  if (d.family == Family::gpt) {
-    s.blocks = d.gpt.n_layer;
-  } else if (d.family == Family::llama) {
-    s.blocks = d.llama.n_layer;
-  }
+  s.blocks = static_cast<int64_t>(d.layers.blocks.size());
   if (d.lora.active()) {
     // The adapters: A [r, in] and B [out, r] per adapted layer, matmul weights without biases.
     int64_t in_blocks = 0;
     for (const auto& layer : d.lora.adapted) {
       const int64_t adapter = d.lora.rank * (layer.in + layer.out);
-      const bool block = layer.name.starts_with("h.") || layer.name.starts_with("layers.");
-      (block && s.blocks > 0 ? in_blocks : s.root) += adapter;
+      (!layer.block.empty() && s.blocks > 0 ? in_blocks : s.root) += adapter;
     }
     if (s.blocks > 0) s.block_linear = s.block_linear_weights = (in_blocks + s.blocks - 1) / s.blocks;
     return s;
   }
+  const auto block = linear_counts(d.layers.block_linears());
+  s.block_linear_weights = block.weights;
+  s.block_linear = block.weights + block.biases;
   switch (d.family) {
-    case Family::gpt: {
-      const int64_t C = d.gpt.n_embd;
-      s.block_linear_weights = 12 * C * C;
-      s.block_linear = s.block_linear_weights + 9 * C;  // c_attn 3C, c_proj C, c_fc 4C, c_proj C
-      s.block_norm = 2 * 2 * C;                          // ln_1, ln_2: weight and bias
-      s.root_norm = 2 * C;                               // ln_f
+    case Family::gpt:
+      s.block_norm = 2 * 2 * d.gpt.n_embd;  // ln_1, ln_2: weight and bias
+      s.root_norm = 2 * d.gpt.n_embd;       // ln_f
       break;
-    }
-    case Family::llama: {
-      const auto& m = d.llama;
-      const int64_t C = m.n_embd, kv = m.n_kv_head * m.head_dim();
-      s.block_linear_weights = 2 * C * C + 2 * C * kv + 3 * C * m.intermediate;
-      s.block_linear = s.block_linear_weights + (m.qkv_bias ? C + 2 * kv : 0) + (m.o_bias ? C : 0);
-      s.block_norm = 2 * C;  // input_layernorm, post_attention_layernorm
-      s.root_norm = C;       // norm
+    case Family::llama:
+      s.block_norm = 2 * d.llama.n_embd;  // input_layernorm, post_attention_layernorm
+      s.root_norm = d.llama.n_embd;       // norm
       break;
-    }
     case Family::mlp:
     case Family::cnn:
       s.root_norm = p.norm;  // CNN's BatchNorms

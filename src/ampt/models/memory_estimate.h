@@ -5,6 +5,7 @@
 
 #include "ampt/config/config.h"
 #include "ampt/models/gpt_presets.h"
+#include "ampt/models/layer_inventory.h"
 #include "ampt/models/llama_presets.h"
 
 #include <algorithm>
@@ -13,14 +14,6 @@
 #include <vector>
 
 namespace ampt::models {
-
-// A Linear layer of a transformer, named as the built model names it ("h.0.attn.c_attn"), with
-// its weight W [out, in].
-struct LinearLayer {
-  std::string name;
-  int64_t in = 0, out = 0;
-  bool reads_norm = false;  // its input is a norm's output (fp32 under O1's autocast)
-};
 
 // LoRA (--lora_rank > 0, lora_layers.h): the base is frozen and the adapters on `adapted`, the
 // layers --lora_targets selects, are what trains.
@@ -47,8 +40,10 @@ struct ModelDims {
   // GPT, Llama: --fused_kernels (the chunked head and loss; a GPT's MLP recomputing its GELU).
   bool fused_kernels = true;
   LoraDims lora;
-  // GPT and Llama: transformer blocks, which activation checkpointing, fp8 and ZeRO-3 work on.
-  bool transformer() const { return family == Family::gpt || family == Family::llama; }
+  // Transformers: the blocks and their Linear layers, as the built model has them.
+  LayerInventory layers;
+  // Transformer blocks, which activation checkpointing, fp8 and ZeRO-3 work on.
+  bool transformer() const { return layers.transformer(); }
 };
 
 // The configured model; `input_shape` (MLP/CNN) empty means the synthetic data's (features, or

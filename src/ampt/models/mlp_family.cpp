@@ -19,10 +19,9 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   const int64_t features = std::accumulate(spec.sample_shape.begin(), spec.sample_shape.end(),
                                            int64_t{1}, std::multiplies<>());
   Mlp mlp(features, config.mlp_hidden, config.mlp_layers, spec.classes);
-  return {mlp.ptr(), forward_of(mlp), loss_of(mlp), training_flops_from_macs(mlp->macs_per_sample()), 1,
-          fmt::format("in {}, hidden {} x {} layers, classes {}", features, config.mlp_hidden,
-                      config.mlp_layers, spec.classes),
-          {}, {}, {}, 0};
+  return classifier_model(mlp, training_flops_from_macs(mlp->macs_per_sample()),
+                          fmt::format("in {}, hidden {} x {} layers, classes {}", features,
+                                      config.mlp_hidden, config.mlp_layers, spec.classes));
 }
 
 ModelDims memory_dims(const config::Config& config, std::vector<int64_t> input_shape, int64_t) {

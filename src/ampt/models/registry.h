@@ -6,8 +6,8 @@
 #include "ampt/data/sample_request.h"
 #include "ampt/models/block_hooks.h"
 #include "ampt/models/kv_cache.h"
+#include "ampt/models/layer_inventory.h"
 #include "ampt/precision/fp8_layers.h"
-#include "ampt/precision/fp8_linear.h"
 
 #include <torch/nn/module.h>
 
@@ -36,18 +36,19 @@ struct Model {
   int64_t flops_per_sample = 0;
   int64_t tokens_per_sample = 1;  // T for a language model, 1 for a classifier
   std::string architecture;       // the resolved dimensions, e.g. "n_layer 12, n_embd 768, ..."
-  // GPTs: the Linear layers that can run in fp8 (GptImpl::fp8_candidates), and the switch that
-  // runs the selected ones in fp8.
+  // Transformers: the blocks and their Linear layers (layer_inventory.h), the same list the
+  // family gives the memory estimate. ZeRO-3 gathers block by block (none: it cannot); fp8 runs
+  // the layers it selects among `fp8_candidates` through attach_fp8 (linear.h), and the head
+  // through `set_fp8_head`.
+  LayerInventory layers;
   std::vector<precision::Fp8Candidate> fp8_candidates;
-  std::function<void(const precision::Fp8Recipe&, const precision::Fp8Selected&)> use_fp8;
+  std::function<void(bool fp8)> set_fp8_head;
   // Families that generate: the logits [B, vocab] of the position after `tokens` [B, T_new],
   // which follow the cache's positions (kv_cache.h), and the positions the context holds.
   std::function<torch::Tensor(const torch::Tensor&, KvCache&)> next_logits;
   int64_t context = 0;
-  // Transformers: each block's dotted name ("h.0"), in the order the forward runs them, and the
-  // switch that runs them through per-block hooks from then on (block_hooks.h; nullptr: none).
-  // Empty for models without blocks, which ZeRO-3 cannot gather block by block.
-  std::vector<std::string> blocks;
+  // Transformers: the switch that runs the blocks (layers.blocks) through per-block hooks from
+  // then on (block_hooks.h; nullptr: none).
   std::function<void(BlockHooks*)> set_block_hooks;
   // Transformers: the fused kernels on or off from then on (--fused_kernels auto decides after
   // the model is built; nullptr: the family has none).

@@ -76,18 +76,18 @@ std::string milliseconds(const std::optional<GemmTimes>& t, double GemmTimes::*f
   return t ? fmt::format("{:.3f}", (*t).*field) : "–";
 }
 
-// A block's MLP runs as one operation, whose elementwise work rides in its GEMMs' epilogues or
-// its fp8 casts, only with c_fc and c_proj in one precision (models/gpt.h): where auto's choices
-// for the two differ, both take the one whose GEMMs measured faster in sum.
-void pair_mlp_layers(std::vector<Fp8LayerChoice>& layers) {
-  constexpr std::string_view kFc = "mlp.c_fc";
-  for (auto& fc : layers) {
-    if (!fc.name.ends_with(kFc)) continue;
-    const auto proj_name = fc.name.substr(0, fc.name.size() - kFc.size()) + "mlp.c_proj";
-    const auto proj = std::ranges::find(layers, proj_name, &Fp8LayerChoice::name);
-    if (proj == layers.end() || proj->fp8 == fc.fp8 || !fc.times || !proj->times) continue;
-    fc.fp8 = proj->fp8 = fc.times->fp8_ms + proj->times->fp8_ms <
-                         fc.times->bf16_ms + proj->times->bf16_ms;
+// Paired layers run as one operation only in one precision (a GPT block's MLP, whose
+// elementwise work rides in its GEMMs' epilogues or its fp8 casts): where auto's choices for the
+// two differ, both take the one whose GEMMs measured faster in sum.
+void pair_layers(std::vector<Fp8LayerChoice>& layers) {
+  for (auto& first : layers) {
+    if (first.paired.empty()) continue;
+    const auto second = std::ranges::find(layers, first.paired, &Fp8LayerChoice::name);
+    if (second == layers.end() || second->fp8 == first.fp8 || !first.times || !second->times) {
+      continue;
+    }
+    first.fp8 = second->fp8 = first.times->fp8_ms + second->times->fp8_ms <
+                              first.times->bf16_ms + second->times->bf16_ms;
   }
 }
 
@@ -135,7 +135,7 @@ Fp8LayerPlan choose_fp8_layers(const std::string& setting,
   Fp8LayerPlan plan{setting, {}};
   const auto patterns = config::split_module_patterns(setting);
   for (const auto& c : candidates) {
-    Fp8LayerChoice choice{c.name, {rows, c.in, c.out}, true, std::nullopt};
+    Fp8LayerChoice choice{c.name, c.paired, {rows, c.in, c.out}, true, std::nullopt};
     if (setting == "auto") {
       choice.times = cache.get(device, choice.shape, measure);
       choice.fp8 = choice.times->fp8_ms < choice.times->bf16_ms;
@@ -144,7 +144,7 @@ Fp8LayerPlan choose_fp8_layers(const std::string& setting,
     }
     plan.layers.push_back(std::move(choice));
   }
-  if (setting == "auto") pair_mlp_layers(plan.layers);
+  if (setting == "auto") pair_layers(plan.layers);
   if (setting == "auto" || setting == "all") return plan;
   for (const auto& p : patterns) {
     if (std::ranges::none_of(candidates, [&](const auto& c) { return glob_match(p, c.name); })) {

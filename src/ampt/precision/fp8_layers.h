@@ -18,6 +18,9 @@ struct Fp8Candidate {
   std::string name;  // e.g. "h.3.mlp.c_fc", "head"
   int64_t in = 0;
   int64_t out = 0;
+  // A layer that runs as one operation with this one only in one precision (a GPT block's
+  // mlp.c_fc pairs with its mlp.c_proj): auto gives the two one choice. Empty: none.
+  std::string paired;
 };
 
 // The three GEMMs of a layer at one micro-batch: forward, and the input and weight gradients.
@@ -52,6 +55,7 @@ class Fp8TimingCache {
 
 struct Fp8LayerChoice {
   std::string name;
+  std::string paired;  // Fp8Candidate::paired
   GemmShape shape;
   bool fp8 = false;
   std::optional<GemmTimes> times;  // auto only
@@ -69,9 +73,8 @@ struct Fp8LayerPlan {
 
 // The plan for `setting` (config.fp8_layers: "auto", "all" or comma-separated name patterns)
 // over `candidates` at `rows` rows per micro-batch. auto measures each shape once through `cache`
-// (`measure` runs only for shapes it lacks) and picks fp8 where it was faster, except that a
-// block's mlp.c_fc and mlp.c_proj take one choice, the faster in sum (the MLP is one fused
-// operation only in one precision). Throws UsageError when a pattern matches no candidate.
+// (`measure` runs only for shapes it lacks) and picks fp8 where it was faster, except that
+// paired layers (Fp8Candidate::paired) take one choice, the faster in sum. Throws UsageError when a pattern matches no candidate.
 Fp8LayerPlan choose_fp8_layers(const std::string& setting,
                                const std::vector<Fp8Candidate>& candidates, int64_t rows,
                                const std::string& device, const GemmTimer& measure,

@@ -5,6 +5,7 @@
 #include "ampt/kernels/kernel_support.h"
 #include "ampt/models/model_family.h"
 #include "ampt/precision/fp8_gemm_timer.h"
+#include "ampt/models/linear.h"
 #include "ampt/models/lora.h"
 #include "ampt/models/memory_plan.h"
 #include "ampt/train/base_fingerprint.h"
@@ -372,7 +373,9 @@ void Run::use_fp8() {
   }
   const auto table = plan.table();
   speed_notes_.insert(speed_notes_.end(), table.begin(), table.end());
-  model_.use_fp8(recipe, [&plan](const std::string& layer) { return plan.fp8(layer); });
+  models::attach_fp8(*model_.module, recipe,
+                     [&plan](const std::string& layer) { return plan.fp8(layer); });
+  model_.set_fp8_head(plan.fp8("head"));
 }
 
 NamedTensors Run::pretrained_targets() const {

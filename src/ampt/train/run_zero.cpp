@@ -42,7 +42,7 @@ void Run::shard_state() {
 
 void Run::check_zero3() const {
   if (config_.zero_stage != 3) return;
-  if (model_.blocks.empty() || !model_.set_block_hooks) {
+  if (model_.layers.blocks.empty() || !model_.set_block_hooks) {
     throw UsageError(fmt::format(
         "zero_stage 3 gathers a model's weights block by block, and model {} has no transformer "
         "blocks to hook: use zero_stage 2, or a gpt, llama or qwen2 model",
@@ -56,7 +56,7 @@ void Run::check_zero3() const {
 }
 
 distributed::ParameterBlocks Run::zero3_blocks() const {
-  return parameter_blocks(*model_.module, model_.blocks, parameter_names_, parameters_,
+  return parameter_blocks(*model_.module, model_.layers.blocks, parameter_names_, parameters_,
                           precision_.islands(), precision_.policy(), config_.param_dtype,
                           precision_.masters().enabled());
 }

@@ -1,0 +1,91 @@
+#include "ampt/models/decoder.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/kernels/fused_classifier.h"
+#include "ampt/kernels/fused_linear.h"
+#include "ampt/precision/precision_islands.h"
+
+#include <fmt/format.h>
+
+namespace ampt::models {
+
+using precision::active_islands;
+using precision::IslandScope;
+using precision::through_island;
+
+torch::Tensor DecoderImpl::hidden(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                  const torch::Tensor& starts) {
+  const int64_t time = tokens.size(1);
+  if (time > context_) {
+    throw RuntimeError(fmt::format("a block of {} tokens exceeds the model's context block_size {}",
+                                   time, context_));
+  }
+  auto packed = packed_layout(positions, starts, activation_dtype());
+  const TokenPositions at{0, time, packed.packed() ? positions : torch::Tensor(), tokens.device()};
+  auto x = embed(tokens, at);
+  const auto context = block_context(at, std::move(packed));
+  const bool checkpointed = grad_ckpt_ && is_training() && torch::GradMode::is_enabled();
+  // Islands decide per module what runs in fp32; a fused sequence would hand them half inputs.
+  const auto* islands = active_islands();
+  if (fused_ && !checkpointed && !blocks_->is_empty() && block_hooks_ == nullptr &&
+      (islands == nullptr || islands->list().empty())) {
+    if (auto out = fused_blocks(x, context)) return *out;
+  }
+  for (size_t i = 0; i < blocks_->size(); ++i) {
+    auto* block = blocks_[i]->as<DecoderBlockImpl>();
+    // A recomputation in backward may run on another thread: it takes this pass's islands.
+    const auto run = [block, islands, context](const torch::Tensor& input) {
+      IslandScope scope(islands);
+      return through_island(*block, input, [&](const torch::Tensor& in) {
+        return block->forward(in, context);
+      });
+    };
+    x = run_block(block_hooks_, i, run, x, block->parameters(), checkpointed,
+                  /*preserve_rng=*/dropout_ > 0.0);
+  }
+  return final_norm(x);
+}
+
+torch::Tensor DecoderImpl::class_weight() const {
+  const auto weight = head_weight();
+  return classes() == weight.size(0) ? weight : weight.narrow(0, 0, classes());
+}
+
+torch::Tensor DecoderImpl::forward(const torch::Tensor& tokens) {
+  return through_island(head_module(), hidden(tokens, {}, {}), [&](const torch::Tensor& h) {
+    return kernels::linear(h, class_weight(), {});
+  });
+}
+
+torch::Tensor DecoderImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets,
+                                const torch::Tensor& positions, const torch::Tensor& starts) {
+  const auto h = hidden(tokens, positions, starts);
+  return through_island(head_module(), h, [&](const torch::Tensor& x) {
+    if (!fused_) {
+      return kernels::checked_cross_entropy(kernels::linear(x, class_weight(), {}).flatten(0, -2),
+                                            targets.flatten());
+    }
+    return kernels::classifier_loss(x.flatten(0, -2), head_weight(), targets.flatten(),
+                                    {classes(), 0, fp8_head_});
+  });
+}
+
+torch::Tensor DecoderImpl::next_logits(const torch::Tensor& tokens, KvCache& cache) {
+  const int64_t time = tokens.size(1), end = cache.length + time;
+  if (end > context_) {
+    throw RuntimeError(fmt::format("generating position {} exceeds the model's context block_size "
+                                   "{}: shorten the prompt or max_new_tokens",
+                                   end, context_));
+  }
+  const TokenPositions at{cache.length, time, {}, tokens.device()};
+  auto x = embed(tokens, at);
+  const auto context = block_context(at, {});
+  cache.layers.resize(blocks_->size());
+  for (size_t i = 0; i < blocks_->size(); ++i) {
+    x = blocks_[i]->as<DecoderBlockImpl>()->forward_cached(x, context, cache.layers[i]);
+  }
+  cache.length = end;
+  return kernels::linear(final_norm(x.select(1, time - 1)), class_weight(), {});
+}
+
+}  // namespace ampt::models

@@ -1,0 +1,121 @@
+// The decoder skeleton every decoder-only family shares: token embedding (with the family's
+// position rule) → blocks, each through the block hooks and activation checkpointing → final norm
+// → a head that is a weight the fused loss reads, and the same path with a KV cache for
+// generation. A family derives from DecoderImpl, registers its own modules under its own names
+// (the checkpoints' names) in its own order, and supplies its block and the hooks below; it
+// writes no loop over blocks, loss or generation step of its own.
+#pragma once
+
+#include "ampt/models/block_hooks.h"
+#include "ampt/models/kv_cache.h"
+#include "ampt/models/packed_sequences.h"
+#include "ampt/models/rotary.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+namespace ampt::models {
+
+// Where a forward's tokens are: positions start .. start + time - 1 of every row, or (packed
+// examples) each row's own `per_row` [B, T], each example counting from 0.
+struct TokenPositions {
+  int64_t start = 0;
+  int64_t time = 0;
+  torch::Tensor per_row;
+  torch::Device device = torch::kCPU;
+};
+
+// What every block of one forward reads besides its input: the packed examples, and for rotary
+// families the angles of the tokens' positions (worked out once per forward).
+struct BlockContext {
+  PackedLayout packed;
+  RotaryAngles angles;
+};
+
+// A family's block.
+class DecoderBlockImpl : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(const torch::Tensor& x, const BlockContext& context) = 0;
+  // forward for new positions after those whose keys and values `cache` holds, which it then
+  // holds too (the whole prompt into an empty cache, then one position at a time).
+  virtual torch::Tensor forward_cached(const torch::Tensor& x, const BlockContext& context,
+                                       std::pair<torch::Tensor, torch::Tensor>& cache) = 0;
+};
+
+class DecoderImpl : public torch::nn::Module {
+ public:
+  // `context`: the positions the model holds (block_size); `dropout` > 0 makes activation
+  // checkpointing replay the random state.
+  DecoderImpl(int64_t context, double dropout) : context_(context), dropout_(dropout) {}
+
+  // tokens [B, T], T ≤ context → logits [B, T, classes].
+  torch::Tensor forward(const torch::Tensor& tokens);
+  // The mean next-token cross-entropy against targets [B, T]: the head and the loss fused,
+  // chunk by chunk (kernels/fused_classifier.h), unless set_fused(false). `positions` [B, T]
+  // (packed examples, data::Batch, with their cumulative lengths `starts`) restart at 0 for each
+  // example, which attends only within itself.
+  torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets,
+                     const torch::Tensor& positions = {}, const torch::Tensor& starts = {});
+  // Generation: the logits [B, classes] of the position after `tokens` [B, T_new], which
+  // follow the cache's positions; the cache grows by T_new. Throws RuntimeError past the
+  // context.
+  torch::Tensor next_logits(const torch::Tensor& tokens, KvCache& cache);
+
+  int64_t context() const { return context_; }
+  // Activation checkpointing: while training with grad mode on, each block keeps only its input
+  // and is recomputed in backward (activation_checkpoint.h). Off by default.
+  void set_grad_ckpt(bool enabled) { grad_ckpt_ = enabled; }
+  // The fused head and loss (and whatever fused_blocks fuses) on or off.
+  void set_fused(bool fused) { fused_ = fused; }
+  // Runs every block through `hooks` from now on (nullptr: none). Hooked blocks run one by one.
+  void set_block_hooks(BlockHooks* hooks) { block_hooks_ = hooks; }
+  // The head in fp8 from now on, in the training loss only (generation's logits stay in the
+  // autocast dtype); the blocks' Linear layers take theirs from attach_fp8 (linear.h).
+  void set_fp8_head(bool fp8) { fp8_head_ = fp8; }
+
+ protected:
+  // The family's parts. `blocks_` is registered by the family under its name ("h", "layers").
+  torch::nn::ModuleList blocks_;
+  bool fused_ = true;
+
+  // The token embeddings [B, T, C] of `tokens` at `at` (with the family's positions and
+  // dropout, if it has them).
+  virtual torch::Tensor embed(const torch::Tensor& tokens, const TokenPositions& at) = 0;
+  // What the blocks read at `at` (rotary families: the angles).
+  virtual BlockContext block_context(const TokenPositions& at, PackedLayout packed) {
+    return {std::move(packed), {}};
+  }
+  // The blocks run as one fused sequence ending in the final norm, where the family has one and
+  // can take `x` (GPT's residual adds fused with the next LayerNorm); none: one by one.
+  virtual std::optional<torch::Tensor> fused_blocks(const torch::Tensor&, const BlockContext&) {
+    return std::nullopt;
+  }
+  virtual torch::Tensor final_norm(const torch::Tensor& x) = 0;
+  // The head's weight [rows, C] (a padded vocabulary included), its first `classes()` rows the
+  // real classes, and the module whose fp32 island (if any) the head shares.
+  virtual torch::Tensor head_weight() const = 0;
+  virtual int64_t classes() const = 0;
+  virtual const torch::nn::Module& head_module() const = 0;
+  // The dtype of the embeddings the blocks receive (the packed layout's mask takes it without
+  // autocast).
+  virtual c10::ScalarType activation_dtype() const = 0;
+
+ private:
+  // The final norm's output [B, T, C]: what the head reads.
+  torch::Tensor hidden(const torch::Tensor& tokens, const torch::Tensor& positions,
+                       const torch::Tensor& starts);
+  // head_weight's rows of real classes.
+  torch::Tensor class_weight() const;
+
+  int64_t context_;
+  double dropout_;
+  bool grad_ckpt_ = false;
+  bool fp8_head_ = false;
+  BlockHooks* block_hooks_ = nullptr;
+};
+
+}  // namespace ampt::models

@@ -1,0 +1,52 @@
+#include "ampt/models/layer_inventory.h"
+
+#include <algorithm>
+
+namespace ampt::models {
+
+bool LinearLayer::reads_norm() const {
+  switch (role) {
+    case LinearRole::qkv:
+    case LinearRole::q:
+    case LinearRole::k:
+    case LinearRole::v:
+    case LinearRole::fc:
+    case LinearRole::gate:
+    case LinearRole::up:
+      return true;
+    case LinearRole::o:
+    case LinearRole::down:
+      return false;
+  }
+  return false;
+}
+
+std::vector<LinearLayer> LayerInventory::block_linears() const {
+  std::vector<LinearLayer> out;
+  if (blocks.empty()) return out;
+  std::ranges::copy_if(linears, std::back_inserter(out),
+                       [&](const LinearLayer& l) { return l.block == blocks.front(); });
+  return out;
+}
+
+std::vector<precision::Fp8Candidate> fp8_candidates(const LayerInventory& inventory,
+                                                    bool fused_head) {
+  std::vector<precision::Fp8Candidate> out;
+  for (const auto& layer : inventory.linears) {
+    precision::Fp8Candidate candidate{layer.name, layer.in, layer.out, {}};
+    for (const auto& [first, second] : inventory.one_precision) {
+      if (layer.role != first) continue;
+      const auto partner = std::ranges::find_if(inventory.linears, [&](const LinearLayer& l) {
+        return l.block == layer.block && l.role == second;
+      });
+      if (partner != inventory.linears.end()) candidate.paired = partner->name;
+    }
+    out.push_back(std::move(candidate));
+  }
+  if (fused_head && inventory.head_out % 16 == 0 && inventory.head_out > 0) {
+    out.push_back({"head", inventory.head_in, inventory.head_out, {}});
+  }
+  return out;
+}
+
+}  // namespace ampt::models

@@ -1,0 +1,63 @@
+// A transformer's layers as its family lists them once, from its dimensions and without building
+// it: the blocks, each block's Linear layers with their shapes and roles, and the head. fp8's
+// candidates and their pairing, LoRA's target matching, the memory estimate and ZeRO-3's block
+// split all read this list; none keeps one of its own. Each family writes its inventory beside
+// its dimensions (gpt_presets.h, llama_presets.h).
+#pragma once
+
+#include "ampt/precision/fp8_layers.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ampt::models {
+
+// What a block's Linear layer computes, whatever its family calls it.
+enum class LinearRole {
+  qkv,   // queries, keys and values in one projection (GPT-2's c_attn)
+  q, k, v,
+  o,     // attention output (c_proj, o_proj)
+  fc,    // the MLP's widening projection (GPT-2's c_fc)
+  gate, up,
+  down,  // the MLP's narrowing projection (GPT-2's mlp.c_proj, down_proj)
+};
+
+// A Linear layer of a block, named as the built model names it ("h.0.attn.c_attn"), with its
+// weight W [out, in].
+struct LinearLayer {
+  std::string name;
+  std::string block;  // the block it belongs to ("h.0")
+  LinearRole role = LinearRole::q;
+  int64_t in = 0, out = 0;
+  bool bias = false;
+
+  // Its input is a norm's output (fp32 under O1's autocast): the attention's input projections
+  // and the MLP's first ones.
+  bool reads_norm() const;
+};
+
+struct LayerInventory {
+  std::vector<std::string> blocks;   // in the order the forward runs them ("h.0", "h.1", ...)
+  std::vector<LinearLayer> linears;  // every block's Linear layers, in module order
+  // The head: hidden [rows, head_in] → logits [rows, head_out] (a padded vocabulary included),
+  // which the fused loss reads as a weight, never as a Linear layer.
+  int64_t head_in = 0, head_out = 0;
+  // Layers of one block that run as one operation only in one precision: fp8 gives each pair
+  // one choice (GPT-2's MLP, fused with its GELU).
+  std::vector<std::pair<LinearRole, LinearRole>> one_precision;
+
+  // Whether this is a transformer's (it has blocks).
+  bool transformer() const { return !blocks.empty(); }
+  // The Linear layers of one block (the first one's: every block has the same).
+  std::vector<LinearLayer> block_linears() const;
+};
+
+// The layers fp8 may run, in module order: every block Linear, paired as `one_precision` says,
+// then "head" when the fused loss computes it (`fused_head`) and its width is a multiple of 16
+// (fp8 GEMM tiles).
+std::vector<precision::Fp8Candidate> fp8_candidates(const LayerInventory& inventory,
+                                                    bool fused_head);
+
+}  // namespace ampt::models

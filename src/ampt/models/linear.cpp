@@ -1,0 +1,68 @@
+#include "ampt/models/linear.h"
+
+#include "ampt/kernels/fused_linear.h"
+#include "ampt/models/activation_checkpoint.h"
+#include "ampt/models/lora.h"
+#include "ampt/precision/precision_islands.h"
+
+#include <ATen/autocast_mode.h>
+
+namespace ampt::models {
+namespace {
+
+bool is_island(const torch::nn::Module& module) {
+  const auto* islands = precision::active_islands();
+  return islands != nullptr && islands->find(&module) != nullptr;
+}
+
+// x in autocast's dtype where autocast would cast it for an ordinary Linear: the base's GEMM and
+// the adapter's then share one cast copy (each would otherwise keep its own for the backward).
+torch::Tensor cast_once(const torch::Tensor& x, bool island) {
+  const auto device = x.device().type();
+  if (island || x.scalar_type() != torch::kFloat || !at::autocast::is_autocast_enabled(device)) {
+    return x;
+  }
+  return x.to(at::autocast::get_autocast_dtype(device));
+}
+
+}  // namespace
+
+LinearImpl::LinearImpl(int64_t in, int64_t out, bool bias)
+    : torch::nn::LinearImpl(torch::nn::LinearOptions(in, out).bias(bias)) {}
+
+bool LinearImpl::plain() const { return !fp8_ && !lora_adapter(*this) && !is_island(*this); }
+
+torch::Tensor LinearImpl::base(const torch::Tensor& x, bool epilogues, bool island) {
+  if (fp8_) return fp8_->forward(x, weight, bias, /*record=*/!recomputing());
+  if (island || !epilogues) {
+    return precision::through_island(*this, x, [&](const torch::Tensor& in) {
+      return kernels::linear(in, weight, bias);
+    });
+  }
+  return kernels::fused_linear(x, weight, bias);
+}
+
+torch::Tensor LinearImpl::forward(const torch::Tensor& x, bool epilogues) {
+  const bool island = is_island(*this);
+  const auto adapter = lora_adapter(*this);
+  if (!adapter) return base(x, epilogues, island);
+  const auto in = fp8_ ? x : cast_once(x, island);
+  // The adapter's GEMMs run beside the base's, in the same precision: in fp32 where the Linear
+  // is an fp32 island, under autocast otherwise.
+  return base(in, epilogues, island) +
+         precision::through_island(*this, in, [&](const torch::Tensor& input) {
+           return lora_update(adapter, input, is_training());
+         });
+}
+
+void attach_fp8(torch::nn::Module& root, const precision::Fp8Recipe& recipe,
+                const precision::Fp8Selected& selected) {
+  for (const auto& item : root.named_modules("", /*include_self=*/false)) {
+    auto* linear = dynamic_cast<LinearImpl*>(item.value().get());
+    if (linear == nullptr) continue;
+    linear->set_fp8(selected(item.key()) ? c10::make_intrusive<precision::Fp8Linear>(recipe)
+                                         : c10::intrusive_ptr<precision::Fp8Linear>());
+  }
+}
+
+}  // namespace ampt::models

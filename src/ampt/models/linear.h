@@ -1,0 +1,51 @@
+// The one Linear layer every transformer block runs its matmuls through (as llama.cpp's
+// build_lora_mm): x·Wᵀ + b by the route the layer's state picks, which is attached from outside
+// by the layer's name, never wired into a model:
+// - fp8 (attach_fp8): its own scaling state, the GEMMs in e4m3/e5m2 (precision/fp8_linear.h);
+// - an fp32 island (precision/precision_islands.h): autocast off, fp32 weights;
+// - otherwise kernels::linear (over the weight's half copy where it has one), or with GEMM
+//   epilogues kernels::fused_linear, whose backward takes the weight's and bias's gradients from
+//   one GEMM;
+// and a LoRA adapter (lora.h, attach_lora) adds its update to whichever of these ran.
+#pragma once
+
+#include "ampt/precision/fp8_layers.h"
+#include "ampt/precision/fp8_linear.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+
+#include <cstdint>
+
+namespace ampt::models {
+
+class LinearImpl : public torch::nn::LinearImpl {
+ public:
+  LinearImpl(int64_t in, int64_t out, bool bias);
+
+  // x [..., in] → [..., out]. `epilogues`: the fused GEMM where nothing else is attached and
+  // the layer is no fp32 island. A recomputation (activation checkpointing) leaves fp8 scales
+  // alone.
+  torch::Tensor forward(const torch::Tensor& x, bool epilogues = false);
+
+  // Whether the layer runs as it is: no fp8, no adapter, no fp32 island. Operations that fuse
+  // a layer with its neighbours (GPT's whole attention, its GELU MLP) take only plain layers.
+  bool plain() const;
+  // The fp8 state attach_fp8 gave it (none: the layer runs in the autocast dtype).
+  const c10::intrusive_ptr<precision::Fp8Linear>& fp8() const { return fp8_; }
+  void set_fp8(c10::intrusive_ptr<precision::Fp8Linear> state) { fp8_ = std::move(state); }
+
+ private:
+  // The base's GEMM, without the adapter.
+  torch::Tensor base(const torch::Tensor& x, bool epilogues, bool island);
+
+  c10::intrusive_ptr<precision::Fp8Linear> fp8_;
+};
+TORCH_MODULE(Linear);
+
+// Gives each seam Linear under `root` whose dotted name `selected` names a fresh fp8 state of
+// `recipe`, and takes it from the others.
+void attach_fp8(torch::nn::Module& root, const precision::Fp8Recipe& recipe,
+                const precision::Fp8Selected& selected);
+
+}  // namespace ampt::models
