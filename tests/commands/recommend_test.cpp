@@ -187,5 +187,5 @@ TEST_CASE("cli recommend: LoRA's frozen base and adapters", "[recommend][cli][lo
   const auto cnn = ampt::test::run_ampt({"recommend", "--model", "cnn", "--lora_rank", "8"});
   CHECK(cnn.exit_code == 2);
   CHECK(cnn.err == "ampt: error: lora_rank 8 with model 'cnn': LoRA adapts the Linear layers of "
-                   "a transformer (gpt, llama, qwen2 and their presets); use lora_rank 0\n");
+                   "a transformer (gpt, llama, qwen2, qwen3, mistral and their presets); use lora_rank 0\n");
 }

@@ -114,7 +114,7 @@ TEST_CASE("init_from makes the model its config.json's family unless --model nam
   }
   ampt::test::write_file(dir + "/config.json", "{\"model_type\": \"mamba\"}");
   CHECK_THROWS_WITH(resolve({"--init_from", dir}, {}),
-                    dir + "/config.json: model_type is mamba; ampt loads gpt2, llama and qwen2 models");
+                    dir + "/config.json: model_type is mamba; ampt loads gpt2, llama, qwen2, qwen3 and mistral models");
   CHECK(resolve({"--init_from", dir, "--model", "gpt"}, {}).config().model == "gpt");
   CHECK(resolve({"--init_from", "gpt2", "--model", "gpt2-124m"}, {}).config().model == "gpt2-124m");
   CHECK(resolve({}, {}).config().model == "mlp");

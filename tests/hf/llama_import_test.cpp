@@ -1,6 +1,6 @@
-// Llama and Qwen2 models that transformers made (random weights, saved with save_pretrained)
-// loaded with --init_from: the same logits, greedy tokens and fine-tuning losses as
-// transformers', written back in a form transformers loads; bad files refused in one line.
+// Llama, Qwen2, Qwen3 and Mistral models that transformers made (random weights, saved with
+// save_pretrained) loaded with --init_from: the same logits, greedy tokens and fine-tuning losses
+// as transformers', written back in a form transformers loads; bad files refused in one line.
 #include "ampt/config/pretrained_model.h"
 #include "ampt/core/errors.h"
 #include "ampt/hf/llama_config.h"
@@ -41,6 +41,22 @@ ampt::models::Model load(const std::string& dir) {
   return ampt::test::load_reference_model(dir);
 }
 
+// The tiny models of each family the loops below check: Qwen3's heads twice as wide as
+// hidden / heads (its q_proj wider than the model, as Qwen3-0.6B's), Mistral's untied.
+const std::vector<std::vector<std::string>>& flavours() {
+  static const std::vector<std::vector<std::string>> all = {
+      {"--flavour", "llama"},
+      {"--flavour", "qwen2"},
+      {"--flavour", "qwen3", "--head_dim", "32", "--tied"},
+      {"--flavour", "mistral"}};
+  return all;
+}
+
+std::vector<std::string> with(std::vector<std::string> args, const std::string& extra) {
+  args.push_back(extra);
+  return args;
+}
+
 std::vector<int64_t> reference_generation(const std::string& dir, const std::string& prompt, int n) {
   const auto r = run_process({AMPT_PYTHON, kScript, "generate", dir, prompt, std::to_string(n)});
   INFO(r.err);
@@ -73,14 +89,32 @@ TEST_CASE("llama import: Qwen2 (q/k/v biases, tied head) from bf16 shards equals
   check_against_transformers(dir);
 }
 
+TEST_CASE("llama import: Qwen3 (q/k norms, wide heads, tied) and Mistral equal transformers'",
+          "[hf][llama]") {
+  if (!have_transformers()) {
+    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
+    return;
+  }
+  const auto qwen3 = make_llama(flavours()[2]);
+  CHECK(ampt::config::pretrained_model(qwen3) == "qwen3");
+  const auto config = ampt::hf::read_llama_config(qwen3 + "/config.json");
+  CHECK(config.head_dim() == 32);
+  CHECK(config.qk_norm);
+  check_against_transformers(qwen3);
+  const auto mistral = make_llama(flavours()[3]);
+  CHECK(ampt::config::pretrained_model(mistral) == "mistral");
+  check_against_transformers(mistral);
+}
+
 TEST_CASE("llama generate: greedy tokens through the KV cache (GQA) equal transformers'",
           "[hf][llama]") {
   if (!have_transformers()) {
     WARN("skipping: transformers is not installed in " AMPT_PYTHON);
     return;
   }
-  for (const auto& flavour : {"llama", "qwen2"}) {
-    const auto dir = make_llama({"--flavour", flavour, "--llama3"});
+  for (const auto& flavour : flavours()) {
+    INFO(flavour[1]);
+    const auto dir = make_llama(with(flavour, "--llama3"));
     auto model = load(dir);
     ampt::models::SamplingOptions greedy;
     greedy.temperature = 0.0;
@@ -96,8 +130,9 @@ TEST_CASE("llama fine-tune: 20 AdamW steps follow a PyTorch + transformers loop 
     WARN("skipping: transformers is not installed in " AMPT_PYTHON);
     return;
   }
-  for (const auto& flavour : {"llama", "qwen2"}) {
-    const auto dir = make_llama({"--flavour", flavour, "--llama3"});
+  for (const auto& args : flavours()) {
+    const auto& flavour = args[1];
+    const auto dir = make_llama(with(args, "--llama3"));
     // Four windows of 16 + 1 tokens: one batch, the same every step (its order does not change
     // a mean loss).
     const auto data = make_temp_dir() + "/train.bin";
@@ -138,13 +173,12 @@ TEST_CASE("llama fine-tune: 20 AdamW steps follow a PyTorch + transformers loop 
   }
 }
 
-TEST_CASE("llama export: --format hf loads in transformers with ampt's logits and greedy tokens",
-          "[hf][llama][cli]") {
-  if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
-  }
-  const auto dir = make_llama({"--flavour", "qwen2", "--tied"});
+namespace {
+
+// The tiny model `args` makes, trained 3 steps and exported with --format hf: transformers reads
+// the trained weights, with ampt's logits and greedy tokens.
+void check_export(const std::vector<std::string>& args) {
+  const auto dir = make_llama(args);
   const auto out = make_temp_dir();
   auto r = run_ampt({"train", "--init_from", dir, "--max_steps", "3", "--batch_size", "4",
                      "--block_size", "16", "--synthetic_samples", "64", "--mixed_precision", "no",
@@ -162,7 +196,7 @@ TEST_CASE("llama export: --format hf loads in transformers with ampt's logits an
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::StartsWith("wrote " + exported + ": model.safetensors, config.json"));
   const auto written = ampt::hf::read_llama_config(exported + "/config.json");
-  CHECK(written.model_type == "qwen2");
+  CHECK(written.model_type == args[1]);
   CHECK(written.eos_token_ids == std::vector<int64_t>{1});
 
   // The exported weights are the trained ones, not the pretrained ones: compare with the checkpoint
@@ -185,6 +219,21 @@ TEST_CASE("llama export: --format hf loads in transformers with ampt's logits an
         reference_generation(exported, "[3, 14, 15]", 12));
 }
 
+}  // namespace
+
+TEST_CASE("llama export: --format hf loads in transformers with ampt's logits and greedy tokens",
+          "[hf][llama][cli]") {
+  if (!have_transformers()) {
+    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
+    return;
+  }
+  for (const auto& args : {std::vector<std::string>{"--flavour", "qwen2", "--tied"}, flavours()[2],
+                           flavours()[3]}) {
+    INFO(args[1]);
+    check_export(args);
+  }
+}
+
 TEST_CASE("llama import: a config, shard or index that does not fit is one line naming file and field",
           "[hf][llama]") {
   const auto dir = make_temp_dir();
@@ -205,19 +254,22 @@ TEST_CASE("llama import: a config, shard or index that does not fit is one line 
   refuse(R"(, "hidden_act": "gelu")", "hidden_act gelu is not the SwiGLU activation ampt's Llama has (silu)");
   refuse(R"(, "layer_types": ["full_attention", "sliding_attention"])",
          "layer_types holds sliding_attention: ampt's Llama has full_attention layers only");
-  refuse(R"(, "head_dim": 32)",
-         "head_dim 32 is not hidden_size / num_attention_heads (16), the only one ampt's Llama builds");
+  refuse(R"(, "head_dim": 31)", "the head dimension 31 is odd: rotary embeddings rotate pairs");
+  refuse(R"(, "sliding_window": 4096)",
+         "sliding_window is 4096: ampt's attention is full causal attention; only null is allowed");
   refuse(R"(, "mlp_bias": true)", "mlp_bias is true: ampt's Llama MLP has no biases");
   ampt::test::write_file(path, R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, )"
                                R"("num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 3, )"
                                R"("max_position_embeddings": 64, "vocab_size": 100})");
   CHECK_THROWS_WITH(ampt::hf::read_llama_config(path),
                     path + ": num_attention_heads 4 is not a multiple of num_key_value_heads 3");
-  ampt::test::write_file(path, R"({"model_type": "mistral"})");
+  ampt::test::write_file(path, R"({"model_type": "gemma"})");
   CHECK_THROWS_WITH(ampt::hf::read_llama_config(path),
-                    path + ": model_type is mistral, ampt's Llama loads llama and qwen2 models");
+                    path + ": model_type is gemma, ampt's Llama loads llama, qwen2, qwen3 and "
+                           "mistral models");
   CHECK_THROWS_WITH(ampt::config::pretrained_model(dir),
-                    path + ": model_type is mistral; ampt loads gpt2, llama and qwen2 models");
+                    path + ": model_type is gemma; ampt loads gpt2, llama, qwen2, qwen3 and "
+                           "mistral models");
   // The hub's older spelling of llama3 rope settings reads as transformers 5's.
   ampt::test::write_file(path, "{" + dims + R"(, "rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
   const auto read = ampt::hf::read_llama_config(path);
@@ -266,7 +318,8 @@ TEST_CASE("llama presets: parameter counts equal the published ones, and the bui
       CHECK(preset.dims.parameters() == preset.published);
     }
   }
-  for (const auto* name : {"llama", "qwen2"}) {
+  for (const auto* name : {"llama", "qwen2", "qwen3", "mistral"}) {
+    INFO(name);
     ampt::config::Config config;
     config.model = name;
     const auto dims = ampt::models::resolve_llama_dims(config);

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Reference Llama and Qwen2 checkpoints for ampt's tests, made with transformers (no hub).
+"""Reference Llama, Qwen2, Qwen3 and Mistral checkpoints for ampt's tests, made with
+transformers (no hub).
 
-    llama_reference.py make DIR [--flavour llama|qwen2] [--n_layer 2] [--hidden 64] [--heads 4]
-                       [--kv_heads 2] [--inter 128] [--vocab 100] [--positions 64] [--llama3]
-                       [--tied] [--shard_kb N] [--dtype float32|bfloat16|float16] [--seed 0]
-                       [--tokenizer RANKS]
+    llama_reference.py make DIR [--flavour llama|qwen2|qwen3|mistral] [--n_layer 2] [--hidden 64]
+                       [--heads 4] [--kv_heads 2] [--head_dim 0] [--inter 128] [--vocab 100]
+                       [--positions 64] [--llama3] [--tied] [--shard_kb N]
+                       [--dtype float32|bfloat16|float16] [--seed 0] [--tokenizer RANKS]
         writes DIR/config.json and the safetensors weights (sharded with --shard_kb) of a
-        LlamaForCausalLM or Qwen2ForCausalLM with random weights (rope_scaling llama3 with
-        --llama3), and DIR/reference.json: fixed tokens, their logits and next-token loss; with
+        LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM (q/k norms) or MistralForCausalLM
+        (no sliding window) with random weights (rope_scaling llama3 with --llama3; --head_dim
+        other than 0: heads of that width, whatever hidden / heads is), and DIR/reference.json: fixed tokens, their logits and next-token loss; with
         --tokenizer (GPT-2's .tiktoken ranks; --vocab must then be 50257) GPT-2's tokenizer files.
     llama_reference.py logits DIR TOKENS_JSON
         prints the float32 logits of a saved model for [[ids...], ...] as JSON.
@@ -24,7 +26,9 @@ import pathlib
 
 import numpy as np
 import torch
-from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig,
+                          MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
+                          Qwen3ForCausalLM)
 
 
 def make(args):
@@ -39,8 +43,14 @@ def make(args):
                                   "high_freq_factor": 4.0,
                                   "original_max_position_embeddings": args.positions // 4}
         common["rope_theta"] = 500000.0
+    if args.head_dim:
+        common["head_dim"] = args.head_dim
     if args.flavour == "qwen2":
         model = Qwen2ForCausalLM(Qwen2Config(**common))
+    elif args.flavour == "qwen3":
+        model = Qwen3ForCausalLM(Qwen3Config(**common))
+    elif args.flavour == "mistral":
+        model = MistralForCausalLM(MistralConfig(**common, sliding_window=None))
     else:
         model = LlamaForCausalLM(LlamaConfig(**common))
     model.eval()
@@ -121,8 +131,9 @@ def main():
     sub = parser.add_subparsers(dest="command", required=True)
     m = sub.add_parser("make")
     m.add_argument("dir")
-    m.add_argument("--flavour", choices=["llama", "qwen2"], default="llama")
+    m.add_argument("--flavour", choices=["llama", "qwen2", "qwen3", "mistral"], default="llama")
     for name, default in [("n_layer", 2), ("hidden", 64), ("heads", 4), ("kv_heads", 2),
+                          ("head_dim", 0),
                           ("inter", 128), ("vocab", 100), ("positions", 64), ("shard_kb", 0),
                           ("seed", 0)]:
         m.add_argument(f"--{name}", type=int, default=default)

@@ -48,7 +48,13 @@ Base make_base(const std::string& name) {
                                                      "4", "--n_positions", "64", "--vocab", "100"}),
             "c_attn,c_proj"};
   }
-  return {name, ampt::test::make_reference_model(kLlama, {"--flavour", "llama"}),
+  if (name == "qwen3") {
+    // Heads wider than hidden / heads: q_proj's adapter is [r, 64] by [128, r].
+    return {name,
+            ampt::test::make_reference_model(kLlama, {"--flavour", "qwen3", "--head_dim", "32"}),
+            "q_proj,o_proj,up_proj"};
+  }
+  return {name, ampt::test::make_reference_model(kLlama, {"--flavour", name}),
           "q_proj,v_proj,down_proj"};
 }
 
@@ -74,7 +80,7 @@ std::string token_file() {
 }
 
 
-// peft's adapter of a tiny `name` base (gpt2 or llama) continued by ampt for 20 AdamW steps in
+// peft's adapter of a tiny `name` base (gpt2, llama, qwen3 or mistral) continued by ampt for 20 AdamW steps in
 // fp32 against a PyTorch + peft loop over the same batch; then the checkpoint's exports in peft
 // and, merged, in transformers.
 void check_against_peft(const std::string& name) {
@@ -175,4 +181,16 @@ TEST_CASE("lora vs peft: Llama follows peft's loop, exports load in peft and mer
     return;
   }
   check_against_peft("llama");
+}
+
+TEST_CASE("lora vs peft: Qwen3 and Mistral follow peft's loop, exports load in peft and merged",
+          "[hf][lora][cli]") {
+  if (!have_peft()) {
+    WARN("skipping: transformers or peft is not installed in " AMPT_PYTHON);
+    return;
+  }
+  for (const auto* name : {"qwen3", "mistral"}) {
+    INFO(name);
+    check_against_peft(name);
+  }
 }

@@ -34,9 +34,10 @@ ampt::models::Model build(const Config& config, const ampt::models::ModelDims& d
 
 TEST_CASE("layer inventory: the blocks and Linear layers the built model has, in order",
           "[models][inventory]") {
-  // GPT-2 (fused q/k/v, biases), Llama (grouped-query: k and v narrower) and Qwen2 (q/k/v
-  // biases, a tied head).
-  for (const auto* name : {"gpt", "llama", "qwen2"}) {
+  // GPT-2 (fused q/k/v, biases), Llama (grouped-query: k and v narrower), Qwen2 (q/k/v
+  // biases, a tied head), Qwen3 (q_proj wider than the model, o_proj narrowing it back) and
+  // Mistral.
+  for (const auto* name : {"gpt", "llama", "qwen2", "qwen3", "mistral"}) {
     INFO(name);
     const auto config = tiny(name);
     const auto dims = ampt::models::model_dims(config, {}, 0);

@@ -46,7 +46,8 @@ TEST_CASE("memory estimate: parameter counts equal the built models'", "[memory]
   std::vector<Config> configs = {with_model("mlp"),       with_model("cnn"),
                                  with_model("gpt-tiny"),  with_model("gpt2-124m"),
                                  with_model("gpt2-350m"), with_model("llama"),
-                                 with_model("qwen2")};
+                                 with_model("qwen2"),     with_model("qwen3"),
+                                 with_model("mistral")};
   auto mlp = with_model("mlp");
   mlp.mlp_hidden = 100;
   mlp.mlp_layers = 1;
@@ -470,7 +471,7 @@ TEST_CASE("memory estimate: LoRA settings training refuses are usage errors", "[
                     Catch::StartsWith("lora_targets 'attn' matches no Linear layer"));
   CHECK_THROWS_WITH(ampt::models::model_dims(with_lora("mlp", 4), {}, 0),
                     "lora_rank 4 with model 'mlp': LoRA adapts the Linear layers of a transformer "
-                    "(gpt, llama, qwen2 and their presets); use lora_rank 0");
+                    "(gpt, llama, qwen2, qwen3, mistral and their presets); use lora_rank 0");
 }
 
 TEST_CASE("memory estimate: a seq_len beyond block_size is a usage error", "[memory]") {

@@ -21,8 +21,10 @@ TEST_CASE("model families: --model takes exactly the families and their presets,
   CHECK(option->value_hint == fmt::format("{}", fmt::join(model_names(), "|")));
   CHECK(model_names() == std::vector<std::string>{"mlp", "cnn", "gpt", "gpt-tiny", "gpt2-124m",
                                                   "gpt2-350m", "gpt2-774m", "gpt2-1558m", "llama",
-                                                  "qwen2", "llama-3.2-1b", "llama-3.1-8b",
-                                                  "qwen2.5-0.5b", "qwen2.5-7b"});
+                                                  "qwen2", "qwen3", "mistral", "llama-3.2-1b",
+                                                  "llama-3.1-8b", "qwen2.5-0.5b", "qwen2.5-7b",
+                                                  "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b",
+                                                  "mistral-7b-v0.3"});
 }
 
 TEST_CASE("model families: lookups by name, and the error naming every model", "[models][family]") {
@@ -38,7 +40,7 @@ TEST_CASE("model families: lookups by name, and the error naming every model", "
   config.model = "resnet";
   CHECK_THROWS_WITH(family_of(config),
                     "unknown model 'resnet': expected one of mlp, cnn, gpt, gpt-tiny, gpt2-124m, "
-                    "gpt2-350m, gpt2-774m, gpt2-1558m, llama, qwen2, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b");
+                    "gpt2-350m, gpt2-774m, gpt2-1558m, llama, qwen2, qwen3, mistral, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, mistral-7b-v0.3");
 }
 
 TEST_CASE("model families: what each family lets the rest of ampt do", "[models][family]") {

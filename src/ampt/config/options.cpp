@@ -214,10 +214,11 @@ std::vector<Option> build_table() {
       // model
       choice_option("model", "model.name", &C::model,
                     {"mlp", "cnn", "gpt", "gpt-tiny", "gpt2-124m", "gpt2-350m", "gpt2-774m",
-                     "gpt2-1558m", "llama", "qwen2", "llama-3.2-1b", "llama-3.1-8b",
-                     "qwen2.5-0.5b", "qwen2.5-7b"},
-                    "Model architecture; the gpt*, llama* and qwen* presets fix the dimensions "
-                    "below (llama and qwen2 alone: tiny ones)"),
+                     "gpt2-1558m", "llama", "qwen2", "qwen3", "mistral", "llama-3.2-1b",
+                     "llama-3.1-8b", "qwen2.5-0.5b", "qwen2.5-7b", "qwen3-0.6b", "qwen3-1.7b",
+                     "qwen3-8b", "mistral-7b-v0.3"},
+                    "Model architecture; the gpt*, llama*, qwen* and mistral* presets fix the "
+                    "dimensions below (llama, qwen2, qwen3 and mistral alone: tiny ones)"),
       integer_option("mlp_hidden", "model.mlp_hidden", &C::mlp_hidden, at_least_1,
                      "Width of each hidden layer of the MLP"),
       integer_option("mlp_layers", "model.mlp_layers", &C::mlp_layers, at_least_1,
@@ -254,7 +255,8 @@ std::vector<Option> build_table() {
       list_option(string_option("lora_targets", "lora.target_modules", &C::lora_targets, false, "LIST",
                     "LoRA: the Linear layers that get adapters, comma-separated module names "
                     "matched as peft's target_modules (c_attn,c_proj or q_proj,v_proj,...); "
-                    "default: the family's (gpt: c_attn; llama, qwen2: q_proj,v_proj)")),
+                    "default: the family's (gpt: c_attn; llama, qwen2, qwen3, mistral: "
+                    "q_proj,v_proj)")),
 
       // data
       checked_string_option(

@@ -92,9 +92,13 @@ std::string pretrained_model(const std::string& dir) {
       type != nullptr && type->kind == JsonValue::Kind::string ? type->string : "";
   // GPT-2's own files have carried model_type since 2020; one without it is taken for GPT-2.
   if (model_type == "gpt2" || model_type.empty()) return "gpt";
-  if (model_type == "llama" || model_type == "qwen2") return model_type;
-  throw RuntimeError(fmt::format("{}: model_type is {}; ampt loads gpt2, llama and qwen2 models",
-                                 path, model_type));
+  if (model_type == "llama" || model_type == "qwen2" || model_type == "qwen3" ||
+      model_type == "mistral") {
+    return model_type;
+  }
+  throw RuntimeError(fmt::format(
+      "{}: model_type is {}; ampt loads gpt2, llama, qwen2, qwen3 and mistral models", path,
+      model_type));
 }
 
 }  // namespace ampt::config

@@ -118,13 +118,24 @@ void read_rope(const ConfigFile& file, LlamaConfig& config) {
 }
 
 // Settings that change the architecture away from the one ampt builds, refused by name.
-void refuse_unsupported(const ConfigFile& file, const LlamaConfig& config) {
+void refuse_unsupported(const ConfigFile& file) {
   if (const auto act = file.text("hidden_act", "silu"); act != "silu") {
     file.fail(fmt::format("hidden_act {} is not the SwiGLU activation ampt's Llama has (silu)", act));
   }
   if (file.flag("mlp_bias", false)) file.fail("mlp_bias is true: ampt's Llama MLP has no biases");
   if (file.flag("use_sliding_window", false)) {
     file.fail("use_sliding_window is true: ampt's attention is full causal attention, no sliding window");
+  }
+  // Qwen2 and Qwen3 keep a window size that use_sliding_window false turns off; Mistral's is on
+  // whenever it is set.
+  if (const JsonValue* window = file.find("sliding_window");
+      window != nullptr && !file.find("use_sliding_window")) {
+    const auto value = window->kind == JsonValue::Kind::number
+                           ? fmt::format("{:g}", window->number)
+                           : std::string(window->kind_name());
+    file.fail(fmt::format("sliding_window is {}: ampt's attention is full causal attention; only "
+                          "null is allowed",
+                          value));
   }
   if (const JsonValue* layers = file.find("layer_types")) {
     for (const JsonValue& type : layers->items) {
@@ -142,12 +153,14 @@ void refuse_unsupported(const ConfigFile& file, const LlamaConfig& config) {
   if (const JsonValue* tp = file.find("pretraining_tp"); tp != nullptr && file.number(*tp, "pretraining_tp") != 1) {
     file.fail(fmt::format("pretraining_tp is {}: ampt reads the weights whole (1)", tp->number));
   }
-  if (const JsonValue* head_dim = file.find("head_dim");
-      head_dim != nullptr && file.number(*head_dim, "head_dim") != static_cast<double>(config.head_dim())) {
-    file.fail(fmt::format("head_dim {} is not hidden_size / num_attention_heads ({}), the only one "
-                          "ampt's Llama builds",
-                          head_dim->number, config.head_dim()));
-  }
+}
+
+// The Hugging Face class that reads a config of `model_type` back.
+const char* architecture(const std::string& model_type) {
+  if (model_type == "qwen2") return "Qwen2ForCausalLM";
+  if (model_type == "qwen3") return "Qwen3ForCausalLM";
+  if (model_type == "mistral") return "MistralForCausalLM";
+  return "LlamaForCausalLM";
 }
 
 std::string token_id(const std::optional<int64_t>& id) { return id ? std::to_string(*id) : "null"; }
@@ -158,27 +171,35 @@ LlamaConfig read_llama_config(const std::string& path) {
   const ConfigFile file(path);
   LlamaConfig config;
   config.model_type = file.text("model_type", "");
-  if (config.model_type != "llama" && config.model_type != "qwen2") {
-    file.fail(fmt::format("model_type is {}, ampt's Llama loads llama and qwen2 models",
-                          config.model_type.empty() ? "missing" : config.model_type));
+  const auto& type = config.model_type;
+  if (type != "llama" && type != "qwen2" && type != "qwen3" && type != "mistral") {
+    file.fail(fmt::format("model_type is {}, ampt's Llama loads llama, qwen2, qwen3 and mistral "
+                          "models",
+                          type.empty() ? "missing" : type));
   }
-  const bool qwen2 = config.model_type == "qwen2";
+  const bool qwen2 = type == "qwen2", qwen3 = type == "qwen3", mistral = type == "mistral";
   config.hidden_size = file.size("hidden_size");
   config.intermediate_size = file.size("intermediate_size");
   config.num_hidden_layers = file.size("num_hidden_layers");
   config.num_attention_heads = file.size("num_attention_heads");
   config.num_key_value_heads = file.find("num_key_value_heads") ? file.size("num_key_value_heads")
                                                                 : config.num_attention_heads;
+  // Qwen3Config's head_dim is 128 unless given; the others' hidden_size / num_attention_heads.
+  config.head_size = file.find("head_dim") ? file.size("head_dim") : qwen3 ? 128 : 0;
   config.max_position_embeddings = file.size("max_position_embeddings");
   config.vocab_size = file.size("vocab_size");
   if (const JsonValue* eps = file.find("rms_norm_eps")) config.rms_norm_eps = file.number(*eps, "rms_norm_eps");
   read_rope(file, config);
-  config.qkv_bias = qwen2 || file.flag("attention_bias", false);
-  config.o_bias = !qwen2 && file.flag("attention_bias", false);
+  // Qwen2's q/k/v always have biases, Mistral's layers never; Llama's and Qwen3's attention_bias
+  // puts them on all four projections.
+  const bool attention_bias = !mistral && file.flag("attention_bias", false);
+  config.qkv_bias = qwen2 || attention_bias;
+  config.o_bias = !qwen2 && attention_bias;
+  config.qk_norm = qwen3;
   config.tie_word_embeddings = file.flag("tie_word_embeddings", false);
   if (const auto bos = file.ids("bos_token_id"); !bos.empty()) config.bos_token_id = bos.front();
   config.eos_token_ids = file.ids("eos_token_id");
-  if (config.hidden_size % config.num_attention_heads != 0) {
+  if (config.head_size == 0 && config.hidden_size % config.num_attention_heads != 0) {
     file.fail(fmt::format("hidden_size {} is not a multiple of num_attention_heads {}",
                           config.hidden_size, config.num_attention_heads));
   }
@@ -189,12 +210,25 @@ LlamaConfig read_llama_config(const std::string& path) {
   if (config.head_dim() % 2 != 0) {
     file.fail(fmt::format("the head dimension {} is odd: rotary embeddings rotate pairs", config.head_dim()));
   }
-  refuse_unsupported(file, config);
+  refuse_unsupported(file);
   return config;
 }
 
 std::string llama_config_json(const LlamaConfig& c) {
-  const bool qwen2 = c.model_type == "qwen2";
+  // What each class reads besides the shared keys: Qwen2's window switch, Qwen3's bias switch
+  // and window, Mistral's window (null: off), Llama's biases.
+  std::string own;
+  if (c.model_type == "qwen2") {
+    own = "  \"use_sliding_window\": false,\n";
+  } else if (c.model_type == "qwen3") {
+    own = fmt::format("  \"attention_bias\": {},\n  \"use_sliding_window\": false,\n"
+                      "  \"sliding_window\": null,\n",
+                      c.qkv_bias ? "true" : "false");
+  } else if (c.model_type == "mistral") {
+    own = "  \"sliding_window\": null,\n";
+  } else {
+    own = fmt::format("  \"attention_bias\": {},\n  \"mlp_bias\": false,\n", c.qkv_bias ? "true" : "false");
+  }
   std::string rope = fmt::format("{{\"rope_type\": \"default\", \"rope_theta\": {}}}", json_number(c.rope_theta));
   if (c.llama3_scaling) {
     const auto& s = *c.llama3_scaling;
@@ -220,12 +254,10 @@ std::string llama_config_json(const LlamaConfig& c) {
       "  \"tie_word_embeddings\": {},\n  \"use_cache\": true,\n  \"torch_dtype\": \"float32\",\n"
       "  \"bos_token_id\": {},\n  \"eos_token_id\": {}\n"
       "}}\n",
-      qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM", c.model_type, c.hidden_size,
+      architecture(c.model_type), c.model_type, c.hidden_size,
       c.intermediate_size, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads,
       c.head_dim(), c.max_position_embeddings, c.vocab_size, json_number(c.rms_norm_eps),
-      json_number(c.rope_theta), rope,
-      qwen2 ? "  \"use_sliding_window\": false,\n"
-            : fmt::format("  \"attention_bias\": {},\n  \"mlp_bias\": false,\n", c.qkv_bias ? "true" : "false"),
+      json_number(c.rope_theta), rope, own,
       c.tie_word_embeddings ? "true" : "false", token_id(c.bos_token_id), eos);
 }
 

@@ -1,7 +1,10 @@
-// A Hugging Face Llama or Qwen2 config.json (LlamaForCausalLM, Qwen2ForCausalLM): the
-// architecture ampt builds to load its weights, and the file it writes when it hands one back.
-// Qwen2 is Llama with biases on q/k/v and its own defaults; both spellings of rotary settings
-// are read: transformers 5's `rope_parameters` and the hub's older `rope_theta` + `rope_scaling`.
+// A Hugging Face config.json of the Llama architecture's families (LlamaForCausalLM,
+// Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM): the architecture ampt builds to load
+// its weights, and the file it writes when it hands one back. Qwen2 is Llama with biases on
+// q/k/v; Qwen3 adds an RMSNorm over each query and key head before the rotation and a head_dim of
+// its own (128 unless given); Mistral is Llama without biases, its sliding window refused. Both
+// spellings of rotary settings are read: transformers 5's `rope_parameters` and the hub's older
+// `rope_theta` + `rope_scaling`.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +23,13 @@ struct Llama3Scaling {
 };
 
 struct LlamaConfig {
-  std::string model_type = "llama";  // "llama" or "qwen2"
+  std::string model_type = "llama";  // "llama", "qwen2", "qwen3" or "mistral"
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
   int64_t num_key_value_heads = 0;
+  int64_t head_size = 0;  // config.json's head_dim; 0: hidden_size / num_attention_heads
   int64_t max_position_embeddings = 0;
   int64_t vocab_size = 0;
   double rms_norm_eps = 1e-6;
@@ -35,17 +39,18 @@ struct LlamaConfig {
   // o_proj (Llama's attention_bias only).
   bool qkv_bias = false;
   bool o_bias = false;
+  bool qk_norm = false;  // Qwen3's q_norm and k_norm
   bool tie_word_embeddings = false;
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // config.json may give one id or a list
 
-  int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  int64_t head_dim() const { return head_size > 0 ? head_size : hidden_size / num_attention_heads; }
 };
 
 // Reads `path`. A file that is not JSON, lacks a dimension, or asks for what ampt's Llama does
 // not build (another model_type, activation or rope_type, a sliding window, experts, an MLP
-// bias, a head_dim other than hidden_size / num_attention_heads, tensor-parallel pretraining_tp)
-// is one RuntimeError line naming the file, the key and what is allowed.
+// bias, an odd head_dim, tensor-parallel pretraining_tp) is one RuntimeError line naming the
+// file, the key and what is allowed.
 LlamaConfig read_llama_config(const std::string& path);
 
 // config.json text that transformers' AutoConfig reads back to `config`.

@@ -20,17 +20,22 @@ std::string hf_name(const std::string& name) {
 }
 
 std::vector<Spec> llama_specs(const LlamaConfig& c) {
-  const int64_t C = c.hidden_size, kv = c.num_key_value_heads * c.head_dim(), F = c.intermediate_size;
+  const int64_t C = c.hidden_size, D = c.head_dim(), q = c.num_attention_heads * D,
+                kv = c.num_key_value_heads * D, F = c.intermediate_size;
   std::vector<Spec> specs = {{"embed_tokens.weight", {c.vocab_size, C}}};
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const auto p = fmt::format("layers.{}.", i);
     specs.push_back({p + "input_layernorm.weight", {C}});
-    for (const auto& [proj, out] : {std::pair{"q_proj", C}, {"k_proj", kv}, {"v_proj", kv}}) {
+    for (const auto& [proj, out] : {std::pair{"q_proj", q}, {"k_proj", kv}, {"v_proj", kv}}) {
       specs.push_back({p + "self_attn." + proj + ".weight", {out, C}});
       if (c.qkv_bias) specs.push_back({p + "self_attn." + proj + ".bias", {out}});
     }
-    specs.push_back({p + "self_attn.o_proj.weight", {C, C}});
+    specs.push_back({p + "self_attn.o_proj.weight", {C, q}});
     if (c.o_bias) specs.push_back({p + "self_attn.o_proj.bias", {C}});
+    if (c.qk_norm) {
+      specs.push_back({p + "self_attn.q_norm.weight", {D}});
+      specs.push_back({p + "self_attn.k_norm.weight", {D}});
+    }
     specs.push_back({p + "post_attention_layernorm.weight", {C}});
     specs.push_back({p + "mlp.gate_proj.weight", {F, C}});
     specs.push_back({p + "mlp.up_proj.weight", {F, C}});
@@ -42,7 +47,11 @@ std::vector<Spec> llama_specs(const LlamaConfig& c) {
 }
 
 std::string describe(const LlamaConfig& c) {
-  return fmt::format("a {} of {} layers", c.model_type == "qwen2" ? "Qwen2" : "Llama", c.num_hidden_layers);
+  const auto* name = c.model_type == "qwen2"     ? "Qwen2"
+                     : c.model_type == "qwen3"   ? "Qwen3"
+                     : c.model_type == "mistral" ? "Mistral"
+                                                 : "Llama";
+  return fmt::format("a {} of {} layers", name, c.num_hidden_layers);
 }
 
 }  // namespace

@@ -9,9 +9,10 @@ int64_t gpt_training_flops_per_token(int64_t parameters, const GptDims& dims, in
 }
 
 int64_t llama_training_flops_per_token(const LlamaDims& dims, int64_t seq_len) {
-  const int64_t matmul = dims.parameters() - (dims.tied_head ? 0 : dims.vocab_size * dims.n_embd) -
-                         (2 * dims.n_layer + 1) * dims.n_embd;
-  return 6 * matmul + 6 * dims.n_layer * dims.n_embd * seq_len;
+  // The blocks' Linear weights and biases and the head's weight (the embedding is a lookup).
+  int64_t matmul = dims.vocab_size * dims.n_embd;
+  for (const auto& l : layer_inventory(dims).linears) matmul += l.in * l.out + (l.bias ? l.out : 0);
+  return 6 * matmul + 6 * dims.n_layer * dims.query_width() * seq_len;
 }
 
 }  // namespace ampt::models

@@ -30,15 +30,26 @@ torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
 LlamaAttentionImpl::LlamaAttentionImpl(const LlamaDims& dims)
     : n_head_(dims.n_head), n_kv_head_(dims.n_kv_head), head_dim_(dims.head_dim()),
       dropout_(dims.dropout) {
-  const int64_t kv = dims.n_kv_head * head_dim_;
-  q_proj = register_module("q_proj", Linear(dims.n_embd, dims.n_embd, dims.qkv_bias));
+  const int64_t kv = dims.n_kv_head * head_dim_, q = dims.query_width();
+  q_proj = register_module("q_proj", Linear(dims.n_embd, q, dims.qkv_bias));
   k_proj = register_module("k_proj", Linear(dims.n_embd, kv, dims.qkv_bias));
   v_proj = register_module("v_proj", Linear(dims.n_embd, kv, dims.qkv_bias));
-  o_proj = register_module("o_proj", Linear(dims.n_embd, dims.n_embd, dims.o_bias));
+  o_proj = register_module("o_proj", Linear(q, dims.n_embd, dims.o_bias));
+  if (dims.qk_norm) {
+    q_norm = register_module("q_norm", RmsNorm(head_dim_, dims.rms_norm_eps));
+    k_norm = register_module("k_norm", RmsNorm(head_dim_, dims.rms_norm_eps));
+  }
 }
 
 torch::Tensor LlamaAttentionImpl::heads(const torch::Tensor& t, int64_t count) const {
   return t.view({t.size(0), t.size(1), count, head_dim_}).transpose(1, 2);
+}
+
+torch::Tensor LlamaAttentionImpl::normed(RmsNorm& norm, const torch::Tensor& heads) {
+  if (!norm) return heads;
+  // The norm's fp32 weight would promote half heads: they stay in their dtype, as autocast
+  // would cast them for the attention.
+  return call(norm, heads).to(heads.scalar_type());
 }
 
 torch::Tensor LlamaAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
@@ -57,8 +68,8 @@ torch::Tensor LlamaAttentionImpl::attend(const torch::Tensor& q, const torch::Te
 }
 
 LlamaAttentionImpl::Qkv LlamaAttentionImpl::qkv(const torch::Tensor& x, const RotaryAngles& angles) {
-  return {apply_rotary(heads(q_proj->forward(x), n_head_), angles),
-          apply_rotary(heads(k_proj->forward(x), n_kv_head_), angles),
+  return {apply_rotary(normed(q_norm, heads(q_proj->forward(x), n_head_)), angles),
+          apply_rotary(normed(k_norm, heads(k_proj->forward(x), n_kv_head_)), angles),
           heads(v_proj->forward(x), n_kv_head_)};
 }
 

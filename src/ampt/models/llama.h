@@ -1,7 +1,7 @@
-// The Llama architecture (Meta's Llama 2/3, and Qwen2 with its q/k/v biases): RMSNorm before
-// each sublayer, rotary positions, grouped-query attention, a SwiGLU MLP, and a head tied to the
-// token embedding or not. Parameter names are Hugging Face's without "model.": embed_tokens,
-// layers.N.self_attn.q_proj, ..., norm, lm_head.
+// The Llama architecture (Meta's Llama 2/3, Qwen2 with its q/k/v biases, Qwen3 with its q/k
+// norms and wider heads, Mistral): RMSNorm before each sublayer, rotary positions, grouped-query
+// attention, a SwiGLU MLP, and a head tied to the token embedding or not. Parameter names are
+// Hugging Face's without "model.": embed_tokens, layers.N.self_attn.q_proj, ..., norm, lm_head.
 #pragma once
 
 #include "ampt/models/decoder.h"
@@ -37,7 +37,8 @@ class RmsNormImpl : public torch::nn::Module, public precision::NormRole {
 TORCH_MODULE(RmsNorm);
 
 // Causal self-attention with n_head query heads sharing n_kv_head key/value heads (SDPA's
-// enable_gqa), rotary positions on queries and keys.
+// enable_gqa), rotary positions on queries and keys; Qwen3's normalise each query and key head
+// (q_norm, k_norm over head_dim) before the rotation.
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
   explicit LlamaAttentionImpl(const LlamaDims& dims);
@@ -51,6 +52,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
                                std::pair<torch::Tensor, torch::Tensor>& cache);
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RmsNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3's; none otherwise
 
  private:
   struct Qkv {
@@ -58,6 +60,8 @@ class LlamaAttentionImpl : public torch::nn::Module {
   };
   // [B, T, heads · head_dim] → [B, heads, T, head_dim]
   torch::Tensor heads(const torch::Tensor& t, int64_t count) const;
+  // Qwen3's per-head norm of `heads` before the rotation; without one, the heads as they are.
+  static torch::Tensor normed(RmsNorm& norm, const torch::Tensor& heads);
   // The projections of x into heads, queries and keys rotated to `angles`' positions.
   Qkv qkv(const torch::Tensor& x, const RotaryAngles& angles);
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

@@ -1,5 +1,6 @@
-// The Llama family: Llama 2/3 and Qwen2 (llama.h), their presets (llama_presets.h), and Hugging
-// Face LlamaForCausalLM and Qwen2ForCausalLM checkpoints in and out.
+// The Llama family: Llama 2/3, Qwen2, Qwen3 and Mistral (llama.h), their presets
+// (llama_presets.h), and Hugging Face LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and
+// MistralForCausalLM checkpoints in and out.
 #include "ampt/core/errors.h"
 #include "ampt/hf/llama_config.h"
 #include "ampt/hf/llama_export.h"
@@ -25,11 +26,15 @@ data::SampleRequest request(const config::Config& config) {
 std::string architecture(const LlamaDims& d, bool grad_ckpt) {
   std::string rope = fmt::format("rope_theta {:g}", d.rope_theta);
   if (d.rope_llama3) rope += fmt::format(" (llama3 scaling, factor {:g})", d.rope_llama3->factor);
-  return fmt::format("{}: n_layer {}, n_embd {}, n_head {}, n_kv_head {}, intermediate {}, "
-                     "block_size {}, vocab_size {}, {}{}{}{}",
-                     d.flavour, d.n_layer, d.n_embd, d.n_head, d.n_kv_head, d.intermediate,
+  // A head width of the model's own (Qwen3's); config.json may repeat hidden / heads.
+  const bool own_heads = d.query_width() != d.n_embd;
+  const auto heads = own_heads ? fmt::format(", head_dim {}", d.head_dim()) : "";
+  return fmt::format("{}: n_layer {}, n_embd {}, n_head {}, n_kv_head {}{}, intermediate {}, "
+                     "block_size {}, vocab_size {}, {}{}{}{}{}",
+                     d.flavour, d.n_layer, d.n_embd, d.n_head, d.n_kv_head, heads, d.intermediate,
                      d.block_size, d.vocab_size, rope, d.qkv_bias ? ", q/k/v biases" : "",
-                     d.tied_head ? ", tied head" : "", grad_ckpt ? ", blocks recomputed in backward" : "");
+                     d.qk_norm ? ", q/k norms" : "", d.tied_head ? ", tied head" : "",
+                     grad_ckpt ? ", blocks recomputed in backward" : "");
 }
 
 Model build(const config::Config& config, const data::DataSpec& spec) {
@@ -94,6 +99,7 @@ hf::LlamaConfig hf_config(const LlamaDims& d) {
   c.num_hidden_layers = d.n_layer;
   c.num_attention_heads = d.n_head;
   c.num_key_value_heads = d.n_kv_head;
+  c.head_size = d.head_size;
   c.max_position_embeddings = d.block_size;
   c.vocab_size = d.vocab_size;
   c.rms_norm_eps = d.rms_norm_eps;
@@ -104,6 +110,7 @@ hf::LlamaConfig hf_config(const LlamaDims& d) {
   }
   c.qkv_bias = d.qkv_bias;
   c.o_bias = d.o_bias;
+  c.qk_norm = d.qk_norm;
   c.tie_word_embeddings = d.tied_head;
   return c;
 }

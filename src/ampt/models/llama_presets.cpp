@@ -44,6 +44,18 @@ LlamaDims qwen2(LlamaDims d) {
   return d;
 }
 
+LlamaDims qwen3(LlamaDims d, int64_t head_size) {
+  d.head_size = head_size;
+  d.qk_norm = true;
+  d.flavour = "qwen3";
+  return d;
+}
+
+LlamaDims mistral(LlamaDims d) {
+  d.flavour = "mistral";
+  return d;
+}
+
 LlamaDims from_hf(const hf::LlamaConfig& c, double dropout) {
   LlamaDims d = dims_of(c.num_hidden_layers, c.hidden_size, c.num_attention_heads,
                         c.num_key_value_heads, c.intermediate_size, c.max_position_embeddings,
@@ -53,8 +65,10 @@ LlamaDims from_hf(const hf::LlamaConfig& c, double dropout) {
     d.rope_llama3 = RopeLlama3{s.factor, s.low_freq_factor, s.high_freq_factor,
                                s.original_max_position_embeddings};
   }
+  d.head_size = c.head_size;
   d.qkv_bias = c.qkv_bias;
   d.o_bias = c.o_bias;
+  d.qk_norm = c.qk_norm;
   d.flavour = c.model_type;
   d.dropout = dropout;
   return d;
@@ -71,7 +85,8 @@ LlamaDims pretrained_dims(const config::Config& config) {
                                  config.block_size, files.config_json, dims.block_size));
   }
   const auto preset = std::ranges::find(llama_presets(), config.model, &LlamaPreset::name);
-  const bool base = config.model == "llama" || config.model == "qwen2";
+  // A tiny preset's name stands for its family: it takes any architecture of it.
+  const bool base = preset->published == 0;
   if (!base && (preset->dims.n_layer != dims.n_layer || preset->dims.n_embd != dims.n_embd ||
                 preset->dims.n_head != dims.n_head)) {
     throw UsageError(fmt::format("model {} (n_layer {}, n_embd {}, n_head {}) is not the "
@@ -87,9 +102,9 @@ LlamaDims pretrained_dims(const config::Config& config) {
 }  // namespace
 
 int64_t LlamaDims::parameters() const {
-  const int64_t kv = n_kv_head * head_dim();
-  const int64_t attention = n_embd * n_embd * 2 + n_embd * kv * 2 +
-                            (qkv_bias ? n_embd + 2 * kv : 0) + (o_bias ? n_embd : 0);
+  const int64_t kv = n_kv_head * head_dim(), q = query_width();
+  const int64_t attention = n_embd * q * 2 + n_embd * kv * 2 + (qkv_bias ? q + 2 * kv : 0) +
+                            (o_bias ? n_embd : 0) + (qk_norm ? 2 * head_dim() : 0);
   const int64_t block = attention + 3 * n_embd * intermediate + 2 * n_embd;
   return vocab_size * n_embd * (tied_head ? 1 : 2) + n_layer * block + n_embd;
 }
@@ -98,6 +113,8 @@ const std::vector<LlamaPreset>& llama_presets() {
   static const std::vector<LlamaPreset> presets = {
       {"llama", dims_of(2, 64, 4, 2, 128, 64, 256, 1e-5, 10000.0, false), 0},
       {"qwen2", qwen2(dims_of(2, 64, 4, 2, 128, 64, 256, 1e-6, 10000.0, true)), 0},
+      {"qwen3", qwen3(dims_of(2, 64, 4, 2, 128, 64, 256, 1e-6, 1e6, true), 32), 0},
+      {"mistral", mistral(dims_of(2, 64, 4, 2, 128, 64, 256, 1e-5, 1e6, false)), 0},
       // meta-llama/Llama-3.2-1B and Llama-3.1-8B; Qwen/Qwen2.5-0.5B and Qwen2.5-7B.
       {"llama-3.2-1b",
        llama3(dims_of(16, 2048, 32, 8, 8192, 131072, 128256, 1e-5, 500000.0, true), 32.0),
@@ -109,12 +126,22 @@ const std::vector<LlamaPreset>& llama_presets() {
        494'032'768},
       {"qwen2.5-7b", qwen2(dims_of(28, 3584, 28, 4, 18944, 131072, 152064, 1e-6, 1e6, false)),
        7'615'616'512},
+      // Qwen/Qwen3-0.6B, Qwen3-1.7B and Qwen3-8B; mistralai/Mistral-7B-v0.3.
+      {"qwen3-0.6b", qwen3(dims_of(28, 1024, 16, 8, 3072, 40960, 151936, 1e-6, 1e6, true), 128),
+       596'049'920},
+      {"qwen3-1.7b", qwen3(dims_of(28, 2048, 16, 8, 6144, 40960, 151936, 1e-6, 1e6, true), 128),
+       1'720'574'976},
+      {"qwen3-8b", qwen3(dims_of(36, 4096, 32, 8, 12288, 40960, 151936, 1e-6, 1e6, false), 128),
+       8'190'735'360},
+      {"mistral-7b-v0.3",
+       mistral(dims_of(32, 4096, 32, 8, 14336, 32768, 32768, 1e-5, 1e6, false)), 7'248'023'552},
   };
   return presets;
 }
 
 LayerInventory layer_inventory(const LlamaDims& dims) {
-  const int64_t C = dims.n_embd, kv = dims.n_kv_head * dims.head_dim(), I = dims.intermediate;
+  const int64_t C = dims.n_embd, q = dims.query_width(), kv = dims.n_kv_head * dims.head_dim(),
+                I = dims.intermediate;
   LayerInventory inventory;
   for (int64_t i = 0; i < dims.n_layer; ++i) {
     const auto block = fmt::format("layers.{}", i);
@@ -122,10 +149,10 @@ LayerInventory layer_inventory(const LlamaDims& dims) {
     const auto layer = [&](const char* name, LinearRole role, int64_t in, int64_t out, bool bias) {
       inventory.linears.push_back({fmt::format("{}.{}", block, name), block, role, in, out, bias});
     };
-    layer("self_attn.q_proj", LinearRole::q, C, C, dims.qkv_bias);
+    layer("self_attn.q_proj", LinearRole::q, C, q, dims.qkv_bias);
     layer("self_attn.k_proj", LinearRole::k, C, kv, dims.qkv_bias);
     layer("self_attn.v_proj", LinearRole::v, C, kv, dims.qkv_bias);
-    layer("self_attn.o_proj", LinearRole::o, C, C, dims.o_bias);
+    layer("self_attn.o_proj", LinearRole::o, q, C, dims.o_bias);
     layer("mlp.gate_proj", LinearRole::gate, C, I, false);
     layer("mlp.up_proj", LinearRole::up, C, I, false);
     layer("mlp.down_proj", LinearRole::down, I, C, false);
@@ -154,7 +181,7 @@ LlamaDims resolve_llama_dims(const config::Config& config) {
   if (config.vocab_size != 0) dims.vocab_size = config.vocab_size;
   if (config.n_head != 0) dims.n_head = config.n_head;
   dims.dropout = config.dropout;
-  if (dims.n_embd % dims.n_head != 0 || dims.head_dim() % 2 != 0) {
+  if ((dims.head_size == 0 && dims.n_embd % dims.n_head != 0) || dims.head_dim() % 2 != 0) {
     throw UsageError(fmt::format(
         "n_embd {} is not divisible by n_head {} into an even head size (model {}): rotary "
         "embeddings rotate pairs of a head's dimensions",

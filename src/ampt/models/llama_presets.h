@@ -1,5 +1,5 @@
-// Llama and Qwen2 presets, and the rule by which the dimension options or a pretrained
-// config.json decide a Llama's dimensions.
+// The presets of the Llama architecture's families (Llama, Qwen2, Qwen3, Mistral), and the rule
+// by which the dimension options or a pretrained config.json decide a Llama's dimensions.
 #pragma once
 
 #include "ampt/config/config.h"
@@ -27,6 +27,7 @@ struct LlamaDims {
   int64_t n_embd = 0;        // hidden_size
   int64_t n_head = 0;
   int64_t n_kv_head = 0;     // grouped-query attention: each key/value head serves n_head / n_kv_head
+  int64_t head_size = 0;     // Qwen3's (and any config.json's) head_dim; 0: n_embd / n_head
   int64_t intermediate = 0;  // the SwiGLU MLP's width
   int64_t block_size = 0;    // context: max_position_embeddings
   int64_t vocab_size = 0;
@@ -35,11 +36,14 @@ struct LlamaDims {
   std::optional<RopeLlama3> rope_llama3;
   bool qkv_bias = false;  // Qwen2's
   bool o_bias = false;
+  bool qk_norm = false;    // Qwen3's: an RMSNorm over each query and key head before the rotation
   bool tied_head = false;  // the head reuses embed_tokens (no lm_head parameter)
   double dropout = 0.0;   // on attention probabilities (attention_dropout); 0 in every release
-  std::string flavour = "llama";  // "llama" or "qwen2": the Hugging Face model_type written back
+  // The Hugging Face model_type written back: "llama", "qwen2", "qwen3" or "mistral".
+  std::string flavour = "llama";
 
-  int64_t head_dim() const { return n_embd / n_head; }
+  int64_t head_dim() const { return head_size > 0 ? head_size : n_embd / n_head; }
+  int64_t query_width() const { return n_head * head_dim(); }  // q_proj's out, o_proj's in
   // Parameters of a model of these dimensions.
   int64_t parameters() const;
 };
@@ -47,18 +51,21 @@ struct LlamaDims {
 struct LlamaPreset {
   std::string name;  // the --model value
   LlamaDims dims;
-  int64_t published = 0;  // the parameter count its model card states
+  int64_t published = 0;  // the parameter count its model card states; 0: a tiny model
 };
 
-// llama and qwen2 (tiny models for tests and examples), llama-3.2-1b, llama-3.1-8b,
-// qwen2.5-0.5b and qwen2.5-7b with the dimensions of their Hugging Face config.json.
+// llama, qwen2, qwen3 and mistral (tiny models for tests and examples; qwen3's heads twice as
+// wide as n_embd / n_head, as Qwen3-0.6B's are), llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b,
+// qwen2.5-7b, qwen3-0.6b, qwen3-1.7b, qwen3-8b and mistral-7b-v0.3 with the dimensions of their
+// Hugging Face config.json.
 const std::vector<LlamaPreset>& llama_presets();
 
 // The dimensions of config.model: n_layer, n_embd, n_head, block_size and vocab_size are the
 // option's value when non-zero and the preset's otherwise; dropout is always the option's. With
 // config.init_from, its config.json decides (hf/llama_config.h) and an option that contradicts
 // it (block_size may be smaller: the windows trained on) is a UsageError naming both. Throws
-// UsageError when n_embd is not a multiple of n_head, or n_head of the key/value heads.
+// UsageError when the heads are of odd width (or, without a head_dim of the preset's own,
+// n_embd is not a multiple of n_head), or n_head is not a multiple of the key/value heads.
 LlamaDims resolve_llama_dims(const config::Config& config);
 
 // The blocks layers.0 ... and each one's Linear layers, self_attn.q_proj [C → C], k_proj and

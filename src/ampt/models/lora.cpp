@@ -122,7 +122,7 @@ std::vector<std::string> lora_targets_of(const config::Config& config,
                                          const std::vector<std::string>& family_defaults) {
   if (family_defaults.empty()) {
     throw UsageError(fmt::format("lora_rank {} with model '{}': LoRA adapts the Linear layers of "
-                                 "a transformer (gpt, llama, qwen2 and their presets); use "
+                                 "a transformer (gpt, llama, qwen2, qwen3, mistral and their presets); use "
                                  "lora_rank 0",
                                  config.lora_rank, config.model));
   }

@@ -145,8 +145,9 @@ int64_t llama_activations(const ModelDims& d, const Scheme& s, int64_t b, bool c
   const auto [r, h] = widths(s);
   const auto& m = d.llama;
   const int64_t T = d.seq_len, C = m.n_embd, L = m.n_layer, kv = m.n_kv_head * m.head_dim();
+  const int64_t q = m.query_width();
   const int64_t tokens = b * T;
-  const int64_t per_token = 2 * (4 * C + 4 + C * h) + 2 * (C + 2 * kv) * h + C * h +
+  const int64_t per_token = 2 * (4 * C + 4 + C * h) + 2 * (q + 2 * kv) * h + q * h +
                             m.n_head * 4 + 4 * m.intermediate * h;
   const int64_t block = tokens * per_token;
   const int64_t blocks = checkpointed ? L * tokens * C * r + block : L * block;
@@ -214,7 +215,9 @@ ParameterCounts count_parameters(const ModelDims& d) {
       break;
     }
     case Family::llama: {
-      p.norm = (2 * d.llama.n_layer + 1) * d.llama.n_embd;
+      // input/post-attention norms, Qwen3's q/k norms, the final norm.
+      p.norm = d.llama.n_layer * (2 * d.llama.n_embd + (d.llama.qk_norm ? 2 * d.llama.head_dim() : 0)) +
+               d.llama.n_embd;
       p.total = d.llama.parameters();
       break;
     }
@@ -352,7 +355,8 @@ BlockSplit split_blocks(const ModelDims& d) {
       s.root_norm = 2 * d.gpt.n_embd;       // ln_f
       break;
     case Family::llama:
-      s.block_norm = 2 * d.llama.n_embd;  // input_layernorm, post_attention_layernorm
+      // input_layernorm, post_attention_layernorm, Qwen3's q_norm and k_norm
+      s.block_norm = 2 * d.llama.n_embd + (d.llama.qk_norm ? 2 * d.llama.head_dim() : 0);
       s.root_norm = d.llama.n_embd;       // norm
       break;
     case Family::mlp:

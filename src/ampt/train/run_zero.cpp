@@ -45,7 +45,7 @@ void Run::check_zero3() const {
   if (model_.layers.blocks.empty() || !model_.set_block_hooks) {
     throw UsageError(fmt::format(
         "zero_stage 3 gathers a model's weights block by block, and model {} has no transformer "
-        "blocks to hook: use zero_stage 2, or a gpt, llama or qwen2 model",
+        "blocks to hook: use zero_stage 2, or a gpt, llama, qwen2, qwen3 or mistral model",
         config_.model));
   }
   if (config_.lora_rank > 0) {
