@@ -128,12 +128,18 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   CHECK(o2.activations < m.activations);
 
   // fp32: everything at 4 bytes, 48 per token and channel in a block; SGD with momentum: one
-  // state per parameter.
+  // state per parameter. The fused MLP's backward transient (two fp32 [tokens, 4C] gradients,
+  // the incoming and the residual stream's [tokens, C]: 40 bytes per token and channel) is larger
+  // here than the head's (12 per token and channel, the weight's 8 per element, the chunk of
+  // logits), and takes its place.
   const auto fp32 = ampt::models::estimate_memory(dims, {"fp32", "O0"}, OptimizerKind::sgd, 0.9, 4);
   CHECK(fp32.optimizer == 4 * 120'576);
   CHECK(fp32.cast_copies == 0);
+  const int64_t fp32_head = 256 * 64 * 12 + 2 * 4 * 256 * 64 + 256 * 256 * 4;
+  const int64_t mlp_backward = 256 * 64 * 40;
+  REQUIRE(mlp_backward > fp32_head);
   CHECK(fp32.activations == 2 * (256 * 64 * 48 + 256 * 4 * 4 + 256 * 16) + 256 * 16 + 256 * 8 +
-                                head + 256 * 64 * 2);  // the hidden states' gradient in fp32
+                                mlp_backward);
   CHECK(ampt::models::estimate_memory(dims, {"fp32", "O0"}, OptimizerKind::sgd, 0.0, 4).optimizer ==
         0);
   // fp8 applies to GPTs only.
@@ -384,12 +390,14 @@ TEST_CASE("memory estimate: LoRA's bytes by hand", "[memory][lora]") {
   CHECK(o2.masters == 4 * trained);
   CHECK(o2.step_transient == 4 * trained);
   CHECK(o2.cast_copies == 0);
-  // fp32: the base in fp32, no casts, no second input copy; SGD with momentum: one buffer.
+  // fp32: the base in fp32, no casts, no second input copy; SGD with momentum: one buffer. The
+  // peak is the fused MLP's backward in both runs (its transient outgrows the head's in fp32),
+  // so the frozen head's gradient does not show.
   const auto fp32 = estimate_memory(dims, {"fp32", "O0"}, OptimizerKind::sgd, 0.9, 4);
   const auto fp32_full = estimate_memory(full_dims, {"fp32", "O0"}, OptimizerKind::sgd, 0.9, 4);
   CHECK(fp32.frozen_weights == 4 * base);
   CHECK(fp32.optimizer == 4 * trained);
-  CHECK(fp32.activations == fp32_full.activations - head + 2 * 256 * 4 * 4);
+  CHECK(fp32.activations == fp32_full.activations + 2 * 256 * 4 * 4);
   // fp8: e4m3 copies of the (bf16) base's block weights, bf16 casts of the adapters.
   const auto fp8 = estimate_memory(dims, {"fp8", "O1"}, OptimizerKind::adamw, 0.9, 4);
   CHECK(fp8.cast_copies == 2 * 12 * 64 * 64 + 2 * trained);
@@ -530,7 +538,8 @@ TEST_CASE("memory estimate: within 15% of the peak RSS a CPU training run adds",
   // the process; a one-layer width-16 GPT on the same data gives the baseline (LibTorch, data,
   // loader), which is subtracted from both the measurement and the estimate. Measured when
   // written: +4% (bf16) and +2% (fp32); with the checkpoint snapshot: +4% (bf16), +1% (fp32);
-  // with the fused MLP and head: +1% (bf16), +8% (fp32).
+  // with the fused MLP and head: +1% (bf16), +8% (fp32); with the fused MLP's backward
+  // transient: +0.4% (bf16), +0.3% (fp32).
   for (const std::string precision : {"bf16", "no"}) {
     INFO(precision);
     const int64_t measured =
@@ -543,13 +552,14 @@ TEST_CASE("memory estimate: within 15% of the peak RSS a CPU training run adds",
   }
 }
 
-TEST_CASE("memory estimate: LoRA within 15% (Llama) and 25% (GPT) of a CPU run's peak RSS",
+TEST_CASE("memory estimate: LoRA within 15% of a CPU run's peak RSS, GPT and Llama",
           "[memory][cli][lora]") {
   // fp32 GPT and Llama with rank-8 adapters on the families' default targets: the frozen base's
   // fp32 weights and the activations, without the base's gradients, moments and snapshot. The
-  // baseline is a one-layer width-16 model with adapters, as above. Measured on a 2-core EPYC:
-  // Llama +0% to +3%; GPT -11% run alone, -18% under `ctest -j2`, an underestimate not yet
-  // explained (the full fine-tune's GPT estimate is +8%), so the GPT bound is 25% for now.
+  // baseline is a one-layer width-16 model with adapters, as above. Measured on a 2-core EPYC,
+  // alone and beside two other runs: Llama -2%; GPT +8% to +9% (it was -16% before the estimate
+  // counted the fused MLP's backward transient; of the 8% left, 6% comes and goes with the
+  // process's heap layout: the same run given one more flag, any flag, measures +2%).
   for (const std::string model : {"gpt", "llama"}) {
     INFO(model);
     const int64_t small_heads = model == "gpt" ? 1 : 2;  // llama's 2:1 query-to-key/value heads
@@ -558,8 +568,7 @@ TEST_CASE("memory estimate: LoRA within 15% (Llama) and 25% (GPT) of a CPU run's
     const int64_t estimated = estimated_peak("cpu", "no", 4, 256, 4, 256, 16, model, 8) -
                               estimated_peak("cpu", "no", 1, 16, small_heads, 256, 16, model, 8);
     INFO("measured " << measured << " bytes, estimated " << estimated);
-    CHECK(static_cast<double>(measured) ==
-          Approx(static_cast<double>(estimated)).epsilon(model == "gpt" ? 0.25 : 0.15));
+    CHECK(static_cast<double>(measured) == Approx(static_cast<double>(estimated)).epsilon(0.15));
   }
 }
 
