@@ -42,13 +42,13 @@ TEST_CASE("benchmark reference models have ampt's parameter counts", "[models][b
     INFO(model);
     // Building the GPT-2 sizes here would take seconds and gigabytes; memory_estimate_test
     // checks the count formula against the built presets.
-    if (dims.family == ampt::models::ModelDims::Family::gpt && model != "gpt-tiny") {
+    if (dims.transformer() && model != "gpt-tiny") {
       CHECK(python.at(model) == ampt::models::count_parameters(dims).total);
       continue;
     }
     ampt::data::DataSpec spec;
-    if (dims.family == ampt::models::ModelDims::Family::gpt) {
-      spec = {ampt::data::Task::language_model, {dims.seq_len}, dims.gpt.vocab_size};
+    if (dims.transformer()) {
+      spec = {ampt::data::Task::language_model, {dims.seq_len}, dims.classes};
     } else {
       spec = {ampt::data::Task::classification, dims.input_shape, dims.classes};
     }

@@ -26,12 +26,7 @@ Config with_model(const std::string& model) {
 
 // The data the estimate assumes, as the trainer would hand it to the model.
 ampt::data::DataSpec data_spec(const ModelDims& dims) {
-  if (dims.family == ModelDims::Family::gpt) {
-    return {ampt::data::Task::language_model, {dims.seq_len}, dims.gpt.vocab_size};
-  }
-  if (dims.family == ModelDims::Family::llama) {
-    return {ampt::data::Task::language_model, {dims.seq_len}, dims.llama.vocab_size};
-  }
+  if (dims.transformer()) return {ampt::data::Task::language_model, {dims.seq_len}, dims.classes};
   return {ampt::data::Task::classification, dims.input_shape, dims.classes};
 }
 

@@ -145,26 +145,6 @@ std::string bytes_per_parameter(const models::Scheme& scheme, const models::Memo
                      per(whole.weights + whole.gradients + whole.masters + whole.optimizer));
 }
 
-std::string describe_model(const models::ModelDims& d) {
-  switch (d.family) {
-    case models::ModelDims::Family::gpt:
-      return fmt::format("n_layer {}, n_embd {}, n_head {}, vocab_size {}, seq_len {}",
-                         d.gpt.n_layer, d.gpt.n_embd, d.gpt.n_head, d.gpt.vocab_size, d.seq_len);
-    case models::ModelDims::Family::llama:
-      return fmt::format("{} n_layer {}, n_embd {}, n_head {}, n_kv_head {}, intermediate {}, "
-                         "vocab_size {}, seq_len {}",
-                         d.llama.flavour, d.llama.n_layer, d.llama.n_embd, d.llama.n_head,
-                         d.llama.n_kv_head, d.llama.intermediate, d.llama.vocab_size, d.seq_len);
-    case models::ModelDims::Family::mlp:
-      return fmt::format("input {}, hidden {} x {} layers, classes {}", fmt::join(d.input_shape, "x"),
-                         d.mlp_hidden, d.mlp_layers, d.classes);
-    case models::ModelDims::Family::cnn:
-      return fmt::format("input {}, channels {}, {} blocks per stage, classes {}",
-                         fmt::join(d.input_shape, "x"), d.cnn_channels, d.cnn_blocks, d.classes);
-  }
-  return "";
-}
-
 // "LoRA rank 16 on 48 Linear layers (c_attn): ..." after the model's line; empty without LoRA.
 std::string lora_text(const models::ModelDims& d, const models::ParameterCounts& p) {
   if (!d.lora.active()) return "";
@@ -240,7 +220,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
       "| precision/opt level | weights | gradients | fp32 masters | optimizer | cast copies | "
       "activations | total | with --grad_ckpt | fits |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-      dims.name, grouped(params.total), describe_model(dims),
+      dims.name, grouped(params.total), dims.terms.description,
       config.optimizer == config::OptimizerKind::adamw ? "adamw (2 fp32 states per parameter)"
                                                        : "sgd",
       lora_text(dims, params), gpu.memory_gb, gpu.compute_capability, models::gib(usable), gpu.memory_gb, 1.0 - models::kFragmentation,

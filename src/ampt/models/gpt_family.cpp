@@ -8,9 +8,12 @@
 #include "ampt/models/flops.h"
 #include "ampt/models/gpt.h"
 #include "ampt/models/gpt_presets.h"
+#include "ampt/models/memory_terms.h"
 #include "ampt/models/model_family.h"
 #include "ampt/text/tokenizer.h"
 #include "ampt/text/tokenizer_files.h"
+
+#include <algorithm>
 
 namespace ampt::models {
 namespace {
@@ -107,19 +110,81 @@ std::string write_hf(const HfExport& request) {
                    : "config.json, model.safetensors";
 }
 
+// A GPT block's saved tensors per token and channel (measured with torch's saved-tensor hooks;
+// README "ampt recommend"): the block input (ln_1), ln_1's output as the matmul sees it, q/k/v
+// (3), the attention output (SDPA keeps it; c_proj reads the same storage), the mid-block
+// residual (ln_2), ln_2's output, c_fc's output (4, kept by GELU) and GELU's output (4, kept by
+// c_proj) unless the fused MLP recomputes it in backward (kernels/gelu_mlp.h). fp8 Linear layers
+// keep their e4m3 inputs (1 byte) instead: ln_1/ln_2 outputs, the attention output as c_proj's
+// input (besides SDPA's bf16 copy), and GELU's output; their MLP is never the fused one.
+int64_t gpt_block_bytes_per_token_channel(const Scheme& s, bool fused) {
+  const auto [r, h] = widths(s);
+  if (s.precision == "fp8") return 2 * r + 1 + 3 * h + h + 1 + 1 + 4 * h + 4;
+  return 2 * r + h + 3 * h + h + h + 4 * h + (fused ? 0 : 4 * h);
+}
+
+// The fused GELU MLP has no place for an adapter's update: an adapted MLP runs unfused.
+bool adapts_mlp(const ModelDims& d) {
+  return std::ranges::any_of(d.lora.adapted, [](const LinearLayer& l) {
+    return l.role == LinearRole::fc || l.role == LinearRole::down;
+  });
+}
+
+int64_t gpt_activations(const GptDims& g, const ModelDims& d, const Scheme& s, int64_t b,
+                        bool checkpointed) {
+  const auto [r, h] = widths(s);
+  const int64_t T = d.seq_len, C = g.n_embd, L = g.n_layer;
+  const int64_t tokens = b * T;
+  // Per block besides the channel-wide tensors: SDPA's fp32 log-sum-exp per head and token, and
+  // the two LayerNorms' fp32 mean and rstd per token.
+  const bool fused_mlp = d.fused_kernels && !adapts_mlp(d);
+  const int64_t block = tokens * C * gpt_block_bytes_per_token_channel(s, fused_mlp) +
+                        tokens * g.n_head * 4 + tokens * 16;
+  // Checkpointing keeps each block's input and recomputes one block at a time in backward.
+  const int64_t blocks = checkpointed ? L * tokens * C * r + block : L * block;
+  const int64_t data = tokens * 2 * 8;  // int64 inputs and targets
+  const int64_t norm_stats = tokens * 8;  // ln_f's mean and rstd
+  // The fused MLP's backward (kernels/gelu_mlp.h) holds, one block at a time, the gradients of
+  // its GELU's output and of c_fc's output [tokens, 4C] together, with the gradient arriving
+  // from c_proj and the residual stream's [tokens, C]: more than the head's transient, which is
+  // gone by then. The peak is the larger of the two (measured: what a GPT LoRA run's estimate
+  // lacked, 13%, and a full fine-tune's, 9%, in fp32).
+  const int64_t mlp_backward = fused_mlp && s.precision != "fp8" ? tokens * C * (8 * h + r + h) : 0;
+  return data + blocks + norm_stats +
+         std::max(head_bytes(d, s, tokens, C, g.vocab_size), mlp_backward) +
+         lora_activations(d, s, tokens, checkpointed, /*plain_frozen=*/false, 0);
+}
+
+// What a GPT of `g` holds besides its inventory's Linear layers: LayerNorms (ln_1, ln_2 per
+// block, ln_f: weight and bias), the tied wte as the head, wpe; its activations as above.
+FamilyTerms memory_terms(const GptDims& g, const ModelDims& d) {
+  FamilyTerms t;
+  t.description = fmt::format("n_layer {}, n_embd {}, n_head {}, vocab_size {}, seq_len {}",
+                              g.n_layer, g.n_embd, g.n_head, g.vocab_size, d.seq_len);
+  int64_t linear = 0;
+  for (const auto& l : d.layers.linears) linear += l.in * l.out + (l.bias ? l.out : 0);
+  t.block_norm = 2 * 2 * g.n_embd;
+  t.norm = g.n_layer * t.block_norm + 2 * g.n_embd;
+  t.parameters = linear + g.vocab_size * g.n_embd + g.block_size * g.n_embd + t.norm;
+  t.activations = [g](const ModelDims& dims, const Scheme& s, int64_t b, bool checkpointed) {
+    return gpt_activations(g, dims, s, b, checkpointed);
+  };
+  return t;
+}
+
 ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_t seq_len) {
+  const auto gpt = resolve_gpt_dims(config);
   ModelDims d;
-  d.family = ModelDims::Family::gpt;
   d.name = config.model;
-  d.gpt = resolve_gpt_dims(config);
-  d.seq_len = seq_len > 0 ? seq_len : d.gpt.block_size;
-  if (d.seq_len > d.gpt.block_size) {
+  d.seq_len = seq_len > 0 ? seq_len : gpt.block_size;
+  if (d.seq_len > gpt.block_size) {
     throw UsageError(fmt::format("seq_len {} exceeds block_size {} of model {}", d.seq_len,
-                                 d.gpt.block_size, config.model));
+                                 gpt.block_size, config.model));
   }
-  d.classes = d.gpt.vocab_size;
+  d.classes = gpt.vocab_size;
   d.fused_kernels = config.fused_kernels != config::AutoSwitch::off;
-  d.layers = layer_inventory(d.gpt);
+  d.layers = layer_inventory(gpt);
+  d.terms = memory_terms(gpt, d);
   return d;
 }
 

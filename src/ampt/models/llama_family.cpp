@@ -9,6 +9,7 @@
 #include "ampt/models/family_support.h"
 #include "ampt/models/flops.h"
 #include "ampt/models/llama.h"
+#include "ampt/models/memory_terms.h"
 #include "ampt/models/model_family.h"
 #include "ampt/text/tokenizer_files.h"
 
@@ -75,19 +76,58 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   return model;
 }
 
+// A Llama block's saved tensors per token (not measured yet; counted from what autograd keeps):
+// the RMSNorms' fp32 inputs and their outputs as the matmuls see them, q, k and v before and after
+// the rotation, the attention output, SDPA's log-sum-exp per head, and the SwiGLU MLP's gate and
+// up outputs, the SiLU and the product that down_proj reads (4 · intermediate).
+int64_t llama_activations(const LlamaDims& m, const ModelDims& d, const Scheme& s, int64_t b,
+                          bool checkpointed) {
+  const auto [r, h] = widths(s);
+  const int64_t T = d.seq_len, C = m.n_embd, L = m.n_layer, kv = m.n_kv_head * m.head_dim();
+  const int64_t q = m.query_width();
+  const int64_t tokens = b * T;
+  const int64_t per_token = 2 * (4 * C + 4 + C * h) + 2 * (q + 2 * kv) * h + q * h +
+                            m.n_head * 4 + 4 * m.intermediate * h;
+  const int64_t block = tokens * per_token;
+  const int64_t blocks = checkpointed ? L * tokens * C * r + block : L * block;
+  return tokens * 2 * 8 + blocks + tokens * 4 + head_bytes(d, s, tokens, C, m.vocab_size) +
+         // Frozen plain Linear layers keep neither the norms' outputs as the matmuls see them
+         // nor down_proj's input.
+         lora_activations(d, s, tokens, checkpointed, /*plain_frozen=*/true,
+                          (2 * C + m.intermediate) * h);
+}
+
+// What a Llama of `m` holds besides its inventory's Linear layers: RMSNorms (two per block and
+// Qwen3's q/k norms, the final one), the embedding and an untied head; its activations as above.
+FamilyTerms memory_terms(const LlamaDims& m, const ModelDims& d) {
+  FamilyTerms t;
+  t.description = fmt::format(
+      "{} n_layer {}, n_embd {}, n_head {}, n_kv_head {}, intermediate {}, vocab_size {}, "
+      "seq_len {}",
+      m.flavour, m.n_layer, m.n_embd, m.n_head, m.n_kv_head, m.intermediate, m.vocab_size,
+      d.seq_len);
+  t.block_norm = 2 * m.n_embd + (m.qk_norm ? 2 * m.head_dim() : 0);
+  t.norm = m.n_layer * t.block_norm + m.n_embd;
+  t.parameters = m.parameters();
+  t.activations = [m](const ModelDims& dims, const Scheme& s, int64_t b, bool checkpointed) {
+    return llama_activations(m, dims, s, b, checkpointed);
+  };
+  return t;
+}
+
 ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_t seq_len) {
+  const auto llama = resolve_llama_dims(config);
   ModelDims d;
-  d.family = ModelDims::Family::llama;
   d.name = config.model;
-  d.llama = resolve_llama_dims(config);
-  d.seq_len = seq_len > 0 ? seq_len : llama_window(config, d.llama);
-  if (d.seq_len > d.llama.block_size) {
+  d.seq_len = seq_len > 0 ? seq_len : llama_window(config, llama);
+  if (d.seq_len > llama.block_size) {
     throw UsageError(fmt::format("seq_len {} exceeds block_size {} of model {}", d.seq_len,
-                                 d.llama.block_size, config.model));
+                                 llama.block_size, config.model));
   }
-  d.classes = d.llama.vocab_size;
+  d.classes = llama.vocab_size;
   d.fused_kernels = config.fused_kernels != config::AutoSwitch::off;
-  d.layers = layer_inventory(d.llama);
+  d.layers = layer_inventory(llama);
+  d.terms = memory_terms(llama, d);
   return d;
 }
 

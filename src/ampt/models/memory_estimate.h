@@ -4,12 +4,11 @@
 #pragma once
 
 #include "ampt/config/config.h"
-#include "ampt/models/gpt_presets.h"
 #include "ampt/models/layer_inventory.h"
-#include "ampt/models/llama_presets.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,23 +24,38 @@ struct LoraDims {
   bool active() const { return rank > 0; }
 };
 
+struct ModelDims;
+struct Scheme;
+
+// What a family contributes to the estimate besides its layer inventory, worked out by its own
+// memory_dims from its own dimensions: the estimate knows no family.
+struct FamilyTerms {
+  std::string description;  // recommend's model line: "n_layer 12, n_embd 768, ..."
+  int64_t parameters = 0;   // all of them, adapters apart: models::parameter_count's
+  // Matmul weights outside the inventory's Linear layers and head (an MLP's layers, a CNN's
+  // convolutions and classifier).
+  int64_t other_matmul_weights = 0;
+  int64_t norm = 0;        // norm weights and biases (fp32 under O2)
+  int64_t block_norm = 0;  // of those, one block's (transformers)
+  // Bytes saved for backward at `micro_batch` samples, with the loss's and the backward's
+  // transients; `checkpointed`: with --grad_ckpt (transformers only).
+  std::function<int64_t(const ModelDims& dims, const Scheme& scheme, int64_t micro_batch,
+                        bool checkpointed)>
+      activations;
+};
+
 // What the estimate needs to know about a model and one sample of its data.
 struct ModelDims {
-  enum class Family { mlp, cnn, gpt, llama };
-  Family family = Family::mlp;
   std::string name;                  // the --model value
-  GptDims gpt;               // GPT only
-  LlamaDims llama;           // Llama only
-  int64_t seq_len = 0;               // GPT, Llama: tokens per sample
+  int64_t seq_len = 0;               // language models: tokens per sample
   std::vector<int64_t> input_shape;  // MLP: {features} (or any shape, flattened); CNN: {C, H, W}
-  int64_t classes = 0;
-  int64_t mlp_hidden = 0, mlp_layers = 0;
-  int64_t cnn_channels = 0, cnn_blocks = 0;
-  // GPT, Llama: --fused_kernels (the chunked head and loss; a GPT's MLP recomputing its GELU).
+  int64_t classes = 0;               // language models: the vocabulary (the head's rows)
+  // Transformers: --fused_kernels (the chunked head and loss; a GPT's MLP recomputing its GELU).
   bool fused_kernels = true;
   LoraDims lora;
   // Transformers: the blocks and their Linear layers, as the built model has them.
   LayerInventory layers;
+  FamilyTerms terms;
   // Transformer blocks, which activation checkpointing, fp8 and ZeRO-3 work on.
   bool transformer() const { return layers.transformer(); }
 };

@@ -2,6 +2,7 @@
 #include "ampt/models/family_support.h"
 #include "ampt/models/flops.h"
 #include "ampt/models/mlp.h"
+#include "ampt/models/memory_terms.h"
 #include "ampt/models/model_family.h"
 
 #include <numeric>
@@ -24,15 +25,38 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
                                       config.mlp_hidden, config.mlp_layers, spec.classes));
 }
 
+// The input as the first matmul sees it, then per layer the pre-GELU output (kept by GELU) and
+// GELU's output (kept by the next matmul); the loss's transient per logit, the int64 targets.
+int64_t mlp_activations(const ModelDims& d, const Scheme& s, int64_t b, int64_t hidden,
+                        int64_t layers) {
+  const auto [r, h] = widths(s);
+  // The input as the first matmul sees it, then per layer the pre-GELU output (kept by GELU)
+  // and GELU's output (kept by the next matmul).
+  return b * product(d.input_shape) * h + layers * 2 * b * hidden * h +
+         b * d.classes * kLossBytesPerLogit + b * 8;
+}
+
 ModelDims memory_dims(const config::Config& config, std::vector<int64_t> input_shape, int64_t) {
   ModelDims d;
-  d.family = ModelDims::Family::mlp;
   d.name = config.model;
   d.classes = config.synthetic_classes;
   d.input_shape = input_shape.empty() ? std::vector<int64_t>{config.synthetic_features}
                                       : std::move(input_shape);
-  d.mlp_hidden = config.mlp_hidden;
-  d.mlp_layers = config.mlp_layers;
+  const int64_t hidden = config.mlp_hidden, layers = config.mlp_layers;
+  auto& t = d.terms;
+  t.description = fmt::format("input {}, hidden {} x {} layers, classes {}",
+                              fmt::join(d.input_shape, "x"), hidden, layers, d.classes);
+  int64_t width = product(d.input_shape);
+  for (int64_t i = 0; i < layers; ++i) {
+    t.other_matmul_weights += width * hidden;
+    t.parameters += width * hidden + hidden;
+    width = hidden;
+  }
+  t.other_matmul_weights += width * d.classes;
+  t.parameters += width * d.classes + d.classes;
+  t.activations = [hidden, layers](const ModelDims& dims, const Scheme& s, int64_t b, bool) {
+    return mlp_activations(dims, s, b, hidden, layers);
+  };
   return d;
 }
 
