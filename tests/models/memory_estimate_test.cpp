@@ -15,6 +15,8 @@
 using ampt::config::Config;
 using ampt::config::OptimizerKind;
 using ampt::models::ModelDims;
+using ampt::models::Precision;
+using ampt::config::OptLevel;
 
 namespace {
 
@@ -85,7 +87,7 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   // statistics; data, ln_f's input and statistics, and the fused head: the fp32 gradients of
   // the hidden states and of the tied weight, their scaled copies (bf16 and fp32), and one chunk
   // of fp32 logits (all 256 rows).
-  const auto m = ampt::models::estimate_memory(dims, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
+  const auto m = ampt::models::estimate_memory(dims, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
   CHECK(m.weights == 4 * 120'576);
   CHECK(m.gradients == 4 * 120'576);
   CHECK(m.optimizer == 8 * 120'576);
@@ -102,13 +104,13 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   auto plain_config = with_model("gpt-tiny");
   plain_config.fused_kernels = ampt::config::AutoSwitch::off;
   const auto plain = ampt::models::estimate_memory(ampt::models::model_dims(plain_config, {}, 0),
-                                                   {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
+                                                   {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
   CHECK(plain.activations == 2 * (256 * 64 * 36 + 256 * 4 * 4 + 256 * 16) + 256 * 16 +
                                  256 * 64 * 6 + 256 * 8 + 256 * 256 * 12);
 
   // O2: half weights and gradients except the norms, fp32 masters; the fp32 master gradients
   // only at the optimizer step, after the activations are freed.
-  const auto o2 = ampt::models::estimate_memory(dims, {"bf16", "O2"}, OptimizerKind::adamw, 0.9, 4);
+  const auto o2 = ampt::models::estimate_memory(dims, {Precision::bf16, OptLevel::O2}, OptimizerKind::adamw, 0.9, 4);
   CHECK(o2.weights == 2 * (120'576 - 640) + 4 * 640);
   CHECK(o2.masters == 4 * (120'576 - 640));
   CHECK(o2.step_transient == 4 * (120'576 - 640));
@@ -117,7 +119,7 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   auto wide = with_model("mlp");
   wide.mlp_hidden = 1024;
   const auto mlp = ampt::models::estimate_memory(ampt::models::model_dims(wide, {}, 0),
-                                                {"bf16", "O2"}, OptimizerKind::adamw, 0.9, 1);
+                                                {Precision::bf16, OptLevel::O2}, OptimizerKind::adamw, 0.9, 1);
   CHECK(mlp.total() == mlp.persistent() + mlp.step_transient);
   CHECK(o2.cast_copies == 0);
   CHECK(o2.activations < m.activations);
@@ -127,7 +129,7 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   // the incoming and the residual stream's [tokens, C]: 40 bytes per token and channel) is larger
   // here than the head's (12 per token and channel, the weight's 8 per element, the chunk of
   // logits), and takes its place.
-  const auto fp32 = ampt::models::estimate_memory(dims, {"fp32", "O0"}, OptimizerKind::sgd, 0.9, 4);
+  const auto fp32 = ampt::models::estimate_memory(dims, {Precision::fp32, OptLevel::O0}, OptimizerKind::sgd, 0.9, 4);
   CHECK(fp32.optimizer == 4 * 120'576);
   CHECK(fp32.cast_copies == 0);
   const int64_t fp32_head = 256 * 64 * 12 + 2 * 4 * 256 * 64 + 256 * 256 * 4;
@@ -135,20 +137,20 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   REQUIRE(mlp_backward > fp32_head);
   CHECK(fp32.activations == 2 * (256 * 64 * 48 + 256 * 4 * 4 + 256 * 16) + 256 * 16 + 256 * 8 +
                                 mlp_backward);
-  CHECK(ampt::models::estimate_memory(dims, {"fp32", "O0"}, OptimizerKind::sgd, 0.0, 4).optimizer ==
+  CHECK(ampt::models::estimate_memory(dims, {Precision::fp32, OptLevel::O0}, OptimizerKind::sgd, 0.0, 4).optimizer ==
         0);
   // fp8 applies to GPTs only.
-  CHECK(ampt::models::scheme_applies({"fp8", "O1"}, dims));
-  CHECK_FALSE(ampt::models::scheme_applies({"fp8", "O1"},
+  CHECK(ampt::models::scheme_applies({Precision::fp8, OptLevel::O1}, dims));
+  CHECK_FALSE(ampt::models::scheme_applies({Precision::fp8, OptLevel::O1},
                                           ampt::models::model_dims(with_model("mlp"), {}, 0)));
 }
 
 TEST_CASE("memory estimate: one rank's share under ZeRO stages 0 to 2, by hand", "[memory][zero]") {
   const auto dims = ampt::models::model_dims(with_model("gpt-tiny"), {}, 0);
   const int64_t p = 120'576;  // divides by 4
-  const auto whole = ampt::models::estimate_memory(dims, {"bf16", "O2"}, OptimizerKind::adamw, 0.9, 4);
+  const auto whole = ampt::models::estimate_memory(dims, {Precision::bf16, OptLevel::O2}, OptimizerKind::adamw, 0.9, 4);
   const auto shard_memory = [&](const auto& m, const auto& d, ampt::models::Sharding sharding) {
-    return ampt::models::shard_memory(m, d, {"bf16", "O2"}, sharding);
+    return ampt::models::shard_memory(m, d, {Precision::bf16, OptLevel::O2}, sharding);
   };
   // One process: nothing changes.
   const auto one = shard_memory(whole, dims, {1, 2});
@@ -197,8 +199,8 @@ TEST_CASE("memory estimate: ZeRO stage 3 by hand", "[memory][zero]") {
   // root's fp32 gradients and two blocks' bf16 ones in flight; a quarter of the fp32 masters and
   // of AdamW's moments; only the tied head's bf16 cast (2 · 256 · 64), since the blocks are
   // gathered in bf16 already. The activations as in one process.
-  const auto o1 = ampt::models::estimate_memory(dims, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
-  const auto s3 = shard_memory(o1, dims, {"bf16", "O1"}, {4, 3});
+  const auto o1 = ampt::models::estimate_memory(dims, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  const auto s3 = shard_memory(o1, dims, {Precision::bf16, OptLevel::O1}, {4, 3});
   CHECK(s3.weights == 82'432 + 2 * 100'480);
   CHECK(s3.gradients == p + 82'432 + 2 * 100'480);
   CHECK(s3.masters == p);
@@ -212,29 +214,29 @@ TEST_CASE("memory estimate: ZeRO stage 3 by hand", "[memory][zero]") {
 
   // O2: the root in bf16 but ln_f (2 · 20,480 + 4 · 128 = 41,472); the blocks as in O1. With two
   // blocks both are gathered: the weights are one process's.
-  const auto o2 = ampt::models::estimate_memory(dims, {"bf16", "O2"}, OptimizerKind::adamw, 0.9, 4);
-  const auto s3o2 = shard_memory(o2, dims, {"bf16", "O2"}, {4, 3});
+  const auto o2 = ampt::models::estimate_memory(dims, {Precision::bf16, OptLevel::O2}, OptimizerKind::adamw, 0.9, 4);
+  const auto s3o2 = shard_memory(o2, dims, {Precision::bf16, OptLevel::O2}, {4, 3});
   CHECK(s3o2.weights == 41'472 + 2 * 100'480);
   CHECK(s3o2.weights == o2.weights);
   CHECK(s3o2.gradients == p + 41'472 + 2 * 100'480);
   CHECK(s3o2.cast_copies == 0);
 
   // fp32/O0: everything gathered in fp32 (4 · 49,984 per block).
-  const auto fp32 = ampt::models::estimate_memory(dims, {"fp32", "O0"}, OptimizerKind::adamw, 0.9, 4);
-  CHECK(shard_memory(fp32, dims, {"fp32", "O0"}, {4, 3}).weights == 82'432 + 2 * 4 * 49'984);
+  const auto fp32 = ampt::models::estimate_memory(dims, {Precision::fp32, OptLevel::O0}, OptimizerKind::adamw, 0.9, 4);
+  CHECK(shard_memory(fp32, dims, {Precision::fp32, OptLevel::O0}, {4, 3}).weights == 82'432 + 2 * 4 * 49'984);
 
   // --param_dtype fp32 under O1: fp32 blocks, and autocast's bf16 casts of every block as in one
   // process; --reduce_dtype fp32: the blocks' gradients in flight in fp32.
   ampt::models::Sharding wide{4, 3};
   wide.param_bytes = 4;
   wide.reduce_bytes = 4;
-  const auto fp32_blocks = shard_memory(o1, dims, {"bf16", "O1"}, wide);
+  const auto fp32_blocks = shard_memory(o1, dims, {Precision::bf16, OptLevel::O1}, wide);
   CHECK(fp32_blocks.weights == 82'432 + 2 * 4 * 49'984);
   CHECK(fp32_blocks.gradients == p + 82'432 + 2 * 4 * 49'984);
   CHECK(fp32_blocks.cast_copies == o1.cast_copies);
   // fp8: the e4m3 copies of every block's Linear weights stay (saved for backward).
-  const auto fp8 = ampt::models::estimate_memory(dims, {"fp8", "O1"}, OptimizerKind::adamw, 0.9, 4);
-  CHECK(shard_memory(fp8, dims, {"fp8", "O1"}, {4, 3}).cast_copies == fp8.cast_copies);
+  const auto fp8 = ampt::models::estimate_memory(dims, {Precision::fp8, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  CHECK(shard_memory(fp8, dims, {Precision::fp8, OptLevel::O1}, {4, 3}).cast_copies == fp8.cast_copies);
 
   // Six blocks: still two gathered, so the weights do not grow with depth.
   auto deep_config = with_model("gpt");
@@ -247,8 +249,8 @@ TEST_CASE("memory estimate: ZeRO stage 3 by hand", "[memory][zero]") {
   const int64_t deep_p = 20'608 + 6 * (49'728 + 256);  // 320,512, divides by 8
   CHECK(ampt::models::count_parameters(deep).total == deep_p);
   const auto deep_o1 =
-      ampt::models::estimate_memory(deep, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
-  const auto deep_s3 = shard_memory(deep_o1, deep, {"bf16", "O1"}, {8, 3});
+      ampt::models::estimate_memory(deep, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  const auto deep_s3 = shard_memory(deep_o1, deep, {Precision::bf16, OptLevel::O1}, {8, 3});
   CHECK(deep_s3.weights == 82'432 + 2 * 100'480);
   CHECK(deep_s3.gradients == 4 * deep_p / 8 + 82'432 + 2 * 100'480);
   CHECK(deep_s3.masters == 4 * deep_p / 8);
@@ -268,8 +270,8 @@ TEST_CASE("memory estimate: ZeRO stage 3 by hand", "[memory][zero]") {
         2 * 16'384 + 64);
   // An MLP has no blocks: all of it is the root, whole on every rank.
   const auto mlp = ampt::models::model_dims(with_model("mlp"), {}, 0);
-  const auto mlp_whole = ampt::models::estimate_memory(mlp, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
-  const auto mlp_s3 = shard_memory(mlp_whole, mlp, {"bf16", "O1"}, {4, 3});
+  const auto mlp_whole = ampt::models::estimate_memory(mlp, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  const auto mlp_s3 = shard_memory(mlp_whole, mlp, {Precision::bf16, OptLevel::O1}, {4, 3});
   CHECK(mlp_s3.weights == mlp_whole.weights);
   CHECK(mlp_s3.cast_copies == mlp_whole.cast_copies);
 }
@@ -362,8 +364,8 @@ TEST_CASE("memory estimate: LoRA's bytes by hand", "[memory][lora]") {
   const int64_t base = 120'576, norm = 640, trained = 2 * 4 * (64 + 192);
   // bf16/O1 at micro-batch 4 (256 tokens): the base in bf16 but its norms, no gradient or moments
   // for it; the adapters' fp32 weights, gradients, moments and bf16 casts (none of the base's).
-  const auto full = estimate_memory(full_dims, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
-  const auto m = estimate_memory(dims, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
+  const auto full = estimate_memory(full_dims, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  const auto m = estimate_memory(dims, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
   CHECK(m.frozen_weights == 2 * (base - norm) + 4 * norm);
   CHECK(m.weights == m.frozen_weights + 4 * trained);
   CHECK(m.gradients == 4 * trained);
@@ -379,7 +381,7 @@ TEST_CASE("memory estimate: LoRA's bytes by hand", "[memory][lora]") {
   CHECK(m.activations_checkpointed == full.activations_checkpointed - head + adapter);
 
   // O2: half adapters with fp32 masters (and master gradients at the step); the base as in O1.
-  const auto o2 = estimate_memory(dims, {"bf16", "O2"}, OptimizerKind::adamw, 0.9, 4);
+  const auto o2 = estimate_memory(dims, {Precision::bf16, OptLevel::O2}, OptimizerKind::adamw, 0.9, 4);
   CHECK(o2.weights == m.frozen_weights + 2 * trained);
   CHECK(o2.gradients == 2 * trained);
   CHECK(o2.masters == 4 * trained);
@@ -388,13 +390,13 @@ TEST_CASE("memory estimate: LoRA's bytes by hand", "[memory][lora]") {
   // fp32: the base in fp32, no casts, no second input copy; SGD with momentum: one buffer. The
   // peak is the fused MLP's backward in both runs (its transient outgrows the head's in fp32),
   // so the frozen head's gradient does not show.
-  const auto fp32 = estimate_memory(dims, {"fp32", "O0"}, OptimizerKind::sgd, 0.9, 4);
-  const auto fp32_full = estimate_memory(full_dims, {"fp32", "O0"}, OptimizerKind::sgd, 0.9, 4);
+  const auto fp32 = estimate_memory(dims, {Precision::fp32, OptLevel::O0}, OptimizerKind::sgd, 0.9, 4);
+  const auto fp32_full = estimate_memory(full_dims, {Precision::fp32, OptLevel::O0}, OptimizerKind::sgd, 0.9, 4);
   CHECK(fp32.frozen_weights == 4 * base);
   CHECK(fp32.optimizer == 4 * trained);
   CHECK(fp32.activations == fp32_full.activations + 2 * 256 * 4 * 4);
   // fp8: e4m3 copies of the (bf16) base's block weights, bf16 casts of the adapters.
-  const auto fp8 = estimate_memory(dims, {"fp8", "O1"}, OptimizerKind::adamw, 0.9, 4);
+  const auto fp8 = estimate_memory(dims, {Precision::fp8, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
   CHECK(fp8.cast_copies == 2 * 12 * 64 * 64 + 2 * trained);
   CHECK(fp8.frozen_weights == m.frozen_weights);
 
@@ -402,11 +404,11 @@ TEST_CASE("memory estimate: LoRA's bytes by hand", "[memory][lora]") {
   auto dropout_config = with_lora("gpt-tiny", 4);
   dropout_config.lora_dropout = 0.1;
   const auto dropped = estimate_memory(ampt::models::model_dims(dropout_config, {}, 0),
-                                       {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
+                                       {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
   CHECK(dropped.activations == m.activations + 2 * 256 * 64 * 3);
   // An adapted MLP runs unfused, keeping GELU's output (4 bf16 per token and channel).
   const auto fc = estimate_memory(ampt::models::model_dims(with_lora("gpt-tiny", 4, "c_fc"), {}, 0),
-                                  {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4);
+                                  {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
   CHECK(fc.activations == full.activations - head + 2 * 256 * 64 * 8 + 2 * adapter);
 
   // A Llama's frozen Linear layers (plain at::linear) keep no inputs: per block the two norms'
@@ -416,22 +418,22 @@ TEST_CASE("memory estimate: LoRA's bytes by hand", "[memory][lora]") {
   const auto llama_full = ampt::models::model_dims(with_model("llama"), {}, 0);
   const auto llama = ampt::models::model_dims(with_lora("llama", 4), {}, 0);
   const int64_t frozen_inputs = 2 * 256 * (2 * 64 + 128);
-  CHECK(estimate_memory(llama, {"fp32", "O0"}, OptimizerKind::adamw, 0.9, 4).activations ==
-        estimate_memory(llama_full, {"fp32", "O0"}, OptimizerKind::adamw, 0.9, 4).activations -
+  CHECK(estimate_memory(llama, {Precision::fp32, OptLevel::O0}, OptimizerKind::adamw, 0.9, 4).activations ==
+        estimate_memory(llama_full, {Precision::fp32, OptLevel::O0}, OptimizerKind::adamw, 0.9, 4).activations -
             head - 4 * frozen_inputs + 2 * (2 * 256 * 4 * 4 + 256 * 64 * 4));
-  CHECK(estimate_memory(llama, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4).activations ==
-        estimate_memory(llama_full, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 4).activations -
+  CHECK(estimate_memory(llama, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4).activations ==
+        estimate_memory(llama_full, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4).activations -
             head - 2 * frozen_inputs + 2 * 2 * (256 * 4 * 2 + 256 * 64 * 2));
 
   // ZeRO shards the adapters' state only.
-  const auto s2 = ampt::models::shard_memory(m, dims, {"bf16", "O1"}, {4, 2});
+  const auto s2 = ampt::models::shard_memory(m, dims, {Precision::bf16, OptLevel::O1}, {4, 2});
   CHECK(s2.gradients == 4 * trained / 4);
   CHECK(s2.optimizer == 8 * trained / 4);
   CHECK(s2.weights == m.weights);
   // Stage 3 too: the frozen base stays whole on every rank; of the adapters (all in the 2
   // blocks, trained / 2 each) both blocks' are gathered in bf16, and their gradients are in
   // flight in bf16; their bf16 casts are not made.
-  const auto s3 = ampt::models::shard_memory(m, dims, {"bf16", "O1"}, {4, 3});
+  const auto s3 = ampt::models::shard_memory(m, dims, {Precision::bf16, OptLevel::O1}, {4, 3});
   CHECK(s3.weights == m.frozen_weights + 2 * trained);
   CHECK(s3.gradients == 4 * trained / 4 + 2 * trained);
   CHECK(s3.masters == 4 * trained / 4);
@@ -521,7 +523,9 @@ int64_t estimated_peak(const std::string& device, const std::string& precision, 
   config.lora_rank = lora_rank;
   const auto dims = ampt::models::model_dims(config, {}, 0);
   const ampt::models::Scheme scheme =
-      precision == "no" ? ampt::models::Scheme{"fp32", "O0"} : ampt::models::Scheme{precision, "O1"};
+      precision == "no" ? ampt::models::Scheme{Precision::fp32, OptLevel::O0}
+                        : ampt::models::Scheme{Precision::bf16, OptLevel::O1};
+  REQUIRE((precision == "no" || precision == "bf16"));
   const auto m = ampt::models::estimate_memory(dims, scheme, OptimizerKind::adamw, 0.9, batch);
   return m.total() + (device == "cpu" ? m.weights - m.frozen_weights + m.optimizer : 0);
 }

@@ -7,6 +7,8 @@
 using ampt::config::Config;
 using ampt::config::OptimizerKind;
 using ampt::models::GpuTarget;
+using ampt::models::Precision;
+using ampt::config::OptLevel;
 
 namespace {
 
@@ -42,8 +44,8 @@ TEST_CASE("recommend: gpt2-124m on an 80 GiB Hopper GPU trains bf16 O1 at the la
   // The largest divisor of 512 that fits: the next one up does not.
   const int64_t usable = ampt::models::usable_bytes(gpu);
   CHECK(usable == static_cast<int64_t>(80.0 * 0.9 * (1 << 30)) - (int64_t{1} << 30));
-  CHECK(total(dims, {"bf16", "O1"}, r.micro_batch) <= usable);
-  CHECK(total(dims, {"bf16", "O1"}, 2 * r.micro_batch) > usable);
+  CHECK(total(dims, {Precision::bf16, OptLevel::O1}, r.micro_batch) <= usable);
+  CHECK(total(dims, {Precision::bf16, OptLevel::O1}, 2 * r.micro_batch) > usable);
   // With the fused head and MLP (the default) 256; the plain head's 12 bytes per logit and the
   // kept GELU outputs allow 64.
   CHECK(r.micro_batch == 256);
@@ -62,7 +64,7 @@ TEST_CASE("recommend: gpt2-774m and gpt2-1558m on an 80 GiB Hopper GPU", "[recom
   // two moments) and the 2-byte bf16 cast copy of each matmul weight, 48·12·1600² + 50304·1600 =
   // 1,555,046,400 of the 1,557,686,400 parameters: 24,922,982,400 + 3,110,092,800 bytes.
   const auto xl = dims_of("gpt2-1558m");
-  CHECK(ampt::models::estimate_memory(xl, {"bf16", "O1"}, OptimizerKind::adamw, 0.9, 1)
+  CHECK(ampt::models::estimate_memory(xl, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 1)
             .persistent() == 28'033'075'200);
   const GpuTarget gpu{80.0, 9.0};
   const int64_t usable = ampt::models::usable_bytes(gpu);
@@ -74,12 +76,12 @@ TEST_CASE("recommend: gpt2-774m and gpt2-1558m on an 80 GiB Hopper GPU", "[recom
     CHECK(r.scheme.name() == "bf16/O1");
     CHECK_FALSE(r.checkpointing);
     CHECK(r.micro_batch * r.grad_accum == 512);
-    CHECK(total(dims, {"bf16", "O1"}, r.micro_batch) <= usable);
-    CHECK(total(dims, {"bf16", "O1"}, 2 * r.micro_batch) > usable);
+    CHECK(total(dims, {Precision::bf16, OptLevel::O1}, r.micro_batch) <= usable);
+    CHECK(total(dims, {Precision::bf16, OptLevel::O1}, 2 * r.micro_batch) > usable);
     // The benchmark plan's batch sizes (benchmarks/run.py) fit, in bf16 and in fp8.
     const int64_t planned = std::string(model) == "gpt2-774m" ? 16 : 8;
     CHECK(r.micro_batch >= planned);
-    CHECK(total(dims, {"fp8", "O1"}, planned) <= usable);
+    CHECK(total(dims, {Precision::fp8, OptLevel::O1}, planned) <= usable);
   }
 }
 
@@ -102,8 +104,8 @@ TEST_CASE("recommend: activation checkpointing when only a small micro-batch fit
   CHECK(r.scheme.name() == "bf16/O1");
   CHECK(r.checkpointing);
   CHECK(r.micro_batch >= 8);
-  CHECK(total(dims, {"bf16", "O1"}, 8) > ampt::models::usable_bytes(gpu));
-  CHECK(total(dims, {"bf16", "O1"}, r.micro_batch, true) <= ampt::models::usable_bytes(gpu));
+  CHECK(total(dims, {Precision::bf16, OptLevel::O1}, 8) > ampt::models::usable_bytes(gpu));
+  CHECK(total(dims, {Precision::bf16, OptLevel::O1}, r.micro_batch, true) <= ampt::models::usable_bytes(gpu));
 }
 
 TEST_CASE("recommend: a model whose state alone exceeds the GPU fits nowhere", "[recommend]") {
@@ -137,19 +139,19 @@ TEST_CASE("recommend: the fewest ranks on which ZeRO stage 3 fits llama-3.1-8b o
   // 17,232,657,408 = 59,003,012,096 are left for the shards: 2 ranks need 64,242,089,984, 4 ranks
   // 32,121,044,992. So 4 ranks, at 49,353,702,400 bytes each (81,474,747,392 on 2).
   ampt::models::Sharding sharding;
-  const auto r = ampt::models::fewest_ranks(dims, {"bf16", "O1"}, true, OptimizerKind::adamw, 0.9,
+  const auto r = ampt::models::fewest_ranks(dims, {Precision::bf16, OptLevel::O1}, true, OptimizerKind::adamw, 0.9,
                                             1, gpu, sharding);
   CHECK(r.ranks == 4);
   CHECK(r.bytes == 49'353'702'400);
   CHECK(r.fewer_bytes == 81'474'747'392);
   CHECK(r.unsharded == 17'232'657'408);
   // At 128 samples of 2048 tokens per micro-batch the activations alone exceed the GPU.
-  const auto big = ampt::models::fewest_ranks(dims, {"bf16", "O1"}, false, OptimizerKind::adamw,
+  const auto big = ampt::models::fewest_ranks(dims, {Precision::bf16, OptLevel::O1}, false, OptimizerKind::adamw,
                                               0.9, 128, gpu, sharding);
   CHECK(big.ranks == 0);
   CHECK(big.unsharded > ampt::models::usable_bytes(gpu));
   // gpt2-124m fits one GPU without sharding.
-  CHECK(ampt::models::fewest_ranks(dims_of("gpt2-124m"), {"bf16", "O1"}, false,
+  CHECK(ampt::models::fewest_ranks(dims_of("gpt2-124m"), {Precision::bf16, OptLevel::O1}, false,
                                    OptimizerKind::adamw, 0.9, 8, gpu, sharding)
             .ranks == 1);
 }

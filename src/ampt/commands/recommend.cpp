@@ -2,6 +2,7 @@
 
 #include "ampt/models/memory_plan.h"
 
+#include "ampt/config/enum_names.h"
 #include "ampt/config/resolve.h"
 #include "ampt/config/subcommand_flags.h"
 #include "ampt/core/errors.h"
@@ -229,7 +230,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
   std::string per_parameter;
   for (const auto& scheme : models::memory_schemes()) {
     if (!models::scheme_applies(scheme, dims)) continue;
-    if (scheme.precision == "fp8" && gpu.compute_capability < 8.9) {
+    if (scheme.precision == models::Precision::fp8 && gpu.compute_capability < 8.9) {
       not_listed = fmt::format("\n{}: not listed, compute capability {:.1f} has no fp8 tensor "
                                "cores (they start at 8.9: Ada, Hopper)\n",
                                scheme.name(), gpu.compute_capability);
@@ -273,9 +274,10 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
         "\nRecommendation for a global batch of {}: {} {}, micro-batch {} x {} accumulation "
         "steps{}\n  {} --mixed_precision {} --amp_opt_level {} --batch_size {} "
         "--grad_accum_steps {}{}\n",
-        global_batch, r.scheme.precision, r.scheme.opt_level, r.micro_batch, r.grad_accum,
-        r.checkpointing ? ", activation checkpointing" : "", command, r.scheme.precision,
-        r.scheme.opt_level, r.micro_batch, r.grad_accum, r.checkpointing ? " --grad_ckpt" : "");
+        global_batch, models::to_string(r.scheme.precision), config::to_string(r.scheme.opt_level),
+        r.micro_batch, r.grad_accum, r.checkpointing ? ", activation checkpointing" : "", command,
+        models::to_string(r.scheme.precision), config::to_string(r.scheme.opt_level),
+        r.micro_batch, r.grad_accum, r.checkpointing ? " --grad_ckpt" : "");
   } else {
     text += fmt::format("\nNo setup fits a {:.0f} GiB GPU.\n", gpu.memory_gb);
   }

@@ -119,7 +119,7 @@ std::string write_hf(const HfExport& request) {
 // input (besides SDPA's bf16 copy), and GELU's output; their MLP is never the fused one.
 int64_t gpt_block_bytes_per_token_channel(const Scheme& s, bool fused) {
   const auto [r, h] = widths(s);
-  if (s.precision == "fp8") return 2 * r + 1 + 3 * h + h + 1 + 1 + 4 * h + 4;
+  if (s.precision == Precision::fp8) return 2 * r + 1 + 3 * h + h + 1 + 1 + 4 * h + 4;
   return 2 * r + h + 3 * h + h + h + 4 * h + (fused ? 0 : 4 * h);
 }
 
@@ -149,7 +149,8 @@ int64_t gpt_activations(const GptDims& g, const ModelDims& d, const Scheme& s, i
   // from c_proj and the residual stream's [tokens, C]: more than the head's transient, which is
   // gone by then. The peak is the larger of the two (measured: what a GPT LoRA run's estimate
   // lacked, 13%, and a full fine-tune's, 9%, in fp32).
-  const int64_t mlp_backward = fused_mlp && s.precision != "fp8" ? tokens * C * (8 * h + r + h) : 0;
+  const int64_t mlp_backward =
+      fused_mlp && s.precision != Precision::fp8 ? tokens * C * (8 * h + r + h) : 0;
   return data + blocks + norm_stats +
          std::max(head_bytes(d, s, tokens, C, g.vocab_size), mlp_backward) +
          lora_activations(d, s, tokens, checkpointed, /*plain_frozen=*/false, 0);

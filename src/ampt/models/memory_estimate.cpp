@@ -3,14 +3,20 @@
 #include "ampt/models/lora_layers.h"
 #include "ampt/models/model_family.h"
 
+#include "ampt/config/enum_names.h"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace ampt::models {
 namespace {
 
+using config::OptLevel;
+
 // Bytes per element of the weights that do not train: a LoRA base, held in the half dtype every
 // stage computes in (fp8's is bf16), fp32 in fp32 runs.
-int64_t frozen_width(const Scheme& s) { return s.precision == "fp32" ? 4 : 2; }
+int64_t frozen_width(const Scheme& s) { return s.precision == Precision::fp32 ? 4 : 2; }
 
 // The Linear layers' weights (in · out each) and biases of `layers`.
 struct LinearCounts {
@@ -26,6 +32,20 @@ LinearCounts linear_counts(const std::vector<LinearLayer>& layers) {
 }
 
 }  // namespace
+
+std::string_view to_string(Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return "fp32";
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+    case Precision::fp8: return "fp8";
+  }
+  return "";
+}
+
+std::string Scheme::name() const {
+  return fmt::format("{}/{}", to_string(precision), config::to_string(opt_level));
+}
 
 ModelDims model_dims(const config::Config& config, std::vector<int64_t> input_shape,
                      int64_t seq_len) {
@@ -54,14 +74,15 @@ ParameterCounts count_parameters(const ModelDims& d) {
 
 const std::vector<Scheme>& memory_schemes() {
   static const std::vector<Scheme> schemes = {
-      {"fp32", "O0"}, {"bf16", "O1"}, {"bf16", "O2"},
-      {"fp16", "O1"}, {"fp16", "O2"}, {"fp8", "O1"},
+      {Precision::fp32, OptLevel::O0}, {Precision::bf16, OptLevel::O1},
+      {Precision::bf16, OptLevel::O2}, {Precision::fp16, OptLevel::O1},
+      {Precision::fp16, OptLevel::O2}, {Precision::fp8, OptLevel::O1},
   };
   return schemes;
 }
 
 bool scheme_applies(const Scheme& scheme, const ModelDims& dims) {
-  return scheme.precision != "fp8" || dims.transformer();
+  return scheme.precision != Precision::fp8 || dims.transformer();
 }
 
 MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
@@ -72,7 +93,7 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
   // What trains: every parameter, or LoRA's adapters (matmul weights, no norms).
   const int64_t trained_norm = lora ? 0 : p.norm;
   MemoryEstimate m;
-  if (scheme.opt_level == "O2") {
+  if (scheme.opt_level == OptLevel::O2) {
     // Half weights and gradients, norms kept in fp32 (their own masters); fp32 masters of the
     // rest (Apex's O2), the optimizer stepping them. The fp32 master gradients exist only
     // around the optimizer step (precision/master_weights.h).
@@ -99,9 +120,9 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
   // in half already). fp8's Linear layers take e4m3 copies of the blocks' weights instead,
   // frozen or not.
   const int64_t fp32_matmul = lora ? p.trainable : p.matmul_weights;
-  if (scheme.opt_level == "O1" && scheme.precision == "fp8") {
+  if (scheme.opt_level == OptLevel::O1 && scheme.precision == Precision::fp8) {
     m.cast_copies = p.fp8_linear_weights + 2 * (fp32_matmul - (lora ? 0 : p.fp8_linear_weights));
-  } else if (scheme.opt_level == "O1") {
+  } else if (scheme.opt_level == OptLevel::O1) {
     m.cast_copies = 2 * fp32_matmul;
   }
   m.activations = dims.terms.activations(dims, scheme, micro_batch, false);
@@ -165,9 +186,9 @@ MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
   // own); each rank keeps its fp32 gradient shard from them.
   const auto s = split_blocks(dims);
   const int64_t gathered = std::min<int64_t>(2, s.blocks);
-  const bool half_root = scheme.opt_level == "O2";
+  const bool half_root = scheme.opt_level == OptLevel::O2;
   const int64_t linear_bytes =
-      sharding.param_bytes > 0 ? sharding.param_bytes : scheme.precision == "fp32" ? 4 : 2;
+      sharding.param_bytes > 0 ? sharding.param_bytes : scheme.precision == Precision::fp32 ? 4 : 2;
   const int64_t root_bytes = (half_root ? 2 : 4) * (s.root - s.root_norm) + 4 * s.root_norm;
   const int64_t block_bytes = linear_bytes * s.block_linear + 4 * s.block_norm;
   const int64_t block_gradient_bytes = sharding.reduce_bytes > 0
@@ -179,8 +200,8 @@ MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
   // half already (autocast keeps a half weight as it is); the root's head still has its cast,
   // fp8's blocks their e4m3 copies (saved for backward: every block's, as in one process), and
   // blocks gathered in fp32 their casts (autocast's cache and backward keep every block's).
-  if (scheme.opt_level == "O1" && linear_bytes == 2) {
-    const bool casts_blocks = scheme.precision != "fp8" || dims.lora.active();
+  if (scheme.opt_level == OptLevel::O1 && linear_bytes == 2) {
+    const bool casts_blocks = scheme.precision != Precision::fp8 || dims.lora.active();
     if (casts_blocks) m.cast_copies -= 2 * s.blocks * s.block_linear_weights;
   }
   return m;

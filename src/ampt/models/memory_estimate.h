@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ampt::models {
@@ -79,11 +80,16 @@ struct ParameterCounts {
 };
 ParameterCounts count_parameters(const ModelDims& dims);
 
+// What a scheme computes in: fp32 (no mixed precision), bf16, fp16 or fp8.
+enum class Precision { fp32, bf16, fp16, fp8 };
+std::string_view to_string(Precision precision);  // "fp32", "bf16", "fp16", "fp8"
+
 // A precision with an opt level: fp32/O0, bf16/O1, bf16/O2, fp16/O1, fp16/O2, fp8/O1.
 struct Scheme {
-  std::string precision;
-  std::string opt_level;
-  std::string name() const { return precision + "/" + opt_level; }
+  Precision precision = Precision::fp32;
+  config::OptLevel opt_level = config::OptLevel::O0;
+  std::string name() const;  // "bf16/O1"
+  bool operator==(const Scheme&) const = default;
 };
 const std::vector<Scheme>& memory_schemes();
 // fp8 runs only a GPT's Linear layers in fp8.

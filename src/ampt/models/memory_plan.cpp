@@ -10,6 +10,8 @@
 namespace ampt::models {
 namespace {
 
+using config::OptLevel;
+
 struct Candidate {
   Scheme scheme;
   bool checkpointing;
@@ -52,11 +54,11 @@ int capability_of(const GpuTarget& gpu) {
   return static_cast<int>(std::lround(gpu.compute_capability * 10.0));
 }
 
-// The precision `--mixed_precision auto` (the default) picks on this GPU: "bf16" or "fp16".
-std::string auto_precision(const GpuTarget& gpu) {
+// The precision `--mixed_precision auto` (the default) picks on this GPU: bf16 or fp16.
+Precision auto_precision(const GpuTarget& gpu) {
   return precision::auto_gpu_precision(capability_of(gpu)).precision == config::MixedPrecision::bf16
-             ? "bf16"
-             : "fp16";
+             ? Precision::bf16
+             : Precision::fp16;
 }
 
 }  // namespace
@@ -69,10 +71,10 @@ int64_t usable_bytes(const GpuTarget& gpu) {
 Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer, double momentum,
                          int64_t global_batch, const GpuTarget& gpu, const Sharding& sharding) {
   const int64_t budget = usable_bytes(gpu);
-  const std::string precision = auto_precision(gpu);
+  const Precision precision = auto_precision(gpu);
   const bool can_checkpoint = dims.transformer();
   std::vector<Candidate> candidates;
-  for (const auto* level : {"O1", "O2"}) {
+  for (const auto level : {OptLevel::O1, OptLevel::O2}) {
     candidates.push_back({{precision, level}, false});
     if (can_checkpoint) candidates.push_back({{precision, level}, true});
   }
@@ -100,7 +102,7 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
         "precision and opt level; the weights, gradients and optimizer state alone take {:.1f} "
         "GiB in {}/O1. Use a GPU with more memory, or shard the model across GPUs (--zero_stage 3: "
         "`ampt recommend --zero_stage 3` says from how many ranks it fits).",
-        gib(budget), gib(base.persistent()), precision));
+        gib(budget), gib(base.persistent()), to_string(precision)));
     return r;
   }
   r.fits = true;
@@ -110,7 +112,7 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
   r.grad_accum = global_batch / chosen_batch;
   r.estimate_bytes = total_of(dims, *chosen, optimizer, momentum, chosen_batch, sharding);
 
-  if (precision == "bf16") {
+  if (precision == Precision::bf16) {
     r.reasons.push_back(fmt::format(
         "bf16: compute capability {:.1f} has bf16 tensor cores; bf16 keeps fp32's exponent "
         "range, so there is no loss scaler and no skipped steps, at the same memory as fp16.",
@@ -121,18 +123,20 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
         "(they start at 8.0).",
         gpu.compute_capability));
   }
-  if (gpu.compute_capability >= 8.9 && scheme_applies({"fp8", "O1"}, dims)) {
-    const Candidate fp8{{"fp8", "O1"}, r.checkpointing};
+  if (gpu.compute_capability >= 8.9 && scheme_applies({Precision::fp8, OptLevel::O1}, dims)) {
+    const Candidate fp8{{Precision::fp8, OptLevel::O1}, r.checkpointing};
     r.reasons.push_back(fmt::format(
         "fp8 (--mixed_precision fp8) would run in e4m3 the Linear layers that measure faster "
         "so on this GPU (--fp8_layers auto), at about the same memory ({:.1f} GiB at this "
         "micro-batch); check its loss against bf16 with `ampt compare` first.",
         gib(total_of(dims, fp8, optimizer, momentum, chosen_batch, sharding))));
   }
-  const auto o1 = estimate(dims, {precision, "O1"}, optimizer, momentum, chosen_batch, sharding);
-  const auto o2 = estimate(dims, {precision, "O2"}, optimizer, momentum, chosen_batch, sharding);
+  const auto o1 =
+      estimate(dims, {precision, OptLevel::O1}, optimizer, momentum, chosen_batch, sharding);
+  const auto o2 =
+      estimate(dims, {precision, OptLevel::O2}, optimizer, momentum, chosen_batch, sharding);
   const double params = static_cast<double>(count_parameters(dims).total);
-  if (dims.lora.active() && r.scheme.opt_level == "O1") {
+  if (dims.lora.active() && r.scheme.opt_level == OptLevel::O1) {
     // The frozen base is held in half under either opt level: only the adapters differ.
     const double trainable = static_cast<double>(count_parameters(dims).trainable);
     const auto per_trainable = [trainable](const MemoryEstimate& m) {
@@ -143,15 +147,15 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
         "with per-op casts ({:.0f} bytes per trainable parameter) fit, without O2's second copy "
         "to keep consistent; O2 (half adapters, fp32 masters: {:.0f} bytes per trainable "
         "parameter, and half activations) would save {:.1f} GiB at this micro-batch.",
-        precision, per_trainable(o1), per_trainable(o2), gib(o1.total() - o2.total())));
-  } else if (r.scheme.opt_level == "O1" && sharding.active() && sharding.zero_stage >= 3) {
+        to_string(precision), per_trainable(o1), per_trainable(o2), gib(o1.total() - o2.total())));
+  } else if (r.scheme.opt_level == OptLevel::O1 && sharding.active() && sharding.zero_stage >= 3) {
     r.reasons.push_back(fmt::format(
         "O1: under ZeRO-3 the blocks are gathered in {} under either opt level; O1 keeps the root "
         "(embeddings, final norm, head) in fp32 with per-op casts ({:.2f} bytes per parameter "
         "per rank); O2 (the root in {} too: {:.2f}) would save {:.1f} GiB at this micro-batch.",
-        precision, static_cast<double>(o1.persistent()) / params, precision,
+        to_string(precision), static_cast<double>(o1.persistent()) / params, to_string(precision),
         static_cast<double>(o2.persistent()) / params, gib(o1.total() - o2.total())));
-  } else if (r.scheme.opt_level == "O1") {
+  } else if (r.scheme.opt_level == OptLevel::O1) {
     r.reasons.push_back(fmt::format(
         "O1: fp32 weights with per-op casts ({:.0f} bytes per parameter with the cast copies) "
         "fit, without O2's second copy of the weights to keep consistent; O2 (half weights and "
@@ -164,7 +168,7 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
         "O2: its half-precision activations ({:.1f} GiB less than O1 at this micro-batch) are what "
         "lets micro-batch {} fit; O1 fits at most {}.",
         gib(o1.activations - o2.activations), chosen_batch,
-        largest_fitting(dims, {{precision, "O1"}, r.checkpointing}, optimizer, momentum,
+        largest_fitting(dims, {{precision, OptLevel::O1}, r.checkpointing}, optimizer, momentum,
                         global_batch, budget, sharding)));
   }
   if (can_checkpoint) {
@@ -195,19 +199,19 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
 Scheme run_scheme(const config::Config& config, const GpuTarget& gpu) {
   using config::MixedPrecision;
   const auto requested = config.mixed_precision;
-  if (requested == MixedPrecision::no || config.amp_opt_level == config::OptLevel::O0) {
-    return {"fp32", "O0"};
+  if (requested == MixedPrecision::no || config.amp_opt_level == OptLevel::O0) {
+    return {Precision::fp32, OptLevel::O0};
   }
   const int capability = capability_of(gpu);
-  const std::string automatic = auto_precision(gpu);
-  const std::string level = config.amp_opt_level == config::OptLevel::O2 ? "O2" : "O1";
+  const Precision automatic = auto_precision(gpu);
+  const OptLevel level = config.amp_opt_level == OptLevel::O2 ? OptLevel::O2 : OptLevel::O1;
   switch (requested) {
     case MixedPrecision::fp8:
-      return capability >= 89 ? Scheme{"fp8", "O1"} : Scheme{automatic, level};
+      return capability >= 89 ? Scheme{Precision::fp8, OptLevel::O1} : Scheme{automatic, level};
     case MixedPrecision::bf16:
-      return {capability >= 80 ? "bf16" : "fp16", level};
+      return {capability >= 80 ? Precision::bf16 : Precision::fp16, level};
     case MixedPrecision::fp16:
-      return {"fp16", level};
+      return {Precision::fp16, level};
     default:
       return {automatic, level};
   }

@@ -11,8 +11,8 @@
 namespace ampt::models {
 
 Widths widths(const Scheme& s) {
-  if (s.precision == "fp32") return {4, 4};
-  return {s.opt_level == "O2" ? 2 : 4, 2};
+  if (s.precision == Precision::fp32) return {4, 4};
+  return {s.opt_level == config::OptLevel::O2 ? 2 : 4, 2};
 }
 
 int64_t product(const std::vector<int64_t>& shape) {
