@@ -84,13 +84,12 @@ Model classifier_model(Holder holder, int64_t flops_per_sample, std::string arch
 // family's inventory lists them, and `tokens` per sample; the caller adds the FLOPs, the
 // architecture line and set_fused, which differ by family.
 template <class Holder>
-Model decoder_model(Holder holder, LayerInventory layers, int64_t tokens, bool fused_head) {
+Model decoder_model(Holder holder, LayerInventory layers, int64_t tokens) {
   Model model;
   model.module = holder.ptr();
   model.forward = forward_of(holder);
   model.loss = token_loss_of(holder);
   model.tokens_per_sample = tokens;
-  model.fp8_candidates = fp8_candidates(layers, fused_head);
   model.layers = std::move(layers);
   model.set_fp8_head = [holder](bool fp8) mutable { holder->set_fp8_head(fp8); };
   model.next_logits = [holder](const torch::Tensor& tokens, KvCache& cache) mutable {

@@ -10,8 +10,8 @@ int64_t gpt_training_flops_per_token(int64_t parameters, const GptDims& dims, in
 
 int64_t llama_training_flops_per_token(const LlamaDims& dims, int64_t seq_len) {
   // The blocks' Linear weights and biases and the head's weight (the embedding is a lookup).
-  int64_t matmul = dims.vocab_size * dims.n_embd;
-  for (const auto& l : layer_inventory(dims).linears) matmul += l.in * l.out + (l.bias ? l.out : 0);
+  const int64_t matmul =
+      dims.vocab_size * dims.n_embd + linear_counts(layer_inventory(dims).linears).parameters();
   return 6 * matmul + 6 * dims.n_layer * dims.query_width() * seq_len;
 }
 

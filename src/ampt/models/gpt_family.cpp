@@ -52,7 +52,7 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   // auto builds it fused: the run may turn the kernels off once it has measured (set_fused).
   const bool fused = config.fused_kernels != config::AutoSwitch::off;
   gpt->set_fused(fused, config.gemm_epilogues);
-  auto model = decoder_model(gpt, layer_inventory(dims), tokens, fused);
+  auto model = decoder_model(gpt, layer_inventory(dims), tokens);
   model.flops_per_sample =
       gpt_training_flops_per_token(parameter_count(*gpt), dims, tokens) * tokens;
   model.architecture =
@@ -162,11 +162,10 @@ FamilyTerms memory_terms(const GptDims& g, const ModelDims& d) {
   FamilyTerms t;
   t.description = fmt::format("n_layer {}, n_embd {}, n_head {}, vocab_size {}, seq_len {}",
                               g.n_layer, g.n_embd, g.n_head, g.vocab_size, d.seq_len);
-  int64_t linear = 0;
-  for (const auto& l : d.layers.linears) linear += l.in * l.out + (l.bias ? l.out : 0);
   t.block_norm = 2 * 2 * g.n_embd;
   t.norm = g.n_layer * t.block_norm + 2 * g.n_embd;
-  t.parameters = linear + g.vocab_size * g.n_embd + g.block_size * g.n_embd + t.norm;
+  t.parameters = linear_counts(d.layers.linears).parameters() + g.vocab_size * g.n_embd +
+                 g.block_size * g.n_embd + t.norm;
   t.activations = [g](const ModelDims& dims, const Scheme& s, int64_t b, bool checkpointed) {
     return gpt_activations(g, dims, s, b, checkpointed);
   };

@@ -29,6 +29,15 @@ std::vector<LinearLayer> LayerInventory::block_linears() const {
   return out;
 }
 
+LinearCounts linear_counts(const std::vector<LinearLayer>& layers) {
+  LinearCounts counts;
+  for (const auto& l : layers) {
+    counts.weights += l.in * l.out;
+    if (l.bias) counts.biases += l.out;
+  }
+  return counts;
+}
+
 std::vector<precision::Fp8Candidate> fp8_candidates(const LayerInventory& inventory,
                                                     bool fused_head) {
   std::vector<precision::Fp8Candidate> out;

@@ -54,6 +54,13 @@ struct LayerInventory {
   std::vector<LinearLayer> block_linears() const;
 };
 
+// The Linear layers' weights (in · out each) and biases.
+struct LinearCounts {
+  int64_t weights = 0, biases = 0;
+  int64_t parameters() const { return weights + biases; }
+};
+LinearCounts linear_counts(const std::vector<LinearLayer>& layers);
+
 // The layers fp8 may run, in module order: every block Linear, paired as `one_precision` says,
 // then "head" when the fused loss computes it (`fused_head`) and its width is a multiple of 16
 // (fp8 GEMM tiles).

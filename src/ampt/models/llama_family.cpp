@@ -69,7 +69,7 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   // auto builds it fused: the run may turn the kernels off once it has measured (set_fused).
   const bool fused = config.fused_kernels != config::AutoSwitch::off;
   llama->set_fused(fused);
-  auto model = decoder_model(llama, layer_inventory(dims), tokens, fused);
+  auto model = decoder_model(llama, layer_inventory(dims), tokens);
   model.flops_per_sample = llama_training_flops_per_token(dims, tokens) * tokens;
   model.architecture = architecture(dims, config.grad_ckpt);
   model.set_fused = [llama](bool fused) mutable { llama->set_fused(fused); };

@@ -102,11 +102,11 @@ LlamaDims pretrained_dims(const config::Config& config) {
 }  // namespace
 
 int64_t LlamaDims::parameters() const {
-  const int64_t kv = n_kv_head * head_dim(), q = query_width();
-  const int64_t attention = n_embd * q * 2 + n_embd * kv * 2 + (qkv_bias ? q + 2 * kv : 0) +
-                            (o_bias ? n_embd : 0) + (qk_norm ? 2 * head_dim() : 0);
-  const int64_t block = attention + 3 * n_embd * intermediate + 2 * n_embd;
-  return vocab_size * n_embd * (tied_head ? 1 : 2) + n_layer * block + n_embd;
+  // The blocks' Linear layers as the inventory lists them; per block the two RMSNorms and
+  // Qwen3's q/k norms; the final norm, the embedding and an untied head.
+  const int64_t norms = n_layer * (2 * n_embd + (qk_norm ? 2 * head_dim() : 0)) + n_embd;
+  return linear_counts(layer_inventory(*this).linears).parameters() + norms +
+         vocab_size * n_embd * (tied_head ? 1 : 2);
 }
 
 const std::vector<LlamaPreset>& llama_presets() {

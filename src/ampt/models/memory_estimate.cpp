@@ -18,19 +18,6 @@ using config::OptLevel;
 // stage computes in (fp8's is bf16), fp32 in fp32 runs.
 int64_t frozen_width(const Scheme& s) { return s.precision == Precision::fp32 ? 4 : 2; }
 
-// The Linear layers' weights (in · out each) and biases of `layers`.
-struct LinearCounts {
-  int64_t weights = 0, biases = 0;
-};
-LinearCounts linear_counts(const std::vector<LinearLayer>& layers) {
-  LinearCounts counts;
-  for (const auto& l : layers) {
-    counts.weights += l.in * l.out;
-    if (l.bias) counts.biases += l.out;
-  }
-  return counts;
-}
-
 }  // namespace
 
 std::string_view to_string(Precision precision) {

@@ -38,10 +38,9 @@ struct Model {
   std::string architecture;       // the resolved dimensions, e.g. "n_layer 12, n_embd 768, ..."
   // Transformers: the blocks and their Linear layers (layer_inventory.h), the same list the
   // family gives the memory estimate. ZeRO-3 gathers block by block (none: it cannot); fp8 runs
-  // the layers it selects among `fp8_candidates` through attach_fp8 (linear.h), and the head
-  // through `set_fp8_head`.
+  // the layers it selects among the inventory's candidates (fp8_candidates) through attach_fp8
+  // (linear.h), and the head through `set_fp8_head`.
   LayerInventory layers;
-  std::vector<precision::Fp8Candidate> fp8_candidates;
   std::function<void(bool fp8)> set_fp8_head;
   // Families that generate: the logits [B, vocab] of the position after `tokens` [B, T_new],
   // which follow the cache's positions (kv_cache.h), and the positions the context holds.

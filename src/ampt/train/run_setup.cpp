@@ -359,7 +359,8 @@ void Run::use_fp8() {
   // Layers of one shape are measured once; the key says which GPU and recipe the times are for.
   precision::Fp8TimingCache cache;
   auto plan = precision::choose_fp8_layers(
-      config_.fp8_layers, model_.fp8_candidates, batch_size_ * model_.tokens_per_sample,
+      config_.fp8_layers, models::fp8_candidates(model_.layers, fused_kernels_),
+      batch_size_ * model_.tokens_per_sample,
       fmt::format("{}, {} scaling", device::device_description(device_.device),
                   config::to_string(config_.fp8_scaling)),
       precision::gemm_timer(device_.device, recipe), cache);
