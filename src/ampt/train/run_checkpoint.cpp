@@ -7,8 +7,6 @@
 #include <ATen/Context.h>
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <iterator>
 
 namespace ampt::train {
 namespace {
@@ -26,19 +24,14 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
   const auto begun = Clock::now();
   checkpoint::CheckpointReader reader(path);
   const auto& saved = reader.meta();
-  if (saved.optimizer_kind != optimizer_->kind()) {
+  const auto& optimizer = state_->optimizer();
+  if (saved.optimizer_kind != optimizer.kind()) {
     throw RuntimeError(fmt::format("checkpoint '{}' was saved with optimizer {}, this run uses {}",
-                                   path, saved.optimizer_kind, optimizer_->kind()));
+                                   path, saved.optimizer_kind, optimizer.kind()));
   }
-  require_same_base(path, saved, config_.init_from, base_fingerprint_);
+  require_same_base(path, saved, config_.init_from, frozen_base_.fingerprint);
   // Check everything before changing anything, so a bad checkpoint leaves no half-restored run.
-  if (dist_.zero()) {
-    restore_shards(reader);
-  } else {
-    const auto whole = reader.assemble();
-    checkpoint::copy_into(whole.model, model_tensors(), "model", path);
-    checkpoint::copy_into(whole.optimizer, optimizer_->state(), "optimizer", path);
-  }
+  state_->restore(reader);
   std::string stage_note;
   if (const auto stage = precision_.stage_at(saved.step, saved.data_epoch);
       stage != precision_.stage()) {
@@ -47,7 +40,6 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
     stage_note = fmt::format(", precision stage {} of {} ({})", stage + 1, precision_.stages().size(),
                              config::stage_text(precision_.stages()[stage]));
   }
-  if (!dist_.zero()) precision_.masters().refresh_model();
 
   std::string scaler_note;
   if (saved.scaler && precision_.scaler().enabled()) {
@@ -68,9 +60,9 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
     auto cuda_generator = at::globalContext().defaultGenerator(device_.device);
     cuda_generator.set_state(saved.cuda_rng);
   }
-  overflow_steps_.fill_(static_cast<double>(saved.skipped_steps));
-  start_step_ = saved.step;
-  initial_loss_ = saved.initial_loss;
+  progress_.overflow_steps.fill_(static_cast<double>(saved.skipped_steps));
+  progress_.start_step = saved.step;
+  progress_.initial_loss = saved.initial_loss;
   note = fmt::format("Resumed from {} at step {} (epoch {}, batch {}) in {:.2f} s: model, {} "
                      "optimizer state{}, RNG{}{}",
                      reader.path(), saved.step, saved.data_epoch, saved.data_position,
@@ -82,7 +74,7 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
 
 data::LoaderState Run::resume_position(const checkpoint::Checkpoint& saved, std::string& note) const {
   const data::LoaderState state{saved.data_epoch, saved.data_position};
-  const int64_t batch_samples = batch_size_ * dist_.world_size();
+  const int64_t batch_samples = progress_.batch_size * dist_.world_size();
   const int64_t saved_batch_samples = saved.batch_size * saved.world_size;
   if (saved_batch_samples == 0 || saved_batch_samples == batch_samples) return state;
   // Other ranks or another batch_size: a position counts other batches, the samples stay.
@@ -91,7 +83,7 @@ data::LoaderState Run::resume_position(const checkpoint::Checkpoint& saved, std:
   note += fmt::format("; its batches held {} samples ({} ranks x batch_size {}), this run's {} ({} "
                       "x {}): ",
                       saved_batch_samples, saved.world_size, saved.batch_size, batch_samples,
-                      dist_.world_size(), batch_size_);
+                      dist_.world_size(), progress_.batch_size);
   const int64_t from = moved.state.position * batch_samples;
   if (moved.state.epoch != saved.data_epoch) {
     note += fmt::format("the data continues at epoch {} (the checkpoint stopped at sample {} of "
@@ -107,27 +99,21 @@ data::LoaderState Run::resume_position(const checkpoint::Checkpoint& saved, std:
   return moved.state;
 }
 
-NamedTensors Run::state_tensors() const {
-  auto state = model_tensors();
-  for (auto& named : optimizer_->state()) state.push_back(std::move(named));
-  return state;
-}
-
 checkpoint::Checkpoint Run::checkpoint_meta(int64_t steps_done) const {
   checkpoint::Checkpoint c;
   c.ampt_version = kVersion;
   c.git_revision = kGitRevision;
   c.config = context_.config_text;
   c.step = steps_done;
-  c.data_epoch = batches_->state().epoch;
-  c.data_position = batches_->state().position;
-  c.batch_size = batch_size_;
+  c.data_epoch = progress_.batches->state().epoch;
+  c.data_position = progress_.batches->state().position;
+  c.batch_size = progress_.batch_size;
   c.world_size = dist_.world_size();
-  c.skipped_steps = static_cast<int64_t>(overflow_steps_.item<double>());
-  c.initial_loss = initial_loss_;
-  c.optimizer_kind = optimizer_->kind();
+  c.skipped_steps = static_cast<int64_t>(progress_.overflow_steps.item<double>());
+  c.initial_loss = progress_.initial_loss;
+  c.optimizer_kind = state_->optimizer().kind();
   c.base_model = config_.init_from;
-  c.base_fingerprint = base_fingerprint_;
+  c.base_fingerprint = frozen_base_.fingerprint;
   if (precision_.scaler().enabled()) {
     const auto state = precision_.scaler().state();
     c.scaler = checkpoint::SavedScaler{state.scale, state.growth_tracker, state.hysteresis};
@@ -140,27 +126,12 @@ checkpoint::Checkpoint Run::checkpoint_meta(int64_t steps_done) const {
 }
 
 void Run::save_checkpoint(int64_t steps_done, log::RunSummary& summary, bool final) {
-  // Identical on every rank: rank 0 writes it; under ZeRO every rank writes its shard.
-  if (!dist_.is_main() && !dist_.zero()) return;
-  const std::filesystem::path dir(config_.output_dir);
-  if (dist_.zero()) {
-    checkpointer_.save(
-        steps_done, (dir / checkpoint::checkpoint_dir_name(steps_done)).string(), shard_tensors(),
-        [&](NamedTensors host) { return shard_write(checkpoint_meta(steps_done), host); }, summary,
-        final);
-    return;
-  }
+  auto path = state_->save_path(config_.output_dir, steps_done);
+  if (path.empty()) return;
   checkpointer_.save(
-      steps_done, (dir / checkpoint::checkpoint_file_name(steps_done)).string(), state_tensors(),
-      [&](NamedTensors host) -> Checkpointer::Write {
-        auto c = checkpoint_meta(steps_done);
-        // The model's tensors come first, then the optimizer's.
-        const auto split = host.end() - static_cast<std::ptrdiff_t>(optimizer_->state().size());
-        c.model.assign(std::make_move_iterator(host.begin()), std::make_move_iterator(split));
-        c.optimizer.assign(std::make_move_iterator(split), std::make_move_iterator(host.end()));
-        return [c = std::move(c), dir = config_.output_dir, keep = config_.keep_checkpoints] {
-          checkpoint::save(dir, c, keep);
-        };
+      steps_done, std::move(path), state_->tensors(),
+      [&](NamedTensors host) {
+        return state_->write(checkpoint_meta(steps_done), std::move(host));
       },
       summary, final);
 }

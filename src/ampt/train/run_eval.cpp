@@ -18,7 +18,7 @@ torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
   precision::AutocastGuard autocast(device_.device.type(), policy.compute_dtype, policy.autocast,
                                     config_.autocast_cache);
   precision::IslandScope islands(&precision_.islands());
-  gather_root();
+  state_->gather_root();
   if (correct == nullptr) return model_.loss(batch);
   // A language model's [B, T, vocab] logits are scored per token, a classifier's per sample.
   const auto logits = model_.forward(batch.inputs).flatten(0, -2);
@@ -30,13 +30,13 @@ torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
 log::EvalReport Run::evaluate(int64_t step) {
   log::EvalReport report;
   report.step = step;
-  report.epoch = batches_->state().epoch;
+  report.epoch = progress_.batches->state().epoch;
   if (!splits_.val) return report;
   data::Loader val(splits_.val,
                    data::val_loader_options(
-                       train_loading_, config_.dataset, splits_.val->size(),
+                       progress_.loading, config_.dataset, splits_.val->size(),
                        config_.eval_batch_size > 0 ? config_.eval_batch_size
-                                                   : train_loading_.batch_size));
+                                                   : progress_.loading.batch_size));
   report.batches = config_.eval_batches > 0
                        ? std::min(config_.eval_batches, val.batches_per_epoch())
                        : val.batches_per_epoch();
@@ -51,9 +51,9 @@ log::EvalReport Run::evaluate(int64_t step) {
   for (int64_t b = 0; b < report.batches; ++b) {
     const auto batch = val.next();
     if (batch.targets.size(0) == 0) {
-      // This rank's part of the last batch is empty. ZeRO-3 gathers each block inside the
-      // forward, with every rank: a forward of one sample keeps this one in step, unscored.
-      if (dist_.sharded_parameters() != nullptr) {
+      // This rank's part of the last batch is empty. Where every rank takes part in each
+      // forward (ZeRO-3), a forward of one sample keeps this one in step, unscored.
+      if (state_->forward_is_collective()) {
         auto shape = batch.inputs.sizes().vec();
         shape[0] = 1;
         auto target_shape = batch.targets.sizes().vec();
@@ -75,7 +75,7 @@ log::EvalReport Run::evaluate(int64_t step) {
     if (!language_model) correct_sum.add_(correct);
   }
   model_.module->train();
-  release_gathered();
+  state_->release_gathered();
   // Means over the ranks: their ratio is that of the sums over all ranks' batches.
   const double counted = dist_.mean(counted_sum.to(torch::kFloat64)).item<double>();
   report.loss = dist_.mean(loss_sum).item<double>() / counted;

@@ -6,9 +6,8 @@
 #include "ampt/models/model_family.h"
 #include "ampt/precision/fp8_gemm_timer.h"
 #include "ampt/models/linear.h"
-#include "ampt/models/lora.h"
 #include "ampt/models/memory_plan.h"
-#include "ampt/train/base_fingerprint.h"
+#include "ampt/train/block_gather.h"
 #include "ampt/train/fused_choice.h"
 #include "ampt/train/pretrained.h"
 #include "ampt/models/compat_report.h"
@@ -95,95 +94,79 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
       precision_(precision::precision_options(config), *model_.module, device_.device),
       monitor_(make_monitor(config, *model_.module, device_.device)),
       target_check_(device_.device),
-      // ZeRO builds its optimizer over the shard, once the ranks have attached.
-      optimizer_(dist_.zero_stage() > 0 ? nullptr
-                                        : make_optimizer(config, precision_.masters().masters())),
-      overflow_steps_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device_.device))),
-      batch_size_(config.batch_size),
-      grad_accum_steps_(config.grad_accum_steps),
       checkpointer_(device_.device, observer) {
-  if (dist_.zero_stage() > 0 && precision_.masters().enabled() && precision_.stages().size() > 1) {
-    throw UsageError(fmt::format(
-        "zero_stage {} with amp_opt_level O2 cannot follow a precision schedule: a switch re-casts "
-        "the half weights from fp32 masters that ZeRO keeps sharded; use amp_opt_level O1, or "
-        "zero_stage 0",
-        dist_.zero_stage()));
-  }
+  progress_.batch_size = config.batch_size;
+  progress_.grad_accum_steps = config.grad_accum_steps;
+  progress_.overflow_steps =
+      torch::zeros({}, torch::dtype(torch::kFloat32).device(device_.device));
+  const TrainStateParts parts{config_, dist_, model_, parameters_, precision_, monitor_};
   check_param_dtype(config_, precision_.stage_policies());
-  check_zero3();
-  if (!device_.warning.empty()) warnings_.push_back(device_.warning);
-  for (auto& warning : precision_.warnings()) warnings_.push_back(std::move(warning));
+  check_train_state(parts);
+  if (!device_.warning.empty()) notes_.warnings.push_back(device_.warning);
+  for (auto& warning : precision_.warnings()) notes_.warnings.push_back(std::move(warning));
   fit_batch_to_split();  // before a resume compares the checkpoint's batches with this run's
   // Pretrained weights first: a resumed run's checkpoint then replaces them.
-  if (!config.init_from.empty()) pretrained_note_ = load_pretrained(config, pretrained_targets());
-  if (config.lora_rank > 0) freeze_base();
+  if (!config.init_from.empty()) notes_.pretrained = load_pretrained(config, pretrained_targets());
+  frozen_base_ = freeze_base(config_, precision_, parameters_);
+  // Attached to the ranks, with ZeRO's shards cut, before a resume: each rank then reads only
+  // what it holds of the checkpoint.
+  state_ = make_train_state(parts);
   // Resume before the loader exists: the checkpoint says where the data continues.
   std::string note;
   data::LoaderState data_start;
-  const auto resume = checkpoint_to_resume(config, note);
-  if (dist_.zero_stage() > 0) {
-    // The shards are cut first: each rank then reads only its pieces of the checkpoint.
-    shard_state();
-    if (resume) data_start = restore(*resume, note);
-  } else {
-    if (resume) data_start = restore(*resume, note);
-    dist_.attach(model_tensors(), parameters_, {});
-    // O2: rank 0's masters, broadcast, become every rank's half weights.
-    precision_.masters().refresh_model();
-  }
-  train_loading_ = data::train_loader_options(config_, device_.device);
-  train_loading_.batch_size = batch_size_;
-  batches_.emplace(splits_.train, train_loading_, data_start);
+  if (const auto resume = checkpoint_to_resume(config, note)) data_start = restore(*resume, note);
+  progress_.loading = data::train_loader_options(config_, device_.device);
+  progress_.loading.batch_size = progress_.batch_size;
+  progress_.batches.emplace(splits_.train, progress_.loading, data_start);
   fit_accumulation_to_epoch();
-  steps_per_epoch_ = batches_->batches_per_epoch() / grad_accum_steps_;
-  total_steps_ = config.max_steps > 0 ? config.max_steps : config.epochs * steps_per_epoch_;
-  if (start_step_ >= total_steps_ && start_step_ > 0) {
+  progress_.steps_per_epoch = progress_.batches->batches_per_epoch() / progress_.grad_accum_steps;
+  progress_.total_steps =
+      config.max_steps > 0 ? config.max_steps : config.epochs * progress_.steps_per_epoch;
+  if (progress_.start_step >= progress_.total_steps && progress_.start_step > 0) {
     note += fmt::format("; it is at or past the last step ({}): nothing to train, raise "
                         "--max_steps or --epochs to train on",
-                        total_steps_);
+                        progress_.total_steps);
   }
-  schedule_ = {config.lr, config.lr * config.min_lr_ratio, config.warmup_steps, total_steps_};
-  resume_note_ = note;
+  progress_.schedule = {config.lr, config.lr * config.min_lr_ratio, config.warmup_steps,
+                        progress_.total_steps};
+  notes_.resume = note;
   set_up_speed_features();
   peak_flops_ = device::peak_flops(device_.device, precision_.policy().compute_dtype);
   // The snapshot buffer is set up now, as part of startup, not in the first save's pause.
-  if (start_step_ < total_steps_) {
-    if (dist_.zero()) {
-      checkpointer_.reserve(shard_tensors());
-    } else if (dist_.is_main()) {
-      checkpointer_.reserve(state_tensors());
-    }
+  if (progress_.start_step < progress_.total_steps &&
+      !state_->save_path(config_.output_dir, progress_.start_step).empty()) {
+    checkpointer_.reserve(state_->tensors());
   }
 }
 
 void Run::fit_batch_to_split() {
   const int64_t ranks = dist_.world_size();
   const int64_t samples = splits_.train->size();
-  const int64_t fitted = data::fitted_batch_size(samples, batch_size_, ranks, config_.dataset);
-  if (fitted == batch_size_) return;
+  const int64_t fitted = data::fitted_batch_size(samples, progress_.batch_size, ranks, config_.dataset);
+  if (fitted == progress_.batch_size) return;
   const auto per_rank = [ranks](int64_t batch) {
     return ranks > 1 ? fmt::format("{} per rank x {} ranks", batch, ranks) : std::to_string(batch);
   };
-  warnings_.push_back(fmt::format(
+  notes_.warnings.push_back(fmt::format(
       "the training split of {} has {} samples, fewer than one batch of {}: training with batch "
       "size {}{}",
-      config_.dataset, samples, per_rank(batch_size_), per_rank(fitted),
+      config_.dataset, samples, per_rank(progress_.batch_size), per_rank(fitted),
       samples > fitted * ranks
           ? fmt::format(" ({} samples unused per epoch)", samples - fitted * ranks)
           : ""));
-  batch_size_ = fitted;
+  progress_.batch_size = fitted;
 }
 
 // Small data again: an epoch of fewer batches than grad_accum_steps accumulates all of them, so
 // that every optimizer step sees the whole epoch, as the Hugging Face Trainer does.
 void Run::fit_accumulation_to_epoch() {
-  const int64_t batches = batches_->batches_per_epoch();
-  if (batches >= grad_accum_steps_) return;
-  warnings_.push_back(fmt::format(
+  const int64_t batches = progress_.batches->batches_per_epoch();
+  if (batches >= progress_.grad_accum_steps) return;
+  notes_.warnings.push_back(fmt::format(
       "an epoch of {} has {} batch{} of {}, fewer than grad_accum_steps {}: accumulating {}",
-      config_.dataset, batches, batches == 1 ? "" : "es", batch_size_, grad_accum_steps_,
+      config_.dataset, batches, batches == 1 ? "" : "es", progress_.batch_size, progress_.grad_accum_steps,
       batches));
-  grad_accum_steps_ = batches;
+  progress_.grad_accum_steps = batches;
 }
 
 void Run::set_up_speed_features() {
@@ -191,10 +174,10 @@ void Run::set_up_speed_features() {
   report_fused_paths();
   if (precision_.policy().fp8) use_fp8();
   if (auto note = apply_tf32(config_.allow_tf32, device_.device); !note.empty()) {
-    speed_notes_.push_back(std::move(note));
+    notes_.speed.push_back(std::move(note));
   }
   if (channels_last_applies(config_)) {
-    speed_notes_.emplace_back("Channels-last: the CNN's weights and activations in NHWC");
+    notes_.speed.emplace_back("Channels-last: the CNN's weights and activations in NHWC");
   }
   const auto obstacle =
       dist_.active() ? std::string("a distributed step waits for the other ranks on the host")
@@ -204,11 +187,11 @@ void Run::set_up_speed_features() {
   const bool eager_precision = precision_.masters().enabled() || precision_.stages().size() > 1;
   const bool graphed = config_.cuda_graphs && obstacle.empty() && !eager_precision;
   if (graphed) {
-    speed_notes_.push_back(fmt::format("CUDA graphs: the step is captured after {} warm-up steps "
+    notes_.speed.push_back(fmt::format("CUDA graphs: the step is captured after {} warm-up steps "
                                        "and replayed",
                                        TrainStep::kWarmupSteps));
   } else if (config_.cuda_graphs) {
-    speed_notes_.push_back(
+    notes_.speed.push_back(
         "CUDA graphs: off, " +
         (obstacle.empty() ? std::string("O2 master weights and precision schedules run eagerly")
                           : obstacle) +
@@ -223,12 +206,9 @@ void Run::set_up_speed_features() {
   };
   parts.parameters = parameters_;
   parts.scaler = &precision_.scaler();
-  parts.masters = dist_.zero() ? nullptr : &precision_.masters();
-  parts.zero = dist_.zero();
-  parts.weights_gathered = [this] { precision_.half_weights().refresh(); };
-  parts.optimizer = optimizer_.get();
+  state_->step_parts(parts);
   parts.max_grad_norm = config_.max_grad_norm;
-  parts.overflow_steps = overflow_steps_;
+  parts.overflow_steps = progress_.overflow_steps;
   parts.monitor = &monitor_;
   // Underflow is measured against the dtype autocast computes in now (fp8 runs report bf16's).
   parts.underflow_dtype = [this] {
@@ -244,7 +224,7 @@ void Run::set_up_speed_features() {
     parts.before_backward = [this](bool last) { dist_.before_backward(last); };
     parts.after_backward = [this] {
       dist_.after_backward();
-      release_gathered();  // ZeRO-3: the root, held through the step's passes
+      state_->release_gathered();  // ZeRO-3: the root, held through the step's passes
     };
     parts.agree_found_inf = [this](torch::Tensor& found_inf) { dist_.agree_found_inf(found_inf); };
     parts.scored_over_ranks = [this](torch::Tensor& scored) {
@@ -279,7 +259,7 @@ void Run::choose_fused_kernels() {
       static_cast<double>(properties->totalGlobalMem) / (1 << 30),
       properties->major + properties->minor / 10.0};
   const auto estimate = models::estimate_memory(dims, models::run_scheme(config_, gpu),
-                                                config_.optimizer, config_.momentum, batch_size_);
+                                                config_.optimizer, config_.momentum, progress_.batch_size);
   const int64_t plain_bytes =
       config_.grad_ckpt && estimate.total_checkpointed() >= 0 ? estimate.total_checkpointed()
                                                               : estimate.total();
@@ -287,7 +267,7 @@ void Run::choose_fused_kernels() {
   std::optional<FusedTiming> timing;
   if (reason.empty() && plain_bytes <= usable) {
     // The run's own micro-batch shape, token 1 throughout: the work does not depend on values.
-    const auto ones = torch::ones({batch_size_, model_.tokens_per_sample},
+    const auto ones = torch::ones({progress_.batch_size, model_.tokens_per_sample},
                                   torch::dtype(torch::kInt64).device(device_.device));
     const data::Batch batch{ones, ones};
     const auto pass = [&] {
@@ -311,7 +291,7 @@ void Run::choose_fused_kernels() {
   const auto choice = choose_fused(timing, reason, plain_bytes, usable);
   model_.set_fused(choice.fused);
   fused_kernels_ = choice.fused;
-  speed_notes_.push_back(choice.line);
+  notes_.speed.push_back(choice.line);
 }
 
 // The GPT's fused paths on this GPU, each probed and self-checked now rather than at its first
@@ -319,12 +299,7 @@ void Run::choose_fused_kernels() {
 void Run::report_fused_paths() {
   if (!device_.device.is_cuda()) return;
   using kernels::FusedPath;
-  std::vector<FusedPath> paths;
-  // O1's half copies are written by the AdamW kernel, for every model.
-  if (precision_.half_weights().dtype() != c10::kFloat &&
-      config_.optimizer == config::OptimizerKind::adamw && dist_.zero_stage() == 0) {
-    paths.push_back(FusedPath::adamw);
-  }
+  auto paths = state_->fused_paths();
   if (fused_kernels_ && models::family_of(config_).transformer_blocks) {
     paths.push_back(FusedPath::softmax_cross_entropy);
     paths.push_back(FusedPath::add_layer_norm);
@@ -347,10 +322,10 @@ void Run::report_fused_paths() {
     paths.push_back(gemm);
   }
   if (paths.empty()) return;
-  speed_notes_.push_back("Fused paths: " +
+  notes_.speed.push_back("Fused paths: " +
                          kernels::kernel_support().summary(device_.device, paths));
   for (auto& warning : kernels::kernel_support().take_warnings()) {
-    warnings_.push_back(std::move(warning));
+    notes_.warnings.push_back(std::move(warning));
   }
 }
 
@@ -360,7 +335,7 @@ void Run::use_fp8() {
   precision::Fp8TimingCache cache;
   auto plan = precision::choose_fp8_layers(
       config_.fp8_layers, models::fp8_candidates(model_.layers, fused_kernels_),
-      batch_size_ * model_.tokens_per_sample,
+      progress_.batch_size * model_.tokens_per_sample,
       fmt::format("{}, {} scaling", device::device_description(device_.device),
                   config::to_string(config_.fp8_scaling)),
       precision::gemm_timer(device_.device, recipe), cache);
@@ -373,38 +348,16 @@ void Run::use_fp8() {
     for (size_t i = 0; i < fp8.size(); ++i) plan.layers[i].fp8 = fp8[i];
   }
   const auto table = plan.table();
-  speed_notes_.insert(speed_notes_.end(), table.begin(), table.end());
+  notes_.speed.insert(notes_.speed.end(), table.begin(), table.end());
   models::attach_fp8(*model_.module, recipe,
                      [&plan](const std::string& layer) { return plan.fp8(layer); });
   model_.set_fp8_head(plan.fp8("head"));
 }
 
 NamedTensors Run::pretrained_targets() const {
-  auto out = precision_.masters().masters();
+  auto out = model_tensors(precision_, model_);
   const auto& frozen = precision_.masters().frozen();
   out.insert(out.end(), frozen.begin(), frozen.end());
-  for (const auto& item : model_.module->named_buffers()) out.emplace_back(item.key(), item.value());
-  return out;
-}
-
-void Run::freeze_base() {
-  base_fingerprint_ = base_fingerprint(precision_.masters().frozen());
-  precision_.store_frozen();
-  int64_t trained = 0, frozen = 0;
-  for (const auto& p : parameters_) trained += p.numel();
-  for (const auto& [name, p] : precision_.masters().frozen()) frozen += p.numel();
-  lora_note_ = fmt::format(
-      "rank {}, alpha {:g} (scale {:g}), dropout {:g} on {} Linear layers ({}): {} trainable "
-      "parameters with fp32 masters, {} frozen in {} (base fingerprint {})",
-      config_.lora_rank, config_.lora_alpha, config_.lora_alpha / config_.lora_rank,
-      config_.lora_dropout, parameters_.size() / 2,
-      fmt::join(models::lora_targets_of(config_, models::family_of(config_).lora_targets), ","),
-      trained, frozen, c10::toString(precision_.frozen_dtype()), base_fingerprint_);
-}
-
-NamedTensors Run::model_tensors() const {
-  auto out = precision_.masters().masters();
-  for (const auto& item : model_.module->named_buffers()) out.emplace_back(item.key(), item.value());
   return out;
 }
 
@@ -414,7 +367,7 @@ log::RunInfo Run::describe() const {
   info.device_reason = device_.reason;
   info.model = config_.model;
   info.architecture = model_.architecture;
-  info.pretrained = pretrained_note_;
+  info.pretrained = notes_.pretrained;
   info.parameters = models::parameter_count(*model_.module);
   info.dataset = config_.dataset;
   info.data_description = splits_.description;
@@ -456,27 +409,27 @@ log::RunInfo Run::describe() const {
   info.deterministic = config_.deterministic;
   info.autocast_cache = config_.autocast_cache;
   info.seed = config_.seed;
-  info.optimizer = optimizer_->describe();
-  info.batch_size = batch_size_;
-  info.grad_accum_steps = grad_accum_steps_;
-  info.total_steps = total_steps_;
-  info.steps_per_epoch = steps_per_epoch_;
-  info.peak_lr = schedule_.peak_lr;
-  info.min_lr = schedule_.min_lr;
+  info.optimizer = state_->optimizer().describe();
+  info.batch_size = progress_.batch_size;
+  info.grad_accum_steps = progress_.grad_accum_steps;
+  info.total_steps = progress_.total_steps;
+  info.steps_per_epoch = progress_.steps_per_epoch;
+  info.peak_lr = progress_.schedule.peak_lr;
+  info.min_lr = progress_.schedule.min_lr;
   info.warmup_steps = config_.warmup_steps;
   info.max_grad_norm = config_.max_grad_norm;
-  info.start_step = start_step_;
-  info.resume_note = resume_note_;
+  info.start_step = progress_.start_step;
+  info.resume_note = notes_.resume;
   if (dist_.active()) {
     info.distributed = fmt::format(
         "{}; global batch {} = {} ranks x {} x {} accumulation", dist_.describe(),
-        dist_.world_size() * batch_size_ * grad_accum_steps_, dist_.world_size(),
-        batch_size_, grad_accum_steps_);
+        dist_.world_size() * progress_.batch_size * progress_.grad_accum_steps, dist_.world_size(),
+        progress_.batch_size, progress_.grad_accum_steps);
   }
-  info.zero = zero_note();
-  info.lora = lora_note_;
-  info.speed_notes = speed_notes_;
-  info.warnings = warnings_;
+  info.zero = state_->note();
+  info.lora = frozen_base_.note;
+  info.speed_notes = notes_.speed;
+  info.warnings = notes_.warnings;
   return info;
 }
 

@@ -1,7 +1,6 @@
 #include "ampt/train/trainer.h"
 
 #include "ampt/core/errors.h"
-#include "ampt/distributed/sharded_parameters.h"
 #include "ampt/train/determinism.h"
 #include "ampt/train/run.h"
 #include "ampt/train/step_phase.h"
@@ -67,10 +66,7 @@ class Throughput {
 void Run::enter_stage(std::size_t index, int64_t step, int64_t epoch, bool announce) {
   const auto made = precision_.enter_stage(index);
   peak_flops_ = device::peak_flops(device_.device, precision_.policy().compute_dtype);
-  // ZeRO-3 gathers the Linear weights in the dtype the new stage computes in.
-  if (auto* sharded = dist_.sharded_parameters()) {
-    sharded->set_compute_dtype(gather_dtype(config_.param_dtype, precision_.policy()));
-  }
+  state_->precision_changed();
   if (!announce) return;
   log::PrecisionSwitch change;
   change.step = step;
@@ -105,7 +101,7 @@ void Run::stop_unstable(const precision::BadStep& bad, int64_t steps_done, log::
   facts.init_scale = config_.grad_scaler_init;
   facts.min_loss_scale = config_.min_loss_scale;
   facts.lr = config_.lr;
-  facts.first_run_step = start_step_ + 1;
+  facts.first_run_step = progress_.start_step + 1;
   facts.max_consecutive_skips = config_.max_consecutive_skips;
   const auto diagnosis = precision::diagnose(bad, facts);
   std::string saved = "no checkpoint saved: the weights are not finite";
@@ -141,20 +137,20 @@ log::RunSummary Run::run(Clock::time_point started) {
   summary.precision = precision_.policy().name();
   summary.loss_scaling = precision_.scaler().enabled();
   summary.initial_scale = precision_.scaler().state().scale;
-  summary.initial_loss = initial_loss_;
+  summary.initial_loss = progress_.initial_loss;
   const int64_t samples_per_step =
-      batch_size_ * grad_accum_steps_ * dist_.world_size();
+      progress_.batch_size * progress_.grad_accum_steps * dist_.world_size();
   const auto start = Clock::now();
   summary.startup_seconds = std::chrono::duration<double>(start - started).count();
-  Throughput throughput(start_step_, static_cast<double>(samples_per_step));
+  Throughput throughput(progress_.start_step, static_cast<double>(samples_per_step));
   const auto timed_evaluation = [this](int64_t at) {
     if (device_.device.is_cuda()) torch::cuda::synchronize();  // queued steps are training's time
     const auto begun = Clock::now();
     auto report = evaluate(at);
-    eval_seconds_ += seconds_since(begun);
+    progress_.eval_seconds += seconds_since(begun);
     return report;
   };
-  int64_t step = start_step_;
+  int64_t step = progress_.start_step;
   StepProfiler profiler(config::parse_step_range(config_.profile), config_.output_dir,
                         device_.device, dist_.rank(), model_.module->parameters());
   profiler_ = &profiler;
@@ -166,38 +162,38 @@ log::RunSummary Run::run(Clock::time_point started) {
   };
 
   // Fine-tuning's yardstick: the pretrained weights' validation loss, before they change.
-  if (!config_.init_from.empty() && start_step_ == 0) {
+  if (!config_.init_from.empty() && progress_.start_step == 0) {
     const auto eval = timed_evaluation(0);
     if (eval.batches > 0) summary.initial_val_loss = eval.loss;
   }
 
-  for (; step < total_steps_; ++step) {
+  for (; step < progress_.total_steps; ++step) {
     profiler.before_step(step + 1);
-    const int64_t epoch = batches_->state().epoch;
+    const int64_t epoch = progress_.batches->state().epoch;
     if (const auto stage = precision_.stage_at(step, epoch); stage != precision_.stage()) {
       enter_stage(stage, step, epoch, /*announce=*/true);
     }
-    const double lr = schedule_.at(step);
+    const double lr = progress_.schedule.at(step);
     const int stop = dist_.agree_stop(context_.stop_requested());
     const bool log_step = step == 0 || (step + 1) % config_.log_every == 0 ||
-                          step + 1 == total_steps_ || stop != 0;
+                          step + 1 == progress_.total_steps || stop != 0;
     std::vector<data::Batch> micro_batches;
     StepPhase data_wait("ampt::data_wait");
-    for (int64_t micro = 0; micro < grad_accum_steps_; ++micro) {
-      micro_batches.push_back(batches_->next());
+    for (int64_t micro = 0; micro < progress_.grad_accum_steps; ++micro) {
+      micro_batches.push_back(progress_.batches->next());
     }
     data_wait.end();
     const auto result = step_->run(micro_batches, lr, log_step);
     monitor_.record(step + 1, /*flush=*/log_step);
     report_bad_steps(/*wait=*/false, step + 1, summary);
     checkpointer_.collect(/*wait=*/false, /*final=*/false, summary);
-    observer_.on_progress(step + 1, total_steps_, seconds_since(start));
+    observer_.on_progress(step + 1, progress_.total_steps, seconds_since(start));
 
     if (log_step) {
       StepFacts facts;
       facts.step = step + 1;
-      facts.total_steps = total_steps_;
-      facts.epoch = batches_->state().epoch;
+      facts.total_steps = progress_.total_steps;
+      facts.epoch = progress_.batches->state().epoch;
       facts.lr = lr;
       facts.tokens_per_sample = model_.tokens_per_sample;
       facts.flops_per_sample = model_.flops_per_sample;
@@ -205,10 +201,10 @@ log::RunSummary Run::run(Clock::time_point started) {
       facts.hysteresis = config_.grad_scaler_rules == config::ScalerRules::deepspeed;
       const auto report = step_report(
           result, facts,
-          [&] { return throughput.log(step + 1, eval_seconds_ + checkpointer_.pause_seconds()); },
-          precision_.scaler(), overflow_steps_, dist_, device_.device);
+          [&] { return throughput.log(step + 1, progress_.eval_seconds + checkpointer_.pause_seconds()); },
+          precision_.scaler(), progress_.overflow_steps, dist_, device_.device);
       observer_.on_step(report);
-      if (step == 0) initial_loss_ = summary.initial_loss = report.loss;
+      if (step == 0) progress_.initial_loss = summary.initial_loss = report.loss;
       summary.final_loss = report.loss;
     }
     if (const auto census = profiler.take_census(step + 1)) observer_.on_census(census->counts);
@@ -219,7 +215,7 @@ log::RunSummary Run::run(Clock::time_point started) {
       ++step;
       break;
     }
-    const bool last = step + 1 == total_steps_;
+    const bool last = step + 1 == progress_.total_steps;
     if (config_.eval_every > 0 && (step + 1) % config_.eval_every == 0 && !last) {
       timed_evaluation(step + 1);
     }
@@ -232,12 +228,12 @@ log::RunSummary Run::run(Clock::time_point started) {
   // The last steps' records may still be on their way: every bad step gets reported.
   report_bad_steps(/*wait=*/true, step, summary);
   // A preempted run saves and leaves at once; a finished one is evaluated.
-  if (summary.stop_signal == 0 && step > start_step_) {
+  if (summary.stop_signal == 0 && step > progress_.start_step) {
     const auto eval = timed_evaluation(step);
     if (eval.batches > 0) summary.final_val_loss = eval.loss;
   }
   // At the end, and on a stop request: the checkpoint a requeued job resumes from.
-  if (step > start_step_) save_checkpoint(step, summary, /*final=*/true);
+  if (step > progress_.start_step) save_checkpoint(step, summary, /*final=*/true);
   dist_.finish();
 
   const auto final_state = precision_.scaler().state();
@@ -246,12 +242,12 @@ log::RunSummary Run::run(Clock::time_point started) {
     summary.loss_scaling = summary.loss_scaling || precision_.policy().loss_scaling;
   }
   summary.steps = step;
-  summary.steps_this_run = step - start_step_;
-  summary.skipped_steps = static_cast<int64_t>(overflow_steps_.item<double>());
+  summary.steps_this_run = step - progress_.start_step;
+  summary.skipped_steps = static_cast<int64_t>(progress_.overflow_steps.item<double>());
   summary.final_scale = final_state.scale;
   throughput.summarize(summary, static_cast<double>(model_.tokens_per_sample));
   summary.seconds = seconds_since(started);
-  summary.eval_seconds = eval_seconds_;
+  summary.eval_seconds = progress_.eval_seconds;
   summary.checkpoint_seconds = checkpointer_.pause_seconds();
   summary.training_seconds =
       summary.seconds - summary.startup_seconds - summary.eval_seconds - summary.checkpoint_seconds;

@@ -1,0 +1,31 @@
+#include "ampt/train/frozen_base.h"
+
+#include "ampt/models/lora.h"
+#include "ampt/models/model_family.h"
+#include "ampt/train/base_fingerprint.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace ampt::train {
+
+FrozenBase freeze_base(const config::Config& config, precision::PrecisionState& precision,
+                       const std::vector<torch::Tensor>& trained) {
+  if (config.lora_rank <= 0) return {};
+  FrozenBase base;
+  base.fingerprint = base_fingerprint(precision.masters().frozen());
+  precision.store_frozen();
+  int64_t trained_count = 0, frozen = 0;
+  for (const auto& p : trained) trained_count += p.numel();
+  for (const auto& [name, p] : precision.masters().frozen()) frozen += p.numel();
+  base.note = fmt::format(
+      "rank {}, alpha {:g} (scale {:g}), dropout {:g} on {} Linear layers ({}): {} trainable "
+      "parameters with fp32 masters, {} frozen in {} (base fingerprint {})",
+      config.lora_rank, config.lora_alpha, config.lora_alpha / config.lora_rank,
+      config.lora_dropout, trained.size() / 2,
+      fmt::join(models::lora_targets_of(config, models::family_of(config).lora_targets), ","),
+      trained_count, frozen, c10::toString(precision.frozen_dtype()), base.fingerprint);
+  return base;
+}
+
+}  // namespace ampt::train

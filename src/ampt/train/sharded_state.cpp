@@ -1,0 +1,270 @@
+#include "ampt/train/train_state.h"
+
+#include "ampt/checkpoint/sharded_save.h"
+#include "ampt/core/errors.h"
+#include "ampt/distributed/sharded_parameters.h"
+#include "ampt/train/block_gather.h"
+#include "ampt/train/zero_optimizer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace ampt::train {
+namespace {
+
+// ZeRO: each rank holds its shard of the fp32 masters and of the optimizer's state (and at stage
+// 2 and 3 of the gradients; at stage 3 of the weights, gathered block by block), and saves it.
+class ShardedState final : public TrainState {
+ public:
+  // Cuts this rank's shard of the masters (broadcast from rank 0 first), drops O2's full masters
+  // and builds the optimizer over the shard.
+  explicit ShardedState(TrainStateParts parts);
+
+  NamedTensors tensors() const override;
+  void restore(checkpoint::CheckpointReader& reader) override;
+  std::string save_path(const std::string& dir, int64_t step) const override {
+    return (std::filesystem::path(dir) / checkpoint::checkpoint_dir_name(step)).string();
+  }
+  Checkpointer::Write write(checkpoint::Checkpoint meta, NamedTensors host) override;
+
+  void step_parts(StepParts& parts) override {
+    parts.optimizer = optimizer_.get();
+    parts.zero = parts_.dist.zero();
+    parts.weights_gathered = [this] { parts_.precision.half_weights().refresh(); };
+  }
+  // The AdamW kernel's O1 half copies need whole parameters: the shard's optimizer is ATen's.
+  std::vector<kernels::FusedPath> fused_paths() const override { return {}; }
+  std::string note() const override;
+
+  bool forward_is_collective() const override {
+    return parts_.dist.sharded_parameters() != nullptr;
+  }
+  // Stage 3 gathers the Linear weights in the dtype the new stage computes in.
+  void precision_changed() override {
+    if (auto* sharded = parts_.dist.sharded_parameters()) {
+      sharded->set_compute_dtype(
+          gather_dtype(parts_.config.param_dtype, parts_.precision.policy()));
+    }
+  }
+  void gather_root() override {
+    if (auto* sharded = parts_.dist.sharded_parameters()) sharded->gather(sharded->root());
+  }
+  void release_gathered() override {
+    if (auto* sharded = parts_.dist.sharded_parameters()) sharded->release_all();
+  }
+
+ private:
+  // The optimizer's state as flat tensors (ZeroOptimizer::state) and kinds, the parameters' names
+  // and how many saves this run has started (each save's key).
+  NamedTensors state_;
+  std::vector<StateKind> kinds_;
+  std::vector<std::string> names_;
+  int64_t saves_started_ = 0;
+  // Stage 3's hooks on the model's blocks; the model calls them until this state is destroyed.
+  std::unique_ptr<BlockGather> block_gather_;
+};
+
+ShardedState::ShardedState(TrainStateParts parts) : TrainState(parts) {
+  std::vector<torch::Tensor> master_tensors;
+  std::vector<bool> decay;
+  auto& masters = parts_.precision.masters();
+  for (const auto& [name, master] : masters.masters()) {
+    names_.push_back(name);
+    master_tensors.push_back(master);
+    decay.push_back(master.dim() >= 2);  // as make_optimizer decides for whole parameters
+  }
+  auto& dist = parts_.dist;
+  const auto model = model_tensors(parts_.precision, parts_.model);
+  if (dist.zero_stage() == 3) {
+    const auto blocks = parameter_blocks(*parts_.model.module, parts_.model.layers.blocks, names_,
+                                         parts_.parameters, parts_.precision.islands(),
+                                         parts_.precision.policy(), parts_.config.param_dtype,
+                                         masters.enabled());
+    dist.attach(model, parts_.parameters, master_tensors, &blocks);
+    block_gather_ = std::make_unique<BlockGather>(*dist.sharded_parameters());
+    parts_.model.set_block_hooks(block_gather_.get());
+    std::vector<std::string> piece_names;
+    for (const auto& piece : dist.zero()->pieces()) piece_names.push_back(names_[piece.param]);
+    parts_.monitor.watch_weights(dist.zero()->master_pieces(), std::move(piece_names));
+  } else {
+    dist.attach(model, parts_.parameters, master_tensors);
+    masters.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
+  }
+  masters.release_masters();
+  auto zero = make_zero_optimizer(parts_.config, *dist.zero(), names_, decay);
+  optimizer_ = std::move(zero.optimizer);
+  state_ = std::move(zero.state);
+  kinds_ = std::move(zero.kinds);
+}
+
+void ShardedState::restore(checkpoint::CheckpointReader& reader) {
+  auto& zero = *parts_.dist.zero();
+  const auto expect = [&](const std::string& name, const std::vector<int64_t>& shape,
+                          const char* what) {
+    const auto found = reader.shape(name);
+    if (!found) {
+      throw RuntimeError(fmt::format("checkpoint '{}' has no {} tensor '{}' (shape [{}]): it was "
+                                     "saved from a different model",
+                                     reader.path(), what, name, fmt::join(shape, ", ")));
+    }
+    if (*found != shape) {
+      throw RuntimeError(fmt::format("checkpoint '{}': {} tensor '{}' has shape [{}], the model "
+                                     "expects [{}]",
+                                     reader.path(), what, name, fmt::join(*found, ", "),
+                                     fmt::join(shape, ", ")));
+    }
+  };
+  for (const auto p : zero.sharded_parameters()) {
+    const auto& name = names_[p];
+    const auto shape = parts_.parameters[p].sizes().vec();
+    expect(name, shape, "model");
+    for (const auto& kind : kinds_) {
+      expect(name + "." + kind.name, kind.per_element ? shape : std::vector<int64_t>{}, "optimizer");
+    }
+  }
+  const auto buffers = parts_.model.module->named_buffers();
+  for (const auto& item : buffers) expect(item.key(), item.value().sizes().vec(), "model");
+
+  torch::NoGradGuard no_grad;
+  const auto& pieces = zero.pieces();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const auto& piece = pieces[i];
+    const auto& name = names_[piece.param];
+    reader.read(name, piece.begin, piece.count, zero.master_pieces()[i]);
+    for (size_t k = 0; k < kinds_.size(); ++k) {
+      const auto& flat = state_[k].second;
+      const auto state = name + "." + kinds_[k].name;
+      if (kinds_[k].per_element) {
+        reader.read(state, piece.begin, piece.count, flat.narrow(0, piece.shard_offset, piece.count));
+      } else {
+        reader.read(state, 0, 1, flat.narrow(0, static_cast<int64_t>(i), 1));
+      }
+    }
+  }
+  for (const auto& item : buffers) reader.read(item.key(), 0, item.value().numel(), item.value().view(-1));
+  zero.gather_weights();
+}
+
+NamedTensors ShardedState::tensors() const {
+  NamedTensors tensors{{"master", parts_.dist.zero()->master_shard()}};
+  tensors.insert(tensors.end(), state_.begin(), state_.end());
+  if (parts_.dist.is_main()) {
+    for (const auto& item : parts_.model.module->named_buffers()) {
+      tensors.emplace_back(item.key(), item.value());
+    }
+  }
+  return tensors;
+}
+
+Checkpointer::Write ShardedState::write(checkpoint::Checkpoint meta, NamedTensors host) {
+  const auto& zero = *parts_.dist.zero();
+  checkpoint::ShardedSave save;
+  const auto shard_end = host.begin() + static_cast<std::ptrdiff_t>(1 + state_.size());
+  save.shard.assign(host.begin(), shard_end);
+  save.meta = std::move(meta);
+  save.meta.model.assign(shard_end, host.end());  // rank 0: the buffers
+  save.rank = parts_.dist.rank();
+  auto& layout = save.layout;
+  layout.names = names_;
+  for (const auto& p : parts_.parameters) layout.shapes.push_back(p.sizes().vec());
+  layout.layout = zero.layout();
+  layout.per_element = {"master"};
+  for (const auto& kind : kinds_) (kind.per_element ? layout.per_element : layout.per_piece).push_back(kind.name);
+  // Every rank starts its saves in the same order: the count names this one's reports.
+  auto key = fmt::format("checkpoint/{}", saves_started_++);
+  return [this, save = std::move(save), key = std::move(key), dir = parts_.config.output_dir,
+          keep = parts_.config.keep_checkpoints] {
+    checkpoint::save_sharded(dir, save, keep, [this, &key](const std::string& report) {
+      return parts_.dist.gather_text(key, report, "the exchange of checkpoint shard reports");
+    });
+  };
+}
+
+std::string ShardedState::note() const {
+  const auto& dist = parts_.dist;
+  const auto& zero = *dist.zero();
+  const auto& masters = parts_.precision.masters();
+  double count = 0.0, weights = 0.0, full_grads = 0.0;
+  for (const auto& p : parts_.parameters) {
+    count += static_cast<double>(p.numel());
+    // Stage 3 gathers O1's Linear weights in the compute dtype: without ZeRO they are fp32.
+    const double whole = masters.enabled() ? static_cast<double>(p.nbytes()) : 4.0 * static_cast<double>(p.numel());
+    weights += whole;
+    full_grads += whole;
+  }
+  double optimizer = 0.0, full_optimizer = 0.0;
+  for (const auto& [name, state] : state_) optimizer += static_cast<double>(state.nbytes());
+  for (const auto& kind : kinds_) full_optimizer += kind.per_element ? 4.0 * count : 0.0;
+  const double master = static_cast<double>(zero.master_shard().nbytes());
+  const double grads = zero.stage() >= 2 ? static_cast<double>(zero.master_shard().nbytes()) : full_grads;
+  const double full_masters =
+      masters.enabled() && masters.dtype() != torch::kFloat ? 4.0 * count : 0.0;
+  if (const auto* sharded = dist.sharded_parameters()) {
+    // What is whole at once: the root for the step, and the block computing with the next one
+    // coming (the two largest bound it).
+    std::vector<int64_t> blocks;
+    for (int64_t b = 0; b < sharded->blocks(); ++b) blocks.push_back(sharded->block_bytes(b));
+    std::sort(blocks.rbegin(), blocks.rend());
+    double gathered = static_cast<double>(sharded->block_bytes(sharded->root()));
+    for (size_t i = 0; i < std::min<size_t>(2, blocks.size()); ++i) gathered += static_cast<double>(blocks[i]);
+    return fmt::format(
+        "stage 3 over {} ranks (parameters, gradients and optimizer state sharded; each block "
+        "all-gathered when it computes, in {}): bytes per parameter on each rank: gathered "
+        "weights at most {:.2f} (the root and two of {} blocks) + gradient shard {:.2f} + fp32 "
+        "master shard {:.2f} + optimizer state {:.2f} = {:.2f} (without ZeRO {:.2f}); the shards "
+        "hold this rank's 1/{} of {} flat units",
+        dist.world_size(),
+        c10::toString(gather_dtype(parts_.config.param_dtype, parts_.precision.policy())),
+        gathered / count, sharded->blocks(), grads / count, master / count, optimizer / count,
+        (gathered + grads + master + optimizer) / count,
+        (weights + full_grads + full_masters + full_optimizer) / count, dist.world_size(),
+        zero.layout().units().size());
+  }
+  return fmt::format(
+      "stage {} over {} ranks ({}): bytes per parameter on each rank: weights {:.2f} + gradients "
+      "{:.2f} + fp32 master shard {:.2f} + optimizer state {:.2f} = {:.2f} (without ZeRO {:.2f}); "
+      "the shards hold this rank's 1/{} of {} flat bucket{}",
+      zero.stage(), dist.world_size(),
+      zero.stage() == 1 ? "optimizer state sharded" : "optimizer state and gradients sharded",
+      weights / count, grads / count, master / count, optimizer / count,
+      (weights + grads + master + optimizer) / count,
+      (weights + full_grads + full_masters + full_optimizer) / count, dist.world_size(),
+      zero.layout().units().size(), zero.layout().units().size() > 1 ? "s" : "");
+}
+
+}  // namespace
+
+void check_sharded_state(const TrainStateParts& parts) {
+  const auto& config = parts.config;
+  const auto stage = parts.dist.zero_stage();
+  if (stage > 0 && parts.precision.masters().enabled() && parts.precision.stages().size() > 1) {
+    throw UsageError(fmt::format(
+        "zero_stage {} with amp_opt_level O2 cannot follow a precision schedule: a switch re-casts "
+        "the half weights from fp32 masters that ZeRO keeps sharded; use amp_opt_level O1, or "
+        "zero_stage 0",
+        stage));
+  }
+  // Refused in a single process too, where the stage has nothing to shard: the same command
+  // would fail once launched on several ranks.
+  if (config.zero_stage != 3) return;
+  if (parts.model.layers.blocks.empty() || !parts.model.set_block_hooks) {
+    throw UsageError(fmt::format(
+        "zero_stage 3 gathers a model's weights block by block, and model {} has no transformer "
+        "blocks to hook: use zero_stage 2, or a gpt, llama, qwen2, qwen3 or mistral model",
+        config.model));
+  }
+  if (config.lora_rank > 0) {
+    throw UsageError(
+        "zero_stage 3 does not shard a LoRA run: its frozen base is no part of ZeRO's shards; use "
+        "zero_stage 2, which shards the adapters' gradients and optimizer state");
+  }
+}
+
+std::unique_ptr<TrainState> make_sharded_state(TrainStateParts parts) {
+  return std::make_unique<ShardedState>(parts);
+}
+
+}  // namespace ampt::train

@@ -1,0 +1,92 @@
+#include "ampt/train/train_state.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iterator>
+
+namespace ampt::train {
+namespace {
+
+// Every rank holds every parameter and the optimizer's state for all of them: rank 0 saves them.
+class WholeState final : public TrainState {
+ public:
+  explicit WholeState(TrainStateParts parts) : TrainState(parts) {
+    auto& masters = parts_.precision.masters();
+    optimizer_ = make_optimizer(parts_.config, masters.masters());
+    parts_.dist.attach(model_tensors(parts_.precision, parts_.model), parts_.parameters, {});
+    masters.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
+  }
+
+  NamedTensors tensors() const override {
+    auto state = model_tensors(parts_.precision, parts_.model);
+    for (auto& named : optimizer_->state()) state.push_back(std::move(named));
+    return state;
+  }
+
+  void restore(checkpoint::CheckpointReader& reader) override {
+    const auto whole = reader.assemble();
+    checkpoint::copy_into(whole.model, model_tensors(parts_.precision, parts_.model), "model",
+                          reader.path());
+    checkpoint::copy_into(whole.optimizer, optimizer_->state(), "optimizer", reader.path());
+    parts_.precision.masters().refresh_model();
+  }
+
+  std::string save_path(const std::string& dir, int64_t step) const override {
+    // Identical on every rank: rank 0 writes it.
+    if (!parts_.dist.is_main()) return "";
+    return (std::filesystem::path(dir) / checkpoint::checkpoint_file_name(step)).string();
+  }
+
+  Checkpointer::Write write(checkpoint::Checkpoint meta, NamedTensors host) override {
+    // The model's tensors come first, then the optimizer's.
+    const auto split = host.end() - static_cast<std::ptrdiff_t>(optimizer_->state().size());
+    meta.model.assign(std::make_move_iterator(host.begin()), std::make_move_iterator(split));
+    meta.optimizer.assign(std::make_move_iterator(split), std::make_move_iterator(host.end()));
+    return [meta = std::move(meta), dir = parts_.config.output_dir,
+            keep = parts_.config.keep_checkpoints] { checkpoint::save(dir, meta, keep); };
+  }
+
+  void step_parts(StepParts& parts) override {
+    parts.optimizer = optimizer_.get();
+    parts.masters = &parts_.precision.masters();
+  }
+
+  std::vector<kernels::FusedPath> fused_paths() const override {
+    // O1's half copies are written by the AdamW kernel, for every model.
+    if (parts_.precision.half_weights().dtype() != c10::kFloat &&
+        parts_.config.optimizer == config::OptimizerKind::adamw) {
+      return {kernels::FusedPath::adamw};
+    }
+    return {};
+  }
+
+  std::string note() const override {
+    if (parts_.config.zero_stage == 0) return "";
+    return fmt::format("zero_stage {} has nothing to shard in a single process: everything stays "
+                       "whole",
+                       parts_.config.zero_stage);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TrainState> make_whole_state(TrainStateParts parts) {
+  return std::make_unique<WholeState>(parts);
+}
+
+NamedTensors model_tensors(const precision::PrecisionState& precision, const models::Model& model) {
+  auto out = precision.masters().masters();
+  for (const auto& item : model.module->named_buffers()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+void check_train_state(const TrainStateParts& parts) {
+  check_sharded_state(parts);
+}
+
+std::unique_ptr<TrainState> make_train_state(TrainStateParts parts) {
+  return parts.dist.zero_stage() > 0 ? make_sharded_state(parts) : make_whole_state(parts);
+}
+
+}  // namespace ampt::train
