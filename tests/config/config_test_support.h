@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ampt/config/catalog.h"
 #include "ampt/config/resolve.h"
 #include "ampt/core/errors.h"
 
@@ -40,6 +41,21 @@ class TempYaml {
 };
 
 using Env = std::map<std::string, std::string>;
+
+// The config tests' stand-in for models::catalog() (tests/models/catalog_test.cpp tests that
+// one): a few model names, every pretrained model a "gpt", no adapters.
+inline const Catalog& test_catalog() {
+  static const Catalog catalog{
+      {"mlp", "cnn", "gpt", "gpt-tiny", "gpt2-124m"},
+      [](const std::string&, const std::string&) { return std::string("gpt"); },
+      [](const std::string&) { return std::optional<AdapterSettings>(); }};
+  return catalog;
+}
+
+// resolve() against test_catalog().
+inline Resolved resolve(const std::vector<std::string>& args, const Env& env = {}) {
+  return ampt::config::resolve(args, env, test_catalog());
+}
 
 // Resolves with only `yaml` as the config file (given by --config) plus extra arguments.
 inline Resolved resolve_yaml(const TempYaml& yaml, std::vector<std::string> args = {},

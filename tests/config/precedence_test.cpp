@@ -102,22 +102,23 @@ TEST_CASE("values are validated at every level, naming their source", "[config][
         }) == "invalid value '-1' for lr (" + yaml.at(1) + "): expected a number > 0");
 }
 
-TEST_CASE("init_from makes the model its config.json's family unless --model names one, and the hub cache follows huggingface_hub",
+TEST_CASE("init_from makes the model the catalog's for its files unless --model names one, and the hub cache follows huggingface_hub",
           "[config][init_from]") {
-  // Not found (yet): taken for a GPT-2, whose loading then names what was searched.
-  CHECK(resolve({"--init_from", "gpt2"}, {}).config().model == "gpt");
-  const auto dir = ampt::test::make_temp_dir();
-  for (const auto& [model_type, model] : std::vector<std::pair<std::string, std::string>>{
-           {"llama", "llama"}, {"qwen2", "qwen2"}, {"gpt2", "gpt"}}) {
-    ampt::test::write_file(dir + "/config.json", "{\"model_type\": \"" + model_type + "\"}");
-    CHECK(resolve({"--init_from", dir}, {}).config().model == model);
-  }
-  ampt::test::write_file(dir + "/config.json", "{\"model_type\": \"mamba\"}");
-  CHECK_THROWS_WITH(resolve({"--init_from", dir}, {}),
-                    dir + "/config.json: model_type is mamba; ampt loads gpt2, llama, qwen2, qwen3 and mistral models");
-  CHECK(resolve({"--init_from", dir, "--model", "gpt"}, {}).config().model == "gpt");
-  CHECK(resolve({"--init_from", "gpt2", "--model", "gpt2-124m"}, {}).config().model == "gpt2-124m");
-  CHECK(resolve({}, {}).config().model == "mlp");
+  // config reads no file: the catalog (models::catalog() in ampt) answers for init_from.
+  std::vector<std::pair<std::string, std::string>> asked;
+  auto catalog = test_catalog();
+  catalog.pretrained_model = [&](const std::string& init_from, const std::string& cache) {
+    asked.emplace_back(init_from, cache);
+    return std::string("gpt-tiny");
+  };
+  const auto with = [&](const std::vector<std::string>& args, const Env& env = {}) {
+    return ampt::config::resolve(args, env, catalog).config();
+  };
+  CHECK(with({"--init_from", "some/model"}, {{"HF_HUB_CACHE", "/c"}}).model == "gpt-tiny");
+  CHECK(asked == std::vector<std::pair<std::string, std::string>>{{"some/model", "/c"}});
+  CHECK(with({"--init_from", "some/model", "--model", "gpt"}).model == "gpt");
+  CHECK(asked.size() == 1);  // --model named: the files are not asked
+  CHECK(with({}).model == "mlp");
   CHECK(resolve({}, {{"HOME", "/h"}}).config().hf_hub_cache == "/h/.cache/huggingface/hub");
   CHECK(resolve({}, {{"HOME", "/h"}, {"HF_HOME", "/hf"}}).config().hf_hub_cache == "/hf/hub");
   CHECK(resolve({}, {{"HOME", "/h"}, {"HF_HOME", "/hf"}, {"HF_HUB_CACHE", "/c"}})

@@ -1,13 +1,13 @@
 // Llama, Qwen2, Qwen3 and Mistral models that transformers made (random weights, saved with
 // save_pretrained) loaded with --init_from: the same logits, greedy tokens and fine-tuning losses
 // as transformers', written back in a form transformers loads; bad files refused in one line.
-#include "ampt/config/pretrained_model.h"
 #include "ampt/core/errors.h"
 #include "ampt/hf/llama_config.h"
 #include "ampt/hf/llama_export.h"
 #include "ampt/hf/llama_weights.h"
 #include "ampt/hf/pretrained.h"
 #include "ampt/models/generation.h"
+#include "ampt/models/catalog.h"
 #include "ampt/models/llama_presets.h"
 #include "ampt/models/model_family.h"
 #include "ampt/models/registry.h"
@@ -73,7 +73,7 @@ TEST_CASE("llama import: logits and loss equal LlamaForCausalLM's (fp32), llama3
     return;
   }
   const auto dir = make_llama({"--llama3"});
-  CHECK(ampt::config::pretrained_model(dir) == "llama");
+  CHECK(ampt::models::catalog().pretrained_model(dir, "") == "llama");
   check_against_transformers(dir);
 }
 
@@ -84,7 +84,7 @@ TEST_CASE("llama import: Qwen2 (q/k/v biases, tied head) from bf16 shards equals
     return;
   }
   const auto dir = make_llama({"--flavour", "qwen2", "--tied", "--shard_kb", "60", "--dtype", "bfloat16"});
-  CHECK(ampt::config::pretrained_model(dir) == "qwen2");
+  CHECK(ampt::models::catalog().pretrained_model(dir, "") == "qwen2");
   REQUIRE(ampt::hf::model_files(dir).weights.size() > 1);
   check_against_transformers(dir);
 }
@@ -96,13 +96,13 @@ TEST_CASE("llama import: Qwen3 (q/k norms, wide heads, tied) and Mistral equal t
     return;
   }
   const auto qwen3 = make_llama(flavours()[2]);
-  CHECK(ampt::config::pretrained_model(qwen3) == "qwen3");
+  CHECK(ampt::models::catalog().pretrained_model(qwen3, "") == "qwen3");
   const auto config = ampt::hf::read_llama_config(qwen3 + "/config.json");
   CHECK(config.head_dim() == 32);
   CHECK(config.qk_norm);
   check_against_transformers(qwen3);
   const auto mistral = make_llama(flavours()[3]);
-  CHECK(ampt::config::pretrained_model(mistral) == "mistral");
+  CHECK(ampt::models::catalog().pretrained_model(mistral, "") == "mistral");
   check_against_transformers(mistral);
 }
 
@@ -267,9 +267,9 @@ TEST_CASE("llama import: a config, shard or index that does not fit is one line 
   CHECK_THROWS_WITH(ampt::hf::read_llama_config(path),
                     path + ": model_type is gemma, ampt's Llama loads llama, qwen2, qwen3 and "
                            "mistral models");
-  CHECK_THROWS_WITH(ampt::config::pretrained_model(dir),
-                    path + ": model_type is gemma; ampt loads gpt2, llama, qwen2, qwen3 and "
-                           "mistral models");
+  CHECK_THROWS_WITH(ampt::models::catalog().pretrained_model(dir, ""),
+                    path + ": model_type is gemma; ampt loads gpt2, llama, mistral, qwen2 and "
+                           "qwen3 models");
   // The hub's older spelling of llama3 rope settings reads as transformers 5's.
   ampt::test::write_file(path, "{" + dims + R"(, "rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
   const auto read = ampt::hf::read_llama_config(path);

@@ -1,5 +1,6 @@
 // --init_from's files: a directory as given, or a name found offline in the Hugging Face hub cache.
 #include "ampt/hf/pretrained.h"
+#include "ampt/hf/hub_cache.h"
 
 #include "ampt/core/errors.h"
 #include "support/process.h"
@@ -9,7 +10,7 @@
 #include <filesystem>
 
 using ampt::hf::model_files;
-using ampt::config::pretrained_dir;
+using ampt::hf::pretrained_dir;
 using ampt::test::make_temp_dir;
 using ampt::test::write_file;
 

@@ -3,7 +3,7 @@
 // logits and next-token loss), loaded the way a run loads --init_from.
 #pragma once
 
-#include "ampt/config/pretrained_model.h"
+#include "ampt/models/catalog.h"
 #include "ampt/models/model_family.h"
 #include "ampt/models/registry.h"
 #include "support/process.h"
@@ -37,7 +37,7 @@ inline std::string make_reference_model(const std::string& script,
 // A run's settings for --init_from `dir` with --model left out.
 inline config::Config pretrained_config(const std::string& dir) {
   config::Config config;
-  config.model = config::pretrained_model(dir);
+  config.model = models::catalog().pretrained_model(dir, "");
   config.init_from = dir;
   return config;
 }

@@ -1,6 +1,7 @@
 // --fused_kernels auto: the choice from what a GPU measured and what its memory holds, the
 // measurement's turns, and the option's spellings.
 #include "ampt/config/resolve.h"
+#include "ampt/models/catalog.h"
 #include "ampt/train/fused_choice.h"
 
 #include <catch2/catch.hpp>
@@ -55,7 +56,7 @@ TEST_CASE("fused_kernels: auto by default, true or false as a boolean, anything 
           "[train][fused_choice][config]") {
   using ampt::config::AutoSwitch;
   const auto resolve = [](std::vector<std::string> args) {
-    return ampt::config::resolve(args, {}).config().fused_kernels;
+    return ampt::config::resolve(args, {}, ampt::models::catalog()).config().fused_kernels;
   };
   CHECK(resolve({}) == AutoSwitch::auto_select);
   CHECK(resolve({"--fused_kernels=false"}) == AutoSwitch::off);

@@ -8,6 +8,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/core/json_text.h"
 #include "ampt/log/logger.h"
+#include "ampt/models/catalog.h"
 #include "ampt/models/model_family.h"
 #include "ampt/precision/choice.h"
 #include "ampt/device/device.h"
@@ -152,7 +153,7 @@ std::string compare_help() {
       "loss, Δ loss vs fp32, Skipped steps, Stability. The table is also written to output_dir\n"
       "as compare.md, compare.csv and compare.json; each run's logs, summary.json and\n"
       "checkpoint are in output_dir/<format>.",
-      own_flags());
+      own_flags(), models::catalog());
 }
 
 int run_compare(const std::vector<std::string>& args, const Environment& env) {
@@ -169,7 +170,7 @@ int run_compare(const std::vector<std::string>& args, const Environment& env) {
                                    std::string(name) == "max_steps" ? "--steps" : "--formats"));
     }
   }
-  const auto resolved = config::resolve(split.rest, env);
+  const auto resolved = config::resolve(split.rest, env, models::catalog());
   const auto& config = resolved.config();
   if (!config.resume.empty()) {
     throw UsageError(fmt::format("ampt compare starts every format from the same fresh weights: "
@@ -197,7 +198,7 @@ int run_compare(const std::vector<std::string>& args, const Environment& env) {
   // first run starts.
   for (const auto& format : formats) {
     const auto run_config =
-        config::resolve(run_args(format, (root / format.name).string()), env).config();
+        config::resolve(run_args(format, (root / format.name).string()), env, models::catalog()).config();
     try {
       const auto choice =
           precision::choose_precision(run_config.mixed_precision, run_config.strict_precision,

@@ -6,6 +6,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/data/run_tokenizer.h"
 #include "ampt/device/device.h"
+#include "ampt/models/catalog.h"
 #include "ampt/models/generation.h"
 #include "ampt/models/model_family.h"
 #include "ampt/precision/autocast_guard.h"
@@ -41,7 +42,7 @@ std::string generate_help() {
       "Continue --prompt with a language model: an ampt checkpoint (--checkpoint) or a pretrained\n"
       "Hugging Face GPT-2, Llama or Qwen2 (--init_from DIR|NAME). Greedy with --temperature 0,\n"
       "else sampled (top-k, top-p, --seed). The prompt and its continuation go to stdout, messages to stderr.",
-      own_flags());
+      own_flags(), models::catalog());
 }
 
 int run_generate(const std::vector<std::string>& args, const Environment& env) {

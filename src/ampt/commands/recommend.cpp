@@ -1,5 +1,6 @@
 #include "ampt/commands/recommend.h"
 
+#include "ampt/models/catalog.h"
 #include "ampt/models/memory_plan.h"
 
 #include "ampt/config/enum_names.h"
@@ -172,12 +173,12 @@ std::string recommend_help() {
       "--world_size N every figure is one rank's, with --zero_stage's sharding; --zero_stage 3\n"
       "also says from how many ranks the run (its precision, --batch_size and --grad_ckpt) fits\n"
       "the GPU. With --lora_rank R the base is frozen and only the adapters train.",
-      own_flags());
+      own_flags(), models::catalog());
 }
 
 int run_recommend(const std::vector<std::string>& args, const Environment& env) {
   const auto split = config::split_subcommand_flags(args, own_flags());
-  const auto resolved = config::resolve(split.rest, env);
+  const auto resolved = config::resolve(split.rest, env, models::catalog());
   const auto& config = resolved.config();
   models::GpuTarget gpu;
   gpu.memory_gb = config::subcommand_number("gpu_memory_gb", split.values.at("gpu_memory_gb"),

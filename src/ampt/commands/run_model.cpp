@@ -2,6 +2,7 @@
 
 #include "ampt/config/describe.h"
 #include "ampt/config/resolve.h"
+#include "ampt/models/catalog.h"
 #include "ampt/train/base_fingerprint.h"
 #include "ampt/train/pretrained.h"
 
@@ -12,7 +13,7 @@ config::Config run_config(const std::optional<checkpoint::Checkpoint>& saved,
   std::vector<std::string> all;
   if (saved) all = config::described_flags(saved->config);
   all.insert(all.end(), flags.begin(), flags.end());
-  return config::resolve(all, env).config();
+  return config::resolve(all, env, models::catalog()).config();
 }
 
 models::Model load_run_model(const config::Config& config,

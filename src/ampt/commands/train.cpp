@@ -10,6 +10,7 @@
 #include "ampt/log/metrics_writer.h"
 #include "ampt/log/run_plot.h"
 #include "ampt/log/tensorboard_writer.h"
+#include "ampt/models/catalog.h"
 #include "ampt/train/preemption.h"
 #include "ampt/train/trainer.h"
 
@@ -22,10 +23,10 @@
 
 namespace ampt::commands {
 
-std::string train_help() { return config::help_text("ampt train"); }
+std::string train_help() { return config::help_text("ampt train", models::catalog()); }
 
 int run_train(const std::vector<std::string>& args, const Environment& env) {
-  const auto resolved = config::resolve(args, env);
+  const auto resolved = config::resolve(args, env, models::catalog());
   const auto& config = resolved.config();
   log::set_debug(config.debug);
   // In a distributed run rank 0 alone speaks and writes metrics; the others train silently.

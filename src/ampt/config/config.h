@@ -135,7 +135,7 @@ struct Config {
   double lora_alpha = 16.0;    // the adapter's output is scaled by lora_alpha / lora_rank
   double lora_dropout = 0.0;   // on the adapter's input only
   std::string lora_targets;    // comma-separated module names; empty: the family's default
-  // Not an option: the peft adapter directory init_from named (config/peft_adapter.h), whose
+  // Not an option: the peft adapter directory init_from named (hf/peft_adapter.h reads it through the Catalog), whose
   // weights start the adapters; init_from is then its base. Empty: none.
   std::string init_adapter;
 

@@ -1,6 +1,7 @@
 #include "ampt/config/describe.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -31,9 +32,12 @@ void by_section(Header header, Line line) {
   }
 }
 
-std::string flag_spelling(const Option& option) {
-  return option.is_switch ? fmt::format("--{}[={}]", option.name, option.value_hint)
-                          : fmt::format("--{} {}", option.name, option.value_hint);
+std::string flag_spelling(const Option& option, const Catalog& catalog) {
+  const auto hint = option.catalog_choices != nullptr
+                        ? fmt::format("{}", fmt::join(catalog.*option.catalog_choices, "|"))
+                        : option.value_hint;
+  return option.is_switch ? fmt::format("--{}[={}]", option.name, hint)
+                          : fmt::format("--{} {}", option.name, hint);
 }
 
 // "[>= 1, default: 64, YAML scaler.init_scale]": the facts --help adds to an option's help.
@@ -54,11 +58,11 @@ std::string facts(const Option& option, const Config& defaults) {
 
 }  // namespace
 
-std::string help_text(std::string_view program_and_subcommand) {
+std::string help_text(std::string_view program_and_subcommand, const Catalog& catalog) {
   const Config defaults;
   std::size_t width = std::string_view("-h, --help").size();
   for (const Option& option : options()) {
-    if (const std::size_t size = flag_spelling(option).size(); size <= kMaxFlagWidth) {
+    if (const std::size_t size = flag_spelling(option, catalog).size(); size <= kMaxFlagWidth) {
       width = std::max(width, size);
     }
   }
@@ -72,7 +76,7 @@ std::string help_text(std::string_view program_and_subcommand) {
       program_and_subcommand, "-h, --help", width);
   by_section([&](std::string_view section) { text += fmt::format("\n{}:\n", section); },
              [&](const Option& option) {
-               std::string flag = flag_spelling(option);
+               std::string flag = flag_spelling(option, catalog);
                if (flag.size() > width) {
                  text += "  " + flag + "\n";
                  flag.clear();

@@ -10,8 +10,9 @@
 namespace ampt::config {
 
 // Full --help text for e.g. "ampt train": every flag with its values, constraint, default (from
-// Config{}) and help, grouped by YAML section, plus how to set options via env and YAML.
-std::string help_text(std::string_view program_and_subcommand);
+// Config{}) and help, grouped by YAML section, plus how to set options via env and YAML;
+// `catalog` gives --model's names.
+std::string help_text(std::string_view program_and_subcommand, const Catalog& catalog);
 
 // One aligned `name = value   (source)` line per option, grouped under `[section]` headers.
 std::string describe(const Resolved& resolved);

@@ -142,6 +142,16 @@ Option checked_string_option(std::string name, std::string_view yaml_path,
   return option;
 }
 
+Option catalog_option(std::string name, std::string_view yaml_path, std::string Config::*member,
+                      std::vector<std::string> Catalog::*choices, std::string value_hint,
+                      std::string help) {
+  Option option = string_option(std::move(name), yaml_path, member, false, std::move(value_hint),
+                                std::move(help));
+  option.expected = "one of the names --help lists";
+  option.catalog_choices = choices;
+  return option;
+}
+
 Option explained_string_option(std::string name, std::string_view yaml_path,
                                std::string Config::*member,
                                std::function<std::string(std::string_view)> problem,

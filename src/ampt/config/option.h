@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ampt/config/catalog.h"
 #include "ampt/config/config.h"
 #include "ampt/config/enum_names.h"
 #include "ampt/config/source.h"
@@ -26,6 +27,9 @@ struct Option {
   std::string value_hint;  // placeholder in --help: "N", "X", "no|fp16|bf16", "PATH"
   bool is_switch = false;  // boolean: a bare `--debug` means true
   bool yaml_list = false;  // YAML may give a list: items are joined with ',' (see list_option)
+  // The values the layers above config allow (catalog_option): resolve() checks the final value
+  // against the Catalog's list and --help shows it.
+  std::vector<std::string> Catalog::*catalog_choices = nullptr;
 
   // Why `text` was rejected, when the option can say more than `expected`; may be empty.
   std::function<std::string(std::string_view text)> problem;
@@ -50,6 +54,11 @@ Option bool_option(std::string name, std::string_view yaml_path, bool Config::*m
 // Free text; `non_empty` rejects "".
 Option string_option(std::string name, std::string_view yaml_path, std::string Config::*member,
                      bool non_empty, std::string value_hint, std::string help);
+// One of the Catalog's `choices` (the --model names), which resolve() checks once the layers are
+// applied; `value_hint` stands for them where no Catalog is at hand.
+Option catalog_option(std::string name, std::string_view yaml_path, std::string Config::*member,
+                      std::vector<std::string> Catalog::*choices, std::string value_hint,
+                      std::string help);
 // Free text that `valid` accepts; `expected` describes the valid forms for error messages.
 Option checked_string_option(std::string name, std::string_view yaml_path,
                              std::string Config::*member, std::function<bool(std::string_view)> valid,

@@ -212,13 +212,9 @@ std::vector<Option> build_table() {
                    "AdamW denominator epsilon"),
 
       // model
-      choice_option("model", "model.name", &C::model,
-                    {"mlp", "cnn", "gpt", "gpt-tiny", "gpt2-124m", "gpt2-350m", "gpt2-774m",
-                     "gpt2-1558m", "llama", "qwen2", "qwen3", "mistral", "llama-3.2-1b",
-                     "llama-3.1-8b", "qwen2.5-0.5b", "qwen2.5-7b", "qwen3-0.6b", "qwen3-1.7b",
-                     "qwen3-8b", "mistral-7b-v0.3"},
-                    "Model architecture; the gpt*, llama*, qwen* and mistral* presets fix the "
-                    "dimensions below (llama, qwen2, qwen3 and mistral alone: tiny ones)"),
+      catalog_option("model", "model.name", &C::model, &Catalog::models, "MODEL",
+                     "Model architecture; the gpt*, llama*, qwen* and mistral* presets fix the "
+                     "dimensions below (llama, qwen2, qwen3 and mistral alone: tiny ones)"),
       integer_option("mlp_hidden", "model.mlp_hidden", &C::mlp_hidden, at_least_1,
                      "Width of each hidden layer of the MLP"),
       integer_option("mlp_layers", "model.mlp_layers", &C::mlp_layers, at_least_1,

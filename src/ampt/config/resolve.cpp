@@ -1,17 +1,16 @@
 #include "ampt/config/resolve.h"
 
-#include "ampt/config/peft_adapter.h"
-#include "ampt/config/pretrained_model.h"
-
-#include <algorithm>
-#include <stdexcept>
-
 #include "ampt/config/options.h"
 #include "ampt/config/precision_schedule.h"
 #include "ampt/config/readers.h"
+#include "ampt/config/values.h"
 #include "ampt/core/errors.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <stdexcept>
 
 namespace ampt::config {
 
@@ -44,29 +43,37 @@ std::string hf_hub_cache(const std::map<std::string, std::string>& env) {
   return "";
 }
 
-// A pretrained checkpoint makes the model the family its config.json's model_type names (GPT-2,
-// Llama, Qwen2) unless --model names one; models/ refuses a model that cannot take its weights.
-// A model that is not found yet is taken for a GPT-2: loading it names what was searched.
-void apply_init_from(Config& config, const Source& model_source) {
+// A pretrained checkpoint makes the model the family its config.json's model_type names (the
+// catalog's answer) unless --model names one; models/ refuses a model that cannot take its
+// weights.
+void apply_init_from(Config& config, const Source& model_source, const Catalog& catalog) {
   if (config.init_from.empty() || model_source.kind != Source::Kind::default_value) return;
-  std::string dir;
-  try {
-    dir = pretrained_dir(config.init_from, config.hf_hub_cache);
-  } catch (const RuntimeError&) {
-    config.model = "gpt";
-    return;
+  config.model = catalog.pretrained_model(config.init_from, config.hf_hub_cache);
+}
+
+// Each value the catalog's lists bound is one of them, whichever layer set it.
+void check_catalog_choices(const Config& config, const std::vector<Source>& sources,
+                           const Catalog& catalog) {
+  for (const Option& option : options()) {
+    if (option.catalog_choices == nullptr) continue;
+    const auto& allowed = catalog.*option.catalog_choices;
+    const auto value = option.format(config);
+    if (std::ranges::find(allowed, value) != allowed.end()) continue;
+    throw invalid_value(option.name, value, sources[index_of(option)],
+                        fmt::format("one of {}", fmt::join(allowed, ", ")));
   }
-  config.model = pretrained_model(dir);
 }
 
 // --init_from ADAPTER or BASE,ADAPTER, ADAPTER a peft LoRA directory: the base becomes init_from
 // (ADAPTER alone: its adapter_config.json's base_model_name_or_path) and the adapter's settings
 // the run's LoRA settings; a rank, alpha or targets set otherwise must agree with them.
-void apply_adapter(Config& config, std::vector<Source>& sources) {
+void apply_adapter(Config& config, std::vector<Source>& sources, const Catalog& catalog) {
   const auto comma = config.init_from.rfind(',');
   const auto adapter = comma == std::string::npos ? config.init_from : config.init_from.substr(comma + 1);
-  if (adapter.empty() || !is_peft_adapter(adapter)) return;
-  const auto peft = read_peft_adapter_config(adapter);
+  if (adapter.empty()) return;
+  const auto settings = catalog.adapter(adapter);
+  if (!settings) return;
+  const auto& peft = *settings;
   const auto file = adapter + "/adapter_config.json";
   auto base = comma == std::string::npos ? peft.base_model : config.init_from.substr(0, comma);
   if (base.empty()) {
@@ -116,7 +123,7 @@ const Source& Resolved::source_of(std::string_view name) const {
 }
 
 Resolved resolve(const std::vector<std::string>& args,
-                 const std::map<std::string, std::string>& env) {
+                 const std::map<std::string, std::string>& env, const Catalog& catalog) {
   std::vector<Assignment> flags = read_flags(args);
   std::vector<Assignment> environment = read_env(env);
   std::vector<Assignment> file;
@@ -134,8 +141,9 @@ Resolved resolve(const std::vector<std::string>& args,
   }
   config.launch = parse_launch(env);
   config.hf_hub_cache = hf_hub_cache(env);
-  apply_adapter(config, sources);
-  apply_init_from(config, sources[index_of(*find_option("model"))]);
+  check_catalog_choices(config, sources, catalog);
+  apply_adapter(config, sources, catalog);
+  apply_init_from(config, sources[index_of(*find_option("model"))], catalog);
   Resolved resolved(std::move(config), std::move(sources));
   check_precision_settings(resolved);
   return resolved;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ampt/config/catalog.h"
 #include "ampt/config/config.h"
 #include "ampt/config/source.h"
 
@@ -30,9 +31,11 @@ class Resolved {
 // `args`: the arguments after the subcommand ({"--batch_size", "8"} for `ampt train
 // --batch_size 8`). `env`: the whole process environment; only AMPT_* variables are read and each
 // must name an option. The YAML file comes from --config, else AMPT_CONFIG, else there is none.
-// Throws UsageError (one line) for any invalid input and nothing else.
+// `catalog` (models::catalog()) bounds --model and reads --init_from's files. Throws UsageError
+// (one line) for any invalid input, and RuntimeError for a pretrained model's or adapter's file
+// that cannot be read.
 Resolved resolve(const std::vector<std::string>& args,
-                 const std::map<std::string, std::string>& env);
+                 const std::map<std::string, std::string>& env, const Catalog& catalog);
 
 // True when -h or --help appears before any "--". Callers check this first and print help_text()
 // instead of resolving; resolve() itself accepts and ignores the help flags.

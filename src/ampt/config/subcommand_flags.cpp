@@ -45,7 +45,7 @@ SplitArgs split_subcommand_flags(const std::vector<std::string>& args,
 }
 
 std::string subcommand_help(const std::string& program_and_subcommand, const std::string& summary,
-                            const std::vector<SubcommandFlag>& flags) {
+                            const std::vector<SubcommandFlag>& flags, const Catalog& catalog) {
   std::string text = fmt::format("{}\n\nFlags of {}:\n", summary, program_and_subcommand);
   std::size_t width = 0;
   for (const auto& f : flags) width = std::max(width, f.name.size() + f.metavar.size() + 3);
@@ -55,7 +55,7 @@ std::string subcommand_help(const std::string& program_and_subcommand, const std
                         f.default_value.empty() ? "" : " [default: " + f.default_value + "]");
   }
   text += fmt::format("\nEvery training option below applies as it does to ampt train.\n\n");
-  return text + help_text(program_and_subcommand);
+  return text + help_text(program_and_subcommand, catalog);
 }
 
 namespace {

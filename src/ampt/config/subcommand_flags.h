@@ -3,6 +3,7 @@
 // YAML file and AMPT_* variable keeps working unchanged under those subcommands.
 #pragma once
 
+#include "ampt/config/catalog.h"
 #include "ampt/config/values.h"
 
 #include <cstdint>
@@ -37,6 +38,6 @@ int64_t subcommand_integer(const std::string& name, const std::string& text, con
 // "Usage: ampt compare [FLAGS] [TRAINING FLAGS]" with the subcommand's own flags, followed by
 // every training option (help_text).
 std::string subcommand_help(const std::string& program_and_subcommand, const std::string& summary,
-                            const std::vector<SubcommandFlag>& flags);
+                            const std::vector<SubcommandFlag>& flags, const Catalog& catalog);
 
 }  // namespace ampt::config

@@ -1,7 +1,7 @@
 #include "ampt/data/run_tokenizer.h"
 
 #include "ampt/core/errors.h"
-#include "ampt/config/pretrained_model.h"
+#include "ampt/hf/hub_cache.h"
 #include "ampt/text/tokenizer_files.h"
 
 #include <fmt/format.h>
@@ -11,7 +11,7 @@ namespace ampt::data {
 std::optional<std::string> run_tokenizer_path(const config::Config& config) {
   if (!config.tokenizer.empty()) return config.tokenizer;
   if (config.init_from.empty()) return std::nullopt;
-  return config::pretrained_dir(config.init_from, config.hf_hub_cache);
+  return hf::pretrained_dir(config.init_from, config.hf_hub_cache);
 }
 
 std::optional<text::Tokenizer> run_tokenizer(const config::Config& config) {

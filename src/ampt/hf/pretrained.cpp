@@ -2,6 +2,9 @@
 
 #include "ampt/checkpoint/safetensors.h"
 #include "ampt/core/errors.h"
+#include "ampt/core/json_reader.h"
+#include "ampt/core/whole_file.h"
+#include "ampt/hf/hub_cache.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -85,7 +88,23 @@ std::map<std::string, std::pair<torch::Tensor, std::string>> read_model_tensors(
 }
 
 ModelFiles pretrained_files(const config::Config& config) {
-  return model_files(config::pretrained_dir(config.init_from, config.hf_hub_cache));
+  return model_files(pretrained_dir(config.init_from, config.hf_hub_cache));
+}
+
+std::string model_type(const std::string& dir) {
+  const auto path = (fs::path(dir) / "config.json").string();
+  if (!fs::exists(path)) {
+    throw RuntimeError(path + ": missing; a Hugging Face model directory has a config.json beside "
+                       "its weights");
+  }
+  JsonValue root;
+  try {
+    root = parse_json(read_whole_file(path));
+  } catch (const JsonError& e) {
+    throw RuntimeError(fmt::format("{}: not JSON ({})", path, e.what()));
+  }
+  const JsonValue* type = root.find("model_type");
+  return type != nullptr && type->kind == JsonValue::Kind::string ? type->string : "";
 }
 
 }  // namespace ampt::hf

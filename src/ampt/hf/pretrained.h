@@ -1,9 +1,8 @@
-// A pretrained Hugging Face model's files (config/pretrained_model.h finds its directory):
-// config.json and safetensors weights, one file or shards listed by an index.
+// A pretrained Hugging Face model's files (hub_cache.h finds its directory): config.json and
+// safetensors weights, one file or shards listed by an index.
 #pragma once
 
 #include "ampt/config/config.h"
-#include "ampt/config/pretrained_model.h"
 #include "ampt/core/named_tensors.h"
 
 #include <map>
@@ -33,7 +32,12 @@ std::map<std::string, std::pair<torch::Tensor, std::string>> read_model_tensors(
 // it; anything missing is one RuntimeError line naming the file.
 ModelFiles model_files(const std::string& dir);
 
-// config::pretrained_dir(config.init_from, config.hf_hub_cache), then model_files of it.
+// pretrained_dir(config.init_from, config.hf_hub_cache), then model_files of it.
 ModelFiles pretrained_files(const config::Config& config);
+
+// `dir`/config.json's model_type, which names the model's class in transformers ("gpt2",
+// "llama"); empty when the file has none. RuntimeError naming the file when it is missing or not
+// JSON.
+std::string model_type(const std::string& dir);
 
 }  // namespace ampt::hf

@@ -206,6 +206,9 @@ ModelFamily gpt_family() {
           .lora_targets = {"c_attn"},
           .hf_module_prefix = "transformer.",
           .hf_transposed = true,
+          // GPT-2's own files have carried model_type since 2020; one without it is taken for
+          // GPT-2.
+          .hf_model_types = {{"gpt2", "gpt"}, {"", "gpt"}},
           .load_pretrained = load_pretrained,
           .write_hf = write_hf};
 }

@@ -206,6 +206,8 @@ ModelFamily llama_family() {
           .lora_targets = {"q_proj", "v_proj"},
           .hf_module_prefix = "model.",
           .hf_transposed = false,
+          .hf_model_types = {{"llama", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"},
+                             {"mistral", "mistral"}},
           .load_pretrained = load_pretrained,
           .write_hf = write_hf};
 }

@@ -66,6 +66,9 @@ struct ModelFamily {
   std::vector<std::string> lora_targets;
   std::string hf_module_prefix;
   bool hf_transposed = false;
+  // With `pretrained`: config.json's model_type values it loads, each with the --model value
+  // that builds it ("" for a config.json without one).
+  std::map<std::string, std::string> hf_model_types;
   // With `pretrained`: reads config.init_from's files (hf/), one RuntimeError line naming the
   // file and tensor that do not fit.
   PretrainedWeights (*load_pretrained)(const config::Config& config) = nullptr;

@@ -1,8 +1,6 @@
-#include "ampt/config/pretrained_model.h"
+#include "ampt/hf/hub_cache.h"
 
 #include "ampt/core/errors.h"
-#include "ampt/core/json_reader.h"
-#include "ampt/core/whole_file.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,7 +10,7 @@
 #include <set>
 #include <vector>
 
-namespace ampt::config {
+namespace ampt::hf {
 namespace {
 
 namespace fs = std::filesystem;
@@ -75,30 +73,4 @@ std::string pretrained_dir(const std::string& init_from, const std::string& hub_
       fmt::join(looked, " and "), ids.back()));
 }
 
-std::string pretrained_model(const std::string& dir) {
-  const auto path = (fs::path(dir) / "config.json").string();
-  if (!fs::exists(path)) {
-    throw RuntimeError(path + ": missing; a Hugging Face model directory has a config.json beside "
-                       "its weights");
-  }
-  JsonValue root;
-  try {
-    root = parse_json(read_whole_file(path));
-  } catch (const JsonError& e) {
-    throw RuntimeError(fmt::format("{}: not JSON ({})", path, e.what()));
-  }
-  const JsonValue* type = root.find("model_type");
-  const std::string model_type =
-      type != nullptr && type->kind == JsonValue::Kind::string ? type->string : "";
-  // GPT-2's own files have carried model_type since 2020; one without it is taken for GPT-2.
-  if (model_type == "gpt2" || model_type.empty()) return "gpt";
-  if (model_type == "llama" || model_type == "qwen2" || model_type == "qwen3" ||
-      model_type == "mistral") {
-    return model_type;
-  }
-  throw RuntimeError(fmt::format(
-      "{}: model_type is {}; ampt loads gpt2, llama, qwen2, qwen3 and mistral models", path,
-      model_type));
-}
-
-}  // namespace ampt::config
+}  // namespace ampt::hf
