@@ -32,6 +32,9 @@ TEST_CASE("gpt fp8 candidates: four Linear layers per block, then the head", "[m
   // Each MLP's two Linears take one choice (one fused operation in one precision).
   CHECK(c[2].paired == "h.0.mlp.c_proj");
   CHECK(c[6].paired == "h.1.mlp.c_proj");
+  // The fp8 table's rows group a kind's blocks: the kind and block come from the inventory.
+  CHECK(std::tuple{c[6].kind, c[6].block} == std::tuple{std::string("h.*.mlp.c_fc"), int64_t{1}});
+  CHECK(std::tuple{c[8].kind, c[8].block} == std::tuple{std::string(), int64_t{-1}});
   CHECK(c[0].paired.empty());
   CHECK(c[3].paired.empty());
   // The head runs in fp8 only inside the fused loss, and only with whole 16-row tiles.

@@ -21,14 +21,21 @@ namespace {
 
 // A GPT's candidates as its layer inventory lists them: width 64, vocabulary 512, each MLP's
 // c_fc paired with its c_proj.
+// Block i's layer `name` of `prefix` ("h"), its kind "h.*.name" as the inventory gives it.
+Fp8Candidate in_block(const std::string& prefix, int i, const std::string& name, int64_t in,
+                      int64_t out, const std::string& paired = "") {
+  return {fmt::format("{}.{}.{}", prefix, i, name), in, out,
+          paired.empty() ? "" : fmt::format("{}.{}.{}", prefix, i, paired), i,
+          fmt::format("{}.*.{}", prefix, name)};
+}
+
 std::vector<Fp8Candidate> gpt_candidates(int blocks) {
   std::vector<Fp8Candidate> out;
   for (int i = 0; i < blocks; ++i) {
-    const auto b = fmt::format("h.{}.", i);
-    out.push_back({b + "attn.c_attn", 64, 192});
-    out.push_back({b + "attn.c_proj", 64, 64});
-    out.push_back({b + "mlp.c_fc", 64, 256, b + "mlp.c_proj"});
-    out.push_back({b + "mlp.c_proj", 256, 64});
+    out.push_back(in_block("h", i, "attn.c_attn", 64, 192));
+    out.push_back(in_block("h", i, "attn.c_proj", 64, 64));
+    out.push_back(in_block("h", i, "mlp.c_fc", 64, 256, "mlp.c_proj"));
+    out.push_back(in_block("h", i, "mlp.c_proj", 256, 64));
   }
   out.push_back({"head", 64, 512});
   return out;
@@ -177,14 +184,13 @@ TEST_CASE("fp8 layers: the measurement times both precisions of a layer", "[prec
 TEST_CASE("fp8 layers table: Llama's blocks (layers.N) group as GPT's do", "[precision][fp8]") {
   std::vector<Fp8Candidate> llama;
   for (int i = 0; i < 2; ++i) {
-    const auto b = fmt::format("layers.{}.", i);
     for (const char* name : {"self_attn.q_proj", "self_attn.o_proj"}) {
-      llama.push_back({b + name, 64, 64});
+      llama.push_back(in_block("layers", i, name, 64, 64));
     }
     for (const char* name : {"mlp.gate_proj", "mlp.up_proj"}) {
-      llama.push_back({b + name, 64, 128});
+      llama.push_back(in_block("layers", i, name, 64, 128));
     }
-    llama.push_back({b + "mlp.down_proj", 128, 64});
+    llama.push_back(in_block("layers", i, "mlp.down_proj", 128, 64));
   }
   llama.push_back({"head", 64, 512});
   Fp8TimingCache cache;

@@ -42,7 +42,11 @@ std::vector<precision::Fp8Candidate> fp8_candidates(const LayerInventory& invent
                                                     bool fused_head) {
   std::vector<precision::Fp8Candidate> out;
   for (const auto& layer : inventory.linears) {
-    precision::Fp8Candidate candidate{layer.name, layer.in, layer.out, {}};
+    precision::Fp8Candidate candidate{layer.name, layer.in, layer.out, {}, -1, {}};
+    const auto& block = layer.block;
+    candidate.block = std::ranges::find(inventory.blocks, block) - inventory.blocks.begin();
+    // "h.3" and "h.3.mlp.c_fc" → "h.*.mlp.c_fc"
+    candidate.kind = block.substr(0, block.rfind('.') + 1) + "*" + layer.name.substr(block.size());
     for (const auto& [first, second] : inventory.one_precision) {
       if (layer.role != first) continue;
       const auto partner = std::ranges::find_if(inventory.linears, [&](const LinearLayer& l) {
@@ -53,7 +57,7 @@ std::vector<precision::Fp8Candidate> fp8_candidates(const LayerInventory& invent
     out.push_back(std::move(candidate));
   }
   if (fused_head && inventory.head_out % 16 == 0 && inventory.head_out > 0) {
-    out.push_back({"head", inventory.head_in, inventory.head_out, {}});
+    out.push_back({"head", inventory.head_in, inventory.head_out, {}, -1, {}});
   }
   return out;
 }

@@ -15,21 +15,6 @@
 namespace ampt::precision {
 namespace {
 
-// A layer of a numbered block, whatever the family calls its list of blocks: "h.12.mlp.c_fc" →
-// ("h.*.mlp.c_fc", 12), "layers.3.mlp.up_proj" → ("layers.*.mlp.up_proj", 3); a name outside
-// the blocks → (name, -1).
-std::pair<std::string, int64_t> kind_of(const std::string& name) {
-  const auto first = name.find('.');
-  const auto second = first == std::string::npos ? first : name.find('.', first + 1);
-  if (second == std::string::npos) return {name, -1};
-  const auto digits = name.substr(first + 1, second - first - 1);
-  if (digits.empty() ||
-      !std::ranges::all_of(digits, [](unsigned char c) { return std::isdigit(c); })) {
-    return {name, -1};
-  }
-  return {name.substr(0, first + 1) + "*" + name.substr(second), std::stoll(digits)};
-}
-
 // 0,1,2,3,5,7,8 → "0-3,5,7-8"
 std::string ranges_of(const std::vector<int64_t>& sorted) {
   std::vector<std::string> parts;
@@ -59,7 +44,8 @@ struct Group {
 std::vector<Group> groups_of(const std::vector<Fp8LayerChoice>& layers) {
   std::vector<Group> groups;
   for (const auto& layer : layers) {
-    const auto [kind, block] = kind_of(layer.name);
+    const auto& kind = layer.block >= 0 ? layer.kind : layer.name;
+    const auto block = layer.block;
     auto it = std::ranges::find_if(groups, [&](const Group& g) {
       return g.kind == kind && g.fp8 == layer.fp8 && block >= 0;
     });
@@ -135,7 +121,8 @@ Fp8LayerPlan choose_fp8_layers(const std::string& setting,
   Fp8LayerPlan plan{setting, {}};
   const auto patterns = config::split_module_patterns(setting);
   for (const auto& c : candidates) {
-    Fp8LayerChoice choice{c.name, c.paired, {rows, c.in, c.out}, true, std::nullopt};
+    Fp8LayerChoice choice{c.name, c.paired, c.block, c.kind, {rows, c.in, c.out}, true,
+                          std::nullopt};
     if (setting == "auto") {
       choice.times = cache.get(device, choice.shape, measure);
       choice.fp8 = choice.times->fp8_ms < choice.times->bf16_ms;

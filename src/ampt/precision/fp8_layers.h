@@ -21,6 +21,10 @@ struct Fp8Candidate {
   // A layer that runs as one operation with this one only in one precision (a GPT block's
   // mlp.c_fc pairs with its mlp.c_proj): auto gives the two one choice. Empty: none.
   std::string paired;
+  // Its block (the layer inventory's index; -1: outside the blocks) and its kind, the name with
+  // the block's number as "*" ("h.*.mlp.c_fc"): the table groups a kind's blocks in one row.
+  int64_t block = -1;
+  std::string kind;
 };
 
 // The three GEMMs of a layer at one micro-batch: forward, and the input and weight gradients.
@@ -56,6 +60,8 @@ class Fp8TimingCache {
 struct Fp8LayerChoice {
   std::string name;
   std::string paired;  // Fp8Candidate::paired
+  int64_t block = -1;  // Fp8Candidate::block and kind
+  std::string kind;
   GemmShape shape;
   bool fp8 = false;
   std::optional<GemmTimes> times;  // auto only
