@@ -1,7 +1,7 @@
 // The benchmark suite's PyTorch reference (benchmarks/reference.py) trains exactly ampt's models:
 // its parameter count for every model and preset equals ampt's.
 #include "ampt/models/registry.h"
-#include "ampt/models/memory_estimate.h"
+#include "ampt/plan/memory_estimate.h"
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
@@ -43,7 +43,7 @@ TEST_CASE("benchmark reference models have ampt's parameter counts", "[models][b
     // Building the GPT-2 sizes here would take seconds and gigabytes; memory_estimate_test
     // checks the count formula against the built presets.
     if (dims.transformer() && model != "gpt-tiny") {
-      CHECK(python.at(model) == ampt::models::count_parameters(dims).total);
+      CHECK(python.at(model) == ampt::plan::count_parameters(dims).total);
       continue;
     }
     ampt::data::DataSpec spec;

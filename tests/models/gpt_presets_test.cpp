@@ -2,7 +2,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/models/flops.h"
 #include "ampt/models/gpt_presets.h"
-#include "ampt/models/memory_estimate.h"
+#include "ampt/plan/memory_estimate.h"
 #include "ampt/models/registry.h"
 
 #include <catch2/catch.hpp>
@@ -139,7 +139,7 @@ TEST_CASE("gpt2-774m and gpt2-1558m have GPT-2 large's and XL's parameter counts
     CHECK(gpt2_parameters(e.n_layer, e.n_embd, 50304, 1024) == e.parameters);
     CHECK(e.hugging_face + (50304 - 50257) * e.n_embd == e.parameters);
     const auto model_dims = ampt::models::model_dims(with_model(e.model), {}, 0);
-    CHECK(ampt::models::count_parameters(model_dims).total == e.parameters);
+    CHECK(ampt::plan::count_parameters(model_dims).total == e.parameters);
     CHECK(ampt::models::gpt_training_flops_per_token(e.parameters, dims, 1024) ==
           e.flops_per_token);
   }

@@ -4,7 +4,7 @@
 
 #include "ampt/models/linear.h"
 #include "ampt/models/lora.h"
-#include "ampt/models/memory_estimate.h"
+#include "ampt/plan/memory_estimate.h"
 #include "ampt/models/registry.h"
 
 #include <catch2/catch.hpp>

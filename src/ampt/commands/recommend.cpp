@@ -1,7 +1,7 @@
 #include "ampt/commands/recommend.h"
 
 #include "ampt/models/catalog.h"
-#include "ampt/models/memory_plan.h"
+#include "ampt/plan/memory_plan.h"
 
 #include "ampt/config/enum_names.h"
 #include "ampt/config/resolve.h"
@@ -67,7 +67,7 @@ std::string grouped(int64_t n) {
   return out;
 }
 
-std::string sharding_text(const models::Sharding& s) {
+std::string sharding_text(const plan::Sharding& s) {
   if (!s.active()) return "";
   const char* what =
       s.zero_stage == 0   ? "everything replicated, gradients also in the all-reduce buckets"
@@ -87,40 +87,40 @@ std::string sharding_text(const models::Sharding& s) {
 // micro-batch 1, activation checkpointing): fits the 71.0 GiB usable of the 80 GiB GPU from 4
 // ranks (per rank 46.0 GiB on 4; 75.9 GiB on 2)".
 std::string fewest_ranks_text(const models::ModelDims& dims, const config::Config& config,
-                              const models::GpuTarget& gpu, const models::Sharding& sharding) {
+                              const plan::GpuTarget& gpu, const plan::Sharding& sharding) {
   constexpr int64_t kMaxRanks = 1024;
-  auto scheme = models::run_scheme(config, gpu);
-  if (!models::scheme_applies(scheme, dims)) {  // fp8 on an MLP or CNN: autocast's half dtype
+  auto scheme = plan::run_scheme(config, gpu);
+  if (!plan::scheme_applies(scheme, dims)) {  // fp8 on an MLP or CNN: autocast's half dtype
     auto automatic = config;
     automatic.mixed_precision = config::MixedPrecision::auto_select;
-    scheme = models::run_scheme(automatic, gpu);
+    scheme = plan::run_scheme(automatic, gpu);
   }
   const bool can_checkpoint = dims.transformer();
   const bool checkpointing = config.grad_ckpt && can_checkpoint;
   const auto fewest = [&](bool ckpt) {
-    return models::fewest_ranks(dims, scheme, ckpt, config.optimizer, config.momentum,
+    return plan::fewest_ranks(dims, scheme, ckpt, config.optimizer, config.momentum,
                                 config.batch_size, gpu, sharding, kMaxRanks);
   };
   const auto r = fewest(checkpointing);
-  const double usable = models::gib(models::usable_bytes(gpu));
+  const double usable = plan::gib(plan::usable_bytes(gpu));
   std::string text = fmt::format("ZeRO-3 ({}, micro-batch {}{}): ", scheme.name(),
                                  config.batch_size,
                                  checkpointing ? ", activation checkpointing" : "");
   if (r.ranks == 1) {
     text += fmt::format("fits one {:.0f} GiB GPU without sharding ({:.1f} GiB of the {:.1f} GiB "
                         "usable)",
-                        gpu.memory_gb, models::gib(r.bytes), usable);
+                        gpu.memory_gb, plan::gib(r.bytes), usable);
   } else if (r.ranks > 1) {
     text += fmt::format("fits the {:.1f} GiB usable of the {:.0f} GiB GPU from {} ranks (per rank "
                         "{:.1f} GiB on {}; {:.1f} GiB on {})",
-                        usable, gpu.memory_gb, r.ranks, models::gib(r.bytes), r.ranks,
-                        models::gib(r.fewer_bytes), r.ranks / 2);
+                        usable, gpu.memory_gb, r.ranks, plan::gib(r.bytes), r.ranks,
+                        plan::gib(r.fewer_bytes), r.ranks / 2);
   } else {
     text += fmt::format("does not fit the {:.0f} GiB GPU on any number of ranks up to {}: the "
                         "activations, the root and two gathered blocks with their gradients, "
                         "which more ranks do not shrink, take {:.1f} GiB per rank of the {:.1f} "
                         "GiB usable",
-                        gpu.memory_gb, kMaxRanks, models::gib(r.unsharded), usable);
+                        gpu.memory_gb, kMaxRanks, plan::gib(r.unsharded), usable);
   }
   bool rescued = false;
   if (!checkpointing && can_checkpoint && r.ranks != 1) {
@@ -128,7 +128,7 @@ std::string fewest_ranks_text(const models::ModelDims& dims, const config::Confi
     if (ckpt.ranks > 0 && (r.ranks == 0 || ckpt.ranks < r.ranks)) {
       rescued = true;
       text += fmt::format("; with --grad_ckpt from {} {} ({:.1f} GiB per rank)", ckpt.ranks,
-                          ckpt.ranks == 1 ? "rank" : "ranks", models::gib(ckpt.bytes));
+                          ckpt.ranks == 1 ? "rank" : "ranks", plan::gib(ckpt.bytes));
     }
   }
   if (r.ranks == 0 && !rescued) text += "; a smaller --batch_size lowers the activations";
@@ -136,8 +136,8 @@ std::string fewest_ranks_text(const models::ModelDims& dims, const config::Confi
 }
 
 // "- bf16/O1: 4.00 + 1.00 + 1.00 + 2.00 = 8.00 (one process: 16.00)"
-std::string bytes_per_parameter(const models::Scheme& scheme, const models::MemoryEstimate& m,
-                                const models::MemoryEstimate& whole, int64_t parameters) {
+std::string bytes_per_parameter(const models::Scheme& scheme, const plan::MemoryEstimate& m,
+                                const plan::MemoryEstimate& whole, int64_t parameters) {
   const auto per = [parameters](int64_t bytes) {
     return static_cast<double>(bytes) / static_cast<double>(parameters);
   };
@@ -148,7 +148,7 @@ std::string bytes_per_parameter(const models::Scheme& scheme, const models::Memo
 }
 
 // "LoRA rank 16 on 48 Linear layers (c_attn): ..." after the model's line; empty without LoRA.
-std::string lora_text(const models::ModelDims& d, const models::ParameterCounts& p) {
+std::string lora_text(const models::ModelDims& d, const plan::ParameterCounts& p) {
   if (!d.lora.active()) return "";
   return fmt::format(
       "LoRA rank {} on {} Linear layers ({}): {} trainable parameters ({:.2f}%) with fp32 "
@@ -180,7 +180,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
   const auto split = config::split_subcommand_flags(args, own_flags());
   const auto resolved = config::resolve(split.rest, env, models::catalog());
   const auto& config = resolved.config();
-  models::GpuTarget gpu;
+  plan::GpuTarget gpu;
   gpu.memory_gb = config::subcommand_number("gpu_memory_gb", split.values.at("gpu_memory_gb"),
                                             config::Range::above(0));
   gpu.compute_capability =
@@ -190,7 +190,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
     const auto& text = split.values.at(name);
     return text.empty() ? unset : config::subcommand_integer(name, text, config::Range::at_least(1));
   };
-  models::Sharding sharding{count("world_size", 1), config.zero_stage};
+  plan::Sharding sharding{count("world_size", 1), config.zero_stage};
   sharding.param_bytes = config.param_dtype == config::ParamDtype::fp32   ? 4
                          : config.param_dtype == config::ParamDtype::auto_select ? 0
                                                                               : 2;
@@ -207,13 +207,13 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
   const auto dims = models::model_dims(
       config, shape_text.empty() ? std::vector<int64_t>{} : parse_shape(shape_text),
       count("seq_len", 0));
-  const int64_t usable = models::usable_bytes(gpu);
+  const int64_t usable = plan::usable_bytes(gpu);
   if (usable <= 0) {
     throw UsageError(fmt::format("--gpu_memory_gb {} leaves nothing after the 1 GiB CUDA context",
                                  gpu.memory_gb));
   }
 
-  const auto params = models::count_parameters(dims);
+  const auto params = plan::count_parameters(dims);
   std::string text = fmt::format(
       "Model {}: {} parameters ({}); optimizer {}\n{}"
       "GPU: {:.0f} GiB, compute capability {:.1f}; usable {:.1f} GiB = {:.0f} GiB x {:.2f} "
@@ -225,28 +225,28 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
       dims.name, grouped(params.total), dims.terms.description,
       config.optimizer == config::OptimizerKind::adamw ? "adamw (2 fp32 states per parameter)"
                                                        : "sgd",
-      lora_text(dims, params), gpu.memory_gb, gpu.compute_capability, models::gib(usable), gpu.memory_gb, 1.0 - models::kFragmentation,
+      lora_text(dims, params), gpu.memory_gb, gpu.compute_capability, plan::gib(usable), gpu.memory_gb, 1.0 - plan::kFragmentation,
       sharding_text(sharding), sharding.active() ? " per rank" : "", config.batch_size);
   std::string not_listed;
   std::string per_parameter;
-  for (const auto& scheme : models::memory_schemes()) {
-    if (!models::scheme_applies(scheme, dims)) continue;
+  for (const auto& scheme : plan::memory_schemes()) {
+    if (!plan::scheme_applies(scheme, dims)) continue;
     if (scheme.precision == models::Precision::fp8 && gpu.compute_capability < 8.9) {
       not_listed = fmt::format("\n{}: not listed, compute capability {:.1f} has no fp8 tensor "
                                "cores (they start at 8.9: Ada, Hopper)\n",
                                scheme.name(), gpu.compute_capability);
       continue;
     }
-    const auto whole = models::estimate_memory(dims, scheme, config.optimizer, config.momentum, config.batch_size);
-    const auto m = models::shard_memory(whole, dims, scheme, sharding);
+    const auto whole = plan::estimate_memory(dims, scheme, config.optimizer, config.momentum, config.batch_size);
+    const auto m = plan::shard_memory(whole, dims, scheme, sharding);
     if (sharding.active()) per_parameter += bytes_per_parameter(scheme, m, whole, params.total);
     const bool fits = m.total() <= usable;
     const bool fits_ckpt = m.activations_checkpointed >= 0 && m.total_checkpointed() <= usable;
     text += fmt::format(
         "| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {} | {} |\n",
-        scheme.name(), models::gib(m.weights), models::gib(m.gradients), models::gib(m.masters), models::gib(m.optimizer),
-        models::gib(m.cast_copies), models::gib(m.activations), models::gib(m.total()),
-        m.activations_checkpointed < 0 ? "–" : fmt::format("{:.2f}", models::gib(m.total_checkpointed())),
+        scheme.name(), plan::gib(m.weights), plan::gib(m.gradients), plan::gib(m.masters), plan::gib(m.optimizer),
+        plan::gib(m.cast_copies), plan::gib(m.activations), plan::gib(m.total()),
+        m.activations_checkpointed < 0 ? "–" : fmt::format("{:.2f}", plan::gib(m.total_checkpointed())),
         fits ? "yes" : fits_ckpt ? "with --grad_ckpt" : "no");
   }
 
@@ -257,7 +257,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
   }
   if (config.zero_stage == 3) text += "\n" + fewest_ranks_text(dims, config, gpu, sharding);
 
-  const auto r = models::recommend(dims, config.optimizer, config.momentum,
+  const auto r = plan::recommend(dims, config.optimizer, config.momentum,
                                    global_batch / sharding.world_size, gpu, sharding);
   if (r.fits) {
     // The user's own training flags (model, data ...) with the recommended settings in place of

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "ampt/config/config.h"
-#include "ampt/models/memory_estimate.h"
+#include "ampt/models/model_dims.h"
 
 
 namespace ampt::models {

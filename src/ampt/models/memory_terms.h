@@ -2,7 +2,7 @@
 // what a scheme saves per element, the loss's transient, and what LoRA's adapters add.
 #pragma once
 
-#include "ampt/models/memory_estimate.h"
+#include "ampt/models/model_dims.h"
 
 #include <cstdint>
 #include <vector>

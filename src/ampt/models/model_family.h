@@ -9,7 +9,7 @@
 #include "ampt/core/named_tensors.h"
 #include "ampt/data/dataset.h"
 #include "ampt/data/sample_request.h"
-#include "ampt/models/memory_estimate.h"
+#include "ampt/models/model_dims.h"
 #include "ampt/models/registry.h"
 
 #include <map>

@@ -6,7 +6,7 @@
 #include "ampt/models/model_family.h"
 #include "ampt/precision/fp8_gemm_timer.h"
 #include "ampt/models/linear.h"
-#include "ampt/models/memory_plan.h"
+#include "ampt/plan/memory_plan.h"
 #include "ampt/train/block_gather.h"
 #include "ampt/train/fused_choice.h"
 #include "ampt/train/pretrained.h"
@@ -255,15 +255,15 @@ void Run::choose_fused_kernels() {
   plain.fused_kernels = config::AutoSwitch::off;
   const auto dims = models::model_dims(plain, {}, model_.tokens_per_sample);
   const auto* properties = at::cuda::getDeviceProperties(device_.device.index());
-  const models::GpuTarget gpu{
+  const plan::GpuTarget gpu{
       static_cast<double>(properties->totalGlobalMem) / (1 << 30),
       properties->major + properties->minor / 10.0};
-  const auto estimate = models::estimate_memory(dims, models::run_scheme(config_, gpu),
+  const auto estimate = plan::estimate_memory(dims, plan::run_scheme(config_, gpu),
                                                 config_.optimizer, config_.momentum, progress_.batch_size);
   const int64_t plain_bytes =
       config_.grad_ckpt && estimate.total_checkpointed() >= 0 ? estimate.total_checkpointed()
                                                               : estimate.total();
-  const int64_t usable = models::usable_bytes(gpu);
+  const int64_t usable = plan::usable_bytes(gpu);
   std::optional<FusedTiming> timing;
   if (reason.empty() && plain_bytes <= usable) {
     // The run's own micro-batch shape, token 1 throughout: the work does not depend on values.

@@ -1,7 +1,7 @@
 // The memory estimate behind `ampt recommend`: parameter counts equal the built models', the
 // formulas give the hand-computed bytes, and the estimate agrees with the peak memory a real
 // training run measures (process RSS on CPU, the CUDA allocator's peak on a GPU).
-#include "ampt/models/memory_estimate.h"
+#include "ampt/plan/memory_estimate.h"
 
 #include "ampt/data/dataset.h"
 #include "ampt/models/registry.h"
@@ -63,20 +63,20 @@ TEST_CASE("memory estimate: parameter counts equal the built models'", "[memory]
   for (const auto& config : configs) {
     const auto dims = ampt::models::model_dims(config, {}, 0);
     INFO(config.model);
-    CHECK(ampt::models::count_parameters(dims).total == built_parameters(config, dims));
+    CHECK(ampt::plan::count_parameters(dims).total == built_parameters(config, dims));
   }
   // Images through the MLP (flattened) and a CNN on one-channel 28x28 inputs.
   const auto mnist_mlp = ampt::models::model_dims(with_model("mlp"), {1, 28, 28}, 0);
-  CHECK(ampt::models::count_parameters(mnist_mlp).total ==
+  CHECK(ampt::plan::count_parameters(mnist_mlp).total ==
         built_parameters(with_model("mlp"), mnist_mlp));
   const auto mnist_cnn = ampt::models::model_dims(with_model("cnn"), {1, 28, 28}, 0);
-  CHECK(ampt::models::count_parameters(mnist_cnn).total ==
+  CHECK(ampt::plan::count_parameters(mnist_cnn).total ==
         built_parameters(with_model("cnn"), mnist_cnn));
 }
 
 TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   const auto dims = ampt::models::model_dims(with_model("gpt-tiny"), {}, 0);
-  const auto counts = ampt::models::count_parameters(dims);
+  const auto counts = ampt::plan::count_parameters(dims);
   CHECK(counts.total == 120'576);
   CHECK(counts.matmul_weights == 2 * 12 * 64 * 64 + 256 * 64);
   CHECK(counts.norm == 5 * 2 * 64);
@@ -87,7 +87,7 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   // statistics; data, ln_f's input and statistics, and the fused head: the fp32 gradients of
   // the hidden states and of the tied weight, their scaled copies (bf16 and fp32), and one chunk
   // of fp32 logits (all 256 rows).
-  const auto m = ampt::models::estimate_memory(dims, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  const auto m = ampt::plan::estimate_memory(dims, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
   CHECK(m.weights == 4 * 120'576);
   CHECK(m.gradients == 4 * 120'576);
   CHECK(m.optimizer == 8 * 120'576);
@@ -103,14 +103,14 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   // input and bf16 output, and 12 bytes per logit for the plain loss.
   auto plain_config = with_model("gpt-tiny");
   plain_config.fused_kernels = ampt::config::AutoSwitch::off;
-  const auto plain = ampt::models::estimate_memory(ampt::models::model_dims(plain_config, {}, 0),
+  const auto plain = ampt::plan::estimate_memory(ampt::models::model_dims(plain_config, {}, 0),
                                                    {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
   CHECK(plain.activations == 2 * (256 * 64 * 36 + 256 * 4 * 4 + 256 * 16) + 256 * 16 +
                                  256 * 64 * 6 + 256 * 8 + 256 * 256 * 12);
 
   // O2: half weights and gradients except the norms, fp32 masters; the fp32 master gradients
   // only at the optimizer step, after the activations are freed.
-  const auto o2 = ampt::models::estimate_memory(dims, {Precision::bf16, OptLevel::O2}, OptimizerKind::adamw, 0.9, 4);
+  const auto o2 = ampt::plan::estimate_memory(dims, {Precision::bf16, OptLevel::O2}, OptimizerKind::adamw, 0.9, 4);
   CHECK(o2.weights == 2 * (120'576 - 640) + 4 * 640);
   CHECK(o2.masters == 4 * (120'576 - 640));
   CHECK(o2.step_transient == 4 * (120'576 - 640));
@@ -118,7 +118,7 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   // A wide MLP's few activations: its peak is the optimizer step.
   auto wide = with_model("mlp");
   wide.mlp_hidden = 1024;
-  const auto mlp = ampt::models::estimate_memory(ampt::models::model_dims(wide, {}, 0),
+  const auto mlp = ampt::plan::estimate_memory(ampt::models::model_dims(wide, {}, 0),
                                                 {Precision::bf16, OptLevel::O2}, OptimizerKind::adamw, 0.9, 1);
   CHECK(mlp.total() == mlp.persistent() + mlp.step_transient);
   CHECK(o2.cast_copies == 0);
@@ -129,7 +129,7 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   // the incoming and the residual stream's [tokens, C]: 40 bytes per token and channel) is larger
   // here than the head's (12 per token and channel, the weight's 8 per element, the chunk of
   // logits), and takes its place.
-  const auto fp32 = ampt::models::estimate_memory(dims, {Precision::fp32, OptLevel::O0}, OptimizerKind::sgd, 0.9, 4);
+  const auto fp32 = ampt::plan::estimate_memory(dims, {Precision::fp32, OptLevel::O0}, OptimizerKind::sgd, 0.9, 4);
   CHECK(fp32.optimizer == 4 * 120'576);
   CHECK(fp32.cast_copies == 0);
   const int64_t fp32_head = 256 * 64 * 12 + 2 * 4 * 256 * 64 + 256 * 256 * 4;
@@ -137,20 +137,20 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   REQUIRE(mlp_backward > fp32_head);
   CHECK(fp32.activations == 2 * (256 * 64 * 48 + 256 * 4 * 4 + 256 * 16) + 256 * 16 + 256 * 8 +
                                 mlp_backward);
-  CHECK(ampt::models::estimate_memory(dims, {Precision::fp32, OptLevel::O0}, OptimizerKind::sgd, 0.0, 4).optimizer ==
+  CHECK(ampt::plan::estimate_memory(dims, {Precision::fp32, OptLevel::O0}, OptimizerKind::sgd, 0.0, 4).optimizer ==
         0);
   // fp8 applies to GPTs only.
-  CHECK(ampt::models::scheme_applies({Precision::fp8, OptLevel::O1}, dims));
-  CHECK_FALSE(ampt::models::scheme_applies({Precision::fp8, OptLevel::O1},
+  CHECK(ampt::plan::scheme_applies({Precision::fp8, OptLevel::O1}, dims));
+  CHECK_FALSE(ampt::plan::scheme_applies({Precision::fp8, OptLevel::O1},
                                           ampt::models::model_dims(with_model("mlp"), {}, 0)));
 }
 
 TEST_CASE("memory estimate: one rank's share under ZeRO stages 0 to 2, by hand", "[memory][zero]") {
   const auto dims = ampt::models::model_dims(with_model("gpt-tiny"), {}, 0);
   const int64_t p = 120'576;  // divides by 4
-  const auto whole = ampt::models::estimate_memory(dims, {Precision::bf16, OptLevel::O2}, OptimizerKind::adamw, 0.9, 4);
-  const auto shard_memory = [&](const auto& m, const auto& d, ampt::models::Sharding sharding) {
-    return ampt::models::shard_memory(m, d, {Precision::bf16, OptLevel::O2}, sharding);
+  const auto whole = ampt::plan::estimate_memory(dims, {Precision::bf16, OptLevel::O2}, OptimizerKind::adamw, 0.9, 4);
+  const auto shard_memory = [&](const auto& m, const auto& d, ampt::plan::Sharding sharding) {
+    return ampt::plan::shard_memory(m, d, {Precision::bf16, OptLevel::O2}, sharding);
   };
   // One process: nothing changes.
   const auto one = shard_memory(whole, dims, {1, 2});
@@ -179,13 +179,13 @@ TEST_CASE("memory estimate: one rank's share under ZeRO stages 0 to 2, by hand",
 }
 
 TEST_CASE("memory estimate: ZeRO stage 3 by hand", "[memory][zero]") {
-  using ampt::models::shard_memory;
+  using ampt::plan::shard_memory;
   const auto dims = ampt::models::model_dims(with_model("gpt-tiny"), {}, 0);
   const int64_t p = 120'576;  // divides by 4
   // gpt-tiny (2 blocks, C 64, V 256, 64 positions): a block has 12·64² = 49,152 Linear weights,
   // 9·64 = 576 Linear biases and 4·64 = 256 LayerNorm weights and biases; the root is wte
   // (256·64, the tied head), wpe (64·64) and ln_f (128): 20,608.
-  const auto split = ampt::models::split_blocks(dims);
+  const auto split = ampt::plan::split_blocks(dims);
   CHECK(split.blocks == 2);
   CHECK(split.block_linear == 49'728);
   CHECK(split.block_linear_weights == 49'152);
@@ -199,7 +199,7 @@ TEST_CASE("memory estimate: ZeRO stage 3 by hand", "[memory][zero]") {
   // root's fp32 gradients and two blocks' bf16 ones in flight; a quarter of the fp32 masters and
   // of AdamW's moments; only the tied head's bf16 cast (2 · 256 · 64), since the blocks are
   // gathered in bf16 already. The activations as in one process.
-  const auto o1 = ampt::models::estimate_memory(dims, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  const auto o1 = ampt::plan::estimate_memory(dims, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
   const auto s3 = shard_memory(o1, dims, {Precision::bf16, OptLevel::O1}, {4, 3});
   CHECK(s3.weights == 82'432 + 2 * 100'480);
   CHECK(s3.gradients == p + 82'432 + 2 * 100'480);
@@ -214,7 +214,7 @@ TEST_CASE("memory estimate: ZeRO stage 3 by hand", "[memory][zero]") {
 
   // O2: the root in bf16 but ln_f (2 · 20,480 + 4 · 128 = 41,472); the blocks as in O1. With two
   // blocks both are gathered: the weights are one process's.
-  const auto o2 = ampt::models::estimate_memory(dims, {Precision::bf16, OptLevel::O2}, OptimizerKind::adamw, 0.9, 4);
+  const auto o2 = ampt::plan::estimate_memory(dims, {Precision::bf16, OptLevel::O2}, OptimizerKind::adamw, 0.9, 4);
   const auto s3o2 = shard_memory(o2, dims, {Precision::bf16, OptLevel::O2}, {4, 3});
   CHECK(s3o2.weights == 41'472 + 2 * 100'480);
   CHECK(s3o2.weights == o2.weights);
@@ -222,12 +222,12 @@ TEST_CASE("memory estimate: ZeRO stage 3 by hand", "[memory][zero]") {
   CHECK(s3o2.cast_copies == 0);
 
   // fp32/O0: everything gathered in fp32 (4 · 49,984 per block).
-  const auto fp32 = ampt::models::estimate_memory(dims, {Precision::fp32, OptLevel::O0}, OptimizerKind::adamw, 0.9, 4);
+  const auto fp32 = ampt::plan::estimate_memory(dims, {Precision::fp32, OptLevel::O0}, OptimizerKind::adamw, 0.9, 4);
   CHECK(shard_memory(fp32, dims, {Precision::fp32, OptLevel::O0}, {4, 3}).weights == 82'432 + 2 * 4 * 49'984);
 
   // --param_dtype fp32 under O1: fp32 blocks, and autocast's bf16 casts of every block as in one
   // process; --reduce_dtype fp32: the blocks' gradients in flight in fp32.
-  ampt::models::Sharding wide{4, 3};
+  ampt::plan::Sharding wide{4, 3};
   wide.param_bytes = 4;
   wide.reduce_bytes = 4;
   const auto fp32_blocks = shard_memory(o1, dims, {Precision::bf16, OptLevel::O1}, wide);
@@ -235,7 +235,7 @@ TEST_CASE("memory estimate: ZeRO stage 3 by hand", "[memory][zero]") {
   CHECK(fp32_blocks.gradients == p + 82'432 + 2 * 4 * 49'984);
   CHECK(fp32_blocks.cast_copies == o1.cast_copies);
   // fp8: the e4m3 copies of every block's Linear weights stay (saved for backward).
-  const auto fp8 = ampt::models::estimate_memory(dims, {Precision::fp8, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  const auto fp8 = ampt::plan::estimate_memory(dims, {Precision::fp8, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
   CHECK(shard_memory(fp8, dims, {Precision::fp8, OptLevel::O1}, {4, 3}).cast_copies == fp8.cast_copies);
 
   // Six blocks: still two gathered, so the weights do not grow with depth.
@@ -247,9 +247,9 @@ TEST_CASE("memory estimate: ZeRO stage 3 by hand", "[memory][zero]") {
   deep_config.block_size = 64;
   const auto deep = ampt::models::model_dims(deep_config, {}, 0);
   const int64_t deep_p = 20'608 + 6 * (49'728 + 256);  // 320,512, divides by 8
-  CHECK(ampt::models::count_parameters(deep).total == deep_p);
+  CHECK(ampt::plan::count_parameters(deep).total == deep_p);
   const auto deep_o1 =
-      ampt::models::estimate_memory(deep, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+      ampt::plan::estimate_memory(deep, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
   const auto deep_s3 = shard_memory(deep_o1, deep, {Precision::bf16, OptLevel::O1}, {8, 3});
   CHECK(deep_s3.weights == 82'432 + 2 * 100'480);
   CHECK(deep_s3.gradients == 4 * deep_p / 8 + 82'432 + 2 * 100'480);
@@ -259,18 +259,18 @@ TEST_CASE("memory estimate: ZeRO stage 3 by hand", "[memory][zero]") {
   // A Llama: qwen2 (2 blocks, C 64, 2 key/value heads of 16, SwiGLU 128, V 256, the head tied,
   // q/k/v biases): a block's Linear weights 2·64² + 2·64·32 + 3·64·128 = 36,864 and biases
   // 64 + 2·32 = 128, its two RMSNorms 128; the root embed_tokens (16,384) and norm (64).
-  const auto qwen = ampt::models::split_blocks(ampt::models::model_dims(with_model("qwen2"), {}, 0));
+  const auto qwen = ampt::plan::split_blocks(ampt::models::model_dims(with_model("qwen2"), {}, 0));
   CHECK(qwen.block_linear_weights == 36'864);
   CHECK(qwen.block_linear == 36'992);
   CHECK(qwen.block_norm == 128);
   CHECK(qwen.root == 16'448);
   CHECK(qwen.root_norm == 64);
   // llama (untied): lm_head is part of the root too.
-  CHECK(ampt::models::split_blocks(ampt::models::model_dims(with_model("llama"), {}, 0)).root ==
+  CHECK(ampt::plan::split_blocks(ampt::models::model_dims(with_model("llama"), {}, 0)).root ==
         2 * 16'384 + 64);
   // An MLP has no blocks: all of it is the root, whole on every rank.
   const auto mlp = ampt::models::model_dims(with_model("mlp"), {}, 0);
-  const auto mlp_whole = ampt::models::estimate_memory(mlp, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  const auto mlp_whole = ampt::plan::estimate_memory(mlp, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
   const auto mlp_s3 = shard_memory(mlp_whole, mlp, {Precision::bf16, OptLevel::O1}, {4, 3});
   CHECK(mlp_s3.weights == mlp_whole.weights);
   CHECK(mlp_s3.cast_copies == mlp_whole.cast_copies);
@@ -280,12 +280,12 @@ TEST_CASE("memory estimate: ZeRO stage 3 needs less per rank than stage 2 on the
           "[memory][zero]") {
   for (const std::string model : {"gpt2-1558m", "llama-3.1-8b"}) {
     const auto dims = ampt::models::model_dims(with_model(model), {}, 0);
-    for (const auto& scheme : ampt::models::memory_schemes()) {
-      const auto whole = ampt::models::estimate_memory(dims, scheme, OptimizerKind::adamw, 0.9, 1);
+    for (const auto& scheme : ampt::plan::memory_schemes()) {
+      const auto whole = ampt::plan::estimate_memory(dims, scheme, OptimizerKind::adamw, 0.9, 1);
       for (const int64_t n : {2, 4, 8, 64, 1024}) {
         INFO(model << " " << scheme.name() << " on " << n << " ranks");
-        const auto s2 = ampt::models::shard_memory(whole, dims, scheme, {n, 2});
-        const auto s3 = ampt::models::shard_memory(whole, dims, scheme, {n, 3});
+        const auto s2 = ampt::plan::shard_memory(whole, dims, scheme, {n, 2});
+        const auto s3 = ampt::plan::shard_memory(whole, dims, scheme, {n, 3});
         CHECK(s3.persistent() < s2.persistent());
         CHECK(s3.total() < s2.total());
         CHECK(s3.total_checkpointed() < s2.total_checkpointed());
@@ -308,7 +308,7 @@ Config with_lora(const std::string& model, int64_t rank, const std::string& targ
 
 TEST_CASE("memory estimate: LoRA's trainable parameters are r·(in + out) per adapted layer",
           "[memory][lora]") {
-  using ampt::models::count_parameters;
+  using ampt::plan::count_parameters;
   using ampt::models::model_dims;
   // gpt-tiny: 2 blocks of width 64; c_attn [192, 64], attn.c_proj [64, 64], mlp.c_fc [256, 64],
   // mlp.c_proj [64, 256]. The family's default target is c_attn; "c_proj" names both c_proj.
@@ -358,7 +358,7 @@ TEST_CASE("memory estimate: LoRA's trainable parameters are r·(in + out) per ad
 }
 
 TEST_CASE("memory estimate: LoRA's bytes by hand", "[memory][lora]") {
-  using ampt::models::estimate_memory;
+  using ampt::plan::estimate_memory;
   const auto full_dims = ampt::models::model_dims(with_model("gpt-tiny"), {}, 0);
   const auto dims = ampt::models::model_dims(with_lora("gpt-tiny", 4), {}, 0);
   const int64_t base = 120'576, norm = 640, trained = 2 * 4 * (64 + 192);
@@ -426,14 +426,14 @@ TEST_CASE("memory estimate: LoRA's bytes by hand", "[memory][lora]") {
             head - 2 * frozen_inputs + 2 * 2 * (256 * 4 * 2 + 256 * 64 * 2));
 
   // ZeRO shards the adapters' state only.
-  const auto s2 = ampt::models::shard_memory(m, dims, {Precision::bf16, OptLevel::O1}, {4, 2});
+  const auto s2 = ampt::plan::shard_memory(m, dims, {Precision::bf16, OptLevel::O1}, {4, 2});
   CHECK(s2.gradients == 4 * trained / 4);
   CHECK(s2.optimizer == 8 * trained / 4);
   CHECK(s2.weights == m.weights);
   // Stage 3 too: the frozen base stays whole on every rank; of the adapters (all in the 2
   // blocks, trained / 2 each) both blocks' are gathered in bf16, and their gradients are in
   // flight in bf16; their bf16 casts are not made.
-  const auto s3 = ampt::models::shard_memory(m, dims, {Precision::bf16, OptLevel::O1}, {4, 3});
+  const auto s3 = ampt::plan::shard_memory(m, dims, {Precision::bf16, OptLevel::O1}, {4, 3});
   CHECK(s3.weights == m.frozen_weights + 2 * trained);
   CHECK(s3.gradients == 4 * trained / 4 + 2 * trained);
   CHECK(s3.masters == 4 * trained / 4);
@@ -447,14 +447,14 @@ TEST_CASE("memory estimate: LoRA needs less memory than a full fine-tune of the 
   for (const std::string model : {"gpt2-1558m", "llama-3.1-8b"}) {
     const auto full = ampt::models::model_dims(with_model(model), {}, 0);
     const auto lora = ampt::models::model_dims(with_lora(model, 16), {}, 0);
-    for (const auto& scheme : ampt::models::memory_schemes()) {
+    for (const auto& scheme : ampt::plan::memory_schemes()) {
       INFO(model << " " << scheme.name());
-      const auto f = ampt::models::estimate_memory(full, scheme, OptimizerKind::adamw, 0.9, 4);
-      const auto l = ampt::models::estimate_memory(lora, scheme, OptimizerKind::adamw, 0.9, 4);
+      const auto f = ampt::plan::estimate_memory(full, scheme, OptimizerKind::adamw, 0.9, 4);
+      const auto l = ampt::plan::estimate_memory(lora, scheme, OptimizerKind::adamw, 0.9, 4);
       CHECK(l.total() < f.total());
       CHECK(l.total_checkpointed() < f.total_checkpointed());
       // The adapters are well under 1% of the parameters.
-      const auto counts = ampt::models::count_parameters(lora);
+      const auto counts = ampt::plan::count_parameters(lora);
       CHECK(counts.trainable * 100 < counts.total);
     }
   }
@@ -526,7 +526,7 @@ int64_t estimated_peak(const std::string& device, const std::string& precision, 
       precision == "no" ? ampt::models::Scheme{Precision::fp32, OptLevel::O0}
                         : ampt::models::Scheme{Precision::bf16, OptLevel::O1};
   REQUIRE((precision == "no" || precision == "bf16"));
-  const auto m = ampt::models::estimate_memory(dims, scheme, OptimizerKind::adamw, 0.9, batch);
+  const auto m = ampt::plan::estimate_memory(dims, scheme, OptimizerKind::adamw, 0.9, batch);
   return m.total() + (device == "cpu" ? m.weights - m.frozen_weights + m.optimizer : 0);
 }
 

@@ -1,4 +1,4 @@
-#include "ampt/models/memory_plan.h"
+#include "ampt/plan/memory_plan.h"
 
 #include "ampt/precision/choice.h"
 
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <utility>
 
-namespace ampt::models {
+namespace ampt::plan {
 namespace {
 
 using config::OptLevel;
@@ -249,4 +249,4 @@ RanksToFit fewest_ranks(const ModelDims& dims, const Scheme& scheme, bool checkp
   return r;
 }
 
-}  // namespace ampt::models
+}  // namespace ampt::plan

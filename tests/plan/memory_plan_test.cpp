@@ -1,12 +1,12 @@
 // The plan `ampt recommend` prints: which precision, opt level, micro-batch and accumulation fit
 // a GPU.
-#include "ampt/models/memory_plan.h"
+#include "ampt/plan/memory_plan.h"
 
 #include <catch2/catch.hpp>
 
 using ampt::config::Config;
 using ampt::config::OptimizerKind;
-using ampt::models::GpuTarget;
+using ampt::plan::GpuTarget;
 using ampt::models::Precision;
 using ampt::config::OptLevel;
 
@@ -26,7 +26,7 @@ ampt::models::ModelDims dims_of(const std::string& model, int64_t n_layer = 0, i
 
 int64_t total(const ampt::models::ModelDims& dims, const ampt::models::Scheme& scheme,
               int64_t micro_batch, bool checkpointed = false) {
-  const auto m = ampt::models::estimate_memory(dims, scheme, OptimizerKind::adamw, 0.9, micro_batch);
+  const auto m = ampt::plan::estimate_memory(dims, scheme, OptimizerKind::adamw, 0.9, micro_batch);
   return checkpointed ? m.total_checkpointed() : m.total();
 }
 
@@ -36,13 +36,13 @@ TEST_CASE("recommend: gpt2-124m on an 80 GiB Hopper GPU trains bf16 O1 at the la
           "[recommend]") {
   const auto dims = dims_of("gpt2-124m");
   const GpuTarget gpu{80.0, 9.0};
-  const auto r = ampt::models::recommend(dims, OptimizerKind::adamw, 0.9, 512, gpu);
+  const auto r = ampt::plan::recommend(dims, OptimizerKind::adamw, 0.9, 512, gpu);
   REQUIRE(r.fits);
   CHECK(r.scheme.name() == "bf16/O1");
   CHECK_FALSE(r.checkpointing);
   CHECK(r.micro_batch * r.grad_accum == 512);
   // The largest divisor of 512 that fits: the next one up does not.
-  const int64_t usable = ampt::models::usable_bytes(gpu);
+  const int64_t usable = ampt::plan::usable_bytes(gpu);
   CHECK(usable == static_cast<int64_t>(80.0 * 0.9 * (1 << 30)) - (int64_t{1} << 30));
   CHECK(total(dims, {Precision::bf16, OptLevel::O1}, r.micro_batch) <= usable);
   CHECK(total(dims, {Precision::bf16, OptLevel::O1}, 2 * r.micro_batch) > usable);
@@ -54,7 +54,7 @@ TEST_CASE("recommend: gpt2-124m on an 80 GiB Hopper GPU trains bf16 O1 at the la
   Config plain;
   plain.model = "gpt2-124m";
   plain.fused_kernels = ampt::config::AutoSwitch::off;
-  CHECK(ampt::models::recommend(ampt::models::model_dims(plain, {}, 0), OptimizerKind::adamw, 0.9,
+  CHECK(ampt::plan::recommend(ampt::models::model_dims(plain, {}, 0), OptimizerKind::adamw, 0.9,
                                 512, gpu)
             .micro_batch == 64);
 }
@@ -64,14 +64,14 @@ TEST_CASE("recommend: gpt2-774m and gpt2-1558m on an 80 GiB Hopper GPU", "[recom
   // two moments) and the 2-byte bf16 cast copy of each matmul weight, 48·12·1600² + 50304·1600 =
   // 1,555,046,400 of the 1,557,686,400 parameters: 24,922,982,400 + 3,110,092,800 bytes.
   const auto xl = dims_of("gpt2-1558m");
-  CHECK(ampt::models::estimate_memory(xl, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 1)
+  CHECK(ampt::plan::estimate_memory(xl, {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 1)
             .persistent() == 28'033'075'200);
   const GpuTarget gpu{80.0, 9.0};
-  const int64_t usable = ampt::models::usable_bytes(gpu);
+  const int64_t usable = ampt::plan::usable_bytes(gpu);
   for (const auto* model : {"gpt2-774m", "gpt2-1558m"}) {
     INFO(model);
     const auto dims = dims_of(model);
-    const auto r = ampt::models::recommend(dims, OptimizerKind::adamw, 0.9, 512, gpu);
+    const auto r = ampt::plan::recommend(dims, OptimizerKind::adamw, 0.9, 512, gpu);
     REQUIRE(r.fits);
     CHECK(r.scheme.name() == "bf16/O1");
     CHECK_FALSE(r.checkpointing);
@@ -86,7 +86,7 @@ TEST_CASE("recommend: gpt2-774m and gpt2-1558m on an 80 GiB Hopper GPU", "[recom
 }
 
 TEST_CASE("recommend: fp16 with the loss scaler before compute capability 8.0, and no fp8", "[recommend]") {
-  const auto r = ampt::models::recommend(dims_of("gpt2-124m"), OptimizerKind::adamw, 0.9, 64,
+  const auto r = ampt::plan::recommend(dims_of("gpt2-124m"), OptimizerKind::adamw, 0.9, 64,
                                         GpuTarget{32.0, 7.0});
   REQUIRE(r.fits);
   CHECK(r.scheme.name() == "fp16/O1");
@@ -99,17 +99,17 @@ TEST_CASE("recommend: activation checkpointing when only a small micro-batch fit
   // 24 layers of width 1024 with a small vocabulary: the blocks' activations dominate.
   const auto dims = dims_of("gpt", 24, 1024, 16, 256, 1024);
   const GpuTarget gpu{12.0, 9.0};
-  const auto r = ampt::models::recommend(dims, OptimizerKind::adamw, 0.9, 64, gpu);
+  const auto r = ampt::plan::recommend(dims, OptimizerKind::adamw, 0.9, 64, gpu);
   REQUIRE(r.fits);
   CHECK(r.scheme.name() == "bf16/O1");
   CHECK(r.checkpointing);
   CHECK(r.micro_batch >= 8);
-  CHECK(total(dims, {Precision::bf16, OptLevel::O1}, 8) > ampt::models::usable_bytes(gpu));
-  CHECK(total(dims, {Precision::bf16, OptLevel::O1}, r.micro_batch, true) <= ampt::models::usable_bytes(gpu));
+  CHECK(total(dims, {Precision::bf16, OptLevel::O1}, 8) > ampt::plan::usable_bytes(gpu));
+  CHECK(total(dims, {Precision::bf16, OptLevel::O1}, r.micro_batch, true) <= ampt::plan::usable_bytes(gpu));
 }
 
 TEST_CASE("recommend: a model whose state alone exceeds the GPU fits nowhere", "[recommend]") {
-  const auto r = ampt::models::recommend(dims_of("gpt2-350m"), OptimizerKind::adamw, 0.9, 8,
+  const auto r = ampt::plan::recommend(dims_of("gpt2-350m"), OptimizerKind::adamw, 0.9, 8,
                                         GpuTarget{4.0, 9.0});
   CHECK_FALSE(r.fits);
   REQUIRE(r.reasons.size() == 1);
@@ -138,20 +138,20 @@ TEST_CASE("recommend: the fewest ranks on which ZeRO stage 3 fits llama-3.1-8b o
   // Usable: 80 · 0.9 − 1 = 71 GiB = 76,235,669,504 bytes, of which 76,235,669,504 −
   // 17,232,657,408 = 59,003,012,096 are left for the shards: 2 ranks need 64,242,089,984, 4 ranks
   // 32,121,044,992. So 4 ranks, at 49,353,702,400 bytes each (81,474,747,392 on 2).
-  ampt::models::Sharding sharding;
-  const auto r = ampt::models::fewest_ranks(dims, {Precision::bf16, OptLevel::O1}, true, OptimizerKind::adamw, 0.9,
+  ampt::plan::Sharding sharding;
+  const auto r = ampt::plan::fewest_ranks(dims, {Precision::bf16, OptLevel::O1}, true, OptimizerKind::adamw, 0.9,
                                             1, gpu, sharding);
   CHECK(r.ranks == 4);
   CHECK(r.bytes == 49'353'702'400);
   CHECK(r.fewer_bytes == 81'474'747'392);
   CHECK(r.unsharded == 17'232'657'408);
   // At 128 samples of 2048 tokens per micro-batch the activations alone exceed the GPU.
-  const auto big = ampt::models::fewest_ranks(dims, {Precision::bf16, OptLevel::O1}, false, OptimizerKind::adamw,
+  const auto big = ampt::plan::fewest_ranks(dims, {Precision::bf16, OptLevel::O1}, false, OptimizerKind::adamw,
                                               0.9, 128, gpu, sharding);
   CHECK(big.ranks == 0);
-  CHECK(big.unsharded > ampt::models::usable_bytes(gpu));
+  CHECK(big.unsharded > ampt::plan::usable_bytes(gpu));
   // gpt2-124m fits one GPU without sharding.
-  CHECK(ampt::models::fewest_ranks(dims_of("gpt2-124m"), {Precision::bf16, OptLevel::O1}, false,
+  CHECK(ampt::plan::fewest_ranks(dims_of("gpt2-124m"), {Precision::bf16, OptLevel::O1}, false,
                                    OptimizerKind::adamw, 0.9, 8, gpu, sharding)
             .ranks == 1);
 }
@@ -159,14 +159,14 @@ TEST_CASE("recommend: the fewest ranks on which ZeRO stage 3 fits llama-3.1-8b o
 TEST_CASE("recommend: the run's precision and opt level", "[recommend]") {
   Config c;
   const GpuTarget hopper{80.0, 9.0}, volta{32.0, 7.0};
-  CHECK(ampt::models::run_scheme(c, hopper).name() == "bf16/O1");
-  CHECK(ampt::models::run_scheme(c, volta).name() == "fp16/O1");
+  CHECK(ampt::plan::run_scheme(c, hopper).name() == "bf16/O1");
+  CHECK(ampt::plan::run_scheme(c, volta).name() == "fp16/O1");
   c.amp_opt_level = ampt::config::OptLevel::O2;
-  CHECK(ampt::models::run_scheme(c, hopper).name() == "bf16/O2");
+  CHECK(ampt::plan::run_scheme(c, hopper).name() == "bf16/O2");
   c.mixed_precision = ampt::config::MixedPrecision::bf16;
-  CHECK(ampt::models::run_scheme(c, volta).name() == "fp16/O2");
+  CHECK(ampt::plan::run_scheme(c, volta).name() == "fp16/O2");
   c.mixed_precision = ampt::config::MixedPrecision::fp8;
-  CHECK(ampt::models::run_scheme(c, hopper).name() == "fp8/O1");
+  CHECK(ampt::plan::run_scheme(c, hopper).name() == "fp8/O1");
   c.mixed_precision = ampt::config::MixedPrecision::no;
-  CHECK(ampt::models::run_scheme(c, hopper).name() == "fp32/O0");
+  CHECK(ampt::plan::run_scheme(c, hopper).name() == "fp32/O0");
 }

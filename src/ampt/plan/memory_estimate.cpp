@@ -1,7 +1,6 @@
-#include "ampt/models/memory_estimate.h"
+#include "ampt/plan/memory_estimate.h"
 
-#include "ampt/models/lora_layers.h"
-#include "ampt/models/model_family.h"
+#include "ampt/models/layer_inventory.h"
 
 #include "ampt/config/enum_names.h"
 
@@ -9,7 +8,7 @@
 
 #include <algorithm>
 
-namespace ampt::models {
+namespace ampt::plan {
 namespace {
 
 using config::OptLevel;
@@ -19,27 +18,6 @@ using config::OptLevel;
 int64_t frozen_width(const Scheme& s) { return s.precision == Precision::fp32 ? 4 : 2; }
 
 }  // namespace
-
-std::string_view to_string(Precision precision) {
-  switch (precision) {
-    case Precision::fp32: return "fp32";
-    case Precision::bf16: return "bf16";
-    case Precision::fp16: return "fp16";
-    case Precision::fp8: return "fp8";
-  }
-  return "";
-}
-
-std::string Scheme::name() const {
-  return fmt::format("{}/{}", to_string(precision), config::to_string(opt_level));
-}
-
-ModelDims model_dims(const config::Config& config, std::vector<int64_t> input_shape,
-                     int64_t seq_len) {
-  auto dims = family_of(config).memory_dims(config, std::move(input_shape), seq_len);
-  dims.lora = lora_dims(config, dims);
-  return dims;
-}
 
 ParameterCounts count_parameters(const ModelDims& d) {
   ParameterCounts p;
@@ -194,4 +172,4 @@ MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
   return m;
 }
 
-}  // namespace ampt::models
+}  // namespace ampt::plan

@@ -3,13 +3,13 @@
 #pragma once
 
 #include "ampt/config/config.h"
-#include "ampt/models/memory_estimate.h"
+#include "ampt/plan/memory_estimate.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace ampt::models {
+namespace ampt::plan {
 
 // What the GPU offers: usable memory is gpu_memory × (1 − kFragmentation) − kContextBytes.
 struct GpuTarget {
@@ -57,4 +57,4 @@ RanksToFit fewest_ranks(const ModelDims& dims, const Scheme& scheme, bool checkp
                         config::OptimizerKind optimizer, double momentum, int64_t micro_batch,
                         const GpuTarget& gpu, const Sharding& sharding, int64_t max_ranks = 1024);
 
-}  // namespace ampt::models
+}  // namespace ampt::plan
