@@ -7,6 +7,9 @@
                                     # BPEs trained on the cases with each Split pattern (and
                                     # Qwen2's NFC normalizer), and
                                     # DIR/reference.json: Hugging Face tokenizers' ids and pieces
+    split_reference.py sentencepiece DIR N  # DIR/{llama2,mistral}/tokenizer.json: SentencePiece-
+                                    # style BPEs with byte fallback trained on the cases, and
+                                    # DIR/reference.json: their ids and decoded texts
 
 Bytes reach the libraries as Python does it: bytes.decode("utf-8", "replace").
 """
@@ -88,5 +91,68 @@ def hf(work, count):
     (work / "reference.json").write_text(json.dumps(reference, ensure_ascii=False))
 
 
+SP = "\u2581"
+
+
+def sentencepiece(work, count):
+    """Llama-2-style (normalizer Prepend + Replace) and Mistral-v0.3-style (Metaspace, prepend
+    first) tokenizer.json: a BPE trained word by word as SentencePiece trains, its byte-fallback
+    tokens <0x00>..<0xFF> after <unk>, <s>, </s> as in those vocabularies, "▁▁", "▁▁▁▁" and
+    "▁▁a" added, and the characters seen fewer times left to byte fallback."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    corpus = texts(work, count)
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend(SP), normalizers.Replace(" ", SP)])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SP, prepend_scheme="never", split=True)
+    tok.train_from_iterator(corpus * 3, trainers.BpeTrainer(
+        vocab_size=600, show_progress=False, limit_alphabet=150,
+        special_tokens=["<unk>", "<s>", "</s>"]))
+    spec = json.loads(tok.to_str())
+    trained = sorted(spec["model"]["vocab"].items(), key=lambda item: item[1])
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    merges = [list(m) if isinstance(m, list) else m.split(" ") for m in spec["model"]["merges"]]
+    for token, _ in trained:
+        vocab.setdefault(token, len(vocab))
+    for left, right in [(SP, SP), (SP * 2, SP * 2), (SP * 2, "a")]:
+        if left + right not in vocab and "a" in vocab:
+            vocab[left + right] = len(vocab)
+            merges.append([left, right])
+    spec["model"]["vocab"] = vocab
+    spec["model"]["merges"] = merges
+    spec["post_processor"] = {
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+        "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                 {"SpecialToken": {"id": "<s>", "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+        "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}}
+    # transformers' LlamaConverter writes this decoder for both.
+    decoder = decoders.Sequence([decoders.Replace(SP, " "), decoders.ByteFallback(), decoders.Fuse(),
+                                 decoders.Strip(" ", 1, 0)])
+    styles = {
+        "llama2": (spec["normalizer"], None),
+        "mistral": (None, json.loads(pre_tokenizers.Metaspace(SP, "first", split=False).__getstate__())),
+    }
+    reference = {}
+    for name, (normalizer, pre_tokenizer) in styles.items():
+        spec["normalizer"] = normalizer
+        spec["pre_tokenizer"] = pre_tokenizer
+        spec["decoder"] = json.loads(decoder.__getstate__())
+        tok = Tokenizer.from_str(json.dumps(spec))
+        out = work / name
+        out.mkdir()
+        tok.save(str(out / "tokenizer.json"))
+        (out / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<s>", "eos_token": "</s>"}))
+        cases = []
+        for t in corpus:
+            ids = tok.encode(t, add_special_tokens=False).ids
+            cases.append({"ids": ids, "text": tok.decode(ids, skip_special_tokens=False)})
+        reference[name] = {"vocab_size": tok.get_vocab_size(),
+                           "framed": tok.encode("x", add_special_tokens=True).ids, "cases": cases}
+    (work / "reference.json").write_text(json.dumps(reference, ensure_ascii=False))
+
+
 if __name__ == "__main__":
-    {"qwen": qwen, "hf": hf}[sys.argv[1]](pathlib.Path(sys.argv[2]), int(sys.argv[3]))
+    {"qwen": qwen, "hf": hf, "sentencepiece": sentencepiece}[sys.argv[1]](
+        pathlib.Path(sys.argv[2]), int(sys.argv[3]))

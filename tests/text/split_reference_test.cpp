@@ -137,3 +137,43 @@ TEST_CASE("text: Llama-3- and Qwen2-style tokenizer.json (NFC included) give Hug
     CHECK(tokenizer.encode_parallel(cases[cases.size() - 301], 3, SpecialTokens::allowed) == big);
   }
 }
+
+TEST_CASE("text: SentencePiece-style tokenizer.json (Llama-2's normalizer, Mistral's Metaspace) give Hugging Face's ids and texts, byte fallback included", "[text][python]") {
+  if (!have_python("tokenizers")) return;
+  auto cases = ampt::test::adversarial_corpus();
+  for (std::string& text : random_strings(300)) cases.push_back(std::move(text));
+  // Spaces before, between and after special tokens, runs of them, and a literal "▁".
+  for (const char* text : {"<s>Hello</s>", " <s> a  </s>  b", "x<s> y", "<s>", "", "   a   ",
+                           "\xE2\x96\x81" "a \xE2\x96\x81\xE2\x96\x81" "b", "a  \n  b"}) {
+    cases.emplace_back(text);
+  }
+  const auto expected = reference("sentencepiece", cases);
+  const std::string dir = expected.find("dir")->string;
+  for (const char* name : {"llama2", "mistral"}) {
+    INFO(name);
+    const auto& style = *expected.find(name);
+    const auto tokenizer = ampt::text::load_tokenizer(dir + "/" + name);
+    CHECK(tokenizer.pre_tokenizer() == PreTokenizer::sentencepiece);
+    CHECK(tokenizer.kind() == "SentencePiece BPE");
+    CHECK(tokenizer.vocab_size() == static_cast<int32_t>(style.find("vocab_size")->number));
+    CHECK(tokenizer.bos_id() == 1);  // <s>
+    CHECK(tokenizer.eot_id() == 2);  // </s>
+    const auto framed = id_list(*style.find("framed"));
+    CHECK(framed.front() == tokenizer.bos_id());
+    CHECK(std::vector<int32_t>(framed.begin() + 1, framed.end()) == tokenizer.encode("x"));
+    const auto& reference_cases = style.find("cases")->items;
+    REQUIRE(reference_cases.size() == cases.size());
+    bool fell_back = false;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      INFO("case " << i << ": " << cases[i].substr(0, 80));
+      const auto ids = tokenizer.encode(cases[i], SpecialTokens::allowed);
+      CHECK(ids == id_list(*reference_cases[i].find("ids")));
+      CHECK(tokenizer.decode(ids) == reference_cases[i].find("text")->string);
+      fell_back = fell_back || std::ranges::any_of(ids, [](int32_t id) { return id >= 3 && id < 259; });
+    }
+    CHECK(fell_back);  // some characters have no token and go as bytes
+    const std::size_t big = cases.size() - 309;  // the corpus's last text, before the random ones
+    CHECK(tokenizer.encode_parallel(cases[big], 3, SpecialTokens::allowed) ==
+          id_list(*reference_cases[big].find("ids")));
+  }
+}

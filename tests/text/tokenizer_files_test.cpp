@@ -180,7 +180,25 @@ TEST_CASE("text: bad tokenizer.json files are refused with the file and the reas
   check("truncated2.json", good.substr(0, good.size() / 2), "unexpected end");
   check("array.json", "[1, 2]", "no \"model\" object");
   check("wordpiece.json", tokenizer_json("WordPiece"), "model type WordPiece is not supported");
-  check("metaspace.json", tokenizer_json("BPE", R"({"type": "Metaspace"})"), "pre_tokenizer Metaspace is not supported");
+  check("metaspace.json", tokenizer_json("BPE", R"({"type": "Metaspace"})"),
+        "pre_tokenizer Metaspace with replacement \"\", split true and prepend_scheme always is "
+        "not supported: ampt implements \"\xE2\x96\x81\", split false, prepend_scheme first or always");
+  // SentencePiece's pipeline, but without byte fallback, or a byte-level one with it, or a token
+  // that crosses a word.
+  const std::string metaspace =
+      R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": false})";
+  check("no_fallback.json", tokenizer_json("BPE", metaspace),
+        "SentencePiece BPE without byte_fallback is not supported");
+  const auto with_fallback = [](std::string json) {
+    return json.replace(json.find("\"type\": \"BPE\""), 13, "\"type\": \"BPE\", \"byte_fallback\": true");
+  };
+  check("fallback.json", with_fallback(tokenizer_json()),
+        "model option byte_fallback is supported with SentencePiece's pipeline only");
+  auto crossing = with_fallback(tokenizer_json("BPE", metaspace));
+  const auto at = crossing.find("\": 256,");  // token 256 becomes "a▁b"
+  const auto open = crossing.rfind('"', at - 1);
+  crossing.replace(open + 1, at - open - 1, "a\\u2581b");
+  check("crossing.json", crossing, "holds a \"\xE2\x96\x81\" after other characters");
   check("prefix.json", tokenizer_json("BPE", R"({"type": "ByteLevel", "add_prefix_space": true})"),
         "pre_tokenizer ByteLevel with use_regex false or add_prefix_space true is not supported");
   check("unknown_split.json", tokenizer_json("BPE", split_pre_tokenizer(R"(\\w+)")),
@@ -195,7 +213,7 @@ TEST_CASE("text: bad tokenizer.json files are refused with the file and the reas
         "pre_tokenizer Sequence [Split, Whitespace] is not supported");
   // NFC (Qwen2's) is implemented; other normalizers are not.
   check("nfkc.json", tokenizer_json("BPE", split_pre_tokenizer(kQwen2), R"({"type": "NFKC"})"),
-        "normalizer NFKC is not supported (ampt implements NFC, Qwen2's, and none");
+        "normalizer NFKC is not supported (ampt implements NFC, Qwen2's, none");
   check("lstrip.json", tokenizer_json("BPE", split_pre_tokenizer(kLlama3)).replace(good.find("\"special\""), 0, "\"lstrip\": true, "),
         "added token \"<|endoftext|>\" has lstrip true, which ampt does not implement");
   // The good file with the first `from` replaced by `to`.

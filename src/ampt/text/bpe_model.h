@@ -1,6 +1,8 @@
 // Byte-level BPE: a piece's bytes start as single-byte tokens and the adjacent pair of lowest
 // rank is merged until none is left, leftmost first among equal ranks (as tiktoken and Hugging
-// Face tokenizers do), in O(n log n) for a piece of n bytes.
+// Face tokenizers do), in O(n log n) for a piece of n bytes. SentencePiece's BPE starts from
+// characters instead, each its token or, without one, its bytes' <0xXX> tokens: here the bytes
+// of a character that has a token merge into it first, ahead of every real merge.
 #pragma once
 
 #include "ampt/text/vocabulary.h"
@@ -42,7 +44,16 @@ class BpeModel {
     int32_t result;
   };
   Found find(int32_t left, int32_t right) const;  // rank -1 when the pair never merges
+  void add(const Merge& merge);
+  // With byte fallback: the merges that put each multi-byte character with a token together
+  // from its bytes (ranks 0 to 2), through ids past the vocabulary for its first bytes.
+  std::vector<Merge> assemble_characters(const Vocabulary& vocabulary);
+  // The vocabulary's ranks start after the characters' merges.
+  static constexpr int32_t kAssemblyRanks = 3;
 
+  int32_t vocab_size_ = 0;
+  // Ids from vocab_size_ on: a character's first bytes, as their byte tokens.
+  std::vector<std::vector<int32_t>> expansions_;
   std::array<int32_t, 256> byte_ids_{};
   // Open addressing, keyed by (left << 32 | right); rank and result packed in the value.
   std::vector<uint64_t> keys_;

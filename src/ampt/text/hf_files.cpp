@@ -9,12 +9,26 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 #include <unordered_map>
 
 namespace ampt::text {
 namespace {
 
 constexpr std::string_view kEndOfText = "<|endoftext|>";
+constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // "▁", SentencePiece's space
+
+// The byte a SentencePiece byte-fallback token stands for ("<0x41>" → 0x41); -1 for another.
+int fallback_byte(std::string_view written) {
+  if (written.size() != 6 || !written.starts_with("<0x") || written.back() != '>') return -1;
+  int byte = 0;
+  for (const char c : written.substr(3, 2)) {
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (digit < 0) return -1;
+    byte = byte * 16 + digit;
+  }
+  return byte;
+}
 
 class Reader {
  public:
@@ -32,8 +46,10 @@ class Reader {
     return static_cast<int32_t>(value.number);
   }
 
-  // The vocabulary object {token: id}: ids must be 0..N-1, each once.
-  void read_vocab(const JsonValue& vocab) {
+  // The vocabulary object {token: id}: ids must be 0..N-1, each once. Byte-level tokens are
+  // written in GPT-2's byte alphabet; SentencePiece's (`byte_level` false) as they are, their
+  // <0xXX> tokens standing for byte XX.
+  void read_vocab(const JsonValue& vocab, bool byte_level = true) {
     if (vocab.kind != JsonValue::Kind::object) fail(fmt::format("the vocabulary is {}, not an object", vocab.kind_name()));
     if (vocab.members.empty()) fail("the vocabulary is empty");
     auto& tokens = vocabulary_.tokens;
@@ -47,7 +63,14 @@ class Reader {
                          tokens.size() - 1));
       }
       if (seen[id]) fail(fmt::format("id {} is given to two tokens", id));
-      if (!token_bytes(written, bytes)) {
+      if (!byte_level) {
+        bytes = written;
+        if (const int byte = fallback_byte(written); byte >= 0) {
+          vocabulary_.byte_fallback.resize(256, -1);
+          vocabulary_.byte_fallback[static_cast<std::size_t>(byte)] = id;
+          bytes = std::string(1, static_cast<char>(byte));
+        }
+      } else if (!token_bytes(written, bytes)) {
         fail(fmt::format("token \"{}\" (id {}) is not in GPT-2's byte-level alphabet", written, id));
       }
       seen[id] = true;
@@ -187,21 +210,70 @@ PreTokenizer read_pre_tokenizer(const Reader& reader, const JsonValue& root) {
   return *known;
 }
 
+bool is_null(const JsonValue* value) {
+  return value == nullptr || value->kind == JsonValue::Kind::null;
+}
+
+// SentencePiece's BPE as Hugging Face converts it (Llama-2's, Mistral's): the normalizer
+// Sequence [Prepend "▁", Replace " " with "▁"] and no pre_tokenizer, or no normalizer and the
+// pre_tokenizer Metaspace ("▁", prepend_scheme first or always, split false). nullopt: neither;
+// a Metaspace of other settings is refused.
+std::optional<Metaspace> sentencepiece_form(const Reader& reader, const JsonValue& root) {
+  const JsonValue* normalizer = root.find("normalizer");
+  const JsonValue* pre = root.find("pre_tokenizer");
+  if (!is_null(normalizer) && string_field(*normalizer, "type") == "Sequence" && is_null(pre)) {
+    const JsonValue* steps = normalizer->find("normalizers");
+    if (steps == nullptr || steps->items.size() != 2) return std::nullopt;
+    const JsonValue& prepend = steps->items[0];
+    const JsonValue& replace = steps->items[1];
+    const JsonValue* pattern = replace.find("pattern");
+    if (string_field(prepend, "type") != "Prepend" || string_field(prepend, "prepend") != kMetaspace ||
+        string_field(replace, "type") != "Replace" || pattern == nullptr ||
+        string_field(*pattern, "String") != " " || string_field(replace, "content") != kMetaspace) {
+      return std::nullopt;
+    }
+    return Metaspace{.every_text = true, .unless_space = false};
+  }
+  if (!is_null(normalizer) || is_null(pre) || string_field(*pre, "type") != "Metaspace") {
+    return std::nullopt;
+  }
+  // Before tokenizers 0.14 Metaspace said add_prefix_space (true: before every text).
+  const std::string scheme = pre->find("prepend_scheme") != nullptr
+                                 ? string_field(*pre, "prepend_scheme")
+                                 : (bool_field(*pre, "add_prefix_space", true) ? "always" : "never");
+  if (string_field(*pre, "replacement") != kMetaspace || bool_field(*pre, "split", true) ||
+      (scheme != "first" && scheme != "always")) {
+    reader.fail(fmt::format("pre_tokenizer Metaspace with replacement \"{}\", split {} and "
+                            "prepend_scheme {} is not supported: ampt implements \"▁\", split "
+                            "false, prepend_scheme first or always",
+                            string_field(*pre, "replacement"), bool_field(*pre, "split", true),
+                            scheme));
+  }
+  return Metaspace{.every_text = scheme == "always", .unless_space = true};
+}
+
 // Only what the known pipelines hold is implemented: refuse files whose ids would silently differ.
-void check_model(const Reader& reader, const JsonValue& root, const JsonValue& model) {
+void check_model(const Reader& reader, const JsonValue& root, const JsonValue& model,
+                 bool sentencepiece) {
   if (const std::string type = string_field(model, "type"); !type.empty() && type != "BPE") {
     reader.fail(fmt::format("model type {} is not supported (only BPE)", type));
   }
   if (!string_field(model, "continuing_subword_prefix").empty() ||
-      !string_field(model, "end_of_word_suffix").empty() || bool_field(model, "byte_fallback", false)) {
-    reader.fail("model options continuing_subword_prefix, end_of_word_suffix and byte_fallback "
-                "are not supported (byte-level BPE has none)");
+      !string_field(model, "end_of_word_suffix").empty()) {
+    reader.fail("model options continuing_subword_prefix and end_of_word_suffix are not "
+                "supported (byte-level and SentencePiece BPE have none)");
   }
+  if (bool_field(model, "byte_fallback", false) && !sentencepiece) {
+    reader.fail("model option byte_fallback is supported with SentencePiece's pipeline only "
+                "(Metaspace, or the normalizer Prepend and Replace \"▁\")");
+  }
+  if (sentencepiece) return;
   if (const JsonValue* normalizer = root.find("normalizer");
       normalizer != nullptr && normalizer->kind != JsonValue::Kind::null &&
       string_field(*normalizer, "type") != "NFC") {
-    reader.fail(fmt::format("normalizer {} is not supported (ampt implements NFC, Qwen2's, and "
-                            "none, GPT-2's and Llama-3's \"normalizer\": null)",
+    reader.fail(fmt::format("normalizer {} is not supported (ampt implements NFC, Qwen2's, "
+                            "none, GPT-2's and Llama-3's \"normalizer\": null, and "
+                            "SentencePiece's Prepend and Replace \"▁\")",
                             string_field(*normalizer, "type")));
   }
 }
@@ -234,6 +306,24 @@ int32_t template_bos(const Reader& reader, const JsonValue* processor) {
   return id;
 }
 
+// SentencePiece's text is cut before each word's "▁" (pretokenizer.h): exact only where no
+// token reaches across such a cut, as SentencePiece's own training (split_by_whitespace) makes
+// them.
+void check_words(Reader& reader) {
+  const auto& tokens = reader.vocabulary().tokens;
+  for (std::size_t id = 0; id < tokens.size(); ++id) {
+    const std::string_view token = tokens[id];
+    // A "▁" is fine only within the token's leading run of them.
+    std::size_t lead = 0;
+    while (token.substr(lead).starts_with(kMetaspace)) lead += kMetaspace.size();
+    if (token.find(kMetaspace, lead) != std::string_view::npos) {
+      reader.fail(fmt::format("token \"{}\" (id {}) holds a \"▁\" after other characters: ampt "
+                              "encodes SentencePiece text word by word, which no token may cross",
+                              token, id));
+    }
+  }
+}
+
 }  // namespace
 
 Vocabulary read_tokenizer_json(const std::string& path) {
@@ -243,16 +333,27 @@ Vocabulary read_tokenizer_json(const std::string& path) {
   if (model == nullptr || model->kind != JsonValue::Kind::object) {
     reader.fail("no \"model\" object: not a Hugging Face tokenizer.json");
   }
-  check_model(reader, root, *model);
-  reader.vocabulary().pre_tokenizer = read_pre_tokenizer(reader, root);
+  const auto sentencepiece = sentencepiece_form(reader, root);
+  check_model(reader, root, *model, sentencepiece.has_value());
+  if (sentencepiece) {
+    reader.vocabulary().pre_tokenizer = PreTokenizer::sentencepiece;
+    reader.vocabulary().metaspace = *sentencepiece;
+  } else {
+    reader.vocabulary().pre_tokenizer = read_pre_tokenizer(reader, root);
+    reader.vocabulary().nfc = normalizes_to_nfc(root);
+  }
   reader.vocabulary().ignore_merges = bool_field(*model, "ignore_merges", false);
-  reader.vocabulary().nfc = normalizes_to_nfc(root);
   const JsonValue* vocab = model->find("vocab");
   const JsonValue* merges = model->find("merges");
   if (vocab == nullptr || merges == nullptr || merges->kind != JsonValue::Kind::array) {
     reader.fail("model has no \"vocab\" object and \"merges\" array");
   }
-  reader.read_vocab(*vocab);
+  if (sentencepiece && !bool_field(*model, "byte_fallback", false)) {
+    reader.fail("SentencePiece BPE without byte_fallback is not supported: a character without "
+                "a token would be <unk>, which ampt does not implement");
+  }
+  reader.read_vocab(*vocab, !sentencepiece);
+  if (sentencepiece) check_words(reader);
   for (std::size_t i = 0; i < merges->items.size(); ++i) {
     const JsonValue& merge = merges->items[i];
     const std::string where = fmt::format("merge {}", i);

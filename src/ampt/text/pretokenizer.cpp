@@ -14,14 +14,20 @@ constexpr std::string_view kLlama3Regex =
 constexpr std::string_view kQwen2Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Not a regex any tokenizer.json spells: what the cut before each word's "▁" amounts to.
+constexpr std::string_view kSentencePieceRegex = "▁*[^▁]*";
+constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // "▁", U+2581
+
 struct Known {
   PreTokenizer pattern;
   std::string_view regex;
   std::string_view name;
 };
-constexpr std::array<Known, 3> kKnown = {{{PreTokenizer::gpt2, kGpt2Regex, "GPT-2"},
-                                          {PreTokenizer::llama3, kLlama3Regex, "Llama-3"},
-                                          {PreTokenizer::qwen2, kQwen2Regex, "Qwen2"}}};
+constexpr std::array<Known, 4> kKnown = {
+    {{PreTokenizer::gpt2, kGpt2Regex, "GPT-2"},
+     {PreTokenizer::llama3, kLlama3Regex, "Llama-3"},
+     {PreTokenizer::qwen2, kQwen2Regex, "Qwen2"},
+     {PreTokenizer::sentencepiece, kSentencePieceRegex, "SentencePiece"}}};
 
 const Known& known(PreTokenizer pattern) { return kKnown[static_cast<std::size_t>(pattern)]; }
 
@@ -141,6 +147,27 @@ bool split_safe_cut(std::string_view text, std::size_t pos) {
   return false;
 }
 
+bool metaspace_at(std::string_view text, std::size_t pos) {
+  return text.substr(pos).starts_with(kMetaspace);
+}
+
+// A run of "▁" and what follows up to the next "▁": SentencePiece's word (split_by_whitespace,
+// whitespace-only pieces allowed), which no token of its vocabulary reaches across.
+std::size_t sentencepiece_piece_end(std::string_view text, std::size_t begin) {
+  std::size_t pos = begin;
+  while (metaspace_at(text, pos)) pos += kMetaspace.size();
+  const std::size_t next = text.find(kMetaspace, pos);
+  return next == std::string_view::npos ? text.size() : next;
+}
+
+// On raw text too, where a space becomes "▁" only later.
+bool sentencepiece_safe_cut(std::string_view text, std::size_t pos) {
+  const auto space_at = [&](std::size_t at) { return text[at] == ' ' || metaspace_at(text, at); };
+  const bool space_before = text[pos - 1] == ' ' || (pos >= kMetaspace.size() &&
+                                                     metaspace_at(text, pos - kMetaspace.size()));
+  return space_at(pos) && !space_before;
+}
+
 }  // namespace
 
 std::size_t piece_end(PreTokenizer pattern, std::string_view text, std::size_t begin) {
@@ -148,12 +175,17 @@ std::size_t piece_end(PreTokenizer pattern, std::string_view text, std::size_t b
     case PreTokenizer::gpt2: return gpt2_piece_end(text, begin);
     case PreTokenizer::llama3: return split_piece_end(text, begin, 3);
     case PreTokenizer::qwen2: return split_piece_end(text, begin, 1);
+    case PreTokenizer::sentencepiece: return sentencepiece_piece_end(text, begin);
   }
   return text.size();
 }
 
 bool is_safe_cut(PreTokenizer pattern, std::string_view text, std::size_t pos) {
-  return pattern == PreTokenizer::gpt2 ? gpt2_safe_cut(text, pos) : split_safe_cut(text, pos);
+  switch (pattern) {
+    case PreTokenizer::gpt2: return gpt2_safe_cut(text, pos);
+    case PreTokenizer::sentencepiece: return sentencepiece_safe_cut(text, pos);
+    default: return split_safe_cut(text, pos);
+  }
 }
 
 std::string_view pattern_regex(PreTokenizer pattern) { return known(pattern).regex; }
@@ -162,7 +194,7 @@ std::string_view pre_tokenizer_name(PreTokenizer pattern) { return known(pattern
 
 std::optional<PreTokenizer> pre_tokenizer_of_regex(std::string_view regex) {
   for (const Known& k : kKnown) {
-    if (k.regex == regex) return k.pattern;
+    if (k.regex == regex && k.pattern != PreTokenizer::sentencepiece) return k.pattern;
   }
   return std::nullopt;
 }

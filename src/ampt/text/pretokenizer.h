@@ -4,6 +4,7 @@
 //   gpt2:   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //   llama3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //   qwen2:  llama3's with \p{N} for \p{N}{1,3}
+//   sentencepiece: no regex: a run of "▁" and what follows up to the next "▁" (▁*[^▁]*)
 #pragma once
 
 #include "ampt/text/vocabulary.h"
@@ -26,13 +27,15 @@ std::size_t piece_end(PreTokenizer pattern, std::string_view text, std::size_t b
 //   llama3, qwen2: before `pos` a letter and at it no letter, or a number and no number, or
 //     other (punctuation, symbols, marks) and a number or whitespace other than \r and \n
 //     (" ?[^\s\p{L}\p{N}]+[\r\n]*" takes newlines along, "[^\r\n\p{L}\p{N}]?\p{L}+" a letter).
+//   sentencepiece: a "▁" or space at `pos` and neither before it (raw or normalized text).
 bool is_safe_cut(PreTokenizer pattern, std::string_view text, std::size_t pos);
 
 // The regex `pattern` implements, as written above.
 std::string_view pattern_regex(PreTokenizer pattern);
-// The pre-tokenizer whose regex is exactly `regex`; nullopt for any other.
+// The pre-tokenizer whose regex is exactly `regex` (sentencepiece has none); nullopt for any
+// other.
 std::optional<PreTokenizer> pre_tokenizer_of_regex(std::string_view regex);
-// "GPT-2", "Llama-3", "Qwen2": for messages and summaries.
+// "GPT-2", "Llama-3", "Qwen2", "SentencePiece": for messages and summaries.
 std::string_view pre_tokenizer_name(PreTokenizer pattern);
 
 }  // namespace ampt::text

@@ -24,6 +24,7 @@ namespace {
 
 // The end-of-text tokens looked for when the files name none, GPT-2's first.
 constexpr std::array<std::string_view, 2> kEndOfText = {"<|endoftext|>", "<|end_of_text|>"};
+constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // "▁", SentencePiece's space
 // Below this a chunk costs more in thread start-up than it saves.
 constexpr std::size_t kMinParallelChunk = std::size_t{1} << 16;
 // More chunks than threads, so a thread that drew easy text takes another chunk.
@@ -148,14 +149,24 @@ uint64_t Tokenizer::fingerprint() const {
   for (const int32_t id : v.special_ids) hash.add_int(id);
   hash.add_int(static_cast<int>(v.pre_tokenizer)).add_int(v.ignore_merges ? 1 : 0).add_int(v.nfc ? 1 : 0);
   hash.add_int(v.bos).add_int(v.eos);
+  hash.add_int(v.metaspace.every_text ? 1 : 0).add_int(v.metaspace.unless_space ? 1 : 0);
+  hash.add_int(v.byte_fallback.size());
+  for (const int32_t id : v.byte_fallback) hash.add_int(id);
   return hash.digest();
 }
 
-void Tokenizer::encode_ordinary(std::string_view raw, std::vector<int32_t>& out) const {
+void Tokenizer::encode_ordinary(std::string_view raw, bool input_start, bool after_special,
+                                std::vector<int32_t>& out) const {
   // Special tokens were matched in the raw text; what lies between them is normalized, as
   // Hugging Face normalizes the text around added tokens that are not `normalized`.
-  const std::string normalized = model_->vocabulary.nfc ? to_nfc(raw) : std::string();
-  const std::string_view text = model_->vocabulary.nfc ? std::string_view(normalized) : raw;
+  const Vocabulary& v = model_->vocabulary;
+  std::string normalized;
+  if (v.nfc) normalized = to_nfc(raw);
+  if (v.pre_tokenizer == PreTokenizer::sentencepiece) {
+    normalized = metaspace_text(raw, input_start || (after_special && v.metaspace.every_text));
+  }
+  const std::string_view text =
+      v.nfc || v.pre_tokenizer == PreTokenizer::sentencepiece ? std::string_view(normalized) : raw;
   ThreadState& state = thread_state(model_->serial);
   const PreTokenizer pattern = model_->vocabulary.pre_tokenizer;
   for (std::size_t pos = 0; pos < text.size();) {
@@ -176,11 +187,29 @@ void Tokenizer::encode_ordinary(std::string_view raw, std::vector<int32_t>& out)
   }
 }
 
-void Tokenizer::encode_valid(std::string_view text, SpecialTokens specials,
+std::string Tokenizer::metaspace_text(std::string_view raw, bool prefixed) const {
+  std::string out;
+  if (raw.empty()) return out;
+  out.reserve(raw.size() + raw.size() / 4 + kMetaspace.size());
+  const bool starts_with_space = raw.front() == ' ' || raw.starts_with(kMetaspace);
+  if (prefixed && !(model_->vocabulary.metaspace.unless_space && starts_with_space)) {
+    out += kMetaspace;
+  }
+  for (const char c : raw) {
+    if (c == ' ') {
+      out += kMetaspace;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void Tokenizer::encode_valid(std::string_view text, SpecialTokens specials, bool input_start,
                              std::vector<int32_t>& out) const {
   const Vocabulary& v = model_->vocabulary;
   if (specials == SpecialTokens::as_text || v.special_ids.empty()) {
-    encode_ordinary(text, out);
+    encode_ordinary(text, input_start, false, out);
     return;
   }
   std::size_t pos = 0;
@@ -195,7 +224,7 @@ void Tokenizer::encode_valid(std::string_view text, SpecialTokens specials,
         found = id;
       }
     }
-    encode_ordinary(text.substr(pos, at - pos), out);
+    encode_ordinary(text.substr(pos, at - pos), input_start && pos == 0, pos > 0, out);
     if (found < 0) break;
     out.push_back(found);
     pos = at + v.tokens[found].size();
@@ -205,9 +234,9 @@ void Tokenizer::encode_valid(std::string_view text, SpecialTokens specials,
 void Tokenizer::encode_append(std::string_view text, SpecialTokens specials,
                               std::vector<int32_t>& out) const {
   if (first_invalid_utf8(text) == text.size()) {
-    encode_valid(text, specials, out);
+    encode_valid(text, specials, true, out);
   } else {
-    encode_valid(replace_invalid_utf8(text), specials, out);
+    encode_valid(replace_invalid_utf8(text), specials, true, out);
   }
 }
 
@@ -221,13 +250,16 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, SpecialTokens spec
 std::vector<std::string_view> Tokenizer::parallel_chunks(std::string_view text, int chunks,
                                                          SpecialTokens specials) const {
   const Vocabulary& v = model_->vocabulary;
+  // Inside a special token, or (SentencePiece's) right after one, where a text begins that may
+  // take a "▁" before it.
+  const bool ends_count = v.pre_tokenizer == PreTokenizer::sentencepiece;
   const auto inside_special = [&](std::size_t pos) {
     if (specials == SpecialTokens::as_text) return false;
     for (const int32_t id : v.special_ids) {
       const std::string& s = v.tokens[id];
-      for (std::size_t hit = text.find(s, pos >= s.size() ? pos - s.size() + 1 : 0); hit < pos;
+      for (std::size_t hit = text.find(s, pos >= s.size() ? pos - s.size() : 0); hit < pos;
            hit = text.find(s, hit + 1)) {
-        if (hit + s.size() > pos) return true;
+        if (hit + s.size() > pos || (ends_count && hit + s.size() == pos)) return true;
       }
     }
     return false;
@@ -266,7 +298,7 @@ std::vector<int32_t> Tokenizer::encode_parallel(std::string_view text, int threa
   std::vector<std::vector<int32_t>> ids(pieces.size());
   run_tasks(threads, pieces.size(), [&](std::size_t i) {
     ids[i].reserve(pieces[i].size() / 4 + 8);
-    encode_valid(pieces[i], specials, ids[i]);
+    encode_valid(pieces[i], specials, i == 0, ids[i]);
   });
   std::size_t total = 0;
   for (const auto& part : ids) total += part.size();
@@ -294,6 +326,21 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
                                      model_->vocabulary.source, tokens.size() - 1));
     }
     out += tokens[id];
+  }
+  if (model_->vocabulary.pre_tokenizer == PreTokenizer::sentencepiece) {
+    // Hugging Face's decoder: every "▁" a space, and the text's first space dropped.
+    std::string spaced;
+    spaced.reserve(out.size());
+    for (std::size_t i = 0; i < out.size();) {
+      if (std::string_view(out).substr(i).starts_with(kMetaspace)) {
+        spaced += ' ';
+        i += kMetaspace.size();
+      } else {
+        spaced += out[i++];
+      }
+    }
+    if (!spaced.empty() && spaced.front() == ' ') spaced.erase(0, 1);
+    return spaced;
   }
   return out;
 }

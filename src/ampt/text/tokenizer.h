@@ -1,6 +1,6 @@
-// Byte-level BPE tokenizers (GPT-2's, Llama-3's, Qwen2's; the vocabulary says which
-// pre-tokenizer): text → token ids → text, with the ids tiktoken and Hugging Face tokenizers
-// give. Immutable once built, so one instance serves any number of threads.
+// BPE tokenizers, byte-level (GPT-2's, Llama-3's, Qwen2's; the vocabulary says which
+// pre-tokenizer) and SentencePiece's as Hugging Face converts it (Llama-2's, Mistral's): text →
+// token ids → text, with the ids tiktoken and Hugging Face tokenizers give. Immutable once built, so one instance serves any number of threads.
 #pragma once
 
 #include "ampt/text/vocabulary.h"
@@ -67,8 +67,16 @@ class Tokenizer {
 
  private:
   struct Model;
-  void encode_valid(std::string_view text, SpecialTokens specials, std::vector<int32_t>& out) const;
-  void encode_ordinary(std::string_view text, std::vector<int32_t>& out) const;
+  // `input_start`: `text` begins the input (not a parallel chunk after the first).
+  void encode_valid(std::string_view text, SpecialTokens specials, bool input_start,
+                    std::vector<int32_t>& out) const;
+  // A text between special tokens; `input_start` and `after_special` decide a SentencePiece
+  // vocabulary's "▁" before it.
+  void encode_ordinary(std::string_view text, bool input_start, bool after_special,
+                       std::vector<int32_t>& out) const;
+  // SentencePiece's normalized text: spaces as "▁", and one before it when `prefixed` (and the
+  // vocabulary's Metaspace allows).
+  std::string metaspace_text(std::string_view raw, bool prefixed) const;
   std::vector<std::string_view> parallel_chunks(std::string_view text, int chunks,
                                                 SpecialTokens specials) const;
 

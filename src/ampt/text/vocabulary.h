@@ -22,6 +22,17 @@ enum class PreTokenizer : uint8_t {
   gpt2,    // GPT-2, r50k_base, p50k_base
   llama3,  // Llama-3: case-insensitive contractions, a letter run takes one leading mark, digits in threes
   qwen2,   // Qwen, Qwen2, Qwen2.5: Llama-3's with single digits
+  // SentencePiece's BPE as Hugging Face converts it (Llama-2's, Mistral's): no regex; spaces are
+  // "▁", and a word is a run of "▁" and what follows up to the next "▁" (Vocabulary::metaspace).
+  sentencepiece,
+};
+
+// How a sentencepiece vocabulary puts "▁" before a text: the normalizer Prepend does it before
+// every text between special tokens; the pre_tokenizer Metaspace (prepend_scheme first or always)
+// before the input's first text or every one, and not where it already starts with "▁".
+struct Metaspace {
+  bool every_text = false;
+  bool unless_space = false;
 };
 
 struct Vocabulary {
@@ -39,6 +50,10 @@ struct Vocabulary {
   // the one that ends a text, -1 to let Tokenizer pick <|endoftext|> or <|end_of_text|>.
   int32_t bos = -1;
   int32_t eos = -1;
+  // sentencepiece: how "▁" goes before a text, and each byte's <0xXX> token (tokens[] holds the
+  // byte itself), which stands for a character that has no token; empty for none.
+  Metaspace metaspace;
+  std::vector<int32_t> byte_fallback;
 };
 
 }  // namespace ampt::text
