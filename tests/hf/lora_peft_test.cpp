@@ -80,27 +80,31 @@ std::string token_file() {
 }
 
 
-// peft's adapter of a tiny `name` base (gpt2, llama, qwen3 or mistral) continued by ampt for 20 AdamW steps in
-// fp32 against a PyTorch + peft loop over the same batch; then the checkpoint's exports in peft
-// and, merged, in transformers.
-void check_against_peft(const std::string& name) {
-  const auto data = token_file();
-  const auto base = make_base(name);
-  const auto adapter = make_adapter(base);
-  const auto out = make_temp_dir();
-  // The adapter names its base (base_model_name_or_path): --init_from takes the adapter alone.
+// ampt continues `adapter` (which names its base: --init_from takes the adapter alone) for 20
+// AdamW steps in fp32 on `data`, its frozen base stored as `base_dtype`.
+ampt::test::ProcessResult train_from_adapter(const std::string& adapter, const std::string& data,
+                                             const std::string& out,
+                                             const std::string& base_dtype) {
   auto r = run_ampt({"train", "--init_from", adapter, "--dataset", "tokens:" + data,
                      "--block_size", "16", "--batch_size", "4", "--val_fraction", "0",
                      "--max_steps", "20", "--lr", "1e-2", "--warmup_steps", "0", "--min_lr_ratio",
                      "1", "--weight_decay", "0", "--max_grad_norm", "0", "--adam_beta1", "0.9",
                      "--adam_beta2", "0.95", "--adam_eps", "1e-8", "--mixed_precision", "no",
                      "--log_every", "1", "--device", "cpu", "--save_every", "20", "--output_dir",
-                     out});
+                     out, "--base_dtype", base_dtype});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("[LoRA] rank 4, alpha 8 (scale 2)"));
-  const auto reference = run_process({AMPT_PYTHON, kLora, "finetune", base.dir, adapter, data,
-                                      "16", "20", "1e-2", "0.9", "0.95", "1e-8"});
+  return r;
+}
+
+// The losses of ampt's run in `out` against a PyTorch loop over peft's PeftModel (on a
+// bitsandbytes 4-bit base for nf4), step for step to 1e-4; returns ampt's.
+std::vector<double> follows_peft(const Base& base, const std::string& adapter,
+                                 const std::string& data, const std::string& out,
+                                 const std::string& base_dtype) {
+  const auto reference =
+      run_process({AMPT_PYTHON, kLora, "finetune", base.dir, adapter, data, "16", "20", "1e-2",
+                   "0.9", "0.95", "1e-8", "--base_dtype", base_dtype});
   INFO(reference.err);
   REQUIRE(reference.exit_code == 0);
   const auto expected = YAML::Load(reference.out).as<std::vector<double>>();
@@ -111,6 +115,20 @@ void check_against_peft(const std::string& name) {
     CHECK(std::abs(losses[i] - expected[i]) <= 1e-4 * std::abs(expected[i]));
   }
   CHECK(losses.back() < losses.front() - 0.3);
+  return losses;
+}
+
+// peft's adapter of a tiny `name` base (gpt2, llama, qwen3 or mistral) continued by ampt for 20 AdamW steps in
+// fp32 against a PyTorch + peft loop over the same batch; then the checkpoint's exports in peft
+// and, merged, in transformers.
+void check_against_peft(const std::string& name) {
+  const auto data = token_file();
+  const auto base = make_base(name);
+  const auto adapter = make_adapter(base);
+  const auto out = make_temp_dir();
+  auto r = train_from_adapter(adapter, data, out, "auto");
+  CHECK_THAT(r.out, Catch::Contains("[LoRA] rank 4, alpha 8 (scale 2)"));
+  const auto losses = follows_peft(base, adapter, data, out, "auto");
 
   // The checkpoint holds the adapters alone and names its base; the model it makes holds the
   // base's own bytes.
@@ -193,4 +211,24 @@ TEST_CASE("lora vs peft: Qwen3 and Mistral follow peft's loop, exports load in p
     INFO(name);
     check_against_peft(name);
   }
+}
+
+TEST_CASE("qlora vs peft + bitsandbytes: a Llama on an nf4 base follows peft's loop over a 4-bit base",
+          "[hf][lora][qlora][cli]") {
+  if (!have_peft() || run_process({AMPT_PYTHON, "-c", "import bitsandbytes"}).exit_code != 0) {
+    WARN("skipping: transformers, peft or bitsandbytes is not installed in " AMPT_PYTHON);
+    return;
+  }
+  const auto data = token_file();
+  const auto base = make_base("llama");
+  const auto adapter = make_adapter(base);
+  const auto out = make_temp_dir();
+  const auto r = train_from_adapter(adapter, data, out, "nf4");
+  CHECK_THAT(r.out, Catch::Contains("with the block Linear weights in nf4 ("));
+  const auto losses = follows_peft(base, adapter, data, out, "nf4");
+  // The 4-bit base is not the fp32 one: the first loss moves by far more than the tolerance.
+  const auto whole = make_temp_dir();
+  train_from_adapter(adapter, data, whole, "auto");
+  const auto unquantized = ampt::test::step_losses(ampt::test::read_file(whole + "/metrics.jsonl"));
+  CHECK(std::abs(losses.front() - unquantized.front()) > 1e-3 * std::abs(unquantized.front()));
 }

@@ -5,10 +5,11 @@
     lora_reference.py init BASE OUT --rank R --alpha A --targets t1,t2 [--seed 0]
         writes a peft LoRA adapter of BASE (A from peft's init under the seed; B random too, so
         that the adapter changes the logits from the first step) with save_pretrained.
-    lora_reference.py finetune BASE ADAPTER TOKENS.bin BLOCK STEPS LR BETA1 BETA2 EPS
+    lora_reference.py finetune BASE ADAPTER TOKENS.bin BLOCK STEPS LR BETA1 BETA2 EPS [--base_dtype nf4]
         trains the adapter in float32 (PeftModel.from_pretrained(..., is_trainable=True)) on every
         window of BLOCK + 1 tokens of the uint16 file (one batch, as ampt cuts them) with
-        torch.optim.AdamW over the trainable parameters, and prints each step's loss as JSON.
+        torch.optim.AdamW over the trainable parameters, and prints each step's loss as JSON;
+        with --base_dtype nf4 on a bitsandbytes 4-bit base (QLoRA).
     lora_reference.py check BASE ADAPTER MERGED TOKENS_JSON N
         prints, as JSON, the float32 logits of [[ids...], ...] from BASE with ADAPTER in peft
         ("peft"), from BASE alone ("base") and from the merged model MERGED ("merged"), and
@@ -45,13 +46,38 @@ def init(args):
     model.save_pretrained(args.out)
 
 
-def with_adapter(base, adapter, trainable=False):
-    return PeftModel.from_pretrained(base_model(base), adapter, is_trainable=trainable)
+def with_adapter(base, adapter, trainable=False, base_dtype="auto"):
+    model = base_model(base)
+    if base_dtype == "nf4":
+        quantize_nf4(model)
+    return PeftModel.from_pretrained(model, adapter, is_trainable=trainable)
+
+
+def quantize_nf4(model):
+    """QLoRA's base: every Linear but the head a bitsandbytes Linear4bit (nf4, blocks of 64,
+    double quantization) of its fp32 weight, computing in fp32, as transformers' BitsAndBytesConfig
+    (load_in_4bit, bnb_4bit_quant_type nf4, bnb_4bit_use_double_quant) makes it."""
+    import bitsandbytes as bnb
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if not isinstance(child, torch.nn.Linear) or child is model.get_output_embeddings():
+                continue
+            layer = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
+                                      compute_dtype=torch.float32, compress_statistics=True,
+                                      quant_type="nf4")
+            layer.weight = bnb.nn.Params4bit(child.weight.data.clone(), requires_grad=False,
+                                             compress_statistics=True, quant_type="nf4",
+                                             blocksize=64)._quantize("cpu")
+            if child.bias is not None:
+                layer.bias = torch.nn.Parameter(child.bias.data.clone(), requires_grad=False)
+            setattr(parent, name, layer)
 
 
 def finetune(args):
     torch.manual_seed(0)
-    model = with_adapter(args.base, args.adapter, trainable=True).train()
+    if args.base_dtype == "nf4":
+        torch.set_num_threads(1)  # the nf4 offset's fp32 mean, in one order
+    model = with_adapter(args.base, args.adapter, trainable=True, base_dtype=args.base_dtype).train()
     print(json.dumps(llama_reference.train_losses(model, args)))
 
 
@@ -92,6 +118,7 @@ def main():
         ft.add_argument(name, type=int)
     for name in ["lr", "beta1", "beta2", "eps"]:
         ft.add_argument(name, type=float)
+    ft.add_argument("--base_dtype", choices=["auto", "nf4"], default="auto")
     ch = sub.add_parser("check")
     for name in ["base", "adapter", "merged", "tokens"]:
         ch.add_argument(name)

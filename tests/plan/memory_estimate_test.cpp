@@ -460,6 +460,41 @@ TEST_CASE("memory estimate: LoRA needs less memory than a full fine-tune of the 
   }
 }
 
+TEST_CASE("memory estimate: a quantized base by hand, and QLoRA's 8B under 16 GiB",
+          "[memory][lora][qlora]") {
+  using ampt::plan::estimate_memory;
+  auto config = with_lora("gpt-tiny", 4);
+  const auto plain = estimate_memory(ampt::models::model_dims(config, {}, 0),
+                                     {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  // gpt-tiny's 2 blocks: c_attn 64x192, c_proj 64x64, c_fc 64x256, mlp.c_proj 256x64, their
+  // bf16 bytes replaced by nf4's (half a byte each, a byte per 64, fp32 per 256 blocks, the
+  // mean), plus the largest dequantized in bf16.
+  const auto nf4 = [](int64_t n) { return n / 2 + n / 64 + 4 * ((n / 64 + 255) / 256) + 4; };
+  const int64_t bf16 = 2 * 2 * (64 * 192 + 64 * 64 + 2 * 64 * 256);
+  const int64_t quantized = 2 * (nf4(64 * 192) + nf4(64 * 64) + 2 * nf4(64 * 256));
+  config.base_dtype = ampt::config::BaseDtype::nf4;
+  const auto m = estimate_memory(ampt::models::model_dims(config, {}, 0),
+                                 {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  CHECK(m.frozen_weights == plain.frozen_weights - bf16 + quantized + 2 * 64 * 256);
+  CHECK(m.total() - m.frozen_weights == plain.total() - plain.frozen_weights);
+  config.base_dtype = ampt::config::BaseDtype::int8;
+  const auto int8 = estimate_memory(ampt::models::model_dims(config, {}, 0),
+                                    {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  CHECK(int8.frozen_weights == plain.frozen_weights - bf16 / 2 +
+                                   4 * 2 * (192 + 64 + 256 + 64) + 2 * 64 * 256);
+  // The issue's target: llama-3.1-8b, LoRA r16 on an nf4 base, activation checkpointing, one
+  // sequence of 2048, under 16 GiB on one GPU (bf16 base: over 24).
+  auto big = with_lora("llama-3.1-8b", 16);
+  big.base_dtype = ampt::config::BaseDtype::nf4;
+  const auto qlora = estimate_memory(ampt::models::model_dims(big, {}, 2048),
+                                     {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 1);
+  CHECK(ampt::plan::gib(qlora.total_checkpointed()) < 16.0);
+  big.base_dtype = ampt::config::BaseDtype::auto_select;
+  const auto bf16_base = estimate_memory(ampt::models::model_dims(big, {}, 2048),
+                                         {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 1);
+  CHECK(ampt::plan::gib(bf16_base.total_checkpointed()) > 16.0);
+}
+
 TEST_CASE("memory estimate: LoRA settings training refuses are usage errors", "[memory][lora]") {
   // Word for word what training says when it attaches the adapters to the built model.
   const std::string no_match =

@@ -150,13 +150,17 @@ std::string bytes_per_parameter(const models::Scheme& scheme, const plan::Memory
 // "LoRA rank 16 on 48 Linear layers (c_attn): ..." after the model's line; empty without LoRA.
 std::string lora_text(const models::ModelDims& d, const plan::ParameterCounts& p) {
   if (!d.lora.active()) return "";
+  const auto held = d.lora.base_dtype == config::BaseDtype::auto_select
+                        ? std::string("held in the precision's half dtype (fp32 in fp32/O0)")
+                        : fmt::format("the block Linear weights held in {}, the rest in the "
+                                      "precision's half dtype (fp32 in fp32/O0)",
+                                      config::to_string(d.lora.base_dtype));
   return fmt::format(
       "LoRA rank {} on {} Linear layers ({}): {} trainable parameters ({:.2f}%) with fp32 "
-      "masters and optimizer state; {} frozen, held in the precision's half dtype (fp32 in "
-      "fp32/O0), with no gradients or optimizer state\n",
+      "masters and optimizer state; {} frozen, {}, with no gradients or optimizer state\n",
       d.lora.rank, d.lora.adapted.size(), fmt::join(d.lora.targets, ","), grouped(p.trainable),
       100.0 * static_cast<double>(p.trainable) / static_cast<double>(p.total),
-      grouped(p.total - p.trainable));
+      grouped(p.total - p.trainable), held);
 }
 
 }  // namespace

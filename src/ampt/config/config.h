@@ -21,6 +21,7 @@ enum class Fp8Scaling { delayed, current, rowwise };
 enum class DistBackend { auto_select, nccl, gloo };
 enum class ReduceDtype { grad, fp32, bf16 };
 enum class ParamDtype { auto_select, fp32, bf16, fp16 };
+enum class BaseDtype { auto_select, nf4, int8 };
 // A feature on, off, or decided by the run on its device (auto).
 enum class AutoSwitch { auto_select, on, off };
 
@@ -135,6 +136,9 @@ struct Config {
   double lora_alpha = 16.0;    // the adapter's output is scaled by lora_alpha / lora_rank
   double lora_dropout = 0.0;   // on the adapter's input only
   std::string lora_targets;    // comma-separated module names; empty: the family's default
+  // How a LoRA run stores its frozen base's block Linear weights: auto in the dtype it computes
+  // in; nf4 (QLoRA, bitsandbytes' format) or int8 rows, dequantized where each GEMM runs.
+  BaseDtype base_dtype = BaseDtype::auto_select;
   // Not an option: the peft adapter directory init_from named (hf/peft_adapter.h reads it through the Catalog), whose
   // weights start the adapters; init_from is then its base. Empty: none.
   std::string init_adapter;

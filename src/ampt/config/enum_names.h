@@ -92,6 +92,12 @@ struct EnumNames<ParamDtype> {
                                                     {"fp16", ParamDtype::fp16}}};
 };
 
+template <>
+struct EnumNames<BaseDtype> {
+  static constexpr Spellings<BaseDtype, 3> values{
+      {{"auto", BaseDtype::auto_select}, {"nf4", BaseDtype::nf4}, {"int8", BaseDtype::int8}}};
+};
+
 // Exact, case-sensitive lookup: "BF16" is rejected so that files stay greppable.
 template <class E, std::size_t N>
 std::optional<E> find_spelling(const Spellings<E, N>& table, std::string_view text) {

@@ -253,6 +253,11 @@ std::vector<Option> build_table() {
                     "matched as peft's target_modules (c_attn,c_proj or q_proj,v_proj,...); "
                     "default: the family's (gpt: c_attn; llama, qwen2, qwen3, mistral: "
                     "q_proj,v_proj)")),
+      enum_option("base_dtype", "lora.base_dtype", &C::base_dtype,
+                  "LoRA: how the frozen base's block Linear weights are stored: auto = the "
+                  "dtype the run computes in; nf4 = QLoRA's 4-bit NormalFloat with double "
+                  "quantization (bitsandbytes' bytes), int8 = each output row scaled by its "
+                  "absmax; both dequantized where each GEMM runs"),
 
       // data
       checked_string_option(

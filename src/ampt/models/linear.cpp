@@ -30,9 +30,16 @@ torch::Tensor cast_once(const torch::Tensor& x, bool island) {
 LinearImpl::LinearImpl(int64_t in, int64_t out, bool bias)
     : torch::nn::LinearImpl(torch::nn::LinearOptions(in, out).bias(bias)) {}
 
-bool LinearImpl::plain() const { return !fp8_ && !lora_adapter(*this) && !is_island(*this); }
+bool LinearImpl::plain() const {
+  return !fp8_ && !quantized_ && !lora_adapter(*this) && !is_island(*this);
+}
 
 torch::Tensor LinearImpl::base(const torch::Tensor& x, bool epilogues, bool island) {
+  if (quantized_) {
+    return precision::through_island(*this, x, [&](const torch::Tensor& in) {
+      return precision::quantized_linear(in, quantized_, bias);
+    });
+  }
   if (fp8_) return fp8_->forward(x, weight, bias, /*record=*/!recomputing());
   if (island || !epilogues) {
     return precision::through_island(*this, x, [&](const torch::Tensor& in) {
@@ -53,6 +60,20 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x, bool epilogues) {
          precision::through_island(*this, in, [&](const torch::Tensor& input) {
            return lora_update(adapter, input, is_training());
          });
+}
+
+int64_t quantize_base(torch::nn::Module& root, config::BaseDtype format) {
+  int64_t bytes = 0;
+  torch::NoGradGuard no_grad;
+  for (const auto& item : root.named_modules("", /*include_self=*/false)) {
+    auto* linear = dynamic_cast<LinearImpl*>(item.value().get());
+    if (linear == nullptr || linear->weight.requires_grad()) continue;
+    linear->quantized_ = c10::make_intrusive<precision::QuantizedWeight>(linear->weight, format);
+    bytes += linear->quantized_->bytes();
+    linear->weight.set_data(
+        torch::zeros({1}, linear->weight.options()).expand(linear->weight.sizes()));
+  }
+  return bytes;
 }
 
 void attach_fp8(torch::nn::Module& root, const precision::Fp8Recipe& recipe,

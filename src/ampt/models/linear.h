@@ -1,6 +1,8 @@
 // The one Linear layer every transformer block runs its matmuls through (as llama.cpp's
 // build_lora_mm): x·Wᵀ + b by the route the layer's state picks, which is attached from outside
 // by the layer's name, never wired into a model:
+// - a quantized frozen weight (quantize_base, --base_dtype): dequantized where the GEMM runs
+//   (precision/quantized_weight.h);
 // - fp8 (attach_fp8): its own scaling state, the GEMMs in e4m3/e5m2 (precision/fp8_linear.h);
 // - an fp32 island (precision/precision_islands.h): autocast off, fp32 weights;
 // - otherwise kernels::linear (over the weight's half copy where it has one), or with GEMM
@@ -11,6 +13,7 @@
 
 #include "ampt/precision/fp8_layers.h"
 #include "ampt/precision/fp8_linear.h"
+#include "ampt/precision/quantized_weight.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
@@ -34,14 +37,24 @@ class LinearImpl : public torch::nn::LinearImpl {
   // The fp8 state attach_fp8 gave it (none: the layer runs in the autocast dtype).
   const c10::intrusive_ptr<precision::Fp8Linear>& fp8() const { return fp8_; }
   void set_fp8(c10::intrusive_ptr<precision::Fp8Linear> state) { fp8_ = std::move(state); }
+  // The quantized storage quantize_base gave its frozen weight (none: the weight itself).
+  const c10::intrusive_ptr<precision::QuantizedWeight>& quantized() const { return quantized_; }
 
  private:
   // The base's GEMM, without the adapter.
   torch::Tensor base(const torch::Tensor& x, bool epilogues, bool island);
 
   c10::intrusive_ptr<precision::Fp8Linear> fp8_;
+  c10::intrusive_ptr<precision::QuantizedWeight> quantized_;
+
+  friend int64_t quantize_base(torch::nn::Module& root, config::BaseDtype format);
 };
 TORCH_MODULE(Linear);
+
+// --base_dtype nf4 or int8: stores each seam Linear's frozen weight under `root` in `format` and
+// lets its dense tensor go (the parameter keeps its shape over one element, so that counts and
+// names stay as they were). Returns the bytes the quantized weights hold.
+int64_t quantize_base(torch::nn::Module& root, config::BaseDtype format);
 
 // Gives each seam Linear under `root` whose dotted name `selected` names a fresh fp8 state of
 // `recipe`, and takes it from the others.

@@ -1,5 +1,7 @@
 #include "ampt/models/lora.h"
 
+#include "ampt/config/enum_names.h"
+
 #include "ampt/config/precision_schedule.h"
 #include "ampt/core/errors.h"
 #include "ampt/kernels/fused_linear.h"
@@ -116,6 +118,23 @@ NamedTensors merged_lora_weights(const torch::nn::Module& root) {
 bool is_lora_parameter(const std::string& name) {
   return name.ends_with(std::string(".") + kDown + ".weight") ||
          name.ends_with(std::string(".") + kUp + ".weight");
+}
+
+void require_base_dtype(const config::Config& config) {
+  if (config.base_dtype == config::BaseDtype::auto_select) return;
+  if (config.lora_rank == 0) {
+    throw UsageError(fmt::format(
+        "base_dtype {} stores a LoRA run's frozen base, and lora_rank is 0 (every parameter "
+        "trains): set --lora_rank R, or base_dtype auto for a full fine-tune",
+        config::to_string(config.base_dtype)));
+  }
+  if (config.mixed_precision == config::MixedPrecision::fp8) {
+    throw UsageError(fmt::format(
+        "base_dtype {} dequantizes the base's Linear weights to the compute dtype, and "
+        "mixed_precision fp8 would run them in e4m3: use mixed_precision bf16 with it, or "
+        "base_dtype auto",
+        config::to_string(config.base_dtype)));
+  }
 }
 
 std::vector<std::string> lora_targets_of(const config::Config& config,

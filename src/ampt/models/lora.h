@@ -69,6 +69,10 @@ bool is_lora_parameter(const std::string& name);
 // --lora_targets' comma-separated names, trimmed, empty items left out.
 std::vector<std::string> split_lora_targets(const std::string& text);
 
+// --base_dtype nf4 or int8 stores a LoRA run's frozen base: a UsageError, one line, without
+// --lora_rank, or with mixed_precision fp8 (whose Linears would not read the quantized base).
+void require_base_dtype(const config::Config& config);
+
 // The targets config's model adapts: --lora_targets, else `family_defaults` (its family's
 // ModelFamily::lora_targets). UsageError for a family that takes no adapters (no defaults).
 std::vector<std::string> lora_targets_of(const config::Config& config,

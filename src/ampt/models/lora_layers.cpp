@@ -13,9 +13,11 @@ namespace ampt::models {
 
 LoraDims lora_dims(const config::Config& config, const ModelDims& dims) {
   LoraDims lora;
+  require_base_dtype(config);
   if (config.lora_rank == 0) return lora;
   lora.targets = lora_targets_of(config, family_of(config).lora_targets);
   lora.rank = config.lora_rank;
+  lora.base_dtype = config.base_dtype;
   lora.dropout = config.lora_dropout;
   std::vector<std::string> names;
   for (const auto& layer : dims.layers.linears) {

@@ -21,6 +21,8 @@ struct LoraDims {
   double dropout = 0.0;
   std::vector<std::string> targets;  // --lora_targets, or the family's default
   std::vector<LinearLayer> adapted;
+  // How the frozen base's block Linear weights are stored (--base_dtype).
+  config::BaseDtype base_dtype = config::BaseDtype::auto_select;
   bool active() const { return rank > 0; }
 };
 

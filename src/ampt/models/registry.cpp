@@ -64,6 +64,7 @@ Model make_model(const config::Config& config, const data::DataSpec& spec) {
   const auto& family = family_of(config);
   require_pretrained(config, family);
   if (!family.transformer_blocks) require_transformer(config);
+  require_base_dtype(config);
   if (config.lora_rank == 0) return family.build(config, spec);
   auto targets = lora_targets_of(config, family.lora_targets);
   auto model = family.build(config, spec);

@@ -17,6 +17,16 @@ using config::OptLevel;
 // stage computes in (fp8's is bf16), fp32 in fp32 runs.
 int64_t frozen_width(const Scheme& s) { return s.precision == Precision::fp32 ? 4 : 2; }
 
+// What --base_dtype keeps of a block Linear's weight: nf4 half a byte an element, a byte per 64
+// (the absmax's codes) and fp32 per 256 of those, and its mean; int8 a byte an element and an
+// fp32 scale per row.
+int64_t quantized_bytes(const models::LinearLayer& layer, config::BaseDtype format) {
+  const int64_t n = layer.in * layer.out;
+  if (format == config::BaseDtype::int8) return n + 4 * layer.out;
+  const int64_t blocks = (n + 63) / 64;
+  return (n + 1) / 2 + blocks + 4 * ((blocks + 255) / 256) + 4;
+}
+
 }  // namespace
 
 ParameterCounts count_parameters(const ModelDims& d) {
@@ -47,7 +57,8 @@ const std::vector<Scheme>& memory_schemes() {
 }
 
 bool scheme_applies(const Scheme& scheme, const ModelDims& dims) {
-  return scheme.precision != Precision::fp8 || dims.transformer();
+  return scheme.precision != Precision::fp8 ||
+         (dims.transformer() && dims.lora.base_dtype == config::BaseDtype::auto_select);
 }
 
 MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
@@ -75,6 +86,17 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
     // The frozen base: no gradients, masters or optimizer state; its norms stay fp32 (islands).
     const int64_t base = p.total - p.trainable;
     m.frozen_weights = frozen_width(scheme) * (base - p.norm) + 4 * p.norm;
+    if (dims.lora.base_dtype != config::BaseDtype::auto_select) {
+      // The block Linear weights quantized, and one of them dequantized at a time (the largest)
+      // in the dtype the GEMM runs in.
+      int64_t largest = 0;
+      for (const auto& layer : dims.layers.linears) {
+        m.frozen_weights += quantized_bytes(layer, dims.lora.base_dtype) -
+                            frozen_width(scheme) * layer.in * layer.out;
+        largest = std::max(largest, layer.in * layer.out);
+      }
+      m.frozen_weights += frozen_width(scheme) * largest;
+    }
     m.weights += m.frozen_weights;
   }
   const int64_t states = optimizer == config::OptimizerKind::adamw ? 2 : momentum > 0.0 ? 1 : 0;

@@ -31,7 +31,7 @@ struct ParameterCounts {
 ParameterCounts count_parameters(const ModelDims& dims);
 
 const std::vector<Scheme>& memory_schemes();
-// fp8 runs only a GPT's Linear layers in fp8.
+// fp8 runs only a transformer's Linear layers in fp8, and not over a quantized LoRA base.
 bool scheme_applies(const Scheme& scheme, const ModelDims& dims);
 
 // Bytes at the training step's peak (the loss's backward), at one micro-batch size.

@@ -137,12 +137,16 @@ Nf4Weight quantize_nf4(const torch::Tensor& weight) {
       // Full blocks scale by the fp32 reciprocal; an all-zero block keeps absmax 0.
       am[b] = m;
       const float inverse = 1.0f / std::max(m, 1e-38f);
-      for (int64_t i = begin; i < end; ++i) q[i] = nf4_code(std::clamp(x[i] * inverse, -1.0f, 1.0f));
+      for (int64_t i = begin; i < end; ++i) {
+        q[i] = nf4_code(std::clamp(x[i] * inverse, -1.0f, 1.0f));
+      }
     } else {
       // The short last block divides, and keeps the clamped absmax (bitsandbytes' own quirk).
       const float clamped = std::max(m, 1e-38f);
       am[b] = clamped;
-      for (int64_t i = begin; i < end; ++i) q[i] = nf4_code(std::clamp(x[i] / clamped, -1.0f, 1.0f));
+      for (int64_t i = begin; i < end; ++i) {
+        q[i] = nf4_code(std::clamp(x[i] / clamped, -1.0f, 1.0f));
+      }
     }
   }
   Nf4Weight out;
@@ -179,24 +183,29 @@ Nf4Weight quantize_nf4(const torch::Tensor& weight) {
 }
 
 torch::Tensor dequantize_nf4(const Nf4Weight& weight, c10::ScalarType dtype) {
-  const int64_t n = weight.numel();
+  // ATen ops on the device the codes are on, each the fp32 operation bitsandbytes does.
+  const auto device = weight.codes.device();
+  const auto on = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  static const auto table = [] {
+    const auto& v = nf4_values();
+    return torch::tensor(std::vector<float>(v.begin(), v.end()));
+  }();
+  static const auto table8 = [] {
+    const auto& v = dynamic_map();
+    return torch::tensor(std::vector<float>(v.begin(), v.end()));
+  }();
   const int64_t blocks = weight.absmax.numel();
-  const auto& nf4 = nf4_values();
-  const auto& code8 = dynamic_map();
-  const auto* codes8 = weight.absmax.data_ptr<uint8_t>();
-  const float* scale = weight.absmax2.data_ptr<float>();
-  std::vector<float> absmax(static_cast<std::size_t>(blocks));
-  for (int64_t b = 0; b < blocks; ++b) {
-    absmax[b] = code8[codes8[b]] * scale[b / Nf4Weight::kAbsmaxBlock] + weight.offset;
-  }
-  auto out = torch::empty({n}, torch::kFloat);
-  float* y = out.data_ptr<float>();
-  const auto* packed = weight.codes.data_ptr<uint8_t>();
-  for (int64_t i = 0; i < n; ++i) {
-    const int code = i % 2 == 0 ? packed[i / 2] >> 4 : packed[i / 2] & 0x0F;
-    y[i] = nf4[code] * absmax[i / Nf4Weight::kBlock];
-  }
-  return out.to(dtype).reshape(weight.shape);
+  const auto scale = weight.absmax2.repeat_interleave(Nf4Weight::kAbsmaxBlock).narrow(0, 0, blocks);
+  const auto absmax =
+      table8.to(device).index_select(0, weight.absmax.to(torch::kLong)) * scale + weight.offset;
+  const auto packed = weight.codes.to(torch::kLong);
+  const auto codes = torch::stack({packed.bitwise_right_shift(4), packed.bitwise_and(15)}, 1)
+                         .reshape(-1)
+                         .narrow(0, 0, weight.numel());
+  auto values = table.to(on).index_select(0, codes);
+  const auto per_element =
+      absmax.repeat_interleave(Nf4Weight::kBlock).narrow(0, 0, weight.numel());
+  return (values * per_element).to(dtype).reshape(weight.shape);
 }
 
 }  // namespace ampt::precision

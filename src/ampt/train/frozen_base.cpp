@@ -1,5 +1,7 @@
 #include "ampt/train/frozen_base.h"
 
+#include "ampt/config/enum_names.h"
+#include "ampt/models/linear.h"
 #include "ampt/models/lora.h"
 #include "ampt/models/model_family.h"
 #include "ampt/train/base_fingerprint.h"
@@ -10,7 +12,7 @@
 namespace ampt::train {
 
 FrozenBase freeze_base(const config::Config& config, precision::PrecisionState& precision,
-                       const std::vector<torch::Tensor>& trained) {
+                       const std::vector<torch::Tensor>& trained, torch::nn::Module& model) {
   if (config.lora_rank <= 0) return {};
   FrozenBase base;
   base.fingerprint = base_fingerprint(precision.masters().frozen());
@@ -18,13 +20,21 @@ FrozenBase freeze_base(const config::Config& config, precision::PrecisionState& 
   int64_t trained_count = 0, frozen = 0;
   for (const auto& p : trained) trained_count += p.numel();
   for (const auto& [name, p] : precision.masters().frozen()) frozen += p.numel();
+  std::string storage = fmt::format("in {}", c10::toString(precision.frozen_dtype()));
+  if (config.base_dtype != config::BaseDtype::auto_select) {
+    // Quantized from the frozen dtype, as transformers quantizes the weights it loaded.
+    const int64_t bytes = models::quantize_base(model, config.base_dtype);
+    storage = fmt::format("with the block Linear weights in {} ({:.1f} MiB), the rest {}",
+                          config::to_string(config.base_dtype),
+                          static_cast<double>(bytes) / (1 << 20), storage);
+  }
   base.note = fmt::format(
       "rank {}, alpha {:g} (scale {:g}), dropout {:g} on {} Linear layers ({}): {} trainable "
-      "parameters with fp32 masters, {} frozen in {} (base fingerprint {})",
+      "parameters with fp32 masters, {} frozen {} (base fingerprint {})",
       config.lora_rank, config.lora_alpha, config.lora_alpha / config.lora_rank,
       config.lora_dropout, trained.size() / 2,
       fmt::join(models::lora_targets_of(config, models::family_of(config).lora_targets), ","),
-      trained_count, frozen, c10::toString(precision.frozen_dtype()), base.fingerprint);
+      trained_count, frozen, storage, base.fingerprint);
   return base;
 }
 

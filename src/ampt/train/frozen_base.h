@@ -5,6 +5,7 @@
 #include "ampt/config/config.h"
 #include "ampt/precision/precision_state.h"
 
+#include <torch/nn/module.h>
 #include <torch/types.h>
 
 #include <string>
@@ -17,10 +18,11 @@ struct FrozenBase {
   std::string note;         // the startup's [LoRA] line; empty: no LoRA
 };
 
-// Under LoRA: fingerprints the frozen base (before it is held in a half dtype, so that any
-// precision resumes from any other), then stores it in the precision's frozen dtype. `trained`:
-// the adapters. Without LoRA an empty FrozenBase, and nothing changes.
+// Under LoRA: fingerprints the frozen base (before it is held in a half dtype or quantized, so
+// that any precision resumes from any other), then stores it in the precision's frozen dtype and
+// with --base_dtype nf4 or int8 quantizes `model`'s frozen block Linear weights. `trained`: the
+// adapters. Without LoRA an empty FrozenBase, and nothing changes.
 FrozenBase freeze_base(const config::Config& config, precision::PrecisionState& precision,
-                       const std::vector<torch::Tensor>& trained);
+                       const std::vector<torch::Tensor>& trained, torch::nn::Module& model);
 
 }  // namespace ampt::train

@@ -107,7 +107,7 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   fit_batch_to_split();  // before a resume compares the checkpoint's batches with this run's
   // Pretrained weights first: a resumed run's checkpoint then replaces them.
   if (!config.init_from.empty()) notes_.pretrained = load_pretrained(config, pretrained_targets());
-  frozen_base_ = freeze_base(config_, precision_, parameters_);
+  frozen_base_ = freeze_base(config_, precision_, parameters_, *model_.module);
   // Attached to the ranks, with ZeRO's shards cut, before a resume: each rank then reads only
   // what it holds of the checkpoint.
   state_ = make_train_state(parts);

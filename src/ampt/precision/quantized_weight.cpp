@@ -1,0 +1,81 @@
+#include "ampt/precision/quantized_weight.h"
+
+#include "ampt/config/enum_names.h"
+#include "ampt/core/errors.h"
+
+#include <ATen/autocast_mode.h>
+#include <fmt/format.h>
+#include <torch/autograd.h>
+
+namespace ampt::precision {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+// The dtype a Linear computes x in: autocast's where it would cast x, else x's own.
+c10::ScalarType compute_dtype(const torch::Tensor& x) {
+  const auto device = x.device().type();
+  if (x.scalar_type() == torch::kFloat && at::autocast::is_autocast_enabled(device)) {
+    return at::autocast::get_autocast_dtype(device);
+  }
+  return x.scalar_type();
+}
+
+// Saves the storage, not the dequantized weight: the backward dequantizes again.
+struct QuantizedLinear : public torch::autograd::Function<QuantizedLinear> {
+  // The bias is frozen with the weight: passed as a value, not as an input of the graph.
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const c10::intrusive_ptr<QuantizedWeight>& weight,
+                               const std::optional<torch::Tensor>& bias) {
+    const auto dtype = x.scalar_type();
+    ctx->saved_data["weight"] = c10::IValue::make_capsule(weight);
+    ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
+    return at::linear(x, weight->dequantize(dtype),
+                      bias ? std::optional<torch::Tensor>(bias->to(dtype)) : std::nullopt);
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto weight = c10::static_intrusive_pointer_cast<QuantizedWeight>(
+        ctx->saved_data["weight"].toCapsule());
+    const auto dtype = static_cast<c10::ScalarType>(ctx->saved_data["dtype"].toInt());
+    const auto& grad = grads[0];
+    return {grad.to(dtype).matmul(weight->dequantize(dtype)), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+QuantizedWeight::QuantizedWeight(const torch::Tensor& weight, config::BaseDtype format)
+    : format_(format) {
+  switch (format) {
+    case config::BaseDtype::nf4: {
+      auto q = quantize_nf4(weight);
+      const auto device = weight.device();
+      q.codes = q.codes.to(device);
+      q.absmax = q.absmax.to(device);
+      q.absmax2 = q.absmax2.to(device);
+      nf4_ = std::move(q);
+      break;
+    }
+    case config::BaseDtype::int8: int8_ = quantize_int8_rows(weight); break;
+    case config::BaseDtype::auto_select:
+      throw std::logic_error("QuantizedWeight of base_dtype auto");
+  }
+}
+
+torch::Tensor QuantizedWeight::dequantize(c10::ScalarType dtype) const {
+  return nf4_ ? dequantize_nf4(*nf4_, dtype) : dequantize_int8_rows(*int8_, dtype);
+}
+
+int64_t QuantizedWeight::bytes() const { return nf4_ ? nf4_->bytes() : int8_->bytes(); }
+
+torch::Tensor quantized_linear(const torch::Tensor& x,
+                               const c10::intrusive_ptr<QuantizedWeight>& weight,
+                               const torch::Tensor& bias) {
+  return QuantizedLinear::apply(
+      x.to(compute_dtype(x)), weight,
+      bias.defined() ? std::optional<torch::Tensor>(bias.detach()) : std::nullopt);
+}
+
+}  // namespace ampt::precision

@@ -1,0 +1,86 @@
+// A frozen weight stored quantized (--base_dtype): its GEMM equals a Linear over the dequantized
+// weight, values and input gradients, and gives the weight no gradient; int8 rows by hand; a
+// quantized base without LoRA is refused.
+#include "ampt/precision/quantized_weight.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/models/lora.h"
+
+#include <ATen/autocast_mode.h>
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+using ampt::config::BaseDtype;
+using ampt::precision::QuantizedWeight;
+using ampt::precision::quantized_linear;
+
+TEST_CASE("quantized weight: the GEMM and the input's gradient equal a Linear over the dequantized weight",
+          "[precision][qlora]") {
+  torch::manual_seed(0);
+  const auto w = torch::randn({48, 96});
+  const auto bias = torch::randn({48});
+  for (const auto format : {BaseDtype::nf4, BaseDtype::int8}) {
+    INFO(static_cast<int>(format));
+    const auto q = c10::make_intrusive<QuantizedWeight>(w, format);
+    const auto dense = q->dequantize(torch::kFloat);
+    CHECK((dense - w).abs().max().item<float>() < 0.5f * w.abs().max().item<float>());
+    auto x = torch::randn({3, 5, 96}).requires_grad_();
+    auto x2 = x.detach().clone().requires_grad_();
+    const auto y = quantized_linear(x, q, bias);
+    const auto y2 = torch::nn::functional::linear(x2, dense, bias);
+    CHECK(torch::equal(y, y2));
+    const auto g = torch::randn_like(y);
+    y.backward(g);
+    y2.backward(g);
+    CHECK(torch::allclose(x.grad(), x2.grad(), 1e-6, 1e-6));
+    // Under autocast the GEMM runs in its dtype, as an autocast Linear over the weight
+    // dequantized to it does.
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+    const auto half = quantized_linear(x.detach(), q, bias);
+    const auto expected =
+        torch::nn::functional::linear(x.detach(), q->dequantize(torch::kBFloat16), bias);
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    at::autocast::clear_cache();
+    CHECK(half.scalar_type() == torch::kBFloat16);
+    // Within one bf16 rounding: inside the autograd function the CPU's bf16 GEMM rounds some
+    // outputs the other way (fp32 runs above are exact).
+    CHECK(torch::allclose(half.to(torch::kFloat), expected.to(torch::kFloat), 1.0 / 128, 1e-2));
+  }
+  // Without a bias (Llama's projections).
+  const auto q = c10::make_intrusive<QuantizedWeight>(w, BaseDtype::nf4);
+  auto x = torch::randn({2, 96}).requires_grad_();
+  const auto y = quantized_linear(x, q, torch::Tensor());
+  CHECK(torch::equal(y, torch::nn::functional::linear(x.detach(), q->dequantize(torch::kFloat))));
+  y.sum().backward();
+  CHECK(x.grad().defined());
+  // What each holds: nf4 about half a byte per weight, int8 one and a scale per row.
+  CHECK(QuantizedWeight(w, BaseDtype::nf4).bytes() == 48 * 96 / 2 + 72 + 4 + 4);
+  CHECK(QuantizedWeight(w, BaseDtype::int8).bytes() == 48 * 96 + 48 * 4);
+}
+
+TEST_CASE("int8 rows: each row over its absmax / 127, rounded, a zero row zero", "[precision][qlora]") {
+  // Scale 1 for the first row: -63.5 rounds to even, -64.
+  const auto w = torch::tensor({{127.0f, -63.5f, 1.25f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}});
+  const auto q = ampt::precision::quantize_int8_rows(w);
+  CHECK(torch::equal(q.values, torch::tensor({{127, -64, 1, 0}, {0, 0, 0, 0}}, torch::kInt8)));
+  CHECK(q.scales[0].item<float>() == 1.0f);
+  CHECK(q.scales[1].item<float>() == 0.0f);
+  const auto back = ampt::precision::dequantize_int8_rows(q, torch::kFloat);
+  CHECK(torch::equal(back[0], torch::tensor({127.0f, -64.0f, 1.0f, 0.0f})));
+  CHECK(torch::equal(back[1], torch::zeros({4})));
+}
+
+TEST_CASE("base_dtype: a quantized base without LoRA is one line naming the flag", "[precision][qlora]") {
+  ampt::config::Config config;
+  config.base_dtype = BaseDtype::nf4;
+  CHECK_THROWS_WITH(ampt::models::require_base_dtype(config),
+                    "base_dtype nf4 stores a LoRA run's frozen base, and lora_rank is 0 (every "
+                    "parameter trains): set --lora_rank R, or base_dtype auto for a full fine-tune");
+  config.lora_rank = 4;
+  CHECK_NOTHROW(ampt::models::require_base_dtype(config));
+  config.mixed_precision = ampt::config::MixedPrecision::fp8;
+  CHECK_THROWS_WITH(ampt::models::require_base_dtype(config),
+                    Catch::StartsWith("base_dtype nf4 dequantizes the base's Linear weights to the "
+                                      "compute dtype, and mixed_precision fp8"));
+}
