@@ -1,6 +1,8 @@
 #include "ampt/plan/memory_estimate.h"
 
 #include "ampt/models/layer_inventory.h"
+#include "ampt/precision/int8_rows.h"
+#include "ampt/precision/nf4.h"
 
 #include "ampt/config/enum_names.h"
 
@@ -17,14 +19,10 @@ using config::OptLevel;
 // stage computes in (fp8's is bf16), fp32 in fp32 runs.
 int64_t frozen_width(const Scheme& s) { return s.precision == Precision::fp32 ? 4 : 2; }
 
-// What --base_dtype keeps of a block Linear's weight: nf4 half a byte an element, a byte per 64
-// (the absmax's codes) and fp32 per 256 of those, and its mean; int8 a byte an element and an
-// fp32 scale per row.
+// What --base_dtype keeps of a block Linear's weight, as its storage holds it.
 int64_t quantized_bytes(const models::LinearLayer& layer, config::BaseDtype format) {
-  const int64_t n = layer.in * layer.out;
-  if (format == config::BaseDtype::int8) return n + 4 * layer.out;
-  const int64_t blocks = (n + 63) / 64;
-  return (n + 1) / 2 + blocks + 4 * ((blocks + 255) / 256) + 4;
+  return format == config::BaseDtype::int8 ? precision::int8_rows_bytes(layer.out, layer.in)
+                                           : precision::nf4_bytes(layer.in * layer.out);
 }
 
 }  // namespace

@@ -7,10 +7,14 @@
 
 namespace ampt::precision {
 
+// What int8 rows of a [rows, cols] weight hold: a byte an element and an fp32 scale a row. The
+// memory estimate counts the same bytes.
+inline int64_t int8_rows_bytes(int64_t rows, int64_t cols) { return rows * cols + 4 * rows; }
+
 struct Int8Rows {
   torch::Tensor values;  // int8 [out, in]
   torch::Tensor scales;  // float32 [out]: absmax / 127 (0 for a zero row)
-  int64_t bytes() const { return values.nbytes() + scales.nbytes(); }
+  int64_t bytes() const { return int8_rows_bytes(values.size(0), values.size(1)); }
 };
 
 // `weight` [out, in] (fp32, bf16 or fp16), on its device.

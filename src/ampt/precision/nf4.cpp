@@ -110,8 +110,10 @@ int64_t Nf4Weight::numel() const {
   return n;
 }
 
-int64_t Nf4Weight::bytes() const {
-  return codes.nbytes() + absmax.nbytes() + absmax2.nbytes() + static_cast<int64_t>(sizeof(float));
+int64_t nf4_bytes(int64_t numel) {
+  const int64_t blocks = (numel + Nf4Weight::kBlock - 1) / Nf4Weight::kBlock;
+  const int64_t outer = (blocks + Nf4Weight::kAbsmaxBlock - 1) / Nf4Weight::kAbsmaxBlock;
+  return (numel + 1) / 2 + blocks + 4 * outer + 4;
 }
 
 Nf4Weight quantize_nf4(const torch::Tensor& weight) {

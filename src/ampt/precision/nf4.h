@@ -15,6 +15,11 @@
 
 namespace ampt::precision {
 
+// What an nf4 weight of `numel` elements holds: half a byte each (rounded up), a byte per block
+// of 64 (the absmax's codes), an fp32 scale per 256 blocks, and the fp32 offset. The memory
+// estimate counts the same bytes.
+int64_t nf4_bytes(int64_t numel);
+
 struct Nf4Weight {
   torch::Tensor codes;    // uint8 [(numel + 1) / 2]
   torch::Tensor absmax;   // uint8 [blocks]: each block's absmax less `offset`, 8-bit codes
@@ -26,7 +31,7 @@ struct Nf4Weight {
   static constexpr int64_t kBlock = 64;
   static constexpr int64_t kAbsmaxBlock = 256;
   int64_t numel() const;
-  int64_t bytes() const;  // what it holds: codes, absmax, absmax2 and offset
+  int64_t bytes() const { return nf4_bytes(numel()); }
 };
 
 // `weight` (fp32, bf16 or fp16, on the CPU) in nf4. The offset is ATen's fp32 mean, which for

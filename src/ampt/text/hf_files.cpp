@@ -16,7 +16,6 @@ namespace ampt::text {
 namespace {
 
 constexpr std::string_view kEndOfText = "<|endoftext|>";
-constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // "▁", SentencePiece's space
 
 // The byte a SentencePiece byte-fallback token stands for ("<0x41>" → 0x41); -1 for another.
 int fallback_byte(std::string_view written) {

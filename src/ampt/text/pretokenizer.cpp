@@ -16,7 +16,6 @@ constexpr std::string_view kQwen2Regex =
 
 // Not a regex any tokenizer.json spells: what the cut before each word's "▁" amounts to.
 constexpr std::string_view kSentencePieceRegex = "▁*[^▁]*";
-constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // "▁", U+2581
 
 struct Known {
   PreTokenizer pattern;

@@ -15,6 +15,9 @@
 
 namespace ampt::text {
 
+// SentencePiece's space, "▁" (U+2581), as its vocabularies and their tokenizer.json write it.
+inline constexpr std::string_view kMetaspace = "\xE2\x96\x81";
+
 // The end of the piece starting at `begin` (begin < text.size()). `text` must be well-formed
 // UTF-8 (see utf8.h); the end of `text` counts as the end of the input for `(?!\S)`.
 std::size_t piece_end(PreTokenizer pattern, std::string_view text, std::size_t begin);

@@ -24,7 +24,6 @@ namespace {
 
 // The end-of-text tokens looked for when the files name none, GPT-2's first.
 constexpr std::array<std::string_view, 2> kEndOfText = {"<|endoftext|>", "<|end_of_text|>"};
-constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // "▁", SentencePiece's space
 // Below this a chunk costs more in thread start-up than it saves.
 constexpr std::size_t kMinParallelChunk = std::size_t{1} << 16;
 // More chunks than threads, so a thread that drew easy text takes another chunk.

@@ -237,7 +237,7 @@ std::string ShardedState::note() const {
 
 }  // namespace
 
-void check_sharded_state(const TrainStateParts& parts) {
+void check_train_state(const TrainStateParts& parts) {
   const auto& config = parts.config;
   const auto stage = parts.dist.zero_stage();
   if (stage > 0 && parts.precision.masters().enabled() && parts.precision.stages().size() > 1) {

@@ -83,10 +83,8 @@ void check_train_state(const TrainStateParts& parts);
 // model's tensors broadcast from rank 0) and its optimizer built.
 std::unique_ptr<TrainState> make_train_state(TrainStateParts parts);
 
-// The two kinds make_train_state chooses between (whole_state.cpp, sharded_state.cpp), and what
-// the sharded one refuses (check_train_state's checks).
+// The two kinds make_train_state chooses between (whole_state.cpp, sharded_state.cpp).
 std::unique_ptr<TrainState> make_whole_state(TrainStateParts parts);
 std::unique_ptr<TrainState> make_sharded_state(TrainStateParts parts);
-void check_sharded_state(const TrainStateParts& parts);
 
 }  // namespace ampt::train

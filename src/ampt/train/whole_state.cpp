@@ -81,10 +81,6 @@ NamedTensors model_tensors(const precision::PrecisionState& precision, const mod
   return out;
 }
 
-void check_train_state(const TrainStateParts& parts) {
-  check_sharded_state(parts);
-}
-
 std::unique_ptr<TrainState> make_train_state(TrainStateParts parts) {
   return parts.dist.zero_stage() > 0 ? make_sharded_state(parts) : make_whole_state(parts);
 }
