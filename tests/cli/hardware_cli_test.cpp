@@ -14,19 +14,22 @@ using ampt::test::run_ampt;
 
 namespace {
 
-// Whether this CPU lists avx512_bf16 or amx_bf16, read here independently of ampt's reader.
-bool native_bf16() {
+// Whether this CPU lists `one` or `other`, read here independently of ampt's reader.
+bool has_flag(const std::string& one, const std::string& other) {
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
     if (!line.starts_with("flags")) continue;
     std::istringstream flags(line);
     for (std::string flag; flags >> flag;) {
-      if (flag == "avx512_bf16" || flag == "amx_bf16") return true;
+      if (flag == one || flag == other) return true;
     }
     return false;
   }
   return false;
 }
+
+bool native_bf16() { return has_flag("avx512_bf16", "amx_bf16"); }
+bool native_fp16() { return has_flag("avx512_fp16", "amx_fp16"); }
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -50,6 +53,13 @@ TEST_CASE("cli doctor: versions, the CPU's bf16 and fp16, no GPU, and a machine 
                                     "sm_89, sm_90, sm_100, sm_120"));
   CHECK_THAT(r.out, Catch::Contains("\nCPU: "));
   CHECK_THAT(r.out, Catch::Contains("\nGPU: none visible\n"));
+  const std::string bf16 = ", bf16", fp16 = ", fp16";
+  CHECK_THAT(r.out, Catch::Contains(
+                        "  base_dtype (a LoRA base's storage): auto" + (native_bf16() ? bf16 : "") +
+                        (native_fp16() ? fp16 : "") + " at full speed; nf4, int8, fp8" +
+                        (native_bf16() ? "" : bf16) + (native_fp16() ? "" : fp16) +
+                        " in less memory, each weight dequantized by ATen ops before its GEMM, "
+                        "slower\n"));
   if (native_bf16()) {
     CHECK_THAT(r.out, Catch::Contains("  bf16: native\n"));
     CHECK_THAT(r.out, Catch::Contains("  mixed_precision auto: bf16 (auto: this CPU"));

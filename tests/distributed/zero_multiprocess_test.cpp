@@ -410,7 +410,6 @@ TEST_CASE("zero3: what stage 3 cannot do is a one-line usage error on every rank
   refused(zero_args(dir + "/mlp", 8, 2, 3),
           "zero_stage 3 gathers a model's weights block by block, and model mlp has no "
           "transformer blocks to hook");
-  refused(gpt_args(dir + "/lora", 4, 2, 3, {"--lora_rank", "2"}), "zero_stage 3 does not shard a LoRA run");
   refused(gpt_args(dir + "/fp16", 4, 2, 3, {"--mixed_precision", "bf16", "--param_dtype", "fp16"}),
           "param_dtype fp16 differs from the autocast dtype bf16 of the run (BF16)");
   refused(gpt_args(dir + "/fp32", 4, 2, 3, {"--mixed_precision", "no", "--param_dtype", "bf16"}),

@@ -300,9 +300,10 @@ TEST_CASE("llama import: a config, shard or index that does not fit is one line 
   const auto single = make_llama();
   auto config = ampt::hf::read_llama_config(single + "/config.json");
   config.intermediate_size = 96;
+  // The first misfit in the file's order, where reading stops.
   CHECK_THROWS_WITH(ampt::hf::read_llama_weights(ampt::hf::model_files(single), config),
-                    single + "/model.safetensors: tensor model.layers.0.mlp.gate_proj.weight has "
-                             "shape [128, 64], config.json's dimensions give [96, 64]");
+                    single + "/model.safetensors: tensor model.layers.0.mlp.down_proj.weight has "
+                             "shape [64, 128], config.json's dimensions give [64, 96]");
   config.intermediate_size = 128;
   config.num_hidden_layers = 3;
   CHECK_THROWS_WITH(ampt::hf::read_llama_weights(ampt::hf::model_files(single), config),

@@ -10,10 +10,11 @@
         window of BLOCK + 1 tokens of the uint16 file (one batch, as ampt cuts them) with
         torch.optim.AdamW over the trainable parameters, and prints each step's loss as JSON;
         with --base_dtype nf4 on a bitsandbytes 4-bit base (QLoRA).
-    lora_reference.py check BASE ADAPTER MERGED TOKENS_JSON N
+    lora_reference.py check BASE ADAPTER MERGED TOKENS_JSON N [--base_dtype nf4]
         prints, as JSON, the float32 logits of [[ids...], ...] from BASE with ADAPTER in peft
         ("peft"), from BASE alone ("base") and from the merged model MERGED ("merged"), and
-        peft's greedy continuation of N ids after the first row's first three ("generated").
+        peft's greedy continuation of N ids after the first row's first three ("generated");
+        with --base_dtype nf4 BASE is the bitsandbytes 4-bit base, for peft and alone.
 """
 import argparse
 import json
@@ -86,14 +87,17 @@ def check(args):
     with ADAPTER in peft, from the base alone and from MERGED in transformers alone, and peft's
     greedy continuation (N new ids) of the first row's first three ids."""
     tokens = torch.tensor(json.loads(args.tokens))
-    model = with_adapter(args.base, args.adapter).eval()
+    model = with_adapter(args.base, args.adapter, base_dtype=args.base_dtype).eval()
     with torch.no_grad():
         adapted = model(input_ids=tokens).logits
         prompt = tokens[:1, :3]
         generated = model.generate(input_ids=prompt, max_new_tokens=args.n, min_new_tokens=args.n,
                                    do_sample=False, attention_mask=torch.ones_like(prompt),
                                    pad_token_id=0)
-        base = base_model(args.base).eval()(input_ids=tokens).logits
+        base = base_model(args.base)
+        if args.base_dtype == "nf4":
+            quantize_nf4(base)
+        base = base.eval()(input_ids=tokens).logits
         merged = base_model(args.merged).eval()(input_ids=tokens).logits
     print(json.dumps({"peft": adapted.flatten().tolist(), "base": base.flatten().tolist(),
                       "merged": merged.flatten().tolist(),
@@ -123,6 +127,7 @@ def main():
     for name in ["base", "adapter", "merged", "tokens"]:
         ch.add_argument(name)
     ch.add_argument("n", type=int)
+    ch.add_argument("--base_dtype", choices=["auto", "nf4"], default="auto")
     args = parser.parse_args()
     {"init": init, "finetune": finetune, "check": check}[args.command](args)
 

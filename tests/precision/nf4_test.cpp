@@ -93,3 +93,26 @@ TEST_CASE("nf4: the layout by hand: block absmax, nearest value, first element h
   CHECK_THROWS_WITH(quantize_nf4(torch::ones({4}, torch::kInt64)),
                     "nf4 quantizes fp32, bf16 or fp16 weights, not Long");
 }
+
+TEST_CASE("nf4: a weight of several dequantization chunks equals the one-pass formula",
+          "[precision][qlora]") {
+  // 701 x 999 values: two whole chunks of 2^18, a partial one, and an odd count's padding.
+  torch::manual_seed(3);
+  const auto w = torch::randn({701, 999}).to(torch::kBFloat16);
+  const auto q = quantize_nf4(w);
+  const auto& values = ampt::precision::nf4_values();
+  const auto& map = ampt::precision::dynamic_map();
+  const auto table = torch::tensor(std::vector<float>(values.begin(), values.end()));
+  const auto table8 = torch::tensor(std::vector<float>(map.begin(), map.end()));
+  const int64_t n = w.numel();
+  const auto scale = q.absmax2.repeat_interleave(256).narrow(0, 0, q.absmax.numel());
+  const auto absmax = table8.index_select(0, q.absmax.to(torch::kLong)) * scale + q.offset;
+  const auto packed = q.codes.to(torch::kLong);
+  const auto codes =
+      torch::stack({packed.bitwise_right_shift(4), packed.bitwise_and(15)}, 1).reshape(-1).narrow(0, 0, n);
+  const auto expected = (table.index_select(0, codes) *
+                         absmax.repeat_interleave(64).narrow(0, 0, n))
+                            .to(torch::kBFloat16)
+                            .reshape({701, 999});
+  CHECK(torch::equal(dequantize_nf4(q, torch::kBFloat16), expected));
+}

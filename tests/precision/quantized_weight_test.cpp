@@ -1,6 +1,6 @@
 // A frozen weight stored quantized (--base_dtype): its GEMM equals a Linear over the dequantized
-// weight, values and input gradients, and gives the weight no gradient; int8 rows by hand; a
-// quantized base without LoRA is refused.
+// weight, values and input gradients, and gives the weight no gradient; int8 and e4m3 rows by
+// hand; a quantized base without LoRA is refused.
 #include "ampt/precision/quantized_weight.h"
 
 #include "ampt/core/errors.h"
@@ -19,9 +19,10 @@ TEST_CASE("quantized weight: the GEMM and the input's gradient equal a Linear ov
   torch::manual_seed(0);
   const auto w = torch::randn({48, 96});
   const auto bias = torch::randn({48});
-  for (const auto format : {BaseDtype::nf4, BaseDtype::int8}) {
+  for (const auto format :
+       {BaseDtype::nf4, BaseDtype::int8, BaseDtype::fp8, BaseDtype::bf16, BaseDtype::fp16}) {
     INFO(static_cast<int>(format));
-    const auto q = c10::make_intrusive<QuantizedWeight>(w, format);
+    const auto q = c10::make_intrusive<QuantizedWeight>(w, format, w.device());
     const auto dense = q->dequantize(torch::kFloat);
     CHECK((dense - w).abs().max().item<float>() < 0.5f * w.abs().max().item<float>());
     auto x = torch::randn({3, 5, 96}).requires_grad_();
@@ -48,26 +49,47 @@ TEST_CASE("quantized weight: the GEMM and the input's gradient equal a Linear ov
     CHECK(torch::allclose(half.to(torch::kFloat), expected.to(torch::kFloat), 1.0 / 128, 1e-2));
   }
   // Without a bias (Llama's projections).
-  const auto q = c10::make_intrusive<QuantizedWeight>(w, BaseDtype::nf4);
+  const auto q = c10::make_intrusive<QuantizedWeight>(w, BaseDtype::nf4, w.device());
   auto x = torch::randn({2, 96}).requires_grad_();
   const auto y = quantized_linear(x, q, torch::Tensor());
   CHECK(torch::equal(y, torch::nn::functional::linear(x.detach(), q->dequantize(torch::kFloat))));
   y.sum().backward();
   CHECK(x.grad().defined());
-  // What each holds: nf4 about half a byte per weight, int8 one and a scale per row.
-  CHECK(QuantizedWeight(w, BaseDtype::nf4).bytes() == 48 * 96 / 2 + 72 + 4 + 4);
-  CHECK(QuantizedWeight(w, BaseDtype::int8).bytes() == 48 * 96 + 48 * 4);
+  // What each holds: nf4 about half a byte per weight, int8 and fp8 one and a scale per row,
+  // bf16 and fp16 two.
+  const auto cpu = torch::Device(torch::kCPU);
+  CHECK(QuantizedWeight(w, BaseDtype::nf4, cpu).bytes() == 48 * 96 / 2 + 72 + 4 + 4);
+  CHECK(QuantizedWeight(w, BaseDtype::int8, cpu).bytes() == 48 * 96 + 48 * 4);
+  CHECK(QuantizedWeight(w, BaseDtype::fp8, cpu).bytes() == 48 * 96 + 48 * 4);
+  CHECK(QuantizedWeight(w, BaseDtype::bf16, cpu).bytes() == 48 * 96 * 2);
+  // bf16 is the weight rounded once; its dequantized fp32 is that rounding exactly.
+  CHECK(torch::equal(QuantizedWeight(w, BaseDtype::bf16, cpu).dequantize(torch::kFloat),
+                     w.to(torch::kBFloat16).to(torch::kFloat)));
 }
 
 TEST_CASE("int8 rows: each row over its absmax / 127, rounded, a zero row zero", "[precision][qlora]") {
   // Scale 1 for the first row: -63.5 rounds to even, -64.
   const auto w = torch::tensor({{127.0f, -63.5f, 1.25f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}});
-  const auto q = ampt::precision::quantize_int8_rows(w);
+  const auto q = ampt::precision::quantize_rows(w, ampt::precision::RowCode::int8);
   CHECK(torch::equal(q.values, torch::tensor({{127, -64, 1, 0}, {0, 0, 0, 0}}, torch::kInt8)));
   CHECK(q.scales[0].item<float>() == 1.0f);
   CHECK(q.scales[1].item<float>() == 0.0f);
-  const auto back = ampt::precision::dequantize_int8_rows(q, torch::kFloat);
+  const auto back = ampt::precision::dequantize_rows(q, torch::kFloat);
   CHECK(torch::equal(back[0], torch::tensor({127.0f, -64.0f, 1.0f, 0.0f})));
+  CHECK(torch::equal(back[1], torch::zeros({4})));
+}
+
+TEST_CASE("fp8 rows: each row over its absmax / 448 in e4m3, a zero row zero", "[precision][qlora]") {
+  // Scale 2 for the first row: 896 -> 448 (e4m3's largest); 3 -> 1.5 exactly; 19 -> 9.5, which
+  // e4m3 (3 mantissa bits: 8, 9, 10 at that exponent) rounds to even, 10 -> back 20;
+  // 0.01 -> 0.005, e4m3's subnormals step by 2^-9: 3 x 2^-9 = 0.005859375.
+  const auto w = torch::tensor({{896.0f, 3.0f, -19.0f, 0.01f}, {0.0f, 0.0f, 0.0f, 0.0f}});
+  const auto q = ampt::precision::quantize_rows(w, ampt::precision::RowCode::e4m3);
+  CHECK(q.values.scalar_type() == torch::kFloat8_e4m3fn);
+  CHECK(q.scales[0].item<float>() == 2.0f);
+  CHECK(q.scales[1].item<float>() == 0.0f);
+  const auto back = ampt::precision::dequantize_rows(q, torch::kFloat);
+  CHECK(torch::equal(back[0], torch::tensor({896.0f, 3.0f, -20.0f, 2.0f * 0.005859375f})));
   CHECK(torch::equal(back[1], torch::zeros({4})));
 }
 
@@ -83,4 +105,16 @@ TEST_CASE("base_dtype: a quantized base without LoRA is one line naming the flag
   CHECK_THROWS_WITH(ampt::models::require_base_dtype(config),
                     Catch::StartsWith("base_dtype nf4 dequantizes the base's Linear weights to the "
                                       "compute dtype, and mixed_precision fp8"));
+}
+
+TEST_CASE("rows: a weight of several dequantization chunks equals the one-pass product",
+          "[precision][qlora]") {
+  // 1100 rows of 300: chunks of 873 rows, the second partial.
+  torch::manual_seed(4);
+  const auto w = torch::randn({1100, 300});
+  for (const auto code : {ampt::precision::RowCode::int8, ampt::precision::RowCode::e4m3}) {
+    const auto q = ampt::precision::quantize_rows(w, code);
+    const auto expected = (q.values.to(torch::kFloat) * q.scales.unsqueeze(1)).to(torch::kBFloat16);
+    CHECK(torch::equal(ampt::precision::dequantize_rows(q, torch::kBFloat16), expected));
+  }
 }

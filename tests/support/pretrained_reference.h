@@ -48,7 +48,7 @@ inline models::Model load_reference_model(const std::string& dir) {
   const auto request = models::sample_request(config);
   auto model = models::make_model(
       config, {data::Task::language_model, {request.block_size}, request.vocab_size});
-  const auto weights = models::family_of(config).load_pretrained(config);
+  const auto weights = models::pretrained_weights(config);
   torch::NoGradGuard no_grad;
   auto params = model.module->named_parameters();
   REQUIRE(params.size() == weights.tensors.size());

@@ -296,6 +296,33 @@ std::optional<std::string> find_latest(const std::string& directory) {
   return (fs::path(directory) / name).string();
 }
 
+namespace {
+
+RuntimeError missing_tensor(const std::string& path, const std::string& what,
+                            const std::string& name, const torch::Tensor& target) {
+  return RuntimeError(fmt::format("checkpoint '{}' has no {} tensor '{}' (shape {}): it was saved "
+                                  "from a different model",
+                                  path, what, name, shape_text(target)));
+}
+
+RuntimeError unknown_tensor(const std::string& path, const std::string& what,
+                            const std::string& name) {
+  return RuntimeError(fmt::format("checkpoint '{}' has {} tensor '{}' that the model lacks: it was "
+                                  "saved from a different model",
+                                  path, what, name));
+}
+
+void require_shape(const std::string& path, const std::string& what, const std::string& name,
+                   const torch::Tensor& saved, const torch::Tensor& target) {
+  if (saved.sizes() != target.sizes()) {
+    throw RuntimeError(fmt::format("checkpoint '{}': {} tensor '{}' has shape {}, the model "
+                                   "expects {}",
+                                   path, what, name, shape_text(saved), shape_text(target)));
+  }
+}
+
+}  // namespace
+
 void copy_into(const NamedTensors& saved, const NamedTensors& targets, const std::string& what,
                const std::string& path) {
   // Everything is checked before anything is copied, so a mismatch leaves the model untouched.
@@ -304,23 +331,11 @@ void copy_into(const NamedTensors& saved, const NamedTensors& targets, const std
   for (const auto& [name, target] : targets) {
     wanted.insert(name);
     const auto it = by_name.find(name);
-    if (it == by_name.end()) {
-      throw RuntimeError(fmt::format("checkpoint '{}' has no {} tensor '{}' (shape {}): it was "
-                                     "saved from a different model",
-                                     path, what, name, shape_text(target)));
-    }
-    if (it->second.sizes() != target.sizes()) {
-      throw RuntimeError(fmt::format("checkpoint '{}': {} tensor '{}' has shape {}, the model "
-                                     "expects {}",
-                                     path, what, name, shape_text(it->second), shape_text(target)));
-    }
+    if (it == by_name.end()) throw missing_tensor(path, what, name, target);
+    require_shape(path, what, name, it->second, target);
   }
   for (const auto& [name, tensor] : saved) {
-    if (wanted.count(name) == 0) {
-      throw RuntimeError(fmt::format("checkpoint '{}' has {} tensor '{}' that the model lacks: it "
-                                     "was saved from a different model",
-                                     path, what, name));
-    }
+    if (wanted.count(name) == 0) throw unknown_tensor(path, what, name);
   }
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> into;
@@ -330,6 +345,23 @@ void copy_into(const NamedTensors& saved, const NamedTensors& targets, const std
     from.push_back(by_name.at(name));
   }
   copy_tensors(into, from);
+}
+
+TensorMatch::TensorMatch(const NamedTensors& targets, std::string what, std::string path)
+    : targets_(targets.begin(), targets.end()), what_(std::move(what)), path_(std::move(path)) {}
+
+const torch::Tensor& TensorMatch::target(const std::string& name, const torch::Tensor& tensor) {
+  const auto it = targets_.find(name);
+  if (it == targets_.end()) throw unknown_tensor(path_, what_, name);
+  require_shape(path_, what_, name, tensor, it->second);
+  matched_.insert(name);
+  return it->second;
+}
+
+void TensorMatch::finish() const {
+  for (const auto& [name, target] : targets_) {
+    if (matched_.count(name) == 0) throw missing_tensor(path_, what_, name, target);
+  }
 }
 
 }  // namespace ampt::checkpoint

@@ -6,7 +6,9 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -96,5 +98,22 @@ std::optional<std::string> find_latest(const std::string& directory);
 // agree: RuntimeError naming the file, the tensor, and the expected and found shapes.
 void copy_into(const NamedTensors& saved, const NamedTensors& targets, const std::string& what,
                const std::string& path);
+
+// copy_into's checks for tensors that arrive one at a time (a pretrained model read a shard at a
+// time), with its lines: target() for each tensor as it comes, finish() once all have.
+class TensorMatch {
+ public:
+  TensorMatch(const NamedTensors& targets, std::string what, std::string path);
+  // The target `name` names, whose shape is `tensor`'s; RuntimeError where there is none or its
+  // shape differs.
+  const torch::Tensor& target(const std::string& name, const torch::Tensor& tensor);
+  // RuntimeError naming a target that no tensor came for.
+  void finish() const;
+
+ private:
+  std::map<std::string, torch::Tensor> targets_;
+  std::set<std::string> matched_;
+  std::string what_, path_;
+};
 
 }  // namespace ampt::checkpoint

@@ -78,7 +78,9 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   write_file_atomically(path, file);
 }
 
-NamedTensors read_safetensors(const std::string& path) {
+void for_each_safetensor(const std::string& path,
+                         const std::function<void(const std::string& name,
+                                                  const torch::Tensor& tensor)>& visit) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw RuntimeError(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
   const auto file_size = std::filesystem::file_size(path);
@@ -151,7 +153,6 @@ NamedTensors read_safetensors(const std::string& path) {
     list.push_back(std::move(entry));
   }
   std::ranges::sort(list, {}, &Entry::begin);
-  NamedTensors tensors;
   for (const auto& entry : list) {
     auto tensor = torch::empty(entry.shape, torch::dtype(entry.dtype));
     in.seekg(static_cast<std::streamoff>(data_start + entry.begin));
@@ -159,8 +160,15 @@ NamedTensors read_safetensors(const std::string& path) {
                  static_cast<std::streamsize>(entry.end - entry.begin))) {
       throw RuntimeError(fmt::format("{}: cannot read tensor {}", path, entry.name));
     }
-    tensors.emplace_back(entry.name, std::move(tensor));
+    visit(entry.name, tensor);
   }
+}
+
+NamedTensors read_safetensors(const std::string& path) {
+  NamedTensors tensors;
+  for_each_safetensor(path, [&](const std::string& name, const torch::Tensor& tensor) {
+    tensors.emplace_back(name, tensor);
+  });
   return tensors;
 }
 

@@ -3,6 +3,7 @@
 
 #include "ampt/core/named_tensors.h"
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -21,5 +22,12 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
 // data_offsets that do not fit its shape or the file is one RuntimeError line naming the file and
 // the tensor.
 NamedTensors read_safetensors(const std::string& path);
+
+// The same tensors given to `visit` one at a time as they are read (every entry is checked
+// first): what `visit` does not keep is let go before the next is read, so that a file is never
+// whole in memory.
+void for_each_safetensor(const std::string& path,
+                         const std::function<void(const std::string& name,
+                                                  const torch::Tensor& tensor)>& visit);
 
 }  // namespace ampt::checkpoint

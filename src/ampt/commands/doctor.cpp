@@ -80,6 +80,17 @@ void print_versions() {
              architectures(kCudaBinaries), kCudaPtx, architectures(kCudaFp8Binaries));
 }
 
+// Which --base_dtype keep a LoRA run's speed where bf16 and fp16 are or are not native: the others
+// are dequantized by ATen ops into the compute dtype before each GEMM (no fused kernel yet).
+std::string base_dtypes_text(bool native_bf16, bool native_fp16) {
+  std::vector<std::string> fast{"auto"}, slow{"nf4", "int8", "fp8"};
+  (native_bf16 ? fast : slow).emplace_back("bf16");
+  (native_fp16 ? fast : slow).emplace_back("fp16");
+  return fmt::format("base_dtype (a LoRA base's storage): {} at full speed; {} in less memory, "
+                     "each weight dequantized by ATen ops before its GEMM, slower",
+                     fmt::join(fast, ", "), fmt::join(slow, ", "));
+}
+
 void print_cpu() {
   const auto& cpu = device::cpu_features();
   fmt::print("\nCPU: {}, {} threads for ATen\n", cpu.model.empty() ? "unknown model" : cpu.model,
@@ -97,6 +108,7 @@ void print_cpu() {
   fmt::print("  mixed_precision auto: {}\n",
              precision_text(precision::choose_precision(config::MixedPrecision::auto_select, false,
                                                         c10::Device(c10::kCPU))));
+  fmt::print("  {}\n", base_dtypes_text(cpu.native_bf16(), cpu.native_fp16()));
 }
 
 // The fp8 scaling modes (--fp8_scaling) that run on `device`.
@@ -137,6 +149,7 @@ bool print_gpu(int index) {
     }
   }
   fmt::print("  fp8 (--mixed_precision fp8): {}\n", fp8_modes(device));
+  fmt::print("  {}\n", base_dtypes_text(properties->major >= 8, true));
   return true;
 }
 

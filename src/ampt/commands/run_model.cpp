@@ -3,6 +3,9 @@
 #include "ampt/config/describe.h"
 #include "ampt/config/resolve.h"
 #include "ampt/models/catalog.h"
+#include "ampt/models/linear.h"
+#include "ampt/precision/placeholder.h"
+#include "ampt/precision/precision_state.h"
 #include "ampt/train/base_fingerprint.h"
 #include "ampt/train/pretrained.h"
 
@@ -21,9 +24,18 @@ models::Model load_run_model(const config::Config& config,
                              const std::string& checkpoint_path, const torch::Device& device) {
   const auto request = models::sample_request(config);
   torch::manual_seed(config.seed);
+  // A LoRA base is built without its values, which it takes as the files are read. Over a
+  // quantized base it is rebuilt as it trained: held and quantized in the dtype the run held it
+  // in, so that the adapters see the weights they learnt on (otherwise in fp32: a CPU would
+  // emulate half matmuls).
+  const bool lora = config.lora_rank > 0;
+  const bool deferred = lora && !config.init_from.empty();
+  const bool quantized = lora && config.base_dtype != config::BaseDtype::auto_select;
+  const models::DeferredWeights deferred_weights(deferred);
   auto model = models::make_model(
       config, {data::Task::language_model, {request.block_size}, request.vocab_size});
-  model.module->to(device);
+  if (deferred) precision::defer_frozen_parameters(*model.module);
+  precision::move_to(*model.module, device);
   NamedTensors tensors, base, trained;
   for (const auto& item : model.module->named_parameters()) {
     tensors.emplace_back(item.key(), item.value());
@@ -33,16 +45,33 @@ models::Model load_run_model(const config::Config& config,
     tensors.emplace_back(item.key(), item.value());
     trained.emplace_back(item.key(), item.value());
   }
-  if (saved && config.lora_rank == 0) {
+  if (saved && !lora) {
     checkpoint::copy_into(saved->model, tensors, "model", checkpoint_path);
-  } else {
-    // A LoRA checkpoint holds the adapters only: the base comes from where its run took it.
-    train::load_pretrained(config, tensors);
-    if (saved) {
-      train::require_same_base(checkpoint_path, *saved, config.init_from,
-                               train::base_fingerprint(base));
-      checkpoint::copy_into(saved->model, trained, "model", checkpoint_path);
+    model.module->eval();
+    return model;
+  }
+  // A LoRA checkpoint holds the adapters only: the base comes from where its run took it.
+  const auto held_in = precision::frozen_dtype(
+      precision::stage_policies(precision::precision_options(config), device));
+  const auto hold = [&] {
+    torch::NoGradGuard no_grad;
+    for (auto& [name, param] : base) {
+      if (param.is_floating_point()) param.set_data(precision::moved(param, device, held_in));
     }
+  };
+  if (quantized && deferred) hold();  // placeholders: each tensor then loads into that dtype
+  const train::DeferredLoad load{models::awaiting_weights(*model.module), config.base_dtype};
+  const auto loaded = train::load_pretrained(config, tensors, deferred ? &load : nullptr);
+  // Before a random base is quantized: its values are gone after.
+  const auto fingerprint = saved ? train::base_fingerprint(base, loaded.digests) : "";
+  if (quantized && !deferred) {
+    hold();
+    models::quantize_base(*model.module, config.base_dtype);
+  }
+  if (saved) {
+    train::require_same_base(checkpoint_path, *saved, config.init_from, fingerprint,
+                             config.base_dtype);
+    checkpoint::copy_into(saved->model, trained, "model", checkpoint_path);
   }
   model.module->eval();
   return model;

@@ -21,7 +21,7 @@ enum class Fp8Scaling { delayed, current, rowwise };
 enum class DistBackend { auto_select, nccl, gloo };
 enum class ReduceDtype { grad, fp32, bf16 };
 enum class ParamDtype { auto_select, fp32, bf16, fp16 };
-enum class BaseDtype { auto_select, nf4, int8 };
+enum class BaseDtype { auto_select, nf4, int8, fp8, bf16, fp16 };
 // A feature on, off, or decided by the run on its device (auto).
 enum class AutoSwitch { auto_select, on, off };
 

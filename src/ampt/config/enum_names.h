@@ -94,8 +94,12 @@ struct EnumNames<ParamDtype> {
 
 template <>
 struct EnumNames<BaseDtype> {
-  static constexpr Spellings<BaseDtype, 3> values{
-      {{"auto", BaseDtype::auto_select}, {"nf4", BaseDtype::nf4}, {"int8", BaseDtype::int8}}};
+  static constexpr Spellings<BaseDtype, 6> values{{{"auto", BaseDtype::auto_select},
+                                                    {"nf4", BaseDtype::nf4},
+                                                    {"int8", BaseDtype::int8},
+                                                    {"fp8", BaseDtype::fp8},
+                                                    {"bf16", BaseDtype::bf16},
+                                                    {"fp16", BaseDtype::fp16}}};
 };
 
 // Exact, case-sensitive lookup: "BF16" is rejected so that files stay greppable.

@@ -257,7 +257,9 @@ std::vector<Option> build_table() {
                   "LoRA: how the frozen base's block Linear weights are stored: auto = the "
                   "dtype the run computes in; nf4 = QLoRA's 4-bit NormalFloat with double "
                   "quantization (bitsandbytes' bytes), int8 = each output row scaled by its "
-                  "absmax; both dequantized where each GEMM runs"),
+                  "absmax, fp8 = e4m3 with a scale per output row, bf16 or fp16 = that half "
+                  "dtype whatever the run computes in; each dequantized to the compute dtype "
+                  "where its GEMM runs"),
 
       // data
       checked_string_option(

@@ -65,7 +65,7 @@ std::string DataParallel::describe() const {
 void DataParallel::attach(const NamedTensors& model_tensors,
                           const std::vector<at::Tensor>& parameters,
                           const std::vector<at::Tensor>& masters,
-                          const ParameterBlocks* blocks) {
+                          const ParameterBlocks* blocks, const FrozenTensors& frozen) {
   if (!group_) return;
   std::vector<at::Tensor> tensors;
   for (const auto& [name, tensor] : model_tensors) tensors.push_back(tensor);
@@ -79,7 +79,7 @@ void DataParallel::attach(const NamedTensors& model_tensors,
     if (blocks == nullptr) throw std::logic_error("ZeRO-3 attached without the parameters' blocks");
     zero_ = std::make_unique<ZeroShards>(*group_, zero_stage_, parameters, masters,
                                          FlatLayout(plan_block_units(parameters, *blocks), world_size_));
-    sharded_ = std::make_unique<ShardedParameters>(*group_, *zero_, parameters, *blocks);
+    sharded_ = std::make_unique<ShardedParameters>(*group_, *zero_, parameters, *blocks, frozen);
     grad_sync_ = std::make_unique<GradSync>(
         *group_, parameters, reduce_dtype_, zero_->layout(), zero_->unit_grad_slices(),
         GradSync::Accumulate{[this](std::size_t unit) { sharded_->release_unit(unit); }});

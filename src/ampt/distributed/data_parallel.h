@@ -6,6 +6,7 @@
 #include "ampt/config/config.h"
 #include "ampt/core/named_tensors.h"
 #include "ampt/device/device.h"
+#include "ampt/distributed/sharded_parameters.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -19,8 +20,6 @@ namespace ampt::distributed {
 class Group;
 class GradSync;
 class ZeroShards;
-class ShardedParameters;
-struct ParameterBlocks;
 
 // A distributed run on CUDA trains on GPU LOCAL_RANK; a process that sees a single GPU (Slurm's
 // per-task binding) uses it. Throws RuntimeError when LOCAL_RANK has no GPU of its own.
@@ -48,9 +47,11 @@ class DataParallel {
   // Under ZeRO it also cuts this rank's shard: `masters` are the parameters' fp32 values (O2's
   // masters; the parameters themselves below O2), read once here; zero() then holds the shard.
   // Stage 3 also needs `blocks` (where each parameter belongs); it then keeps every block's
-  // parameters released until it is gathered (sharded_parameters()).
+  // parameters released until it is gathered (sharded_parameters()), and a LoRA run's `frozen`
+  // base likewise.
   void attach(const NamedTensors& model_tensors, const std::vector<at::Tensor>& parameters,
-              const std::vector<at::Tensor>& masters, const ParameterBlocks* blocks = nullptr);
+              const std::vector<at::Tensor>& masters, const ParameterBlocks* blocks = nullptr,
+              const FrozenTensors& frozen = {});
   // This rank's ZeRO shards; null unless zero_stage() > 0 and attached.
   ZeroShards* zero() { return zero_.get(); }
   const ZeroShards* zero() const { return zero_.get(); }

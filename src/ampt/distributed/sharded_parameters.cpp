@@ -43,14 +43,15 @@ std::vector<FlatUnit> plan_block_units(const std::vector<at::Tensor>& parameters
 
 ShardedParameters::ShardedParameters(Group& group, ZeroShards& shards,
                                      std::vector<at::Tensor> parameters,
-                                     const ParameterBlocks& blocks)
+                                     const ParameterBlocks& blocks, const FrozenTensors& frozen)
     : group_(group),
       shards_(shards),
       parameters_(std::move(parameters)),
       blocks_(blocks.count),
       units_(shards.layout().units().size()),
       units_of_block_(static_cast<size_t>(blocks_ + 1)),
-      root_unit_(units_.size(), false) {
+      root_unit_(units_.size(), false),
+      frozen_of_block_(static_cast<size_t>(blocks_ + 1)) {
   c10::NoGradGuard no_grad;
   const auto& layout = shards_.layout();
   for (size_t u = 0; u < units_.size(); ++u) {
@@ -65,6 +66,38 @@ ShardedParameters::ShardedParameters(Group& group, ZeroShards& shards,
     point_parameters(u);
     free_locked(u);
   }
+  for (int64_t b = blocks_; b-- > 0;) add_frozen_unit(frozen, b);
+  add_frozen_unit(frozen, -1);
+}
+
+void ShardedParameters::add_frozen_unit(const FrozenTensors& frozen, int64_t block) {
+  // Each tensor at a 64-byte boundary, so that its bytes view as its dtype.
+  constexpr int64_t kAlign = 64;
+  Unit unit;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < frozen.tensors.size(); ++i) {
+    if (frozen.block[i] != block) continue;
+    unit.frozen.push_back(frozen.tensors[i]);
+    unit.offsets.push_back(bytes);
+    bytes += (static_cast<int64_t>(frozen.tensors[i].nbytes()) + kAlign - 1) / kAlign * kAlign;
+  }
+  if (unit.frozen.empty()) return;
+  const int64_t world = shards_.layout().world_size();
+  const int64_t slice = (bytes + world - 1) / world;
+  unit.flat = at::zeros({slice * world}, unit.frozen.front().options().dtype(at::kByte));
+  for (size_t k = 0; k < unit.frozen.size(); ++k) {
+    const auto& t = unit.frozen[k];
+    unit.flat.narrow(0, unit.offsets[k], static_cast<int64_t>(t.nbytes()))
+        .copy_(t.contiguous().view(-1).view(at::kByte));
+  }
+  unit.shard = unit.flat.narrow(0, group_.rank() * slice, slice).clone();
+  units_.push_back(std::move(unit));
+  root_unit_.push_back(block < 0);
+  const auto u = units_.size() - 1;
+  units_of_block_[static_cast<size_t>(block < 0 ? blocks_ : block)].push_back(u);
+  frozen_of_block_[static_cast<size_t>(block < 0 ? blocks_ : block)].push_back(u);
+  point_parameters(u);
+  free_locked(u);
 }
 
 ShardedParameters::~ShardedParameters() {
@@ -81,6 +114,16 @@ ShardedParameters::~ShardedParameters() {
 }
 
 void ShardedParameters::point_parameters(size_t u) {
+  if (!units_[u].frozen.empty()) {
+    const auto& flat = units_[u].flat;
+    for (size_t k = 0; k < units_[u].frozen.size(); ++k) {
+      auto& t = units_[u].frozen[k];
+      t.set_data(flat.narrow(0, units_[u].offsets[k], static_cast<int64_t>(t.nbytes()))
+                     .view(t.scalar_type())
+                     .view(t.sizes()));
+    }
+    return;
+  }
   const auto& unit = shards_.layout().units()[u];
   int64_t offset = 0;
   for (size_t k = 0; k < unit.params.size(); ++k) {
@@ -101,8 +144,15 @@ void ShardedParameters::start_locked(size_t u) {
   gathered_ += static_cast<int64_t>(bytes);
   peak_ = std::max(peak_, gathered_);
   const auto& layout = shards_.layout();
-  unit.input = shards_.master_shard().narrow(0, layout.unit_shard_offset(u), layout.unit_shard_numel(u));
-  if (unit.input.scalar_type() != unit.flat.scalar_type()) unit.input = unit.input.to(unit.flat.scalar_type());
+  if (!unit.frozen.empty()) {
+    unit.input = unit.shard;
+  } else {
+    unit.input = shards_.master_shard().narrow(0, layout.unit_shard_offset(u),
+                                               layout.unit_shard_numel(u));
+    if (unit.input.scalar_type() != unit.flat.scalar_type()) {
+      unit.input = unit.input.to(unit.flat.scalar_type());
+    }
+  }
   unit.work = group_.all_gather_async(unit.flat, unit.input, kWhat);
   unit.state = State::in_flight;
 }
@@ -154,6 +204,13 @@ void ShardedParameters::release_unit(size_t unit) {
   if (!root_unit_[unit] && units_[unit].state != State::released) free_locked(unit);
 }
 
+void ShardedParameters::release_frozen(int64_t block) {
+  std::lock_guard lock(mutex_);
+  for (const auto u : frozen_of_block_[static_cast<size_t>(block)]) {
+    if (units_[u].state != State::released) free_locked(u);
+  }
+}
+
 void ShardedParameters::release_all() {
   std::lock_guard lock(mutex_);
   for (size_t u = 0; u < units_.size(); ++u) {
@@ -172,6 +229,15 @@ void ShardedParameters::set_compute_dtype(c10::ScalarType dtype) {
     point_parameters(u);
     free_locked(u);
   }
+}
+
+int64_t ShardedParameters::frozen_shard_bytes() const {
+  std::lock_guard lock(mutex_);
+  int64_t bytes = 0;
+  for (const auto& unit : units_) {
+    if (unit.shard.defined()) bytes += static_cast<int64_t>(unit.shard.nbytes());
+  }
+  return bytes;
 }
 
 int64_t ShardedParameters::gathered_bytes() const {

@@ -45,12 +45,21 @@ struct ParameterBlocks {
 std::vector<FlatUnit> plan_block_units(const std::vector<at::Tensor>& parameters,
                                        const ParameterBlocks& blocks);
 
+// A LoRA run's frozen tensors (its base's dense frozen parameters, and a quantized base's
+// storage), each with its block (-1: the root). Each block's are one more unit of that block,
+// all-gathered as bytes, whatever their dtypes: this rank keeps only its slice of them.
+struct FrozenTensors {
+  std::vector<at::Tensor> tensors;
+  std::vector<int64_t> block;
+};
+
 class ShardedParameters {
  public:
   // `shards` holds the master slices already (its layout from plan_block_units(blocks)).
-  // Points every parameter at its unit's flat storage, which holds nothing until gathered.
+  // Points every parameter at its unit's flat storage, which holds nothing until gathered;
+  // `frozen`'s tensors likewise, after this rank has kept its slice of their bytes.
   ShardedParameters(Group& group, ZeroShards& shards, std::vector<at::Tensor> parameters,
-                    const ParameterBlocks& blocks);
+                    const ParameterBlocks& blocks, const FrozenTensors& frozen = {});
   ~ShardedParameters();
   ShardedParameters(const ShardedParameters&) = delete;
   ShardedParameters& operator=(const ShardedParameters&) = delete;
@@ -67,6 +76,10 @@ class ShardedParameters {
   // Frees unit u's storage unless it is the root's: the gradient sync calls it once the unit's
   // gradients are copied out, when backward no longer reads its weights.
   void release_unit(std::size_t unit);
+  // Frees block b's frozen units: backward has gone below it (the gradient sync frees its
+  // trained units when their gradients are out, which may come before the frozen weights'
+  // last use).
+  void release_frozen(int64_t block);
   // Everything released: between steps, and after an evaluation.
   void release_all();
 
@@ -74,6 +87,8 @@ class ShardedParameters {
   // on. Call it between steps, everything released.
   void set_compute_dtype(c10::ScalarType dtype);
 
+  // Bytes of the frozen tensors this rank keeps between gathers (its slices).
+  int64_t frozen_shard_bytes() const;
   // Bytes of gathered storage now, and the most at once so far.
   int64_t gathered_bytes() const;
   int64_t peak_gathered_bytes() const;
@@ -88,7 +103,13 @@ class ShardedParameters {
     State state = State::released;
     at::Tensor input;  // this rank's slice, cast, while the all-gather reads it
     c10::intrusive_ptr<c10d::Work> work;
+    // A frozen unit: its tensors, their byte offsets in `flat` (bytes), and this rank's slice.
+    std::vector<at::Tensor> frozen;
+    std::vector<int64_t> offsets;
+    at::Tensor shard;
   };
+  // Appends block b's frozen unit (b -1: the root's), when it has frozen tensors.
+  void add_frozen_unit(const FrozenTensors& frozen, int64_t block);
   void point_parameters(std::size_t unit);
   void start_locked(std::size_t unit);
   void wait_locked(std::size_t unit);
@@ -101,6 +122,7 @@ class ShardedParameters {
   std::vector<Unit> units_;
   std::vector<std::vector<std::size_t>> units_of_block_;  // root last
   std::vector<bool> root_unit_;
+  std::vector<std::vector<std::size_t>> frozen_of_block_;  // root last
   int64_t gathered_ = 0;
   int64_t peak_ = 0;
   mutable std::mutex mutex_;  // the forward's thread and autograd's both gather and release

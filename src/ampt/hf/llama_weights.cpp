@@ -56,42 +56,68 @@ std::string describe(const LlamaConfig& c) {
 
 }  // namespace
 
-NamedTensors read_llama_weights(const ModelFiles& files, const LlamaConfig& config) {
-  auto found = read_model_tensors(files);
-  std::erase_if(found, [](const auto& entry) { return entry.first.ends_with("rotary_emb.inv_freq"); });
-  const auto where = files.weights.size() == 1 ? files.weights.front() : files.dir;
-  NamedTensors out;
-  for (const auto& spec : llama_specs(config)) {
-    const auto it = found.find(hf_name(spec.name));
-    if (it == found.end()) {
-      throw RuntimeError(fmt::format("{}: no tensor {} ({} has one)", where, hf_name(spec.name),
+void read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
+                        const TensorSink& sink) {
+  std::map<std::string, Spec> wanted;
+  for (auto& spec : llama_specs(config)) wanted.emplace(hf_name(spec.name), std::move(spec));
+  // A tied model's saved head is compared with the embedding once both are read; the embedding
+  // is kept for that only where a head is there to compare (an index names it, or the one file
+  // holds both).
+  const bool tied = config.tie_word_embeddings;
+  const bool head_saved = files.shard_of.empty() || files.shard_of.count("lm_head.weight") > 0;
+  std::pair<torch::Tensor, std::string> embedding, head;
+  for_each_model_tensor(files, [&](const std::string& name, const torch::Tensor& tensor,
+                                   const std::string& file) {
+    if (name.ends_with("rotary_emb.inv_freq")) return;
+    if (tied && name == "lm_head.weight") {
+      head = {tensor, file};
+      return;
+    }
+    const auto it = wanted.find(name);
+    if (it == wanted.end()) {
+      throw RuntimeError(fmt::format("{}: tensor {} is not part of {}", file, name,
                                      describe(config)));
     }
-    const auto& [tensor, file] = it->second;
+    const auto& spec = it->second;
     if (tensor.sizes().vec() != spec.shape) {
       throw RuntimeError(fmt::format("{}: tensor {} has shape [{}], config.json's dimensions give [{}]",
-                                     file, it->first, fmt::join(tensor.sizes(), ", "),
+                                     file, name, fmt::join(tensor.sizes(), ", "),
                                      fmt::join(spec.shape, ", ")));
     }
     if (!tensor.is_floating_point()) {
-      throw RuntimeError(fmt::format("{}: tensor {} is {}, not floating point", file, it->first,
+      throw RuntimeError(fmt::format("{}: tensor {} is {}, not floating point", file, name,
                                      c10::toString(tensor.scalar_type())));
     }
-    out.emplace_back(spec.name, tensor.to(torch::kFloat32).contiguous());
-    found.erase(it);
-  }
-  if (const auto head = found.find("lm_head.weight"); head != found.end() && config.tie_word_embeddings) {
-    if (!torch::equal(head->second.first.to(torch::kFloat32), out.front().second)) {
-      throw RuntimeError(fmt::format("{}: lm_head.weight differs from model.embed_tokens.weight, "
-                                     "but config.json's tie_word_embeddings is true",
-                                     head->second.second));
+    if (tied && head_saved && spec.name == "embed_tokens.weight") embedding = {tensor, file};
+    sink(spec.name, tensor);
+    wanted.erase(it);
+  });
+  const auto where = files.weights.size() == 1 ? files.weights.front() : files.dir;
+  for (const auto& spec : llama_specs(config)) {
+    if (wanted.count(hf_name(spec.name)) > 0) {
+      throw RuntimeError(fmt::format("{}: no tensor {} ({} has one)", where, hf_name(spec.name),
+                                     describe(config)));
     }
-    found.erase(head);
   }
-  if (!found.empty()) {
-    throw RuntimeError(fmt::format("{}: tensor {} is not part of {}", found.begin()->second.second,
-                                   found.begin()->first, describe(config)));
+  if (head.first.defined() && !embedding.first.defined()) {
+    throw RuntimeError(fmt::format("{}: holds lm_head.weight, which {} does not name",
+                                   head.second, files.index));
   }
+  if (head.first.defined() &&
+      !torch::equal(head.first.to(torch::kFloat32), embedding.first.to(torch::kFloat32))) {
+    throw RuntimeError(fmt::format("{}: lm_head.weight differs from model.embed_tokens.weight, "
+                                   "but config.json's tie_word_embeddings is true",
+                                   head.second));
+  }
+}
+
+NamedTensors read_llama_weights(const ModelFiles& files, const LlamaConfig& config) {
+  std::map<std::string, torch::Tensor> by_name;
+  read_llama_weights(files, config, [&](const std::string& name, const torch::Tensor& tensor) {
+    by_name[name] = tensor.to(torch::kFloat32).contiguous();
+  });
+  NamedTensors out;
+  for (const auto& spec : llama_specs(config)) out.emplace_back(spec.name, by_name.at(spec.name));
   return out;
 }
 

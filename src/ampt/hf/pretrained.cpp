@@ -72,18 +72,28 @@ ModelFiles model_files(const std::string& dir) {
   throw RuntimeError(fmt::format("{}: no model.safetensors or model.safetensors.index.json", dir));
 }
 
-std::map<std::string, std::pair<torch::Tensor, std::string>> read_model_tensors(const ModelFiles& files) {
-  std::map<std::string, std::pair<torch::Tensor, std::string>> found;
+void for_each_model_tensor(const ModelFiles& files, const FileTensorVisitor& visit) {
   for (const auto& file : files.weights) {
-    for (auto& [name, tensor] : checkpoint::read_safetensors(file)) found[name] = {std::move(tensor), file};
-  }
-  for (const auto& [name, shard] : files.shard_of) {
-    const auto it = found.find(name);
-    if (it == found.end() || it->second.second != shard) {
-      throw RuntimeError(fmt::format("{}: names tensor {} in {}, which does not hold it", files.index,
-                                     name, shard));
+    std::set<std::string> held;
+    checkpoint::for_each_safetensor(file,
+                                    [&](const std::string& name, const torch::Tensor& tensor) {
+                                      held.insert(name);
+                                      visit(name, tensor, file);
+                                    });
+    for (const auto& [name, shard] : files.shard_of) {
+      if (shard == file && held.count(name) == 0) {
+        throw RuntimeError(fmt::format("{}: names tensor {} in {}, which does not hold it",
+                                       files.index, name, shard));
+      }
     }
   }
+}
+
+std::map<std::string, std::pair<torch::Tensor, std::string>> read_model_tensors(
+    const ModelFiles& files) {
+  std::map<std::string, std::pair<torch::Tensor, std::string>> found;
+  for_each_model_tensor(files, [&](const std::string& name, const torch::Tensor& tensor,
+                                   const std::string& file) { found[name] = {tensor, file}; });
   return found;
 }
 

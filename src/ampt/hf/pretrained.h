@@ -5,10 +5,10 @@
 #include "ampt/config/config.h"
 #include "ampt/core/named_tensors.h"
 
+#include <functional>
 #include <map>
-#include <utility>
-
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ampt::hf {
@@ -22,10 +22,21 @@ struct ModelFiles {
   std::map<std::string, std::string> shard_of;  // the index's tensor name -> shard path
 };
 
-// Every tensor of `files.weights` by its name in the files, with the file it came from. A tensor
-// the index names that its shard lacks is one RuntimeError line naming the index, the shard and
-// the tensor.
+// Gives `visit` each tensor of `files.weights` with its name in the files and the file it came
+// from, as it is read (checkpoint::for_each_safetensor): what `visit` does not keep is let go
+// before the next is read. A tensor the index names that its shard lacks is one RuntimeError
+// line naming the index, the shard and the tensor, once that shard has been read.
+using FileTensorVisitor = std::function<void(const std::string& name, const torch::Tensor& tensor,
+                                             const std::string& file)>;
+void for_each_model_tensor(const ModelFiles& files, const FileTensorVisitor& visit);
+
+// Every tensor of `files.weights` at once (for_each_model_tensor), by its name in the files,
+// with the file it came from.
 std::map<std::string, std::pair<torch::Tensor, std::string>> read_model_tensors(const ModelFiles& files);
+
+// Where a model's tensors go as they are read, in the model's own parameter names; a tensor is in
+// its file's dtype.
+using TensorSink = std::function<void(const std::string& name, const torch::Tensor& tensor)>;
 
 // Checks that `dir` holds config.json and safetensors weights (a single file or a sharded index).
 // A directory with only pytorch_model.bin (a pickle) is refused with the command that converts

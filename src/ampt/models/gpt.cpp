@@ -97,7 +97,7 @@ GptImpl::GptImpl(const GptDims& dims) : DecoderImpl(dims.block_size, dims.dropou
   torch::NoGradGuard no_grad;
   for (auto& module : modules(/*include_self=*/false)) {
     if (auto* linear = module->as<torch::nn::Linear>()) {
-      torch::nn::init::normal_(linear->weight, 0.0, kInitStd);
+      init_normal(linear->weight, kInitStd);
       torch::nn::init::zeros_(linear->bias);
     } else if (auto* embedding = module->as<torch::nn::Embedding>()) {
       torch::nn::init::normal_(embedding->weight, 0.0, kInitStd);
@@ -106,8 +106,8 @@ GptImpl::GptImpl(const GptDims& dims) : DecoderImpl(dims.block_size, dims.dropou
   const double residual_std = kInitStd / std::sqrt(2.0 * static_cast<double>(dims.n_layer));
   for (const auto& block : *blocks_) {
     auto* b = block->as<GptBlock>();
-    torch::nn::init::normal_(b->attn->c_proj->weight, 0.0, residual_std);
-    torch::nn::init::normal_(b->mlp->c_proj->weight, 0.0, residual_std);
+    init_normal(b->attn->c_proj->weight, residual_std);
+    init_normal(b->mlp->c_proj->weight, residual_std);
   }
 }
 

@@ -68,16 +68,17 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
   return model;
 }
 
-PretrainedWeights load_pretrained(const config::Config& config) {
+// GPT-2 checkpoints are single files, read whole: the head's padding and Conv1D's transposes
+// need their tensors together.
+std::string load_pretrained(const config::Config& config, const hf::TensorSink& sink) {
   const auto files = hf::pretrained_files(config);
   const auto hf_config = hf::read_gpt2_config(files.config_json);
   const auto padded = padded_vocab(hf_config.vocab_size);
-  auto weights = hf::read_gpt2_weights(files, hf_config, padded);
-  auto description =
-      fmt::format("{} ({} tensors from {} file{}; vocabulary {} padded to {})", files.dir,
-                  weights.size(), files.weights.size(), files.weights.size() == 1 ? "" : "s",
-                  hf_config.vocab_size, padded);
-  return {std::move(weights), std::move(description)};
+  const auto weights = hf::read_gpt2_weights(files, hf_config, padded);
+  for (const auto& [name, tensor] : weights) sink(name, tensor);
+  return fmt::format("{} ({} tensors from {} file{}; vocabulary {} padded to {})", files.dir,
+                     weights.size(), files.weights.size(), files.weights.size() == 1 ? "" : "s",
+                     hf_config.vocab_size, padded);
 }
 
 std::string write_hf(const HfExport& request) {

@@ -3,12 +3,15 @@
 #include "ampt/kernels/fused_linear.h"
 #include "ampt/models/activation_checkpoint.h"
 #include "ampt/models/lora.h"
+#include "ampt/precision/placeholder.h"
 #include "ampt/precision/precision_islands.h"
 
 #include <ATen/autocast_mode.h>
 
 namespace ampt::models {
 namespace {
+
+thread_local bool defer_weights = false;
 
 bool is_island(const torch::nn::Module& module) {
   const auto* islands = precision::active_islands();
@@ -28,7 +31,54 @@ torch::Tensor cast_once(const torch::Tensor& x, bool island) {
 }  // namespace
 
 LinearImpl::LinearImpl(int64_t in, int64_t out, bool bias)
-    : torch::nn::LinearImpl(torch::nn::LinearOptions(in, out).bias(bias)) {}
+    : torch::nn::LinearImpl(torch::nn::LinearOptions(in, out).bias(bias)) {
+  // After the initialization, so that the random stream, and with it every later layer's and
+  // adapter's initial values, is the same as without deferring.
+  if (defer_weights) {
+    weight.set_data(precision::placeholder(weight.sizes(), weight.options()));
+    awaiting_ = true;
+  }
+}
+
+void LinearImpl::quantize(const torch::Tensor& value, config::BaseDtype format) {
+  torch::NoGradGuard no_grad;
+  const auto device = weight.device();
+  quantized_ = c10::make_intrusive<precision::QuantizedWeight>(value, format, device);
+  weight.set_data(precision::placeholder(weight.sizes(), value.options().device(device)));
+  awaiting_ = false;
+}
+
+void LinearImpl::fill(const torch::Tensor& value, config::BaseDtype format) {
+  const auto held = value.to(weight.scalar_type());
+  if (format != config::BaseDtype::auto_select) return quantize(held, format);
+  torch::NoGradGuard no_grad;
+  weight.set_data(held.to(weight.device()).contiguous());
+  awaiting_ = false;
+}
+
+DeferredWeights::DeferredWeights(bool active) : previous_(defer_weights) {
+  defer_weights = active;
+}
+
+DeferredWeights::~DeferredWeights() { defer_weights = previous_; }
+
+void init_normal(const torch::Tensor& weight, double std) {
+  torch::NoGradGuard no_grad;
+  if (precision::is_placeholder(weight)) {
+    torch::empty(weight.sizes(), weight.options()).normal_(0.0, std);
+  } else {
+    weight.normal_(0.0, std);
+  }
+}
+
+std::map<std::string, LinearImpl*> awaiting_weights(torch::nn::Module& root) {
+  std::map<std::string, LinearImpl*> out;
+  for (const auto& item : root.named_modules("", /*include_self=*/false)) {
+    auto* linear = dynamic_cast<LinearImpl*>(item.value().get());
+    if (linear != nullptr && linear->awaiting()) out.emplace(item.key() + ".weight", linear);
+  }
+  return out;
+}
 
 bool LinearImpl::plain() const {
   return !fp8_ && !quantized_ && !lora_adapter(*this) && !is_island(*this);
@@ -68,10 +118,8 @@ int64_t quantize_base(torch::nn::Module& root, config::BaseDtype format) {
   for (const auto& item : root.named_modules("", /*include_self=*/false)) {
     auto* linear = dynamic_cast<LinearImpl*>(item.value().get());
     if (linear == nullptr || linear->weight.requires_grad()) continue;
-    linear->quantized_ = c10::make_intrusive<precision::QuantizedWeight>(linear->weight, format);
-    bytes += linear->quantized_->bytes();
-    linear->weight.set_data(
-        torch::zeros({1}, linear->weight.options()).expand(linear->weight.sizes()));
+    if (!linear->quantized()) linear->quantize(linear->weight, format);
+    bytes += linear->quantized()->bytes();
   }
   return bytes;
 }

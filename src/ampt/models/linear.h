@@ -19,6 +19,8 @@
 #include <torch/nn/modules/linear.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 namespace ampt::models {
 
@@ -39,6 +41,14 @@ class LinearImpl : public torch::nn::LinearImpl {
   void set_fp8(c10::intrusive_ptr<precision::Fp8Linear> state) { fp8_ = std::move(state); }
   // The quantized storage quantize_base gave its frozen weight (none: the weight itself).
   const c10::intrusive_ptr<precision::QuantizedWeight>& quantized() const { return quantized_; }
+  // Whether the layer was made under a DeferredWeights and its weight awaits its values.
+  bool awaiting() const { return awaiting_; }
+  // Stores `value` (the frozen weight's values, in the dtype the base is held in) in `format`
+  // on the weight's device, and leaves the weight a placeholder (precision/placeholder.h).
+  void quantize(const torch::Tensor& value, config::BaseDtype format);
+  // Gives an awaiting weight its values: in the placeholder's dtype and on its device, quantized
+  // from there in `format`, or held as they are with format auto.
+  void fill(const torch::Tensor& value, config::BaseDtype format);
 
  private:
   // The base's GEMM, without the adapter.
@@ -46,14 +56,34 @@ class LinearImpl : public torch::nn::LinearImpl {
 
   c10::intrusive_ptr<precision::Fp8Linear> fp8_;
   c10::intrusive_ptr<precision::QuantizedWeight> quantized_;
-
-  friend int64_t quantize_base(torch::nn::Module& root, config::BaseDtype format);
+  bool awaiting_ = false;
 };
 TORCH_MODULE(Linear);
 
-// --base_dtype nf4 or int8: stores each seam Linear's frozen weight under `root` in `format` and
-// lets its dense tensor go (the parameter keeps its shape over one element, so that counts and
-// names stay as they were). Returns the bytes the quantized weights hold.
+// While one lives on this thread, each Linear made takes a placeholder weight as soon as its
+// constructor has initialized it (accelerate's init_empty_weights, one layer at a time): a LoRA
+// base whose values a checkpoint gives never holds its block weights in fp32.
+class DeferredWeights {
+ public:
+  explicit DeferredWeights(bool active);
+  ~DeferredWeights();
+  DeferredWeights(const DeferredWeights&) = delete;
+  DeferredWeights& operator=(const DeferredWeights&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// normal_(weight, 0, std) as a model initializes its weights; a placeholder's draws go to a
+// scratch tensor that is dropped, so that the random stream stays what it would be.
+void init_normal(const torch::Tensor& weight, double std);
+
+// The Linear layers under `root` whose weights await their values, by the weight's dotted name.
+std::map<std::string, LinearImpl*> awaiting_weights(torch::nn::Module& root);
+
+// --base_dtype nf4 or int8: stores each seam Linear's frozen weight under `root` that is not
+// quantized yet in `format` and lets its dense tensor go (LinearImpl::quantize). Returns the
+// bytes all the quantized weights hold.
 int64_t quantize_base(torch::nn::Module& root, config::BaseDtype format);
 
 // Gives each seam Linear under `root` whose dotted name `selected` names a fresh fp8 state of

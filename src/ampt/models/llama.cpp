@@ -138,7 +138,7 @@ LlamaImpl::LlamaImpl(const LlamaDims& dims)
   torch::NoGradGuard no_grad;
   for (auto& module : modules(/*include_self=*/false)) {
     if (auto* l = module->as<torch::nn::Linear>()) {
-      torch::nn::init::normal_(l->weight, 0.0, kInitStd);
+      init_normal(l->weight, kInitStd);
       if (l->bias.defined()) torch::nn::init::zeros_(l->bias);
     } else if (auto* embedding = module->as<torch::nn::Embedding>()) {
       torch::nn::init::normal_(embedding->weight, 0.0, kInitStd);

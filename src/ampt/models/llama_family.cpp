@@ -155,13 +155,17 @@ hf::LlamaConfig hf_config(const LlamaDims& d) {
   return c;
 }
 
-PretrainedWeights load_pretrained(const config::Config& config) {
+std::string load_pretrained(const config::Config& config, const hf::TensorSink& sink) {
   const auto files = hf::pretrained_files(config);
   const auto llama_config = hf::read_llama_config(files.config_json);
-  auto weights = hf::read_llama_weights(files, llama_config);
-  auto description = fmt::format("{} ({} tensors from {} file{})", files.dir, weights.size(),
-                                 files.weights.size(), files.weights.size() == 1 ? "" : "s");
-  return {std::move(weights), std::move(description)};
+  int64_t count = 0;
+  hf::read_llama_weights(files, llama_config,
+                         [&](const std::string& name, const torch::Tensor& tensor) {
+                           ++count;
+                           sink(name, tensor);
+                         });
+  return fmt::format("{} ({} tensors from {} file{})", files.dir, count, files.weights.size(),
+                     files.weights.size() == 1 ? "" : "s");
 }
 
 std::string write_hf(const HfExport& request) {

@@ -5,6 +5,7 @@
 #include "ampt/config/precision_schedule.h"
 #include "ampt/core/errors.h"
 #include "ampt/kernels/fused_linear.h"
+#include "ampt/models/linear.h"
 
 #include <torch/nn/functional/dropout.h>
 #include <torch/nn/init.h>
@@ -98,12 +99,19 @@ NamedTensors merged_lora_weights(const torch::nn::Module& root) {
   for (const auto& item : root.named_modules("", /*include_self=*/false)) {
     const auto* linear = dynamic_cast<const torch::nn::LinearImpl*>(item.value().get());
     if (linear == nullptr) continue;
+    // A quantized base's weight is its dequantized storage, in the dtype the base is held in.
+    const auto* seam = dynamic_cast<const LinearImpl*>(linear);
+    const auto& quantized = seam != nullptr ? seam->quantized() : nullptr;
+    const auto dtype = linear->weight.scalar_type();
+    const auto w =
+        quantized ? quantized->dequantize(torch::kFloat) : linear->weight.to(torch::kFloat);
     if (const auto adapter = lora_adapter(*linear)) {
-      const auto& w = linear->weight;
       merged[item.key() + ".weight"] =
-          (w.to(torch::kFloat) + adapter.up->weight.to(torch::kFloat).mm(adapter.down->weight.to(torch::kFloat)) *
-                                     adapter.up->scaling)
-              .to(w.scalar_type());
+          (w + adapter.up->weight.to(torch::kFloat).mm(adapter.down->weight.to(torch::kFloat)) *
+                   adapter.up->scaling)
+              .to(dtype);
+    } else if (quantized) {
+      merged[item.key() + ".weight"] = w.to(dtype);
     }
   }
   NamedTensors out;

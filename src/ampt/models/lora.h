@@ -60,7 +60,8 @@ torch::Tensor lora_update(const LoraAdapter& adapter, const torch::Tensor& x, bo
 void attach_lora(torch::nn::Module& root, const LoraOptions& options);
 
 // The base's parameters with every adapter folded into its Linear, W + (alpha / r) · B A, named
-// as a model without adapters names them (what a Hugging Face export writes).
+// as a model without adapters names them (what a Hugging Face export writes); a quantized base's
+// weights dequantized, in the dtype the base is held in.
 NamedTensors merged_lora_weights(const torch::nn::Module& root);
 
 // Whether `name` is an adapter's parameter ("....lora_A.weight").

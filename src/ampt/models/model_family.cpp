@@ -33,6 +33,15 @@ const ModelFamily* find_family(std::string_view model) {
   return nullptr;
 }
 
+PretrainedWeights pretrained_weights(const config::Config& config) {
+  std::map<std::string, torch::Tensor> by_name;
+  auto description = family_of(config).load_pretrained(
+      config, [&](const std::string& name, const torch::Tensor& tensor) {
+        by_name[name] = tensor.to(torch::kFloat32).contiguous();
+      });
+  return {NamedTensors(by_name.begin(), by_name.end()), std::move(description)};
+}
+
 const ModelFamily& family_of(const config::Config& config) {
   if (const auto* family = find_family(config.model)) return *family;
   throw UsageError(fmt::format("unknown model '{}': expected one of {}", config.model,

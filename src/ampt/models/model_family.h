@@ -9,6 +9,7 @@
 #include "ampt/core/named_tensors.h"
 #include "ampt/data/dataset.h"
 #include "ampt/data/sample_request.h"
+#include "ampt/hf/pretrained.h"
 #include "ampt/models/model_dims.h"
 #include "ampt/models/registry.h"
 
@@ -69,13 +70,19 @@ struct ModelFamily {
   // With `pretrained`: config.json's model_type values it loads, each with the --model value
   // that builds it ("" for a config.json without one).
   std::map<std::string, std::string> hf_model_types;
-  // With `pretrained`: reads config.init_from's files (hf/), one RuntimeError line naming the
-  // file and tensor that do not fit.
-  PretrainedWeights (*load_pretrained)(const config::Config& config) = nullptr;
+  // With `pretrained`: gives `sink` config.init_from's tensors (hf/) in the family's parameter
+  // names as they are read, one at a time where the family's format allows, and returns where
+  // they came from for the startup block; one RuntimeError line naming the file and tensor that
+  // do not fit.
+  std::string (*load_pretrained)(const config::Config& config,
+                                 const hf::TensorSink& sink) = nullptr;
   // With `hf_export`: writes the Hugging Face directory; returns the files written, for the
   // command's one line.
   std::string (*write_hf)(const HfExport& request) = nullptr;
 };
+
+// config.init_from's weights all at once (ModelFamily::load_pretrained), float32.
+PretrainedWeights pretrained_weights(const config::Config& config);
 
 // In the order `--model`'s choices list them.
 const std::vector<ModelFamily>& model_families();

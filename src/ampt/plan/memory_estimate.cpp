@@ -1,7 +1,7 @@
 #include "ampt/plan/memory_estimate.h"
 
 #include "ampt/models/layer_inventory.h"
-#include "ampt/precision/int8_rows.h"
+#include "ampt/precision/row_scaled.h"
 #include "ampt/precision/nf4.h"
 
 #include "ampt/config/enum_names.h"
@@ -21,8 +21,12 @@ int64_t frozen_width(const Scheme& s) { return s.precision == Precision::fp32 ? 
 
 // What --base_dtype keeps of a block Linear's weight, as its storage holds it.
 int64_t quantized_bytes(const models::LinearLayer& layer, config::BaseDtype format) {
-  return format == config::BaseDtype::int8 ? precision::int8_rows_bytes(layer.out, layer.in)
-                                           : precision::nf4_bytes(layer.in * layer.out);
+  switch (format) {
+    case config::BaseDtype::nf4: return precision::nf4_bytes(layer.in * layer.out);
+    case config::BaseDtype::int8:
+    case config::BaseDtype::fp8: return precision::row_scaled_bytes(layer.out, layer.in);
+    default: return 2 * layer.in * layer.out;  // bf16, fp16
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "ampt/precision/master_weights.h"
 
+#include "ampt/precision/placeholder.h"
+
 #include <ATen/ops/_foreach_copy.h>
 
 #include <stdexcept>
@@ -62,7 +64,9 @@ void MasterWeights::set_dtype(c10::ScalarType dtype) {
 void MasterWeights::store_frozen(c10::ScalarType dtype) {
   torch::NoGradGuard no_grad;
   for (auto& [name, param] : frozen_) {
-    if (param.is_floating_point() && !keep_fp32_(name)) param.set_data(param.to(dtype));
+    if (param.is_floating_point() && !keep_fp32_(name)) {
+      param.set_data(moved(param, param.device(), dtype));
+    }
   }
 }
 

@@ -196,18 +196,29 @@ torch::Tensor dequantize_nf4(const Nf4Weight& weight, c10::ScalarType dtype) {
     const auto& v = dynamic_map();
     return torch::tensor(std::vector<float>(v.begin(), v.end()));
   }();
-  const int64_t blocks = weight.absmax.numel();
+  const int64_t n = weight.numel(), blocks = weight.absmax.numel();
   const auto scale = weight.absmax2.repeat_interleave(Nf4Weight::kAbsmaxBlock).narrow(0, 0, blocks);
   const auto absmax =
       table8.to(device).index_select(0, weight.absmax.to(torch::kLong)) * scale + weight.offset;
-  const auto packed = weight.codes.to(torch::kLong);
-  const auto codes = torch::stack({packed.bitwise_right_shift(4), packed.bitwise_and(15)}, 1)
-                         .reshape(-1)
-                         .narrow(0, 0, weight.numel());
-  auto values = table.to(on).index_select(0, codes);
-  const auto per_element =
-      absmax.repeat_interleave(Nf4Weight::kBlock).narrow(0, 0, weight.numel());
-  return (values * per_element).to(dtype).reshape(weight.shape);
+  const auto values_table = table.to(on);
+  auto out = torch::empty({n}, on.dtype(dtype));
+  // A chunk at a time (whole blocks, an even count), so that the integer and fp32 intermediates,
+  // about 20 bytes per value, stay a few MiB whatever the weight's size; each value is still one
+  // fp32 multiply rounded once to `dtype`.
+  constexpr int64_t kChunk = int64_t{1} << 18;
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t count = std::min(kChunk, n - start);
+    const auto packed = weight.codes.narrow(0, start / 2, (count + 1) / 2).to(torch::kLong);
+    const auto codes = torch::stack({packed.bitwise_right_shift(4), packed.bitwise_and(15)}, 1)
+                           .reshape(-1)
+                           .narrow(0, 0, count);
+    const auto per_element = absmax.narrow(0, start / Nf4Weight::kBlock,
+                                           (count + Nf4Weight::kBlock - 1) / Nf4Weight::kBlock)
+                                 .repeat_interleave(Nf4Weight::kBlock)
+                                 .narrow(0, 0, count);
+    out.narrow(0, start, count).copy_(values_table.index_select(0, codes) * per_element);
+  }
+  return out.reshape(weight.shape);
 }
 
 }  // namespace ampt::precision

@@ -74,20 +74,21 @@ StageSwitch PrecisionState::enter_stage(std::size_t index) {
 
 void PrecisionState::forget_earlier_stages() { used_ = {policy_.name()}; }
 
-c10::ScalarType PrecisionState::frozen_dtype() const {
-  const auto policies = stage_policies();
-  const auto dtype = policies.front().autocast ? policies.front().compute_dtype : c10::kFloat;
-  const bool shared = std::ranges::all_of(policies, [dtype](const PrecisionPolicy& p) {
+c10::ScalarType frozen_dtype(const std::vector<PrecisionPolicy>& stage_policies) {
+  const auto& first = stage_policies.front();
+  const auto dtype = first.autocast ? first.compute_dtype : c10::kFloat;
+  const bool shared = std::ranges::all_of(stage_policies, [dtype](const PrecisionPolicy& p) {
     return p.autocast && p.compute_dtype == dtype;
   });
   return shared ? dtype : c10::kFloat;
 }
 
-std::vector<PrecisionPolicy> PrecisionState::stage_policies() const {
+std::vector<PrecisionPolicy> stage_policies(const PrecisionOptions& options,
+                                            const c10::Device& device) {
   std::vector<PrecisionPolicy> policies;
-  for (const auto& stage : options_.stages) {
-    policies.push_back(make_policy(choose_precision(stage.precision, false, device_).precision,
-                                   options_.opt_level));
+  for (const auto& stage : options.stages) {
+    policies.push_back(make_policy(choose_precision(stage.precision, false, device).precision,
+                                   options.opt_level));
   }
   return policies;
 }

@@ -35,6 +35,13 @@ struct PrecisionOptions {
 
 PrecisionOptions precision_options(const config::Config& config);
 
+// Each stage's policy on `device`, in order.
+std::vector<PrecisionPolicy> stage_policies(const PrecisionOptions& options,
+                                            const c10::Device& device);
+// The dtype a frozen base is held in: the half dtype every stage computes in, else fp32 (a
+// schedule through fp32, or one changing the half dtype, needs the base's own values).
+c10::ScalarType frozen_dtype(const std::vector<PrecisionPolicy>& stage_policies);
+
 // The stage switch just made, for the log.
 struct StageSwitch {
   std::string from, to;  // policy names: "FP32", "BF16"
@@ -62,16 +69,17 @@ class PrecisionState {
   StageSwitch enter_stage(std::size_t index);
   // After a resume: the stage the checkpoint was in is the first this run used.
   void forget_earlier_stages();
-  // The dtype a frozen base is held in: the half dtype every stage computes in, else fp32 (a
-  // schedule through fp32, or one changing the half dtype, needs the base's own values).
-  c10::ScalarType frozen_dtype() const;
+  // precision::frozen_dtype of this run's stages.
+  c10::ScalarType frozen_dtype() const { return precision::frozen_dtype(stage_policies()); }
   // Stores the frozen parameters (a LoRA base) in frozen_dtype() (MasterWeights::store_frozen).
   void store_frozen() { masters_.store_frozen(frozen_dtype()); }
 
   const PrecisionChoice& choice() const { return choice_; }
   const PrecisionPolicy& policy() const { return policy_; }
   // Each stage's policy on this device, in order (the compat report reads the riskiest).
-  std::vector<PrecisionPolicy> stage_policies() const;
+  std::vector<PrecisionPolicy> stage_policies() const {
+    return precision::stage_policies(options_, device_);
+  }
   LossScaler& scaler() { return scaler_; }
   const LossScaler& scaler() const { return scaler_; }
   const PrecisionIslands& islands() const { return islands_; }

@@ -46,29 +46,49 @@ struct QuantizedLinear : public torch::autograd::Function<QuantizedLinear> {
 
 }  // namespace
 
-QuantizedWeight::QuantizedWeight(const torch::Tensor& weight, config::BaseDtype format)
+QuantizedWeight::QuantizedWeight(const torch::Tensor& weight, config::BaseDtype format,
+                                 c10::Device device)
     : format_(format) {
   switch (format) {
     case config::BaseDtype::nf4: {
       auto q = quantize_nf4(weight);
-      const auto device = weight.device();
       q.codes = q.codes.to(device);
       q.absmax = q.absmax.to(device);
       q.absmax2 = q.absmax2.to(device);
       nf4_ = std::move(q);
       break;
     }
-    case config::BaseDtype::int8: int8_ = quantize_int8_rows(weight); break;
+    case config::BaseDtype::int8:
+    case config::BaseDtype::fp8: {
+      const auto code = format == config::BaseDtype::int8 ? RowCode::int8 : RowCode::e4m3;
+      auto q = quantize_rows(weight, code);
+      rows_ = RowScaled{q.values.to(device), q.scales.to(device)};
+      break;
+    }
+    case config::BaseDtype::bf16: half_ = weight.detach().to(device, torch::kBFloat16); break;
+    case config::BaseDtype::fp16: half_ = weight.detach().to(device, torch::kHalf); break;
     case config::BaseDtype::auto_select:
       throw std::logic_error("QuantizedWeight of base_dtype auto");
   }
 }
 
 torch::Tensor QuantizedWeight::dequantize(c10::ScalarType dtype) const {
-  return nf4_ ? dequantize_nf4(*nf4_, dtype) : dequantize_int8_rows(*int8_, dtype);
+  if (nf4_) return dequantize_nf4(*nf4_, dtype);
+  if (rows_) return dequantize_rows(*rows_, dtype);
+  return half_.to(dtype);
 }
 
-int64_t QuantizedWeight::bytes() const { return nf4_ ? nf4_->bytes() : int8_->bytes(); }
+int64_t QuantizedWeight::bytes() const {
+  if (nf4_) return nf4_->bytes();
+  if (rows_) return rows_->bytes();
+  return static_cast<int64_t>(half_.nbytes());
+}
+
+std::vector<torch::Tensor> QuantizedWeight::tensors() const {
+  if (nf4_) return {nf4_->codes, nf4_->absmax, nf4_->absmax2};
+  if (rows_) return {rows_->values, rows_->scales};
+  return {half_};
+}
 
 torch::Tensor quantized_linear(const torch::Tensor& x,
                                const c10::intrusive_ptr<QuantizedWeight>& weight,

@@ -1,33 +1,39 @@
-// A LoRA run's frozen block Linear weight as --base_dtype stores it (nf4.h, int8_rows.h), and the
+// A LoRA run's frozen block Linear weight as --base_dtype stores it (nf4.h, row_scaled.h, or a
+// plain half tensor), and the
 // GEMM over it: dequantized in the compute dtype for the forward and again for the input's
 // gradient, never saved whole for the backward and never given a gradient (QLoRA's
 // MatMul4Bit).
 #pragma once
 
 #include "ampt/config/config.h"
-#include "ampt/precision/int8_rows.h"
+#include "ampt/precision/row_scaled.h"
 #include "ampt/precision/nf4.h"
 
 #include <torch/custom_class.h>
 #include <torch/types.h>
 
 #include <optional>
+#include <vector>
 
 namespace ampt::precision {
 
 class QuantizedWeight : public torch::CustomClassHolder {
  public:
-  // `format` nf4 or int8; the storage stays on `weight`'s device.
-  QuantizedWeight(const torch::Tensor& weight, config::BaseDtype format);
+  // `format` nf4, int8, fp8, bf16 or fp16; the storage is kept on `device` (nf4 quantizes on the
+  // CPU, where its bytes are bitsandbytes').
+  QuantizedWeight(const torch::Tensor& weight, config::BaseDtype format, c10::Device device);
 
   torch::Tensor dequantize(c10::ScalarType dtype) const;
   int64_t bytes() const;
   config::BaseDtype format() const { return format_; }
+  // The tensors that hold it (ZeRO-3 shards and gathers them as bytes).
+  std::vector<torch::Tensor> tensors() const;
 
  private:
   config::BaseDtype format_;
   std::optional<Nf4Weight> nf4_;
-  std::optional<Int8Rows> int8_;
+  std::optional<RowScaled> rows_;  // int8, fp8
+  torch::Tensor half_;             // bf16, fp16
 };
 
 // x·Wᵀ + b with W = `weight` dequantized in x's compute dtype (autocast's where it is on).

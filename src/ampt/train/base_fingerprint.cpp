@@ -1,5 +1,7 @@
 #include "ampt/train/base_fingerprint.h"
 
+#include "ampt/config/describe.h"
+#include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
 #include "ampt/core/fnv1a.h"
 
@@ -39,21 +41,42 @@ uint64_t hash_values(const torch::Tensor& tensor) {
 
 }  // namespace
 
-std::string base_fingerprint(const NamedTensors& frozen) {
+TensorDigest tensor_digest(const torch::Tensor& tensor) {
+  return {tensor.sizes().vec(), hash_values(tensor)};
+}
+
+std::string base_fingerprint(const NamedTensors& frozen,
+                             const std::map<std::string, TensorDigest>& digested) {
   // By name: the model's order and a checkpoint file's need not agree.
   std::map<std::string, torch::Tensor> sorted(frozen.begin(), frozen.end());
   Fnv1a hash;
   for (const auto& [name, tensor] : sorted) {
+    const auto it = digested.find(name);
+    const auto digest = it != digested.end() ? it->second : tensor_digest(tensor);
     hash.add_field(name);
-    for (const auto size : tensor.sizes()) hash.add_int(size);
-    hash.add_int(hash_values(tensor));
+    for (const auto size : digest.sizes) hash.add_int(size);
+    hash.add_int(digest.values);
   }
   return fmt::format("{:016x}", hash.digest());
 }
 
 void require_same_base(const std::string& path, const checkpoint::Checkpoint& saved,
-                       const std::string& init_from, const std::string& fingerprint) {
-  if (saved.base_fingerprint == fingerprint) return;
+                       const std::string& init_from, const std::string& fingerprint,
+                       config::BaseDtype base_dtype) {
+  if (saved.base_fingerprint == fingerprint) {
+    if (fingerprint.empty()) return;
+    // The run's own record: --base_dtype=X among what it set, else its default.
+    std::string saved_dtype(config::to_string(config::BaseDtype::auto_select));
+    for (const auto& flag : config::described_flags(saved.config)) {
+      if (flag.starts_with("--base_dtype=")) saved_dtype = flag.substr(13);
+    }
+    if (saved_dtype == config::to_string(base_dtype)) return;
+    throw RuntimeError(fmt::format(
+        "checkpoint '{}' holds LoRA adapters trained over its base stored as base_dtype {}, and "
+        "this run has base_dtype {}: resume with --base_dtype {} (export the adapters to move "
+        "them to another storage)",
+        path, saved_dtype, config::to_string(base_dtype), saved_dtype));
+  }
   const auto base = [](const std::string& model) {
     return model.empty() ? std::string("a random base") : "base '" + model + "'";
   };

@@ -71,6 +71,14 @@ void check_param_dtype(const config::Config& config,
   }
 }
 
+int64_t block_index(const std::string& name, const std::vector<std::string>& block_names) {
+  int64_t block = -1;
+  for (size_t b = 0; b < block_names.size(); ++b) {
+    if (name.rfind(block_names[b] + ".", 0) == 0) block = static_cast<int64_t>(b);
+  }
+  return block;
+}
+
 distributed::ParameterBlocks parameter_blocks(const torch::nn::Module& module,
                                               const std::vector<std::string>& block_names,
                                               const std::vector<std::string>& parameter_names,
@@ -94,10 +102,7 @@ distributed::ParameterBlocks parameter_blocks(const torch::nn::Module& module,
   out.count = static_cast<int64_t>(block_names.size());
   for (size_t i = 0; i < parameters.size(); ++i) {
     const auto& name = parameter_names[i];
-    int64_t block = -1;
-    for (size_t b = 0; b < block_names.size(); ++b) {
-      if (name.rfind(block_names[b] + ".", 0) == 0) block = static_cast<int64_t>(b);
-    }
+    const auto block = block_index(name, block_names);
     const auto own = parameters[i].scalar_type();
     const bool follows = block >= 0 && (o2 ? own != c10::kFloat : cast_by_autocast.count(name) > 0);
     out.block.push_back(block);
@@ -127,6 +132,8 @@ torch::Tensor BlockGather::after_forward(std::size_t index, const torch::Tensor&
     output.register_hook([this, block](const torch::Tensor& grad) {
       parameters_.gather(block);
       if (block > 0) parameters_.prefetch(block - 1);
+      // The block above is done with its backward: its frozen weights are not read again.
+      if (block + 1 < parameters_.blocks()) parameters_.release_frozen(block + 1);
       return grad;
     });
   }

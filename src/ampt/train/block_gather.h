@@ -28,6 +28,9 @@ c10::ScalarType gather_dtype(config::ParamDtype param_dtype, const precision::Pr
 void check_param_dtype(const config::Config& config,
                        const std::vector<precision::PrecisionPolicy>& stages);
 
+// The block whose dotted prefix ("h.3.") starts `name`, -1 for none (the root).
+int64_t block_index(const std::string& name, const std::vector<std::string>& block_names);
+
 // Each parameter's block (by the block names' dotted prefixes, "h.3."; -1 for the rest) and
 // gather dtype: under O2 the blocks' half parameters take `policy`'s gather_dtype; under O1 the
 // weights and biases of the blocks' Linear layers outside fp32 islands do (what autocast casts),

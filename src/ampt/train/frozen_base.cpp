@@ -4,7 +4,6 @@
 #include "ampt/models/linear.h"
 #include "ampt/models/lora.h"
 #include "ampt/models/model_family.h"
-#include "ampt/train/base_fingerprint.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,10 +11,11 @@
 namespace ampt::train {
 
 FrozenBase freeze_base(const config::Config& config, precision::PrecisionState& precision,
-                       const std::vector<torch::Tensor>& trained, torch::nn::Module& model) {
+                       const std::vector<torch::Tensor>& trained, torch::nn::Module& model,
+                       const std::map<std::string, TensorDigest>& digests) {
   if (config.lora_rank <= 0) return {};
   FrozenBase base;
-  base.fingerprint = base_fingerprint(precision.masters().frozen());
+  base.fingerprint = base_fingerprint(precision.masters().frozen(), digests);
   precision.store_frozen();
   int64_t trained_count = 0, frozen = 0;
   for (const auto& p : trained) trained_count += p.numel();

@@ -4,10 +4,12 @@
 
 #include "ampt/config/config.h"
 #include "ampt/precision/precision_state.h"
+#include "ampt/train/base_fingerprint.h"
 
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,8 +23,10 @@ struct FrozenBase {
 // Under LoRA: fingerprints the frozen base (before it is held in a half dtype or quantized, so
 // that any precision resumes from any other), then stores it in the precision's frozen dtype and
 // with --base_dtype nf4 or int8 quantizes `model`'s frozen block Linear weights. `trained`: the
-// adapters. Without LoRA an empty FrozenBase, and nothing changes.
+// adapters; `digests`: the base's weights already quantized as they loaded (load_pretrained).
+// Without LoRA an empty FrozenBase, and nothing changes.
 FrozenBase freeze_base(const config::Config& config, precision::PrecisionState& precision,
-                       const std::vector<torch::Tensor>& trained, torch::nn::Module& model);
+                       const std::vector<torch::Tensor>& trained, torch::nn::Module& model,
+                       const std::map<std::string, TensorDigest>& digests);
 
 }  // namespace ampt::train

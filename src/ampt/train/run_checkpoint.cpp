@@ -29,7 +29,7 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
     throw RuntimeError(fmt::format("checkpoint '{}' was saved with optimizer {}, this run uses {}",
                                    path, saved.optimizer_kind, optimizer.kind()));
   }
-  require_same_base(path, saved, config_.init_from, frozen_base_.fingerprint);
+  require_same_base(path, saved, config_.init_from, frozen_base_.fingerprint, config_.base_dtype);
   // Check everything before changing anything, so a bad checkpoint leaves no half-restored run.
   state_->restore(reader);
   std::string stage_note;

@@ -3,6 +3,8 @@
 #include "ampt/checkpoint/sharded_save.h"
 #include "ampt/core/errors.h"
 #include "ampt/distributed/sharded_parameters.h"
+#include "ampt/models/linear.h"
+#include "ampt/precision/placeholder.h"
 #include "ampt/train/block_gather.h"
 #include "ampt/train/zero_optimizer.h"
 
@@ -14,6 +16,27 @@
 
 namespace ampt::train {
 namespace {
+
+// A LoRA run's frozen base by block, for stage 3 to shard: its dense frozen parameters (not a
+// quantized weight's placeholder) and a quantized base's storage.
+distributed::FrozenTensors frozen_tensors(const TrainStateParts& parts) {
+  distributed::FrozenTensors out;
+  const auto& blocks = parts.model.layers.blocks;
+  for (const auto& [name, tensor] : parts.precision.masters().frozen()) {
+    if (precision::is_placeholder(tensor)) continue;
+    out.tensors.push_back(tensor);
+    out.block.push_back(block_index(name, blocks));
+  }
+  for (const auto& item : parts.model.module->named_modules("", /*include_self=*/false)) {
+    const auto* linear = dynamic_cast<const models::LinearImpl*>(item.value().get());
+    if (linear == nullptr || !linear->quantized()) continue;
+    for (const auto& tensor : linear->quantized()->tensors()) {
+      out.tensors.push_back(tensor);
+      out.block.push_back(block_index(item.key() + ".weight", blocks));
+    }
+  }
+  return out;
+}
 
 // ZeRO: each rank holds its shard of the fp32 masters and of the optimizer's state (and at stage
 // 2 and 3 of the gradients; at stage 3 of the weights, gathered block by block), and saves it.
@@ -83,7 +106,7 @@ ShardedState::ShardedState(TrainStateParts parts) : TrainState(parts) {
                                          parts_.parameters, parts_.precision.islands(),
                                          parts_.precision.policy(), parts_.config.param_dtype,
                                          masters.enabled());
-    dist.attach(model, parts_.parameters, master_tensors, &blocks);
+    dist.attach(model, parts_.parameters, master_tensors, &blocks, frozen_tensors(parts_));
     block_gather_ = std::make_unique<BlockGather>(*dist.sharded_parameters());
     parts_.model.set_block_hooks(block_gather_.get());
     std::vector<std::string> piece_names;
@@ -215,13 +238,20 @@ std::string ShardedState::note() const {
         "all-gathered when it computes, in {}): bytes per parameter on each rank: gathered "
         "weights at most {:.2f} (the root and two of {} blocks) + gradient shard {:.2f} + fp32 "
         "master shard {:.2f} + optimizer state {:.2f} = {:.2f} (without ZeRO {:.2f}); the shards "
-        "hold this rank's 1/{} of {} flat units",
+        "hold this rank's 1/{} of {} flat units{}",
         dist.world_size(),
         c10::toString(gather_dtype(parts_.config.param_dtype, parts_.precision.policy())),
         gathered / count, sharded->blocks(), grads / count, master / count, optimizer / count,
         (gathered + grads + master + optimizer) / count,
         (weights + full_grads + full_masters + full_optimizer) / count, dist.world_size(),
-        zero.layout().units().size());
+        zero.layout().units().size(),
+        sharded->frozen_shard_bytes() == 0
+            ? std::string()
+            : fmt::format("; the frozen base's bytes, in their storage form, are sharded too: "
+                          "this rank keeps {:.1f} MiB, 1/{} of them, and gathers each block's "
+                          "with its adapters",
+                          static_cast<double>(sharded->frozen_shard_bytes()) / (1 << 20),
+                          dist.world_size()));
   }
   return fmt::format(
       "stage {} over {} ranks ({}): bytes per parameter on each rank: weights {:.2f} + gradients "
@@ -255,11 +285,6 @@ void check_train_state(const TrainStateParts& parts) {
         "zero_stage 3 gathers a model's weights block by block, and model {} has no transformer "
         "blocks to hook: use zero_stage 2, or a gpt, llama, qwen2, qwen3 or mistral model",
         config.model));
-  }
-  if (config.lora_rank > 0) {
-    throw UsageError(
-        "zero_stage 3 does not shard a LoRA run: its frozen base is no part of ZeRO's shards; use "
-        "zero_stage 2, which shards the adapters' gradients and optimizer state");
   }
 }
 
