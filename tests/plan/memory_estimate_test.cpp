@@ -430,11 +430,13 @@ TEST_CASE("memory estimate: LoRA's bytes by hand", "[memory][lora]") {
   CHECK(s2.gradients == 4 * trained / 4);
   CHECK(s2.optimizer == 8 * trained / 4);
   CHECK(s2.weights == m.weights);
-  // Stage 3 too: the frozen base stays whole on every rank; of the adapters (all in the 2
+  // Stage 3 shards the frozen base as well: a rank keeps a quarter of its bytes, and with two
+  // blocks gathers all of it (the root and both blocks) besides; of the adapters (all in the 2
   // blocks, trained / 2 each) both blocks' are gathered in bf16, and their gradients are in
   // flight in bf16; their bf16 casts are not made.
   const auto s3 = ampt::plan::shard_memory(m, dims, {Precision::bf16, OptLevel::O1}, {4, 3});
-  CHECK(s3.weights == m.frozen_weights + 2 * trained);
+  CHECK(s3.frozen_weights == (m.frozen_weights + 3) / 4 + m.frozen_weights);
+  CHECK(s3.weights == s3.frozen_weights + 2 * trained);
   CHECK(s3.gradients == 4 * trained / 4 + 2 * trained);
   CHECK(s3.masters == 4 * trained / 4);
   CHECK(s3.optimizer == 8 * trained / 4);
@@ -625,4 +627,24 @@ TEST_CASE("memory estimate: within 15% of the CUDA allocator's peak (needs a GPU
     INFO("measured " << measured << " bytes, estimated " << estimated);
     CHECK(static_cast<double>(measured) == Approx(static_cast<double>(estimated)).epsilon(0.15));
   }
+}
+
+TEST_CASE("memory estimate: LoRA at ZeRO stage 3 shards the frozen base, by hand", "[memory][zero][lora]") {
+  // gpt-tiny with 4 blocks and rank-4 adapters on c_attn, bf16/O1 on 4 ranks. The frozen base in
+  // bf16 but its norms: 2 · (220,544 − 1,152) + 4 · 1,152 = 443,392 bytes, of which each block
+  // holds 2 · (49,152 + 576) + 4 · 256 = 100,480 and the root (wte, wpe, ln_f) 41,472. A rank
+  // keeps a quarter of it (110,848), the root and two blocks whole; the adapters (1,024 per
+  // block) gathered in bf16 for two blocks.
+  auto config = with_lora("gpt-tiny", 4, "c_attn");
+  config.n_layer = 4;
+  const auto dims = ampt::models::model_dims(config, {}, 0);
+  const ampt::models::Scheme o1{Precision::bf16, OptLevel::O1};
+  const auto whole = ampt::plan::estimate_memory(dims, o1, OptimizerKind::adamw, 0.9, 4);
+  CHECK(whole.frozen_weights == 443'392);
+  const auto s3 = ampt::plan::shard_memory(whole, dims, o1, {4, 3});
+  CHECK(s3.frozen_weights == 110'848 + 41'472 + 2 * 100'480);
+  CHECK(s3.weights == s3.frozen_weights + 2 * 2 * 1'024);
+  // More ranks shrink only the kept quarter.
+  CHECK(ampt::plan::shard_memory(whole, dims, o1, {8, 3}).frozen_weights ==
+        443'392 / 8 + 41'472 + 2 * 100'480);
 }

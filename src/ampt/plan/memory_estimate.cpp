@@ -144,6 +144,30 @@ BlockSplit split_blocks(const ModelDims& d) {
   return s;
 }
 
+// A LoRA base's frozen bytes on one rank at stage 3, which shards them in their storage form
+// (distributed/sharded_parameters.h's frozen units): 1/N of them kept, and whole at once the
+// root's (embeddings, final norm, head: gathered for the step) and `gathered` blocks'; a
+// quantized base's one dequantized weight as in one process.
+int64_t frozen_per_rank(const MemoryEstimate& whole, const ModelDims& dims, const Scheme& scheme,
+                        int64_t ranks, int64_t gathered) {
+  const int64_t width = frozen_width(scheme);
+  const auto format = dims.lora.base_dtype;
+  int64_t linears = 0, largest = 0;
+  for (const auto& layer : dims.layers.linears) {
+    linears += format == config::BaseDtype::auto_select ? width * layer.in * layer.out
+                                                        : quantized_bytes(layer, format);
+    largest = std::max(largest, layer.in * layer.out);
+  }
+  const int64_t transient = format == config::BaseDtype::auto_select ? 0 : width * largest;
+  const int64_t stored = whole.frozen_weights - transient;
+  const int64_t blocks = static_cast<int64_t>(dims.layers.blocks.size());
+  if (blocks == 0) return whole.frozen_weights;
+  const int64_t in_blocks = linears + width * linear_counts(dims.layers.linears).biases +
+                            4 * blocks * dims.terms.block_norm;
+  const int64_t root = stored - in_blocks;
+  return (stored + ranks - 1) / ranks + root + gathered * (in_blocks / blocks) + transient;
+}
+
 MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
                             const Scheme& scheme, const Sharding& sharding) {
   MemoryEstimate m = whole;
@@ -169,7 +193,8 @@ MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
   // - at most two blocks (the one computing and the one prefetched): their Linear weights and
   //   biases in --param_dtype (auto: the compute dtype, half under O1/O2 and fp8, fp32 in
   //   fp32/O0), their norms in fp32 under every scheme, as the unsharded run keeps them;
-  // - with LoRA, the frozen base, which ZeRO does not shard, as in one process.
+  // - with LoRA, the frozen base: 1/N of its bytes, the root's and two blocks' whole
+  //   (frozen_per_rank).
   // Whole gradients: the root's, in its own dtype, until the end of backward, and those of at
   // most two blocks in flight to the reduce-scatter, in --reduce_dtype (grad: the parameters'
   // own); each rank keeps its fp32 gradient shard from them.
@@ -183,7 +208,10 @@ MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
   const int64_t block_gradient_bytes = sharding.reduce_bytes > 0
                                            ? sharding.reduce_bytes * (s.block_linear + s.block_norm)
                                            : block_bytes;
-  m.weights = whole.frozen_weights + root_bytes + gathered * block_bytes;
+  const int64_t frozen =
+      dims.lora.active() ? frozen_per_rank(whole, dims, scheme, n, gathered) : 0;
+  m.weights = frozen + root_bytes + gathered * block_bytes;
+  m.frozen_weights = frozen;
   m.gradients = shard + root_bytes + gathered * block_gradient_bytes;
   // O1's half casts of the blocks' matmul weights are not made when the blocks are gathered in
   // half already (autocast keeps a half weight as it is); the root's head still has its cast,
