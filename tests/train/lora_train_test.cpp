@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,31 @@ TEST_CASE("lora train: a half-precision base, O2 with fp16's scaler, activation 
     const auto run = losses(out);
     REQUIRE(!run.empty());
     for (const double loss : run) CHECK(std::isfinite(loss));
+  }
+}
+
+TEST_CASE("lora train: a base stored in fp8, bf16 or int8 under fp32 compute trains, and says so",
+          "[train][lora][qlora][cli]") {
+  // Each stored format is dequantized to fp32 where its GEMM runs; the adapters learn over it.
+  // The same seed: the runs differ by their base's rounding only, which fp8's and int8's move
+  // the first loss by (bf16's too, by less).
+  const auto dir = make_temp_dir();
+  std::map<std::string, std::vector<double>> runs;
+  for (const std::string format : {"auto", "fp8", "bf16", "int8"}) {
+    INFO(format);
+    const auto out = dir + "/" + format;
+    const auto r = train(lora_args(out, {"--mixed_precision", "no", "--base_dtype", format}));
+    if (format != "auto") {
+      CHECK_THAT(r.out, Catch::Contains("with the block Linear weights in " + format + " ("));
+    }
+    runs[format] = losses(out);
+    REQUIRE(runs[format].size() == 6);
+    CHECK(runs[format].back() < runs[format].front());
+  }
+  for (const std::string format : {"fp8", "bf16", "int8"}) {
+    INFO(format);
+    CHECK(runs[format].front() != runs["auto"].front());
+    CHECK(runs[format].front() == Approx(runs["auto"].front()).epsilon(1e-2));
   }
 }
 
