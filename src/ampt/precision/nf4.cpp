@@ -61,15 +61,26 @@ std::array<float, N> as_floats(const std::array<uint32_t, N>& bits) {
   return out;
 }
 
-// Index of the nearest NormalFloat value, a tie to the lower (torch.bucketize over the
-// midpoints, right=false).
-int nf4_code(float scaled) {
+// The midpoints between neighbouring NormalFloat values.
+const std::array<float, 15>& nf4_midpoints() {
   static const auto bounds = [] {
     std::array<float, 15> mid{};
     const auto& v = nf4_values();
     for (std::size_t i = 0; i < mid.size(); ++i) mid[i] = (v[i] + v[i + 1]) / 2.0f;
     return mid;
   }();
+  return bounds;
+}
+
+torch::Tensor nf4_bounds() {
+  const auto& mid = nf4_midpoints();
+  return torch::tensor(std::vector<float>(mid.begin(), mid.end()));
+}
+
+// Index of the nearest NormalFloat value, a tie to the lower (torch.bucketize over the
+// midpoints, right=false).
+int nf4_code(float scaled) {
+  const auto& bounds = nf4_midpoints();
   return static_cast<int>(std::lower_bound(bounds.begin(), bounds.end(), scaled) - bounds.begin());
 }
 
@@ -129,36 +140,34 @@ Nf4Weight quantize_nf4(const torch::Tensor& weight) {
   const int64_t full = n - n % Nf4Weight::kBlock;
   auto absmax = torch::empty({blocks}, torch::kFloat);
   float* am = absmax.data_ptr<float>();
-  std::vector<uint8_t> q(static_cast<std::size_t>(n + n % 2), 7);  // an odd count pads a 0.0
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t begin = b * Nf4Weight::kBlock;
-    const int64_t end = std::min(n, begin + Nf4Weight::kBlock);
+  // An odd count pads a 0.0 (code 7).
+  auto codes = torch::full({n + n % 2}, 7, torch::kUInt8);
+  if (full > 0) {
+    // Full blocks scale by the fp32 reciprocal, an all-zero block keeping absmax 0: ATen's ops,
+    // each the fp32 operation bitsandbytes does (a division for 1 / m, one multiply, a clamp,
+    // the nearest value by its midpoints), over every thread.
+    const auto x_full = flat.narrow(0, 0, full).view({-1, Nf4Weight::kBlock});
+    const auto m = x_full.abs().amax(1);
+    absmax.narrow(0, 0, full / Nf4Weight::kBlock).copy_(m);
+    const auto inverse = torch::ones_like(m) / m.clamp_min(1e-38f);
+    const auto scaled = (x_full * inverse.unsqueeze(1)).clamp(-1.0f, 1.0f);
+    codes.narrow(0, 0, full)
+        .copy_(torch::bucketize(scaled.reshape(-1), nf4_bounds(), /*out_int32=*/true));
+  }
+  if (full < n) {
+    // The short last block divides, and keeps the clamped absmax (bitsandbytes' own quirk).
+    auto* q = codes.data_ptr<uint8_t>();
     float m = 0.0f;
-    for (int64_t i = begin; i < end; ++i) m = std::max(m, std::abs(x[i]));
-    if (begin < full) {
-      // Full blocks scale by the fp32 reciprocal; an all-zero block keeps absmax 0.
-      am[b] = m;
-      const float inverse = 1.0f / std::max(m, 1e-38f);
-      for (int64_t i = begin; i < end; ++i) {
-        q[i] = nf4_code(std::clamp(x[i] * inverse, -1.0f, 1.0f));
-      }
-    } else {
-      // The short last block divides, and keeps the clamped absmax (bitsandbytes' own quirk).
-      const float clamped = std::max(m, 1e-38f);
-      am[b] = clamped;
-      for (int64_t i = begin; i < end; ++i) {
-        q[i] = nf4_code(std::clamp(x[i] / clamped, -1.0f, 1.0f));
-      }
-    }
+    for (int64_t i = full; i < n; ++i) m = std::max(m, std::abs(x[i]));
+    const float clamped = std::max(m, 1e-38f);
+    am[blocks - 1] = clamped;
+    for (int64_t i = full; i < n; ++i) q[i] = nf4_code(std::clamp(x[i] / clamped, -1.0f, 1.0f));
   }
   Nf4Weight out;
   out.shape = weight.sizes().vec();
   out.dtype = dtype;
-  out.codes = torch::empty({static_cast<int64_t>(q.size() / 2)}, torch::kUInt8);
-  auto* packed = out.codes.data_ptr<uint8_t>();
-  for (std::size_t i = 0; i < q.size() / 2; ++i) {
-    packed[i] = static_cast<uint8_t>((q[2 * i] << 4) | q[2 * i + 1]);
-  }
+  const auto pairs = codes.view({-1, 2});
+  out.codes = pairs.select(1, 0).bitwise_left_shift(4).bitwise_or(pairs.select(1, 1));
   // Double quantization. The mean is ATen's fp32 reduction, as bitsandbytes takes it.
   out.offset = absmax.mean().item<float>();
   const int64_t outer = (blocks + Nf4Weight::kAbsmaxBlock - 1) / Nf4Weight::kAbsmaxBlock;
