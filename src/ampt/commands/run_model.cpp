@@ -23,19 +23,14 @@ models::Model load_run_model(const config::Config& config,
                              const std::optional<checkpoint::Checkpoint>& saved,
                              const std::string& checkpoint_path, const torch::Device& device) {
   const auto request = models::sample_request(config);
-  torch::manual_seed(config.seed);
-  // A LoRA base is built without its values, which it takes as the files are read. Over a
-  // quantized base it is rebuilt as it trained: held and quantized in the dtype the run held it
-  // in, so that the adapters see the weights they learnt on (otherwise in fp32: a CPU would
-  // emulate half matmuls).
+  // Over a quantized base the model is rebuilt as it trained: the base held and quantized in the
+  // dtype the run held it in, so that the adapters see the weights they learnt on (otherwise in
+  // fp32: a CPU would emulate half matmuls).
   const bool lora = config.lora_rank > 0;
-  const bool deferred = lora && !config.init_from.empty();
+  const bool deferred = train::base_loads_deferred(config);
   const bool quantized = lora && config.base_dtype != config::BaseDtype::auto_select;
-  const models::DeferredWeights deferred_weights(deferred);
-  auto model = models::make_model(
-      config, {data::Task::language_model, {request.block_size}, request.vocab_size});
-  if (deferred) precision::defer_frozen_parameters(*model.module);
-  precision::move_to(*model.module, device);
+  auto model = train::make_model_to_load(
+      config, {data::Task::language_model, {request.block_size}, request.vocab_size}, device);
   NamedTensors tensors, base, trained;
   for (const auto& item : model.module->named_parameters()) {
     tensors.emplace_back(item.key(), item.value());
@@ -60,8 +55,7 @@ models::Model load_run_model(const config::Config& config,
     }
   };
   if (quantized && deferred) hold();  // placeholders: each tensor then loads into that dtype
-  const train::DeferredLoad load{models::awaiting_weights(*model.module), config.base_dtype};
-  const auto loaded = train::load_pretrained(config, tensors, deferred ? &load : nullptr);
+  const auto loaded = train::load_pretrained(config, tensors, *model.module);
   // Before a random base is quantized: its values are gone after.
   const auto fingerprint = saved ? train::base_fingerprint(base, loaded.digests) : "";
   if (quantized && !deferred) {

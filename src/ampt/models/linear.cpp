@@ -34,26 +34,16 @@ LinearImpl::LinearImpl(int64_t in, int64_t out, bool bias)
     : torch::nn::LinearImpl(torch::nn::LinearOptions(in, out).bias(bias)) {
   // After the initialization, so that the random stream, and with it every later layer's and
   // adapter's initial values, is the same as without deferring.
-  if (defer_weights) {
-    weight.set_data(precision::placeholder(weight.sizes(), weight.options()));
-    awaiting_ = true;
-  }
+  if (defer_weights) weight.set_data(precision::placeholder(weight.sizes(), weight.options()));
 }
+
+bool LinearImpl::awaiting() const { return !quantized_ && precision::is_placeholder(weight); }
 
 void LinearImpl::quantize(const torch::Tensor& value, config::BaseDtype format) {
   torch::NoGradGuard no_grad;
   const auto device = weight.device();
   quantized_ = c10::make_intrusive<precision::QuantizedWeight>(value, format, device);
   weight.set_data(precision::placeholder(weight.sizes(), value.options().device(device)));
-  awaiting_ = false;
-}
-
-void LinearImpl::fill(const torch::Tensor& value, config::BaseDtype format) {
-  const auto held = value.to(weight.scalar_type());
-  if (format != config::BaseDtype::auto_select) return quantize(held, format);
-  torch::NoGradGuard no_grad;
-  weight.set_data(held.to(weight.device()).contiguous());
-  awaiting_ = false;
 }
 
 DeferredWeights::DeferredWeights(bool active) : previous_(defer_weights) {

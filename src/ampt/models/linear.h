@@ -41,14 +41,12 @@ class LinearImpl : public torch::nn::LinearImpl {
   void set_fp8(c10::intrusive_ptr<precision::Fp8Linear> state) { fp8_ = std::move(state); }
   // The quantized storage quantize_base gave its frozen weight (none: the weight itself).
   const c10::intrusive_ptr<precision::QuantizedWeight>& quantized() const { return quantized_; }
-  // Whether the layer was made under a DeferredWeights and its weight awaits its values.
-  bool awaiting() const { return awaiting_; }
+  // Whether its weight awaits its values: a placeholder (made under a DeferredWeights) that no
+  // quantized storage stands for.
+  bool awaiting() const;
   // Stores `value` (the frozen weight's values, in the dtype the base is held in) in `format`
   // on the weight's device, and leaves the weight a placeholder (precision/placeholder.h).
   void quantize(const torch::Tensor& value, config::BaseDtype format);
-  // Gives an awaiting weight its values: in the placeholder's dtype and on its device, quantized
-  // from there in `format`, or held as they are with format auto.
-  void fill(const torch::Tensor& value, config::BaseDtype format);
 
  private:
   // The base's GEMM, without the adapter.
@@ -56,7 +54,6 @@ class LinearImpl : public torch::nn::LinearImpl {
 
   c10::intrusive_ptr<precision::Fp8Linear> fp8_;
   c10::intrusive_ptr<precision::QuantizedWeight> quantized_;
-  bool awaiting_ = false;
 };
 TORCH_MODULE(Linear);
 

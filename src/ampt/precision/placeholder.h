@@ -20,9 +20,9 @@ inline bool is_placeholder(const torch::Tensor& t) {
 
 // `t` in `dtype` and on `device`, a placeholder staying one (Tensor::to would fill it out).
 inline torch::Tensor moved(const torch::Tensor& t, const c10::Device& device,
-                           c10::ScalarType dtype, bool non_blocking = false) {
+                           c10::ScalarType dtype) {
   if (is_placeholder(t)) return placeholder(t.sizes(), t.options().device(device).dtype(dtype));
-  return t.to(device, dtype, non_blocking);
+  return t.to(device, dtype);
 }
 
 // module->to(device), a placeholder parameter moving as one (Module::to would fill it out).

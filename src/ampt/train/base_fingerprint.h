@@ -13,18 +13,18 @@
 
 namespace ampt::train {
 
-// 16 hex digits over the tensors' names, shapes and values as fp32 in name order (the base's own values,
-// before it is held in a half dtype, so any precision resumes from any other), hashed on the
-// host one tensor at a time. Not a defence against crafted collisions.
-// One tensor's part of it, taken where its values are at hand: a base quantized as it loads
-// keeps no fp32 values to hash later.
+// One tensor's part of base_fingerprint, taken where its values are at hand: a base that is
+// quantized, or held in a half dtype, as it loads keeps no values to hash later.
 struct TensorDigest {
   std::vector<int64_t> sizes;
   uint64_t values = 0;
 };
 TensorDigest tensor_digest(const torch::Tensor& tensor);
-// `digested`: the digests of frozen tensors whose values are gone, by name; they stand for those
-// tensors of `frozen`.
+
+// 16 hex digits over the tensors' names, shapes and values as fp32 in name order (the base's own values,
+// before it is held in a half dtype, so any precision resumes from any other), hashed on the
+// host one tensor at a time. Not a defence against crafted collisions. `digested`: the digests
+// of frozen tensors taken as they loaded, by name; they stand for those tensors of `frozen`.
 std::string base_fingerprint(const NamedTensors& frozen,
                              const std::map<std::string, TensorDigest>& digested = {});
 

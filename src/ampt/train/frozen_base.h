@@ -23,7 +23,7 @@ struct FrozenBase {
 // Under LoRA: fingerprints the frozen base (before it is held in a half dtype or quantized, so
 // that any precision resumes from any other), then stores it in the precision's frozen dtype and
 // with --base_dtype nf4 or int8 quantizes `model`'s frozen block Linear weights. `trained`: the
-// adapters; `digests`: the base's weights already quantized as they loaded (load_pretrained).
+// adapters; `digests`: the base's tensors digested as they loaded (load_pretrained).
 // Without LoRA an empty FrozenBase, and nothing changes.
 FrozenBase freeze_base(const config::Config& config, precision::PrecisionState& precision,
                        const std::vector<torch::Tensor>& trained, torch::nn::Module& model,

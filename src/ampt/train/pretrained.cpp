@@ -2,6 +2,7 @@
 
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/hf/peft_adapter.h"
+#include "ampt/models/linear.h"
 #include "ampt/models/lora.h"
 #include "ampt/models/model_family.h"
 #include "ampt/precision/placeholder.h"
@@ -10,8 +11,23 @@
 
 namespace ampt::train {
 
+bool base_loads_deferred(const config::Config& config) {
+  return config.lora_rank > 0 && !config.init_from.empty();
+}
+
+models::Model make_model_to_load(const config::Config& config, const data::DataSpec& spec,
+                                 const c10::Device& device) {
+  torch::manual_seed(config.seed);
+  const bool deferred = base_loads_deferred(config);
+  const models::DeferredWeights deferred_weights(deferred);
+  auto model = models::make_model(config, spec);
+  if (deferred) precision::defer_frozen_parameters(*model.module);
+  precision::move_to(*model.module, device);
+  return model;
+}
+
 LoadedWeights load_pretrained(const config::Config& config, const NamedTensors& targets,
-                              const DeferredLoad* deferred) {
+                              torch::nn::Module& model) {
   NamedTensors base, adapters;
   for (const auto& [name, tensor] : targets) {
     (models::is_lora_parameter(name) ? adapters : base).emplace_back(name, tensor);
@@ -19,15 +35,19 @@ LoadedWeights load_pretrained(const config::Config& config, const NamedTensors& 
   LoadedWeights loaded;
   const auto& family = models::family_of(config);
   if (!config.init_from.empty()) {
+    const bool deferred = base_loads_deferred(config);
+    const auto quantized = deferred && config.base_dtype != config::BaseDtype::auto_select
+                               ? models::awaiting_weights(model)
+                               : std::map<std::string, models::LinearImpl*>{};
     checkpoint::TensorMatch match(base, "pretrained model", config.init_from);
     loaded.description = family.load_pretrained(
         config, [&](const std::string& name, const torch::Tensor& tensor) {
           const auto& target = match.target(name, tensor);
           torch::NoGradGuard no_grad;
-          if (deferred != nullptr) {
+          if (deferred) {
             loaded.digests.emplace(name, tensor_digest(tensor));
-            if (const auto it = deferred->layers.find(name); it != deferred->layers.end()) {
-              return it->second->fill(tensor, deferred->format);
+            if (const auto it = quantized.find(name); it != quantized.end()) {
+              return it->second->quantize(tensor.to(target.scalar_type()), config.base_dtype);
             }
             if (precision::is_placeholder(target)) {
               return target.set_data(tensor.to(target.device(), target.scalar_type()).contiguous());

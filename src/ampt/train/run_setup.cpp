@@ -6,7 +6,6 @@
 #include "ampt/models/model_family.h"
 #include "ampt/precision/fp8_gemm_timer.h"
 #include "ampt/models/linear.h"
-#include "ampt/precision/placeholder.h"
 #include "ampt/plan/memory_plan.h"
 #include "ampt/train/block_gather.h"
 #include "ampt/train/fused_choice.h"
@@ -36,21 +35,9 @@ std::optional<std::string> checkpoint_to_resume(const config::Config& config, st
   return latest;
 }
 
-// A LoRA base from --init_from: built as placeholders that take their values as the files are
-// read (train/pretrained.h's DeferredLoad).
-bool base_loads_deferred(const config::Config& config) {
-  return config.lora_rank > 0 && !config.init_from.empty();
-}
-
 models::Model make_model(const config::Config& config, const data::DataSpec& spec,
                          const c10::Device& device) {
-  torch::manual_seed(config.seed);
-  // A LoRA base that --init_from gives is built without its values, which it takes as they load.
-  const bool deferred = base_loads_deferred(config);
-  const models::DeferredWeights deferred_weights(deferred);
-  auto model = models::make_model(config, spec);
-  if (deferred) precision::defer_frozen_parameters(*model.module);
-  precision::move_to(*model.module, device);
+  auto model = make_model_to_load(config, spec, device);
   model.module->train();
   if (channels_last_applies(config)) to_channels_last(model);
   return model;
@@ -119,11 +106,9 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   // Pretrained weights first: a resumed run's checkpoint then replaces them.
   std::map<std::string, TensorDigest> digests;
   if (!config.init_from.empty()) {
-    const bool deferred = base_loads_deferred(config);
     // The placeholders take the dtype the base is held in, so that each tensor loads into it.
-    if (deferred) precision_.store_frozen();
-    const DeferredLoad load{models::awaiting_weights(*model_.module), config.base_dtype};
-    auto loaded = load_pretrained(config, pretrained_targets(), deferred ? &load : nullptr);
+    if (base_loads_deferred(config)) precision_.store_frozen();
+    auto loaded = load_pretrained(config, pretrained_targets(), *model_.module);
     notes_.pretrained = std::move(loaded.description);
     digests = std::move(loaded.digests);
   }
