@@ -26,7 +26,6 @@ import argparse
 import datetime
 import json
 import pathlib
-import platform
 import re
 import statistics
 import struct
@@ -34,6 +33,8 @@ import subprocess
 import tempfile
 
 import numpy as np
+
+from machine import cpu_isa, cpu_model
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -94,10 +95,7 @@ def main():
     windows = int(re.search(r"packed \d+ examples into (\d+) windows", packed_line).group(1))
     packed_tokens = packed_rate * scored / windows
     unpacked_tokens = unpacked_rate * scored / len(lengths)
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if "model name" in l),
-               platform.processor())
-    flags = open("/proc/cpuinfo").read()
-    isa = "AVX-512 BF16" if "avx512_bf16" in flags else "AVX-512" if "avx512f" in flags else "AVX2"
+    cpu, isa = cpu_model(), cpu_isa()
     today = datetime.date.today().isoformat()
     report = f"""# Packed vs unpacked instruction data, CPU ({today})
 

@@ -38,6 +38,8 @@ import tempfile
 import threading
 import time
 
+from machine import cpu_isa, cpu_model, vm_rss
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
 MIB = 1 << 20
@@ -62,16 +64,6 @@ def make_llama(path, layers, hidden, intermediate, heads, kv_heads, vocab, shard
     model.save_pretrained(path, max_shard_size=f"{shard_mb}MB", safe_serialization=True)
 
 
-def vm_rss(pid):
-    try:
-        for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 def train(base, base_dtype, args):
     out = pathlib.Path(tempfile.mkdtemp(prefix="qlora-memory-"))
     command = [str(AMPT), "train", "--init_from", str(base), "--lora_rank", "16",
@@ -90,7 +82,7 @@ def train(base, base_dtype, args):
     def sample():
         while process.poll() is None:
             phase = "steps" if metrics.exists() and metrics.stat().st_size > 0 else "load"
-            peaks[phase] = max(peaks[phase], vm_rss(process.pid))
+            peaks[phase] = max(peaks[phase], vm_rss(process.pid) or 0)
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample)
@@ -147,9 +139,7 @@ def main():
                      estimate(tiny, base_dtype, args)))
         print(base_dtype, big_run, tiny_run, file=sys.stderr)
 
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    flags = open("/proc/cpuinfo").read()
-    isa = "AVX-512 BF16" if "avx512_bf16" in flags else ("AVX-512" if "avx512f" in flags else "AVX2")
+    cpu, isa = cpu_model(), cpu_isa()
     today = datetime.date.today().isoformat()
     lines = [f"# QLoRA host memory on the CPU, a ~1B Llama base ({today})", "",
              f"`.venv/bin/python benchmarks/qlora_memory.py {' '.join(sys.argv[1:])}`".rstrip(), "",

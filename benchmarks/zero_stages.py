@@ -51,6 +51,8 @@ import tempfile
 import threading
 import time
 
+from machine import vm_rss
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
 TORCHRUN = pathlib.Path(sys.executable).parent / "torchrun"
@@ -73,15 +75,6 @@ def rank_processes(parent):
         except (OSError, ValueError, KeyError, IndexError):
             continue
     return found
-
-
-def vm_rss(pid):
-    try:
-        text = pathlib.Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    m = re.search(r"^VmRSS:\s+(\d+) kB", text, re.M)
-    return int(m.group(1)) << 10 if m else None
 
 
 def logged_step(metrics):

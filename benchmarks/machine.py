@@ -1,0 +1,26 @@
+"""What the benchmarks say of the machine they ran on, read from /proc."""
+import pathlib
+import platform
+import re
+
+
+def cpu_model():
+    """The CPU's model name."""
+    return next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if "model name" in l),
+                platform.processor())
+
+
+def cpu_isa():
+    """The widest of the instruction sets that decide ATen's bf16 speed."""
+    flags = open("/proc/cpuinfo").read()
+    return "AVX-512 BF16" if "avx512_bf16" in flags else "AVX-512" if "avx512f" in flags else "AVX2"
+
+
+def vm_rss(pid):
+    """The resident memory of process `pid` in bytes, None once it has gone."""
+    try:
+        text = pathlib.Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    m = re.search(r"^VmRSS:\s+(\d+) kB", text, re.M)
+    return int(m.group(1)) << 10 if m else None
