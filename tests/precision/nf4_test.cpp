@@ -3,6 +3,7 @@
 #include "ampt/precision/nf4.h"
 
 #include "ampt/checkpoint/safetensors.h"
+#include "ampt/kernels/dequantize.h"
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
@@ -78,7 +79,7 @@ TEST_CASE("nf4: the layout by hand: block absmax, nearest value, first element h
   const auto back = dequantize_nf4(q, torch::kFloat);
   CHECK(back[0].item<float>() == 2.0f);
   CHECK(back[1].item<float>() == -2.0f);
-  CHECK(back[2].item<float>() == ampt::precision::nf4_values()[8] * 2.0f);
+  CHECK(back[2].item<float>() == ampt::kernels::nf4_values()[8] * 2.0f);
   // An odd count pads one 0.0 in the last byte's low nibble; the shape and dtype come back.
   const auto odd = quantize_nf4(torch::ones({3, 3}, torch::kBFloat16));
   CHECK(odd.codes.numel() == 5);
@@ -100,8 +101,8 @@ TEST_CASE("nf4: a weight of several dequantization chunks equals the one-pass fo
   torch::manual_seed(3);
   const auto w = torch::randn({701, 999}).to(torch::kBFloat16);
   const auto q = quantize_nf4(w);
-  const auto& values = ampt::precision::nf4_values();
-  const auto& map = ampt::precision::dynamic_map();
+  const auto& values = ampt::kernels::nf4_values();
+  const auto& map = ampt::kernels::dynamic_map();
   const auto table = torch::tensor(std::vector<float>(values.begin(), values.end()));
   const auto table8 = torch::tensor(std::vector<float>(map.begin(), map.end()));
   const int64_t n = w.numel();

@@ -1,14 +1,20 @@
 // A frozen weight stored quantized (--base_dtype): its GEMM equals a Linear over the dequantized
 // weight, values and input gradients, and gives the weight no gradient; int8 and e4m3 rows by
-// hand; a quantized base without LoRA is refused.
+// hand; fp8 storage through the row-wise fp8 GEMM where it runs; a quantized base without LoRA
+// is refused.
 #include "ampt/precision/quantized_weight.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/kernels/fp8_quantize.h"
+#include "ampt/kernels/kernel_support.h"
 #include "ampt/models/lora.h"
 
 #include <ATen/autocast_mode.h>
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
+
+#include <map>
+#include <string>
 
 using ampt::config::BaseDtype;
 using ampt::precision::QuantizedWeight;
@@ -117,4 +123,51 @@ TEST_CASE("rows: a weight of several dequantization chunks equals the one-pass p
     const auto expected = (q.values.to(torch::kFloat) * q.scales.unsqueeze(1)).to(torch::kBFloat16);
     CHECK(torch::equal(ampt::precision::dequantize_rows(q, torch::kBFloat16), expected));
   }
+}
+
+TEST_CASE("quantized weight: fp8 storage feeds the row-wise fp8 GEMM where it runs, x in e4m3 "
+          "row by row and each product dequantized by both factors",
+          "[precision][qlora]") {
+  namespace kernels = ampt::kernels;
+  torch::manual_seed(6);
+  const auto w = torch::randn({48, 96}) * 0.05;
+  const auto bias = torch::randn({48});
+  const auto q = c10::make_intrusive<QuantizedWeight>(w, BaseDtype::fp8, w.device());
+  const auto x = torch::randn({2, 8, 96}).to(torch::kBFloat16);
+  const auto g = torch::randn({2, 8, 48}).to(torch::kBFloat16);
+  // Without the GEMM (this CPU's own kernel support): the weight dequantized to bf16.
+  const auto dense_x = x.clone().requires_grad_();
+  const auto dense = quantized_linear(dense_x, q, bias);
+  dense.backward(g);
+  const auto odd = torch::randn({3, 5, 96}).to(torch::kBFloat16);
+  const auto dense_odd = quantized_linear(odd, q, bias);
+  // A CPU that says it runs the row-wise fp8 GEMM: kernels::fp8_gemm then computes what
+  // _scaled_mm does from the dequantized operands, under its layout rules.
+  kernels::KernelBackend cpu;
+  cpu.device_type = c10::kCPU;
+  cpu.describe = [](const c10::Device& d) { return d.str(); };
+  std::map<kernels::FusedPath, kernels::PathProbe> probes{
+      {kernels::FusedPath::fp8_rowwise_gemm,
+       {[](const c10::Device&) { return kernels::PathStatus{true, "test", "", ""}; },
+        [](const c10::Device&) { return std::string("max relative error 0"); }}}};
+  kernels::KernelSupport support(probes, cpu);
+  const kernels::KernelSupportOverride installed(support);
+  const auto fp8_x = x.clone().requires_grad_();
+  const auto y = quantized_linear(fp8_x, q, bias);
+  const auto xq = kernels::cast_fp8_rowwise(x.reshape({16, 96}), {c10::kFloat8_e4m3fn, 0});
+  const auto stored = q->tensors();
+  const auto want = (xq.data.to(torch::kFloat) * xq.inverse.unsqueeze(1))
+                        .mm((stored[0].to(torch::kFloat) * stored[1].unsqueeze(1)).t())
+                        .add(bias.to(torch::kBFloat16).to(torch::kFloat))
+                        .view({2, 8, 48});
+  // Within the bf16 output's rounding (2^-8 relative; the bias is the GEMM's, in bf16).
+  CHECK(y.scalar_type() == torch::kBFloat16);
+  CHECK(torch::allclose(y.to(torch::kFloat), want, 1.0 / 256, 1e-3));
+  // x's e4m3 rounding (3 mantissa bits) shows: not the bf16 GEMM's values.
+  CHECK_FALSE(torch::allclose(y.to(torch::kFloat), dense.to(torch::kFloat), 1.0 / 256, 1e-3));
+  // The input's gradient is the dequantized weight's, as without the fp8 GEMM.
+  y.backward(g);
+  CHECK(torch::equal(fp8_x.grad(), dense_x.grad()));
+  // 15 rows are not _scaled_mm's multiple of 16: the weight is dequantized.
+  CHECK(torch::equal(quantized_linear(odd, q, bias), dense_odd));
 }

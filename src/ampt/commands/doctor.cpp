@@ -82,13 +82,14 @@ void print_versions() {
 
 // Which --base_dtype keep a LoRA run's speed where bf16 and fp16 are or are not native: the others
 // are dequantized by ATen ops into the compute dtype before each GEMM (no fused kernel yet).
-std::string base_dtypes_text(bool native_bf16, bool native_fp16) {
+// `dequantizer` says what turns each stored weight back into its GEMM's operand there.
+std::string base_dtypes_text(bool native_bf16, bool native_fp16, std::string_view dequantizer) {
   std::vector<std::string> fast{"auto"}, slow{"nf4", "int8", "fp8"};
   (native_bf16 ? fast : slow).emplace_back("bf16");
   (native_fp16 ? fast : slow).emplace_back("fp16");
   return fmt::format("base_dtype (a LoRA base's storage): {} at full speed; {} in less memory, "
-                     "each weight dequantized by ATen ops before its GEMM, slower",
-                     fmt::join(fast, ", "), fmt::join(slow, ", "));
+                     "each weight dequantized by {} before its GEMM, slower",
+                     fmt::join(fast, ", "), fmt::join(slow, ", "), dequantizer);
 }
 
 void print_cpu() {
@@ -108,7 +109,7 @@ void print_cpu() {
   fmt::print("  mixed_precision auto: {}\n",
              precision_text(precision::choose_precision(config::MixedPrecision::auto_select, false,
                                                         c10::Device(c10::kCPU))));
-  fmt::print("  {}\n", base_dtypes_text(cpu.native_bf16(), cpu.native_fp16()));
+  fmt::print("  {}\n", base_dtypes_text(cpu.native_bf16(), cpu.native_fp16(), "ATen ops"));
 }
 
 // The fp8 scaling modes (--fp8_scaling) that run on `device`.
@@ -149,7 +150,10 @@ bool print_gpu(int index) {
     }
   }
   fmt::print("  fp8 (--mixed_precision fp8): {}\n", fp8_modes(device));
-  fmt::print("  {}\n", base_dtypes_text(properties->major >= 8, true));
+  const auto dequantize = kernels::kernel_support().status(kernels::FusedPath::dequantize, device);
+  fmt::print("  {}\n", base_dtypes_text(properties->major >= 8, true,
+                                        dequantize.runs ? "ampt's dequantize kernels"
+                                                        : "ATen ops (" + dequantize.reason + ")"));
   return true;
 }
 

@@ -59,6 +59,23 @@ struct Fp8ScaleUpdate {
   uint32_t* scratch;
 };
 
+// A frozen weight in bitsandbytes' NormalFloat-4 storage (precision/nf4.h), for
+// dequantize_nf4: two 4-bit codes a byte, the first in the high nibble; a block of 64 values has
+// one absmax, whose 8-bit code indexes `dynamic_map` and is scaled by the fp32 absmax2 of its 256
+// blocks, plus `offset`. The tables travel in the kernel's arguments.
+struct Nf4Input {
+  const uint8_t* codes = nullptr;    // [(numel + 1) / 2]
+  const uint8_t* absmax = nullptr;   // [ceil(numel / 64)]
+  const float* absmax2 = nullptr;    // [ceil(numel / 64 / 256)]
+  float offset = 0.0f;
+  int64_t numel = 0;
+  float values[16] = {};             // the NormalFloat values
+  float dynamic_map[256] = {};       // bitsandbytes' signed dynamic map
+};
+
+// The one-byte codes of a row-scaled frozen weight (precision/row_scaled.h).
+enum class RowCode { int8, e4m3 };
+
 // AdamW over a list of float32 parameters (adamw.cu), as torch.optim.AdamW's fused CUDA kernel
 // computes it, and a half copy of each stepped parameter written in the same pass. One launch
 // takes up to kAdamWTensors tensors: the pointers travel in the kernel's arguments.

@@ -35,6 +35,7 @@ const KernelBackend& cuda_backend() {
       .add_layer_norm_image = cuda::add_layer_norm_image,
       .fp8_quantize_image = cuda::fp8_quantize_image,
       .adamw_image = cuda::adamw_image,
+      .dequantize_image = cuda::dequantize_image,
       .softmax_cross_entropy = cuda::softmax_cross_entropy,
       .add_layer_norm_forward = cuda::add_layer_norm_forward,
       .add_layer_norm_grad_chunks = cuda::add_layer_norm_grad_chunks,
@@ -45,6 +46,8 @@ const KernelBackend& cuda_backend() {
       .fp8_rowwise_amax = cuda::fp8_rowwise_amax,
       .fp8_rowwise_cast_transpose = cuda::fp8_rowwise_cast_transpose,
       .adamw = cuda::adamw,
+      .dequantize_nf4 = cuda::dequantize_nf4,
+      .dequantize_rows = cuda::dequantize_rows,
   };
   return backend;
 }

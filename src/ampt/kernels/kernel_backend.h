@@ -27,6 +27,7 @@ struct KernelBackend {
   abi::KernelImage (*add_layer_norm_image)() = nullptr;
   abi::KernelImage (*fp8_quantize_image)() = nullptr;
   abi::KernelImage (*adamw_image)() = nullptr;
+  abi::KernelImage (*dequantize_image)() = nullptr;
   void (*softmax_cross_entropy)(void* logits, abi::Dtype dtype, int64_t rows, int64_t cols,
                                 int64_t valid, const int64_t* targets, int64_t ignore_index,
                                 float* row_loss, bool write_grad, void* stream) = nullptr;
@@ -57,6 +58,11 @@ struct KernelBackend {
                                      void* stream) = nullptr;
   void (*adamw)(const abi::AdamWTensors& tensors, const abi::AdamWHyper& hyper,
                 void* stream) = nullptr;
+  void (*dequantize_nf4)(const abi::Nf4Input& weight, abi::Dtype dtype, void* out,
+                         void* stream) = nullptr;
+  void (*dequantize_rows)(const void* values, abi::RowCode code, const float* scales,
+                          int64_t rows, int64_t cols, abi::Dtype dtype, void* out,
+                          void* stream) = nullptr;
 };
 
 // The GPU's: cuda/launch.h's kernels, on the current CUDA stream.

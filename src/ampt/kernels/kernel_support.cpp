@@ -66,6 +66,7 @@ std::string_view path_name(FusedPath path) {
     case FusedPath::fp8_gemm: return "fp8 GEMM (per-tensor scales)";
     case FusedPath::fp8_rowwise_gemm: return "fp8 GEMM (row-wise scales)";
     case FusedPath::adamw: return "AdamW kernel";
+    case FusedPath::dequantize: return "dequantize kernels";
   }
   return "?";
 }
@@ -171,6 +172,7 @@ std::map<FusedPath, PathProbe> own_kernel_probes(const KernelBackend& backend) {
        kernel_probe(backend.add_layer_norm_image, "", check_add_layer_norm)},
       {FusedPath::fp8_casts, kernel_probe(backend.fp8_quantize_image, "fp8", check_fp8_casts)},
       {FusedPath::adamw, kernel_probe(backend.adamw_image, "", check_adamw)},
+      {FusedPath::dequantize, kernel_probe(backend.dequantize_image, "", check_dequantize)},
   };
 }
 

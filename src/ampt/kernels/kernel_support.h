@@ -28,12 +28,13 @@ enum class FusedPath {
   fp8_gemm,               // torch's _scaled_mm with per-tensor scales (fp8_gemm)
   fp8_rowwise_gemm,       // torch's _scaled_mm with row-wise scales (fp8_gemm)
   adamw,                  // AdamW writing the O1 half copies in its pass (fused_adamw)
+  dequantize,             // a LoRA base's nf4, int8 or fp8 weight to its GEMM's dtype (dequantize)
 };
 
 inline constexpr std::array kFusedPaths = {
     FusedPath::softmax_cross_entropy, FusedPath::add_layer_norm, FusedPath::fp8_casts,
     FusedPath::gemm_epilogues,        FusedPath::fp8_gemm,       FusedPath::fp8_rowwise_gemm,
-    FusedPath::adamw};
+    FusedPath::adamw,                 FusedPath::dequantize};
 
 // "softmax+loss kernel", "add+LayerNorm kernel", …: how the startup line and doctor name it.
 std::string_view path_name(FusedPath path);
@@ -90,7 +91,7 @@ class KernelSupport {
   std::vector<std::string> warnings_;
 };
 
-// The probes of ampt's own kernels (softmax+loss, add+LayerNorm, fp8 casts, AdamW) on
+// The probes of ampt's own kernels (softmax+loss, add+LayerNorm, fp8 casts, AdamW, dequantize) on
 // `backend`'s devices: each kernel file's image there, then its self-check (self_check.h).
 std::map<FusedPath, PathProbe> own_kernel_probes(const KernelBackend& backend);
 

@@ -2,6 +2,7 @@
 
 #include "ampt/core/errors.h"
 #include "ampt/kernels/add_layer_norm.h"
+#include "ampt/kernels/dequantize.h"
 #include "ampt/kernels/fp8_gemm.h"
 #include "ampt/kernels/fp8_quantize.h"
 #include "ampt/kernels/fused_adamw.h"
@@ -38,6 +39,11 @@ class Inputs {
   explicit Inputs(const c10::Device& device) : device_(device) { generator_.set_current_seed(29); }
   torch::Tensor randn(std::vector<int64_t> shape, c10::ScalarType dtype) {
     return at::randn(shape, generator_, torch::dtype(torch::kFloat32))
+        .to(torch::TensorOptions().device(device_).dtype(dtype));
+  }
+  // `n` random bytes of `dtype` (uint8 or int8) over [low, high).
+  torch::Tensor bytes(int64_t n, int64_t low, int64_t high, c10::ScalarType dtype) {
+    return at::randint(low, high, {n}, generator_, torch::dtype(torch::kInt32))
         .to(torch::TensorOptions().device(device_).dtype(dtype));
   }
 
@@ -292,6 +298,33 @@ std::string check_adamw(const c10::Device& device) {
                            std::pair{lists.exp_avg_sqs[1], stepped.exp_avg_sqs[1]},
                            std::pair{lists.copies[0], stepped.copies[0]}}) {
     require_close("AdamW kernel: a skipped step", got, kept, 0.0);
+  }
+  return errors.text();
+}
+
+std::string check_dequantize(const c10::Device& device) {
+  Inputs inputs(device);
+  Errors errors;
+  // 301 blocks of 64 values, the last of 37 (an odd count: half its last byte unused), so two
+  // absmax2 blocks. Any bytes are a weight: random codes read every table entry.
+  const int64_t numel = 64 * 300 + 37;
+  const Nf4Codes nf4{inputs.bytes((numel + 1) / 2, 0, 256, torch::kUInt8),
+                     inputs.bytes(301, 0, 256, torch::kUInt8),
+                     inputs.randn({2}, torch::kFloat32).abs(), 0.03f, numel};
+  const auto scales = inputs.randn({48}, torch::kFloat32).abs();
+  const auto int8 = inputs.bytes(48 * 96, -127, 128, torch::kChar).view({48, 96});
+  const auto e4m3 = inputs.randn({48, 96}, torch::kFloat32).mul(64).to(c10::kFloat8_e4m3fn);
+  // Each value is one fp32 multiply rounded once, in the kernel as in ATen: equal bit for bit.
+  for (const auto dtype : {torch::kFloat32, half_dtype(device)}) {
+    const std::string in = c10::toString(dtype);
+    errors.add(require_close("nf4 dequantize kernel in " + in, dequantize_nf4(nf4, dtype),
+                             dequantize_nf4_reference(nf4, dtype), 0.0));
+    for (const auto& values : {int8, e4m3}) {
+      errors.add(require_close(
+          fmt::format("{} dequantize kernel in {}", c10::toString(values.scalar_type()), in),
+          dequantize_rows(values, scales, dtype),
+          dequantize_rows_reference(values, scales, dtype), 0.0));
+    }
   }
   return errors.text();
 }

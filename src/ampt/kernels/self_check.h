@@ -19,6 +19,7 @@ std::string check_gemm_epilogues(const c10::Device& device);
 std::string check_fp8_gemm(const c10::Device& device);
 std::string check_fp8_rowwise_gemm(const c10::Device& device);
 std::string check_adamw(const c10::Device& device);
+std::string check_dequantize(const c10::Device& device);
 
 // ‖got − want‖ / ‖want‖ in float64 (‖·‖ the Frobenius norm; 0 when both are 0), after `what`
 // is found finite and of want's shape; a RuntimeError naming `what` when it exceeds `tolerance`.

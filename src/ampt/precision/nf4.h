@@ -9,7 +9,6 @@
 
 #include <torch/types.h>
 
-#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -42,9 +41,5 @@ Nf4Weight quantize_nf4(const torch::Tensor& weight);
 // times its block's absmax (the 8-bit code's value times its scale, plus the offset), one fp32
 // multiply each, rounded once to `dtype`.
 torch::Tensor dequantize_nf4(const Nf4Weight& weight, c10::ScalarType dtype);
-
-// The 16 NormalFloat values and bitsandbytes' signed dynamic map (256 values), as fp32.
-const std::array<float, 16>& nf4_values();
-const std::array<float, 256>& dynamic_map();
 
 }  // namespace ampt::precision

@@ -2,10 +2,15 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
+#include "ampt/kernels/fp8_gemm.h"
+#include "ampt/kernels/fp8_quantize.h"
+#include "ampt/kernels/kernel_support.h"
 
 #include <ATen/autocast_mode.h>
 #include <fmt/format.h>
 #include <torch/autograd.h>
+
+#include <algorithm>
 
 namespace ampt::precision {
 namespace {
@@ -22,6 +27,32 @@ c10::ScalarType compute_dtype(const torch::Tensor& x) {
   return x.scalar_type();
 }
 
+// x [M, K] · Wᵀ for fp8 storage where the row-wise fp8 GEMM runs (Ada, Hopper: kernel_support's
+// fp8_rowwise_gemm) and the GEMM is bf16's: x quantized row-wise to e4m3 and multiplied with the
+// stored codes by _scaled_mm, each product dequantized there by x's row factor and the weight's
+// row scale, so the forward never dequantizes the weight. Not otherwise (another device or
+// dtype, or shapes that are not _scaled_mm's multiples of 16).
+std::optional<torch::Tensor> fp8_codes_gemm(const torch::Tensor& x, const QuantizedWeight& weight,
+                                            const std::optional<torch::Tensor>& bias) {
+  if (weight.format() != config::BaseDtype::fp8 || x.scalar_type() != torch::kBFloat16) return {};
+  const auto stored = weight.tensors();
+  const auto& values = stored[0];  // [N, K], row-major
+  const int64_t rows = x.numel() / std::max<int64_t>(1, x.size(-1));
+  if (rows % 16 != 0 || values.size(0) % 16 != 0 || values.size(1) % 16 != 0 ||
+      kernels::kernels_for(kernels::FusedPath::fp8_rowwise_gemm, x.device()) == nullptr) {
+    return {};
+  }
+  const auto xq = kernels::cast_fp8_rowwise(x.reshape({rows, values.size(1)}),
+                                            {c10::kFloat8_e4m3fn, 0});
+  // _scaled_mm wants its second operand column-major: the codes' transpose is.
+  auto y = kernels::fp8_gemm(xq.data, values.t(), xq.inverse, stored[1],
+                             bias ? bias->to(torch::kBFloat16) : torch::Tensor(), torch::kBFloat16,
+                             /*fast_accum=*/true);
+  auto shape = x.sizes().vec();
+  shape.back() = values.size(0);
+  return y.view(shape);
+}
+
 // Saves the storage, not the dequantized weight: the backward dequantizes again.
 struct QuantizedLinear : public torch::autograd::Function<QuantizedLinear> {
   // The bias is frozen with the weight: passed as a value, not as an input of the graph.
@@ -31,6 +62,7 @@ struct QuantizedLinear : public torch::autograd::Function<QuantizedLinear> {
     const auto dtype = x.scalar_type();
     ctx->saved_data["weight"] = c10::IValue::make_capsule(weight);
     ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
+    if (auto y = fp8_codes_gemm(x, *weight, bias)) return *y;
     return at::linear(x, weight->dequantize(dtype),
                       bias ? std::optional<torch::Tensor>(bias->to(dtype)) : std::nullopt);
   }

@@ -1,10 +1,10 @@
 #include "ampt/precision/row_scaled.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/kernels/dequantize.h"
 
 #include <fmt/format.h>
 
-#include <algorithm>
 
 namespace ampt::precision {
 
@@ -26,18 +26,7 @@ RowScaled quantize_rows(const torch::Tensor& weight, RowCode code) {
 }
 
 torch::Tensor dequantize_rows(const RowScaled& weight, c10::ScalarType dtype) {
-  // Rows a chunk at a time, so that the fp32 intermediates stay a few MiB whatever the weight's
-  // size; each value is one fp32 multiply rounded once to `dtype`.
-  const int64_t rows = weight.values.size(0), cols = std::max<int64_t>(1, weight.values.size(1));
-  const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 18) / cols);
-  auto out = torch::empty(weight.values.sizes(), weight.scales.options().dtype(dtype));
-  for (int64_t start = 0; start < rows; start += chunk) {
-    const int64_t count = std::min(chunk, rows - start);
-    out.narrow(0, start, count)
-        .copy_(weight.values.narrow(0, start, count).to(torch::kFloat) *
-               weight.scales.narrow(0, start, count).unsqueeze(1));
-  }
-  return out;
+  return kernels::dequantize_rows(weight.values, weight.scales, dtype);
 }
 
 }  // namespace ampt::precision

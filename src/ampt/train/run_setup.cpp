@@ -310,6 +310,11 @@ void Run::report_fused_paths() {
     paths.push_back(FusedPath::add_layer_norm);
     if (config_.gemm_epilogues && precision_.policy().autocast) paths.push_back(FusedPath::gemm_epilogues);
   }
+  const auto base = config_.base_dtype;
+  if (config_.lora_rank > 0 && (base == config::BaseDtype::nf4 || base == config::BaseDtype::int8 ||
+                                base == config::BaseDtype::fp8)) {
+    paths.push_back(FusedPath::dequantize);
+  }
   if (precision_.policy().fp8) {
     paths.push_back(FusedPath::fp8_casts);
     const auto gemm = config_.fp8_scaling == config::Fp8Scaling::rowwise

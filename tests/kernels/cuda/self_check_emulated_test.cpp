@@ -9,6 +9,7 @@
 #include "ampt/kernels/kernel_support.h"
 
 #include "cuda_emulated/launch.h"
+#include "kernels/cuda/emulated_backend.h"
 #include "support/cuda_emulation/emulated_device.h"
 
 #include <catch2/catch.hpp>
@@ -26,34 +27,9 @@ namespace abi = ampt::kernels::abi;
 
 namespace {
 
-const c10::Device kCpu(c10::kCPU);
+using ampt::test::emulated_backend;
 
-KernelBackend emulated_backend() {
-  return {
-      .device_type = c10::kCPU,
-      .capability = [](const c10::Device&) { return emu::device_capability(); },
-      .describe =
-          [](const c10::Device& d) {
-            return fmt::format("{} (emulated GPU, compute capability {}.{})", d.str(),
-                               emu::device_capability() / 10, emu::device_capability() % 10);
-          },
-      .stream = [](const c10::Device&) -> void* { return nullptr; },
-      .softmax_cross_entropy_image = emulated::softmax_cross_entropy_image,
-      .add_layer_norm_image = emulated::add_layer_norm_image,
-      .fp8_quantize_image = emulated::fp8_quantize_image,
-      .adamw_image = emulated::adamw_image,
-      .softmax_cross_entropy = emulated::softmax_cross_entropy,
-      .add_layer_norm_forward = emulated::add_layer_norm_forward,
-      .add_layer_norm_grad_chunks = emulated::add_layer_norm_grad_chunks,
-      .add_layer_norm_backward = emulated::add_layer_norm_backward,
-      .fp8_column_partial_rows = emulated::fp8_column_partial_rows,
-      .fp8_cast_transpose = emulated::fp8_cast_transpose,
-      .fp8_scale_from_amax = emulated::fp8_scale_from_amax,
-      .fp8_rowwise_amax = emulated::fp8_rowwise_amax,
-      .fp8_rowwise_cast_transpose = emulated::fp8_rowwise_cast_transpose,
-      .adamw = emulated::adamw,
-  };
-}
+const c10::Device kCpu(c10::kCPU);
 
 bool needs_fp8(FusedPath path) { return path == FusedPath::fp8_casts; }
 
@@ -70,7 +46,7 @@ TEST_CASE("self-checks under the emulation: every own kernel runs and passes its
     KernelSupport support(ampt::kernels::own_kernel_probes(backend), backend);
     const KernelSupportOverride installed(support);
     for (const auto path : {FusedPath::softmax_cross_entropy, FusedPath::add_layer_norm,
-                            FusedPath::fp8_casts, FusedPath::adamw}) {
+                            FusedPath::fp8_casts, FusedPath::adamw, FusedPath::dequantize}) {
       const auto status = support.status(path, kCpu);
       INFO(ampt::kernels::path_name(path) << ": " << status.image << status.reason << "; "
                                           << status.check);

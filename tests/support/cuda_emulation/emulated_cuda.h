@@ -361,6 +361,8 @@ using std::isfinite;  // CUDA's device maths has it unqualified
 #define __launch_bounds__(...)
 #undef __forceinline__
 #define __forceinline__ inline
+#undef __grid_constant__
+#define __grid_constant__
 
 #define threadIdx (::emu::thread_index)
 #define blockIdx (::emu::block_index)
@@ -381,6 +383,10 @@ using std::isfinite;  // CUDA's device maths has it unqualified
 #define __expf(x) std::exp(static_cast<float>(x))
 #define __logf(x) std::log(static_cast<float>(x))
 #define rsqrtf(x) (1.0f / std::sqrt(static_cast<float>(x)))
+// Rounded operations that are never contracted into a multiply-add: the host's, which g++ does
+// not contract without -mfma.
+#define __fmul_rn(a, b) (static_cast<float>(a) * static_cast<float>(b))
+#define __fadd_rn(a, b) (static_cast<float>(a) + static_cast<float>(b))
 
 #define cudaGetLastError ::emu::get_last_error
 #define cudaGetErrorString ::emu::error_string

@@ -17,6 +17,8 @@ using abi::Fp8Input;
 using abi::Fp8Prologue;
 using abi::Fp8ScaleUpdate;
 using abi::KernelImage;
+using abi::Nf4Input;
+using abi::RowCode;
 
 // The image of each kernel file on the current device. Nothing is launched; the file's kernels
 // are loaded, as the first launch would.
@@ -24,6 +26,7 @@ KernelImage softmax_cross_entropy_image();
 KernelImage add_layer_norm_image();
 KernelImage fp8_quantize_image();
 KernelImage adamw_image();
+KernelImage dequantize_image();
 
 // Per row r of `logits` [rows, cols] (row-major, `dtype`): the cross-entropy of its first
 // `valid` columns against targets[r] into row_loss[r] (0 where targets[r] == ignore_index), and,
@@ -86,6 +89,16 @@ void fp8_rowwise_cast_transpose(const void* x, Dtype dtype, int64_t rows, int64_
                                 const uint32_t* row_amax, const uint32_t* col_amax,
                                 float max_over_headroom, Fp8Dtype out_dtype, void* out,
                                 void* out_t, float* row_inverse, float* col_inverse, void* stream);
+
+// A frozen weight's storage back to dense values in `dtype`, each one fp32 multiply rounded
+// once, as the ATen path (../dequantize.h) computes it: `out` [weight.numel] ← the NormalFloat
+// value of each code times its block's absmax (dynamic_map[code] · absmax2 + offset).
+void dequantize_nf4(const Nf4Input& weight, Dtype dtype, void* out, void* stream);
+
+// `out` [rows, cols] ← each one-byte value of `values` [rows, cols] (int8, or e4m3's bits) times
+// its row's scale.
+void dequantize_rows(const void* values, RowCode code, const float* scales, int64_t rows,
+                     int64_t cols, Dtype dtype, void* out, void* stream);
 
 // One AdamW step (abi::AdamWTensors) of each tensor listed, skipped whole when *found_inf is 1:
 // each parameter, its two moments and, where one is given, its half copy, in one pass.
