@@ -28,6 +28,8 @@ def cases():
         "zero_block": zero_block.to(torch.bfloat16),
         "spread": spread,  # 300 blocks: two absmax blocks, the second short
         "ties": torch.tensor([0.5, -0.5, 1.0, -1.0, 0.0, 0.25, -0.25, 0.125] * 8).reshape(1, 64),
+        # 266565 values: ampt quantizes 2^18 at a time, so a second chunk and a short block.
+        "chunks": (0.02 * torch.randn(4101, 65, generator=g)).to(torch.bfloat16),
     }
 
 

@@ -57,7 +57,7 @@ TEST_CASE("nf4: codes, both absmax levels and the dequantized weight equal bitsa
     const auto back = dequantize_nf4(q, weight.scalar_type());
     CHECK(same_bytes(back, ref[name + ".dequantized"]));
   }
-  CHECK(cases == 7);
+  CHECK(cases == 8);
 }
 
 TEST_CASE("nf4: the layout by hand: block absmax, nearest value, first element high, padding",

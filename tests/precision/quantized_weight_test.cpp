@@ -171,3 +171,37 @@ TEST_CASE("quantized weight: fp8 storage feeds the row-wise fp8 GEMM where it ru
   // 15 rows are not _scaled_mm's multiple of 16: the weight is dequantized.
   CHECK(torch::equal(quantized_linear(odd, q, bias), dense_odd));
 }
+
+TEST_CASE("quantized weight on a GPU: the dequantize kernels give the CPU's values bit for bit, "
+          "and fp8 storage under bf16 takes _scaled_mm on Ada and Hopper",
+          "[precision][qlora][cuda]") {
+  if (!torch::cuda::is_available()) {
+    WARN("no CUDA device: the GPU's dequantize kernels need one");
+    return;
+  }
+  namespace kernels = ampt::kernels;
+  const c10::Device gpu(c10::kCUDA, 0);
+  REQUIRE(kernels::fused_path_runs(kernels::FusedPath::dequantize, gpu));
+  torch::manual_seed(7);
+  // 5632 x 2048 (a TinyLlama MLP weight) in bf16, as a base's is: many grid-stride steps.
+  const auto w = (torch::randn({5632, 2048}) * 0.02).to(torch::kBFloat16);
+  for (const auto format : {BaseDtype::nf4, BaseDtype::int8, BaseDtype::fp8}) {
+    INFO(static_cast<int>(format));
+    const QuantizedWeight on_cpu(w, format, torch::Device(torch::kCPU));
+    const QuantizedWeight on_gpu(w, format, gpu);
+    for (const auto dtype : {torch::kBFloat16, torch::kFloat32}) {
+      CHECK(torch::equal(on_gpu.dequantize(dtype).cpu(), on_cpu.dequantize(dtype)));
+    }
+  }
+  // 64 tokens through fp8 storage: _scaled_mm where the row-wise fp8 GEMM runs (x's e4m3
+  // rounding, about 2% of each output's norm), else the dequantized GEMM.
+  const auto q = c10::make_intrusive<QuantizedWeight>(w, BaseDtype::fp8, gpu);
+  const auto x = torch::randn({4, 16, 2048}, torch::dtype(torch::kBFloat16).device(gpu));
+  const auto y = quantized_linear(x, q, torch::Tensor());
+  const auto dense = torch::nn::functional::linear(x.to(torch::kFloat),
+                                                   q->dequantize(torch::kFloat));
+  const double error = ((y.to(torch::kFloat) - dense).norm() / dense.norm()).item<double>();
+  const bool scaled_mm = kernels::fused_path_runs(kernels::FusedPath::fp8_rowwise_gemm, gpu);
+  INFO("relative error " << error << (scaled_mm ? " through _scaled_mm" : " dequantized"));
+  CHECK(error < (scaled_mm ? 5e-2 : 1e-2));
+}

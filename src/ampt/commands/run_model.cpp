@@ -4,7 +4,8 @@
 #include "ampt/config/resolve.h"
 #include "ampt/models/catalog.h"
 #include "ampt/models/linear.h"
-#include "ampt/precision/placeholder.h"
+#include "ampt/precision/master_weights.h"
+#include "ampt/precision/precision_islands.h"
 #include "ampt/precision/precision_state.h"
 #include "ampt/train/base_fingerprint.h"
 #include "ampt/train/pretrained.h"
@@ -46,14 +47,16 @@ models::Model load_run_model(const config::Config& config,
     return model;
   }
   // A LoRA checkpoint holds the adapters only: the base comes from where its run took it.
-  const auto held_in = precision::frozen_dtype(
-      precision::stage_policies(precision::precision_options(config), device));
-  const auto hold = [&] {
-    torch::NoGradGuard no_grad;
-    for (auto& [name, param] : base) {
-      if (param.is_floating_point()) param.set_data(precision::moved(param, device, held_in));
-    }
-  };
+  // As training holds it (MasterWeights::store_frozen): the half dtype, but for fp32 islands.
+  const auto options = precision::precision_options(config);
+  const auto held_in = precision::frozen_dtype(precision::stage_policies(options, device));
+  const auto islands = precision::select_islands(*model.module, options.keep_fp32_modules,
+                                                 options.opt_level == config::OptLevel::O2);
+  precision::MasterWeights frozen(*model.module, /*enabled=*/false,
+                                  [&](const std::string& name) {
+                                    return islands.owns_parameter(name);
+                                  });
+  const auto hold = [&] { frozen.store_frozen(held_in); };
   if (quantized && deferred) hold();  // placeholders: each tensor then loads into that dtype
   const auto loaded = train::load_pretrained(config, tensors, *model.module);
   // Before a random base is quantized: its values are gone after.

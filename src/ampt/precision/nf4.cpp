@@ -73,43 +73,55 @@ Nf4Weight quantize_nf4(const torch::Tensor& weight) {
     throw RuntimeError(fmt::format("nf4 quantizes fp32, bf16 or fp16 weights, not {}",
                                    c10::toString(dtype)));
   }
-  const auto flat = weight.detach().reshape(-1).to(torch::kCPU, torch::kFloat).contiguous();
+  const auto flat = weight.detach().reshape(-1);
   const int64_t n = flat.numel();
-  const float* x = flat.data_ptr<float>();
   const int64_t blocks = (n + Nf4Weight::kBlock - 1) / Nf4Weight::kBlock;
   const int64_t full = n - n % Nf4Weight::kBlock;
   auto absmax = torch::empty({blocks}, torch::kFloat);
-  float* am = absmax.data_ptr<float>();
-  // An odd count pads a 0.0 (code 7).
-  auto codes = torch::full({n + n % 2}, 7, torch::kUInt8);
-  if (full > 0) {
-    // Full blocks scale by the fp32 reciprocal, an all-zero block keeping absmax 0: ATen's ops,
-    // each the fp32 operation bitsandbytes does (a division for 1 / m, one multiply, a clamp,
-    // the nearest value by its midpoints), over every thread.
-    const auto x_full = flat.narrow(0, 0, full).view({-1, Nf4Weight::kBlock});
-    const auto m = x_full.abs().amax(1);
-    absmax.narrow(0, 0, full / Nf4Weight::kBlock).copy_(m);
-    const auto inverse = torch::ones_like(m) / m.clamp_min(1e-38f);
-    const auto scaled = (x_full * inverse.unsqueeze(1)).clamp(-1.0f, 1.0f);
-    codes.narrow(0, 0, full)
-        .copy_(torch::bucketize(scaled.reshape(-1), nf4_bounds(), /*out_int32=*/true));
-  }
-  if (full < n) {
-    // The short last block divides, and keeps the clamped absmax (bitsandbytes' own quirk).
-    auto* q = codes.data_ptr<uint8_t>();
-    float m = 0.0f;
-    for (int64_t i = full; i < n; ++i) m = std::max(m, std::abs(x[i]));
-    const float clamped = std::max(m, 1e-38f);
-    am[blocks - 1] = clamped;
-    for (int64_t i = full; i < n; ++i) q[i] = nf4_code(std::clamp(x[i] / clamped, -1.0f, 1.0f));
-  }
   Nf4Weight out;
   out.shape = weight.sizes().vec();
   out.dtype = dtype;
-  const auto pairs = codes.view({-1, 2});
-  out.codes = pairs.select(1, 0).bitwise_left_shift(4).bitwise_or(pairs.select(1, 1));
+  out.codes = torch::empty({(n + 1) / 2}, torch::kUInt8);
+  // Full blocks scale by the fp32 reciprocal, an all-zero block keeping absmax 0: ATen's ops,
+  // each the fp32 operation bitsandbytes does (a division for 1 / m, one multiply, a clamp, the
+  // nearest value by its midpoints), over every thread. A chunk of blocks at a time, so that
+  // the fp32 and integer intermediates stay a few MiB whatever the weight's size (loading
+  // quantizes while the model is built): each block's bytes are the same.
+  constexpr int64_t kChunk = int64_t{1} << 18;
+  const auto bounds = nf4_bounds();
+  for (int64_t start = 0; start < full; start += kChunk) {
+    const int64_t count = std::min(kChunk, full - start);
+    const auto x =
+        flat.narrow(0, start, count).to(torch::kCPU, torch::kFloat).view({-1, Nf4Weight::kBlock});
+    const auto m = x.abs().amax(1);
+    absmax.narrow(0, start / Nf4Weight::kBlock, count / Nf4Weight::kBlock).copy_(m);
+    const auto inverse = torch::ones_like(m) / m.clamp_min(1e-38f);
+    const auto scaled = (x * inverse.unsqueeze(1)).clamp(-1.0f, 1.0f);
+    const auto pairs =
+        torch::bucketize(scaled.reshape(-1), bounds, /*out_int32=*/true).view({-1, 2});
+    out.codes.narrow(0, start / 2, count / 2)
+        .copy_(pairs.select(1, 0).bitwise_left_shift(4).bitwise_or(pairs.select(1, 1)));
+  }
+  if (full < n) {
+    // The short last block divides, and keeps the clamped absmax (bitsandbytes' own quirk); an
+    // odd count pads a 0.0 (code 7).
+    const auto tail = flat.narrow(0, full, n - full).to(torch::kCPU, torch::kFloat).contiguous();
+    const float* x = tail.data_ptr<float>();
+    const int64_t count = tail.numel();
+    float m = 0.0f;
+    for (int64_t i = 0; i < count; ++i) m = std::max(m, std::abs(x[i]));
+    const float clamped = std::max(m, 1e-38f);
+    absmax.data_ptr<float>()[blocks - 1] = clamped;
+    auto* q = out.codes.data_ptr<uint8_t>() + full / 2;
+    for (int64_t i = 0; i < count; i += 2) {
+      const int high = nf4_code(std::clamp(x[i] / clamped, -1.0f, 1.0f));
+      const int low = i + 1 < count ? nf4_code(std::clamp(x[i + 1] / clamped, -1.0f, 1.0f)) : 7;
+      q[i / 2] = static_cast<uint8_t>(high << 4 | low);
+    }
+  }
   // Double quantization. The mean is ATen's fp32 reduction, as bitsandbytes takes it.
   out.offset = absmax.mean().item<float>();
+  const float* am = absmax.data_ptr<float>();
   const int64_t outer = (blocks + Nf4Weight::kAbsmaxBlock - 1) / Nf4Weight::kAbsmaxBlock;
   out.absmax = torch::empty({blocks}, torch::kUInt8);
   out.absmax2 = torch::empty({outer}, torch::kFloat);
