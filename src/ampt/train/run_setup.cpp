@@ -314,6 +314,10 @@ void Run::report_fused_paths() {
   if (config_.lora_rank > 0 && (base == config::BaseDtype::nf4 || base == config::BaseDtype::int8 ||
                                 base == config::BaseDtype::fp8)) {
     paths.push_back(FusedPath::dequantize);
+    // An fp8 base's forward GEMMs under bf16 (precision/quantized_weight.cpp).
+    if (base == config::BaseDtype::fp8 && precision_.policy().compute_dtype == c10::kBFloat16) {
+      paths.push_back(FusedPath::fp8_rowwise_gemm);
+    }
   }
   if (precision_.policy().fp8) {
     paths.push_back(FusedPath::fp8_casts);
