@@ -1,8 +1,8 @@
 #include "ampt/kernels/add_layer_norm.h"
 
+#include "ampt/core/autocast_dtype.h"
 #include "ampt/kernels/kernel_support.h"
 
-#include <ATen/autocast_mode.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/autograd.h>
 
@@ -20,9 +20,7 @@ const KernelBackend& backend_of(const torch::Tensor& t) {
 
 // The dtype the next matmul reads: autocast's where it is on, else layer_norm's own result.
 c10::ScalarType normed_dtype(const torch::Tensor& residual, const torch::Tensor& branch) {
-  const auto device = residual.device().type();
-  if (at::autocast::is_autocast_enabled(device)) return at::autocast::get_autocast_dtype(device);
-  return at::result_type(residual, branch);
+  return autocast_dtype(residual.device().type()).value_or(at::result_type(residual, branch));
 }
 
 std::optional<AddLayerNormLayout> kernel_layout(c10::ScalarType stream, c10::ScalarType branch,

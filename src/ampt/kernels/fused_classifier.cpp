@@ -1,14 +1,14 @@
 #include "ampt/kernels/fused_classifier.h"
 
+#include "ampt/core/autocast_dtype.h"
 #include "ampt/kernels/cuda_dtype.h"
+#include "ampt/kernels/fp32_gemm.h"
 #include "ampt/kernels/fp8_gemm.h"
 #include "ampt/kernels/fp8_quantize.h"
-#include "ampt/kernels/fp32_gemm.h"
 #include "ampt/kernels/fused_linear.h"
 #include "ampt/kernels/kernel_support.h"
 #include "ampt/kernels/weight_copies.h"
 
-#include <ATen/autocast_mode.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/autograd.h>
 #include <torch/nn/functional/loss.h>
@@ -20,9 +20,7 @@ namespace ampt::kernels {
 namespace {
 
 c10::ScalarType compute_dtype(const torch::Tensor& weight) {
-  const auto device = weight.device().type();
-  if (at::autocast::is_autocast_enabled(device)) return at::autocast::get_autocast_dtype(device);
-  return weight.scalar_type();
+  return autocast_dtype(weight.device().type()).value_or(weight.scalar_type());
 }
 
 // Row losses of `logits` [rows, classes] into `row_loss` [rows] and, with `grad`, the logits

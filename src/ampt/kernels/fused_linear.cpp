@@ -1,5 +1,6 @@
 #include "ampt/kernels/fused_linear.h"
 
+#include "ampt/core/autocast_dtype.h"
 #include "ampt/kernels/fp32_gemm.h"
 #include "ampt/kernels/gemm_epilogues.h"
 #include "ampt/kernels/weight_copies.h"
@@ -62,8 +63,8 @@ std::optional<torch::Tensor> optional_tensor(const torch::Tensor& t) {
 
 torch::Tensor autocast_linear_arg(const torch::Tensor& t) {
   const auto device = t.device().type();
-  if (!at::autocast::is_autocast_enabled(device)) return t;
-  return at::autocast::cached_cast(at::autocast::get_autocast_dtype(device), t, device);
+  const auto dtype = autocast_dtype(device);
+  return dtype ? at::autocast::cached_cast(*dtype, t, device) : t;
 }
 
 LinearCopies linear_copies(const torch::Tensor& weight, const torch::Tensor& bias) {

@@ -1,6 +1,7 @@
 #include "ampt/kernels/weight_copies.h"
 
-#include <ATen/autocast_mode.h>
+#include "ampt/core/autocast_dtype.h"
+
 #include <ATen/core/grad_mode.h>
 
 #include <mutex>
@@ -53,9 +54,9 @@ void forbid_weight_copy(const torch::Tensor& weight) {
 
 WeightCopy weight_copy(const torch::Tensor& weight) {
   if (!weight.defined() || weight.scalar_type() != c10::kFloat) return {};
-  const auto device = weight.device().type();
-  if (!at::autocast::is_autocast_enabled(device)) return {};
-  const auto dtype = at::autocast::get_autocast_dtype(device);
+  const auto autocast = autocast_dtype(weight.device().type());
+  if (!autocast) return {};
+  const auto dtype = *autocast;
   const bool view = weight.is_view();
   const torch::Tensor base = view ? torch::Tensor(weight._base()) : weight;
   auto& r = registry();

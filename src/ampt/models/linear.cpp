@@ -1,12 +1,12 @@
 #include "ampt/models/linear.h"
 
+#include "ampt/core/autocast_dtype.h"
 #include "ampt/kernels/fused_linear.h"
 #include "ampt/models/activation_checkpoint.h"
 #include "ampt/models/lora.h"
 #include "ampt/precision/placeholder.h"
 #include "ampt/precision/precision_islands.h"
 
-#include <ATen/autocast_mode.h>
 
 namespace ampt::models {
 namespace {
@@ -21,11 +21,9 @@ bool is_island(const torch::nn::Module& module) {
 // x in autocast's dtype where autocast would cast it for an ordinary Linear: the base's GEMM and
 // the adapter's then share one cast copy (each would otherwise keep its own for the backward).
 torch::Tensor cast_once(const torch::Tensor& x, bool island) {
-  const auto device = x.device().type();
-  if (island || x.scalar_type() != torch::kFloat || !at::autocast::is_autocast_enabled(device)) {
-    return x;
-  }
-  return x.to(at::autocast::get_autocast_dtype(device));
+  if (island || x.scalar_type() != torch::kFloat) return x;
+  const auto dtype = autocast_dtype(x.device().type());
+  return dtype ? x.to(*dtype) : x;
 }
 
 }  // namespace

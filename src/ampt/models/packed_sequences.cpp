@@ -1,6 +1,7 @@
 #include "ampt/models/packed_sequences.h"
 
-#include <ATen/autocast_mode.h>
+#include "ampt/core/autocast_dtype.h"
+
 #include <ATen/ops/_flash_attention_forward.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
 
@@ -30,10 +31,7 @@ PackedLayout packed_layout(const torch::Tensor& positions, const torch::Tensor& 
   PackedLayout layout;
   if (!positions.defined()) return layout;
   layout.positions = positions;
-  const auto device = positions.device().type();
-  const auto dtype = at::autocast::is_autocast_enabled(device)
-                         ? at::autocast::get_autocast_dtype(device)
-                         : model_dtype;
+  const auto dtype = autocast_dtype(positions.device().type()).value_or(model_dtype);
   if (varlen_runs(positions.device(), dtype) && starts.defined()) {
     layout.cumulative_lengths = starts.to(positions.device(), torch::kInt32);
   } else {

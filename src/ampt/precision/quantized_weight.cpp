@@ -1,12 +1,12 @@
 #include "ampt/precision/quantized_weight.h"
 
 #include "ampt/config/enum_names.h"
+#include "ampt/core/autocast_dtype.h"
 #include "ampt/core/errors.h"
 #include "ampt/kernels/fp8_gemm.h"
 #include "ampt/kernels/fp8_quantize.h"
 #include "ampt/kernels/kernel_support.h"
 
-#include <ATen/autocast_mode.h>
 #include <fmt/format.h>
 #include <torch/autograd.h>
 
@@ -20,11 +20,8 @@ using torch::autograd::tensor_list;
 
 // The dtype a Linear computes x in: autocast's where it would cast x, else x's own.
 c10::ScalarType compute_dtype(const torch::Tensor& x) {
-  const auto device = x.device().type();
-  if (x.scalar_type() == torch::kFloat && at::autocast::is_autocast_enabled(device)) {
-    return at::autocast::get_autocast_dtype(device);
-  }
-  return x.scalar_type();
+  if (x.scalar_type() != torch::kFloat) return x.scalar_type();
+  return autocast_dtype(x.device().type()).value_or(x.scalar_type());
 }
 
 // x [M, K] · Wᵀ for fp8 storage where the row-wise fp8 GEMM runs (Ada, Hopper: kernel_support's
