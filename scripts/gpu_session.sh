@@ -5,7 +5,8 @@
 #   scripts/gpu_session.sh tests    # ampt doctor, the CUDA-tagged tests, then the whole suite (ctest -j8)
 #   scripts/gpu_session.sh bench [RUN.PY ARGS]  # benchmarks/run.py's GPU plan, within 480 s
 #   scripts/gpu_session.sh ARGS...  # any command, after the set-up (e.g. build/ampt train ...,
-#                                   # timeout 540 .venv/bin/python benchmarks/fp8_loss.py)
+#                                   # timeout 540 .venv/bin/python benchmarks/fp8_loss.py,
+#                                   # timeout 540 .venv/bin/python benchmarks/qlora_speed.py)
 set -uo pipefail
 here=$(pwd)
 origin=$(sed -n 1p .gpu/origin)
