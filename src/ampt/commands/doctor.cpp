@@ -81,8 +81,8 @@ void print_versions() {
 }
 
 // Which --base_dtype keep a LoRA run's speed where bf16 and fp16 are or are not native: the others
-// are dequantized by ATen ops into the compute dtype before each GEMM (no fused kernel yet).
-// `dequantizer` says what turns each stored weight back into its GEMM's operand there.
+// are dequantized into the compute dtype before each GEMM, by `dequantizer` (ATen ops, or on a GPU
+// ampt's dequantize kernels where they run).
 std::string base_dtypes_text(bool native_bf16, bool native_fp16, std::string_view dequantizer) {
   std::vector<std::string> fast{"auto"}, slow{"nf4", "int8", "fp8"};
   (native_bf16 ? fast : slow).emplace_back("bf16");

@@ -13,8 +13,8 @@
 namespace ampt::kernels {
 namespace {
 
-constexpr int64_t kBlock = 64;
-constexpr int64_t kAbsmaxBlock = 256;
+using abi::kNf4AbsmaxBlock;
+using abi::kNf4Block;
 
 // bitsandbytes' get_4bit_type("nf4"), as fp32 bits.
 constexpr std::array<uint32_t, 16> kNf4Bits = {
@@ -83,25 +83,29 @@ const std::array<float, 256>& dynamic_map() {
   return values;
 }
 
+abi::Nf4Input nf4_input(const Nf4Codes& weight) {
+  abi::Nf4Input in;
+  in.codes = weight.codes.data_ptr<uint8_t>();
+  in.absmax = weight.absmax.data_ptr<uint8_t>();
+  in.absmax2 = weight.absmax2.data_ptr<float>();
+  in.offset = weight.offset;
+  in.numel = weight.numel;
+  std::ranges::copy(nf4_values(), in.values);
+  std::ranges::copy(dynamic_map(), in.dynamic_map);
+  return in;
+}
+
 torch::Tensor dequantize_nf4(const Nf4Codes& weight, c10::ScalarType dtype) {
   const auto device = weight.codes.device();
   const auto* kernels = kernels_for(FusedPath::dequantize, device);
   if (kernels == nullptr || !kernel_dtype(dtype)) return dequantize_nf4_reference(weight, dtype);
   RECORD_FUNCTION("ampt::dequantize_nf4", std::vector<c10::IValue>());
   const c10::DeviceGuard on_device(device);
-  const auto codes = weight.codes.contiguous();
-  const auto absmax = weight.absmax.contiguous();
-  const auto absmax2 = weight.absmax2.contiguous();
-  abi::Nf4Input in;
-  in.codes = codes.data_ptr<uint8_t>();
-  in.absmax = absmax.data_ptr<uint8_t>();
-  in.absmax2 = absmax2.data_ptr<float>();
-  in.offset = weight.offset;
-  in.numel = weight.numel;
-  std::ranges::copy(nf4_values(), in.values);
-  std::ranges::copy(dynamic_map(), in.dynamic_map);
-  auto out = torch::empty({weight.numel}, absmax2.options().dtype(dtype));
-  kernels->dequantize_nf4(in, cuda_dtype(dtype), out.data_ptr(), kernels->stream(device));
+  const Nf4Codes contiguous{weight.codes.contiguous(), weight.absmax.contiguous(),
+                            weight.absmax2.contiguous(), weight.offset, weight.numel};
+  auto out = torch::empty({weight.numel}, contiguous.absmax2.options().dtype(dtype));
+  kernels->dequantize_nf4(nf4_input(contiguous), cuda_dtype(dtype), out.data_ptr(),
+                          kernels->stream(device));
   return out;
 }
 
@@ -118,7 +122,7 @@ torch::Tensor dequantize_nf4_reference(const Nf4Codes& weight, c10::ScalarType d
     return torch::tensor(std::vector<float>(v.begin(), v.end()));
   }();
   const int64_t n = weight.numel, blocks = weight.absmax.numel();
-  const auto scale = weight.absmax2.repeat_interleave(kAbsmaxBlock).narrow(0, 0, blocks);
+  const auto scale = weight.absmax2.repeat_interleave(kNf4AbsmaxBlock).narrow(0, 0, blocks);
   const auto absmax =
       table8.to(device).index_select(0, weight.absmax.to(torch::kLong)) * scale + weight.offset;
   const auto values_table = table.to(on);
@@ -133,9 +137,9 @@ torch::Tensor dequantize_nf4_reference(const Nf4Codes& weight, c10::ScalarType d
     const auto codes = torch::stack({packed.bitwise_right_shift(4), packed.bitwise_and(15)}, 1)
                            .reshape(-1)
                            .narrow(0, 0, count);
-    const auto per_element = absmax.narrow(0, start / kBlock,
-                                           (count + kBlock - 1) / kBlock)
-                                 .repeat_interleave(kBlock)
+    const auto per_element = absmax.narrow(0, start / kNf4Block,
+                                           (count + kNf4Block - 1) / kNf4Block)
+                                 .repeat_interleave(kNf4Block)
                                  .narrow(0, 0, count);
     out.narrow(0, start, count).copy_(values_table.index_select(0, codes) * per_element);
   }

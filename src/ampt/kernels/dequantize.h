@@ -5,6 +5,8 @@
 // bit for bit.
 #pragma once
 
+#include "ampt/kernels/kernel_abi.h"
+
 #include <torch/types.h>
 
 #include <array>
@@ -25,6 +27,9 @@ struct Nf4Codes {
   float offset = 0.0f;
   int64_t numel = 0;
 };
+
+// The kernel's argument (cuda::dequantize_nf4) for `weight`, whose tensors are contiguous.
+abi::Nf4Input nf4_input(const Nf4Codes& weight);
 
 // The flat weight [numel] in `dtype` (float32, bfloat16 or float16), on the codes' device.
 torch::Tensor dequantize_nf4(const Nf4Codes& weight, c10::ScalarType dtype);

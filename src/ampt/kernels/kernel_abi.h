@@ -59,14 +59,19 @@ struct Fp8ScaleUpdate {
   uint32_t* scratch;
 };
 
-// A frozen weight in bitsandbytes' NormalFloat-4 storage (precision/nf4.h), for
-// dequantize_nf4: two 4-bit codes a byte, the first in the high nibble; a block of 64 values has
-// one absmax, whose 8-bit code indexes `dynamic_map` and is scaled by the fp32 absmax2 of its 256
-// blocks, plus `offset`. The tables travel in the kernel's arguments.
+// bitsandbytes' NormalFloat-4 layout (precision/nf4.h): blocks of 64 values, each with one
+// absmax, and the absmax themselves quantized again in blocks of 256.
+inline constexpr int64_t kNf4Block = 64;
+inline constexpr int64_t kNf4AbsmaxBlock = 256;
+
+// A frozen weight in that storage, for dequantize_nf4: two 4-bit codes a byte, the first in the
+// high nibble; each block's absmax is its 8-bit code's value in `dynamic_map` times the fp32
+// absmax2 of its kNf4AbsmaxBlock blocks, plus `offset`. The tables travel in the kernel's
+// arguments.
 struct Nf4Input {
   const uint8_t* codes = nullptr;    // [(numel + 1) / 2]
-  const uint8_t* absmax = nullptr;   // [ceil(numel / 64)]
-  const float* absmax2 = nullptr;    // [ceil(numel / 64 / 256)]
+  const uint8_t* absmax = nullptr;   // [ceil(numel / kNf4Block)]
+  const float* absmax2 = nullptr;    // [ceil(blocks / kNf4AbsmaxBlock)]
   float offset = 0.0f;
   int64_t numel = 0;
   float values[16] = {};             // the NormalFloat values

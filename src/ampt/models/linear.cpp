@@ -7,7 +7,6 @@
 #include "ampt/precision/placeholder.h"
 #include "ampt/precision/precision_islands.h"
 
-
 namespace ampt::models {
 namespace {
 

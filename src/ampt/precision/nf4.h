@@ -7,6 +7,8 @@
 // codes of bitsandbytes' dynamic map in blocks of 256, each block scaled by its own fp32 absmax.
 #pragma once
 
+#include "ampt/kernels/kernel_abi.h"
+
 #include <torch/types.h>
 
 #include <cstdint>
@@ -27,8 +29,8 @@ struct Nf4Weight {
   std::vector<int64_t> shape;
   c10::ScalarType dtype = c10::kFloat;  // the weight's, which dequantization gives back
 
-  static constexpr int64_t kBlock = 64;
-  static constexpr int64_t kAbsmaxBlock = 256;
+  static constexpr int64_t kBlock = kernels::abi::kNf4Block;
+  static constexpr int64_t kAbsmaxBlock = kernels::abi::kNf4AbsmaxBlock;
   int64_t numel() const;
   int64_t bytes() const { return nf4_bytes(numel()); }
 };

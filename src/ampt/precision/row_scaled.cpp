@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-
 namespace ampt::precision {
 
 RowScaled quantize_rows(const torch::Tensor& weight, RowCode code) {

@@ -5,11 +5,13 @@
 //   float8_e4m3fn, rounding to the nearest representable value.
 #pragma once
 
+#include "ampt/kernels/kernel_abi.h"
+
 #include <torch/types.h>
 
 namespace ampt::precision {
 
-enum class RowCode { int8, e4m3 };
+using RowCode = kernels::abi::RowCode;  // the kernels' (cuda/dequantize.cu) codes
 
 inline int64_t row_scaled_bytes(int64_t rows, int64_t cols) { return rows * cols + 4 * rows; }
 

@@ -15,7 +15,6 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <vector>
 
 using ampt::kernels::Nf4Codes;
@@ -35,16 +34,9 @@ bool same(const torch::Tensor& got, const torch::Tensor& want) {
 }
 
 torch::Tensor emulated_nf4(const Nf4Codes& w, c10::ScalarType dtype) {
-  emulated::Nf4Input in;
-  in.codes = w.codes.data_ptr<uint8_t>();
-  in.absmax = w.absmax.data_ptr<uint8_t>();
-  in.absmax2 = w.absmax2.data_ptr<float>();
-  in.offset = w.offset;
-  in.numel = w.numel;
-  std::ranges::copy(ampt::kernels::nf4_values(), in.values);
-  std::ranges::copy(ampt::kernels::dynamic_map(), in.dynamic_map);
   Guarded out({w.numel}, dtype, "nf4 values");
-  emulated::dequantize_nf4(in, emulated_dtype(dtype), out.data(), nullptr);
+  emulated::dequantize_nf4(ampt::kernels::nf4_input(w), emulated_dtype(dtype), out.data(),
+                           nullptr);
   return out.get();
 }
 

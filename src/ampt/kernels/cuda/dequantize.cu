@@ -15,8 +15,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 4096;
-constexpr int64_t kBytesPerBlock = 32;  // an nf4 block of 64 values
-constexpr int64_t kAbsmaxBlock = 256;
 
 int blocks_for(int64_t work) {
   return static_cast<int>(std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1, kMaxBlocks));
@@ -39,9 +37,9 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes;
        i += stride) {
-    const int64_t block = i / kBytesPerBlock;
+    const int64_t block = i / (kNf4Block / 2);
     const float absmax = __fadd_rn(
-        __fmul_rn(dynamic_map[w.absmax[block]], w.absmax2[block / kAbsmaxBlock]), w.offset);
+        __fmul_rn(dynamic_map[w.absmax[block]], w.absmax2[block / kNf4AbsmaxBlock]), w.offset);
     const unsigned pair = w.codes[i];
     out[2 * i] = from_float<T>(__fmul_rn(values[pair >> 4], absmax));
     if (2 * i + 1 < w.numel) out[2 * i + 1] = from_float<T>(__fmul_rn(values[pair & 15u], absmax));

@@ -17,6 +17,8 @@ using abi::Fp8Input;
 using abi::Fp8Prologue;
 using abi::Fp8ScaleUpdate;
 using abi::KernelImage;
+using abi::kNf4AbsmaxBlock;
+using abi::kNf4Block;
 using abi::Nf4Input;
 using abi::RowCode;
 
