@@ -7,6 +7,7 @@
 #include "support/json_field.h"
 #include "support/process.h"
 #include "support/same_state.h"
+#include "support/run_recorder.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -20,16 +21,11 @@ using ampt::test::lines_with;
 using ampt::test::read_file;
 using ampt::test::run_ampt;
 
+using ampt::test::Recorder;
+
 namespace {
 
-struct Recorder final : ampt::log::Observer {
-  std::vector<double> losses;
-  std::vector<ampt::log::CheckpointReport> saves;
-  void on_step(const ampt::log::StepReport& r) override { losses.push_back(r.loss); }
-  void on_checkpoint(const ampt::log::CheckpointReport& r) override { saves.push_back(r); }
-};
-
-Config small_run(const std::string& dir) {
+Config saving_run(const std::string& dir) {
   Config config;
   config.device = ampt::config::DeviceKind::cpu;
   config.mixed_precision = ampt::config::MixedPrecision::fp16;  // the scaler's state too
@@ -54,7 +50,7 @@ std::vector<std::string> small_train(const std::string& dir, std::vector<std::st
 
 TEST_CASE("async saves: a run saving after every step equals one that never saves", "[checkpoint][async]") {
   const auto saving_dir = ampt::test::make_temp_dir();
-  auto config = small_run(saving_dir);
+  auto config = saving_run(saving_dir);
   config.save_every = 1;
   config.keep_checkpoints = 2;
   Recorder saving;
@@ -62,7 +58,7 @@ TEST_CASE("async saves: a run saving after every step equals one that never save
 
   const auto plain_dir = ampt::test::make_temp_dir();
   Recorder plain;
-  const auto without = ampt::train::run_training(small_run(plain_dir), {}, plain);
+  const auto without = ampt::train::run_training(saving_run(plain_dir), {}, plain);
 
   CHECK(saving.losses == plain.losses);  // every step, bit for bit
   CHECK(with_saves.final_scale == without.final_scale);
@@ -82,14 +78,14 @@ TEST_CASE("async saves: a checkpoint written while later steps train holds its o
   // Each file was written while the following steps updated the live tensors in place; resumed,
   // each must still reach exactly the end of the run that wrote it.
   const auto dir = ampt::test::make_temp_dir();
-  auto config = small_run(dir);
+  auto config = saving_run(dir);
   config.save_every = 1;
   config.keep_checkpoints = 40;
   Recorder straight;
   ampt::train::run_training(config, {}, straight);
   for (const auto* step : {"00000013", "00000027", "00000039"}) {
     INFO("resumed from step " << step);
-    auto resume = small_run(ampt::test::make_temp_dir());
+    auto resume = saving_run(ampt::test::make_temp_dir());
     resume.resume = dir + "/ckpt-" + step + ".pt";
     Recorder resumed;
     const auto summary = ampt::train::run_training(resume, {}, resumed);
@@ -100,7 +96,7 @@ TEST_CASE("async saves: a checkpoint written while later steps train holds its o
 
 TEST_CASE("async saves: keep_checkpoints never deletes the checkpoint just written", "[checkpoint][async]") {
   const auto dir = ampt::test::make_temp_dir();
-  auto config = small_run(dir);
+  auto config = saving_run(dir);
   config.max_steps = 30;
   config.save_every = 10;
   Recorder first;

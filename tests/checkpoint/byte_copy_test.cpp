@@ -13,7 +13,7 @@ using ampt::checkpoint::copy_bytes;
 
 namespace {
 
-std::vector<uint8_t> pattern(size_t bytes, uint8_t seed) {
+std::vector<uint8_t> byte_pattern(size_t bytes, uint8_t seed) {
   std::vector<uint8_t> out(bytes);
   for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<uint8_t>(i * 131 + seed + i / 4099);
   return out;
@@ -30,7 +30,7 @@ TEST_CASE("copy_bytes: every byte arrives, whatever the sizes and alignments", "
   std::vector<std::vector<uint8_t>> targets;
   std::vector<ByteCopy> copies;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    sources.push_back(pattern(sizes[i], static_cast<uint8_t>(i)));
+    sources.push_back(byte_pattern(sizes[i], static_cast<uint8_t>(i)));
     const size_t misalign = i % 7;  // target starts at data() + misalign
     targets.emplace_back(sizes[i] + misalign + 64, uint8_t{0xAB});
   }

@@ -16,19 +16,19 @@
 namespace {
 
 // Values Python can rebuild: arange in the dtype, shaped.
-torch::Tensor pattern(torch::ScalarType dtype, std::vector<int64_t> shape, int64_t start) {
+torch::Tensor tensor_pattern(torch::ScalarType dtype, std::vector<int64_t> shape, int64_t start) {
   int64_t numel = 1;
   for (auto d : shape) numel *= d;
   return torch::arange(start, start + numel, torch::kInt64).reshape(shape).to(dtype);
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> sample_tensors() {
-  return {{"f32", pattern(torch::kFloat32, {3, 70}, 0)},
-          {"bf16", pattern(torch::kBFloat16, {5}, 100)},
-          {"i64", pattern(torch::kInt64, {2, 2, 2}, -4)},
-          {"u8", pattern(torch::kUInt8, {33}, 7)},
-          {"scalar", pattern(torch::kFloat64, {}, 42)},
-          {"empty", pattern(torch::kFloat32, {0, 4}, 0)}};
+  return {{"f32", tensor_pattern(torch::kFloat32, {3, 70}, 0)},
+          {"bf16", tensor_pattern(torch::kBFloat16, {5}, 100)},
+          {"i64", tensor_pattern(torch::kInt64, {2, 2, 2}, -4)},
+          {"u8", tensor_pattern(torch::kUInt8, {33}, 7)},
+          {"scalar", tensor_pattern(torch::kFloat64, {}, 42)},
+          {"empty", tensor_pattern(torch::kFloat32, {0, 4}, 0)}};
 }
 
 std::string write_sample(const std::string& path) {

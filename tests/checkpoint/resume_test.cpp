@@ -5,23 +5,19 @@
 #include "support/process.h"
 #include "support/stop_after.h"
 #include "support/same_state.h"
+#include "support/run_recorder.h"
 
 #include <catch2/catch.hpp>
 
 #include <csignal>
 #include <filesystem>
 
+using ampt::test::Recorder;
+
 namespace {
 
 using ampt::config::Config;
 using ampt::config::MixedPrecision;
-
-struct LastStep final : ampt::log::Observer {
-  ampt::log::RunInfo info;
-  std::vector<ampt::log::StepReport> steps;
-  void on_start(const ampt::log::RunInfo& i) override { info = i; }
-  void on_step(const ampt::log::StepReport& r) override { steps.push_back(r); }
-};
 
 Config small_run(MixedPrecision precision, const std::string& dir) {
   Config config;
@@ -42,11 +38,11 @@ TEST_CASE("resume: stopped at 50 and resumed equals never stopped, in each preci
   for (auto precision : {MixedPrecision::no, MixedPrecision::bf16, MixedPrecision::fp16}) {
     const auto straight_dir = ampt::test::make_temp_dir();
     const auto stopped_dir = ampt::test::make_temp_dir();
-    LastStep straight;
+    Recorder straight;
     const auto reference =
         ampt::train::run_training(small_run(precision, straight_dir), {}, straight);
 
-    LastStep first;
+    Recorder first;
     const auto stopped =
         ampt::train::run_training(small_run(precision, stopped_dir), ampt::test::stop_after(50), first);
     CHECK(stopped.stop_signal == SIGTERM);
@@ -55,7 +51,7 @@ TEST_CASE("resume: stopped at 50 and resumed equals never stopped, in each preci
 
     auto config = small_run(precision, stopped_dir);
     config.resume = "auto";
-    LastStep second;
+    Recorder second;
     const auto resumed = ampt::train::run_training(config, {}, second);
     INFO("precision " << resumed.precision);
     CHECK(second.info.start_step == 50);
@@ -76,14 +72,14 @@ TEST_CASE("resume: checkpoints do not depend on the precision they were trained 
   auto config = small_run(MixedPrecision::fp16, dir);
   config.max_steps = 20;
   config.grad_scaler_init = 1024.0;
-  LastStep fp16_run;
+  Recorder fp16_run;
   ampt::train::run_training(config, {}, fp16_run);
 
   // fp16 → bf16: the scaler state is ignored, with a note.
   config.mixed_precision = MixedPrecision::bf16;
   config.max_steps = 30;
   config.resume = dir + "/ckpt-00000020.pt";
-  LastStep bf16_run;
+  Recorder bf16_run;
   const auto bf16 = ampt::train::run_training(config, {}, bf16_run);
   CHECK(bf16.steps == 30);
   CHECK_THAT(bf16_run.info.resume_note, Catch::Contains("loss scaler state ignored"));
@@ -92,20 +88,20 @@ TEST_CASE("resume: checkpoints do not depend on the precision they were trained 
   config.mixed_precision = MixedPrecision::fp16;
   config.max_steps = 40;
   config.resume = "auto";
-  LastStep fp16_again;
+  Recorder fp16_again;
   ampt::train::run_training(config, {}, fp16_again);
   CHECK_THAT(fp16_again.info.resume_note, Catch::Contains("starts at init_scale 1024"));
 
   // fp16 → fp16 restores the saved scale and tracker.
   config.max_steps = 45;
-  LastStep fp16_third;
+  Recorder fp16_third;
   ampt::train::run_training(config, {}, fp16_third);
   CHECK_THAT(fp16_third.info.resume_note, Catch::Contains("loss scaler (scale 1024, growth tracker 10)"));
 
   // fp16 → fp32 trains on from the same weights.
   config.mixed_precision = MixedPrecision::no;
   config.max_steps = 50;
-  LastStep fp32_run;
+  Recorder fp32_run;
   const auto fp32 = ampt::train::run_training(config, {}, fp32_run);
   CHECK(fp32_run.info.start_step == 45);
   CHECK(fp32.final_loss < fp16_run.steps.front().loss);
@@ -116,7 +112,7 @@ TEST_CASE("resume auto with no checkpoint starts fresh and says so", "[checkpoin
   auto config = small_run(MixedPrecision::bf16, dir);
   config.max_steps = 5;
   config.resume = "auto";
-  LastStep run;
+  Recorder run;
   const auto summary = ampt::train::run_training(config, {}, run);
   CHECK(run.info.start_step == 0);
   CHECK_THAT(run.info.resume_note, Catch::Contains("no checkpoint in " + dir + ": starting fresh"));
@@ -129,7 +125,7 @@ TEST_CASE("checkpoints: saved every N steps, the newest K kept, latest points to
   config.max_steps = 50;
   config.save_every = 10;
   config.keep_checkpoints = 2;
-  LastStep run;
+  Recorder run;
   ampt::train::RunContext context;
   context.config_text = "batch_size = 32 (flag --batch_size)\n";
   ampt::train::run_training(config, context, run);
@@ -151,10 +147,10 @@ TEST_CASE("resume: a checkpoint at the last step trains nothing and says so", "[
   const auto dir = ampt::test::make_temp_dir();
   auto config = small_run(MixedPrecision::bf16, dir);
   config.max_steps = 10;
-  LastStep first;
+  Recorder first;
   ampt::train::run_training(config, {}, first);
   config.resume = "auto";
-  LastStep again;
+  Recorder again;
   const auto summary = ampt::train::run_training(config, {}, again);
   CHECK(summary.steps == 10);
   CHECK(summary.steps_this_run == 0);

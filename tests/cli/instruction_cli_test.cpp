@@ -3,6 +3,7 @@
 // beside the shard and `tokens:` training on both, and a bad record stopping with one line.
 #include "support/json_field.h"
 #include "support/process.h"
+#include "support/skip.h"
 #include "text/text_fixtures.h"
 
 #include <catch2/catch.hpp>
@@ -29,10 +30,10 @@ std::string sums_jsonl(int records) {
   return out;
 }
 
-// GPT-2's ranks are fetched by scripts/bootstrap.sh; false after a warning when they are not.
+// GPT-2's ranks are fetched by scripts/bootstrap.sh; false after noting the skip when they are not.
 bool have_gpt2() {
   if (ampt::test::have_gpt2_ranks()) return true;
-  WARN("skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
+  AMPT_NOTE_SKIP(reference, "skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
   return false;
 }
 

@@ -4,6 +4,7 @@
 // cut inside its last record), a Lightning-rules CSV writer, and Python's XML parser for run.svg.
 #include "support/json_field.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -25,7 +26,7 @@ namespace {
 bool python_has_tensorboard() {
   if (!fs::exists(AMPT_PYTHON) ||
       run_process({AMPT_PYTHON, "-c", "import tensorboard"}).exit_code != 0) {
-    WARN("skipping the reference checks: no tensorboard in " AMPT_PYTHON);
+    AMPT_NOTE_SKIP(reference, "skipping the reference checks: no tensorboard in " AMPT_PYTHON);
     return false;
   }
   return true;

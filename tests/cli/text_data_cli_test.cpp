@@ -3,6 +3,7 @@
 // padded examples scored as transformers scores them; small splits train and evaluate.
 #include "support/json_field.h"
 #include "support/process.h"
+#include "support/skip.h"
 #include "text/text_fixtures.h"
 
 #include <catch2/catch.hpp>
@@ -70,8 +71,7 @@ TEST_CASE("cli train: jsonl with --text_field and --packing=false, a train split
 TEST_CASE("cli train: two short texts through GPT-2's tokenizer fine-tune a tiny GPT, cached",
           "[cli][text]") {
   if (!ampt::test::have_gpt2_ranks()) {
-    WARN("skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
-    return;
+    AMPT_SKIP(reference, "skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
   }
   const auto dir = make_temp_dir();
   write_file(dir + "/texts/one.txt",
@@ -138,8 +138,7 @@ TEST_CASE("cli train: init_from's tokenizer, one padded example per document, lo
           "[cli][text][hf][python]") {
   if (!ampt::test::have_gpt2_ranks() ||
       ampt::test::run_process({AMPT_PYTHON, "-c", "import transformers"}).exit_code != 0) {
-    WARN("skipping: GPT-2's ranks or transformers missing (run scripts/bootstrap.sh)");
-    return;
+    AMPT_SKIP(reference, "skipping: GPT-2's ranks or transformers missing (run scripts/bootstrap.sh)");
   }
   const auto dir = make_temp_dir();
   // A GPT-2 as transformers saves it, with GPT-2's tokenizer files beside its weights.

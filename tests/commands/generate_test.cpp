@@ -2,6 +2,7 @@
 // pretrained GPT-2, and the usage errors.
 #include "support/gpt2_reference.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 
@@ -29,8 +30,7 @@ std::string pretrained_with_tokenizer() {
 TEST_CASE("generate: greedy tokens equal transformers' greedy generate", "[commands][generate]") {
   const auto dir = pretrained_with_tokenizer();
   if (dir.empty()) {
-    WARN("skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
-    return;
+    AMPT_SKIP(reference, "skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
   }
   for (const std::string prompt : {"Hello, my name is", "The café — naïve 日本語 text:"}) {
     INFO(prompt);
@@ -74,8 +74,7 @@ TEST_CASE("generate: what it needs and what it refuses, in one line each", "[com
 TEST_CASE("generate: a checkpoint's run's --tokenizer decodes, and a run without one is refused",
           "[commands][generate][text]") {
   if (!std::filesystem::exists(kGpt2Ranks)) {
-    WARN("skipping: .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
-    return;
+    AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
   }
   const auto dir = make_temp_dir();
   ampt::test::write_file(dir + "/a.txt", "Hello there, general reader. Hello there again.");

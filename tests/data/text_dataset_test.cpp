@@ -21,10 +21,10 @@ using ampt::test::write_file;
 
 namespace {
 
-struct Fixture {
+struct TextFixture {
   std::string dir = make_temp_dir();
   std::string tokenizer = dir + "/toy.tiktoken";
-  Fixture() { write_file(tokenizer, ampt::test::toy_tiktoken()); }
+  TextFixture() { write_file(tokenizer, ampt::test::toy_tiktoken()); }
 
   Config config(const std::string& dataset) const {
     Config c;
@@ -75,7 +75,7 @@ std::size_t files_in(const std::string& dir) {
 
 TEST_CASE("text: tokenized documents joined by <|endoftext|> and cut into windows",
           "[data][text]") {
-  const Fixture f;
+  const TextFixture f;
   write_file(f.dir + "/docs/a.txt", "the thing in the ring");
   write_file(f.dir + "/docs/b.txt", "and <|endoftext|> the end");
   write_file(f.dir + "/docs/notes.md", "not a .txt file: not read");
@@ -112,7 +112,7 @@ TEST_CASE("text: tokenized documents joined by <|endoftext|> and cut into window
 
 TEST_CASE("text: the token cache is reused, and remade when an input or the tokenizer changes",
           "[data][text][cache]") {
-  const Fixture f;
+  const TextFixture f;
   write_file(f.dir + "/a.txt", "the thing in the ring, the thing in the ring");
   auto config = f.config("text:" + f.dir + "/a.txt");
   config.token_cache = f.dir + "/cache";
@@ -165,7 +165,7 @@ TEST_CASE("text: the token cache is reused, and remade when an input or the toke
 
 TEST_CASE("text: a tokenizer beyond 65536 ids tokenizes into llm.c's uint32 shard",
           "[data][text][cache]") {
-  const Fixture f;
+  const TextFixture f;
   const auto path = beyond_uint16_tokenizer(f.dir + "/big");
   write_file(f.dir + "/docs/a.txt", "the thing in the ring");
   write_file(f.dir + "/docs/b.txt", "and the end");
@@ -215,7 +215,7 @@ TEST_CASE("text: a tokenizer beyond 65536 ids tokenizes into llm.c's uint32 shar
 
 TEST_CASE("jsonl: --packing=false gives one padded example per document, padding not scored",
           "[data][text][jsonl]") {
-  const Fixture f;
+  const TextFixture f;
   write_file(f.dir + "/d.jsonl",
              "{\"body\": \"the thing\"}\n"
              "{\"body\": \"\"}\n"
@@ -260,7 +260,7 @@ TEST_CASE("jsonl: --packing=false gives one padded example per document, padding
 
 TEST_CASE("text and jsonl without a tokenizer: bytes as tokens, a newline between records",
           "[data][text][jsonl]") {
-  const Fixture f;
+  const TextFixture f;
   write_file(f.dir + "/d.jsonl", "{\"text\": \"abc\"}\n\n{\"text\": \"de\"}\n{\"text\": \"f\"}\n");
   auto config = f.config("jsonl:" + f.dir + "/d.jsonl");
   config.tokenizer.clear();
@@ -292,7 +292,7 @@ TEST_CASE("text and jsonl without a tokenizer: bytes as tokens, a newline betwee
 
 TEST_CASE("text data: a tokenizer beyond the model, a max_length beyond block_size",
           "[data][text][errors]") {
-  const Fixture f;
+  const TextFixture f;
   write_file(f.dir + "/a.txt", "the thing");
   auto config = f.config("text:" + f.dir + "/a.txt");
   CHECK_THROWS_WITH(open_dataset(config, {SampleRequest::Form::tokens, 8, 256}),
@@ -315,7 +315,7 @@ TEST_CASE("text data: a tokenizer beyond the model, a max_length beyond block_si
 }
 
 TEST_CASE("text data: init_from's directory gives the tokenizer, unless --tokenizer names one", "[data][text][hf]") {
-  const Fixture f;
+  const TextFixture f;
   write_file(f.dir + "/a.txt", "the thing in the ring");
   write_file(f.dir + "/model/gpt2.tiktoken", ampt::test::toy_tiktoken());
   auto config = f.config("text:" + f.dir + "/a.txt");
@@ -338,7 +338,7 @@ TEST_CASE("text data: init_from's directory gives the tokenizer, unless --tokeni
 TEST_CASE("text: --document_mask gives each window's documents positions of their own that "
           "restart after each end of text, and data without documents is refused",
           "[data][text][packing]") {
-  const Fixture f;
+  const TextFixture f;
   write_file(f.dir + "/docs/a.txt", "the thing in the ring");
   write_file(f.dir + "/docs/b.txt", "and the end");
   auto config = f.config("text:" + f.dir + "/docs");

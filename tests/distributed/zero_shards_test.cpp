@@ -25,28 +25,28 @@ namespace {
 
 // Parameters whose sizes do not divide by 2, 3 or 4, so that pieces cross parameter boundaries
 // and units need padding.
-struct Net {
+struct ShardedNet {
   torch::Tensor w1, b1, w2, b2;
   std::vector<torch::Tensor> params() const { return {w1, b1, w2, b2}; }
   std::vector<std::string> names() const { return {"w1", "b1", "w2", "b2"}; }
   torch::Tensor loss(const torch::Tensor& x, const torch::Tensor& y) const {
     return torch::mse_loss(torch::linear(torch::tanh(torch::linear(x, w1, b1)), w2, b2), y);
   }
-  Net copy() const {
+  ShardedNet copy() const {
     auto c = [](const torch::Tensor& t) { return t.detach().clone().requires_grad_(); };
     return {c(w1), c(b1), c(w2), c(b2)};
   }
 };
 
-Net make_net() {
+ShardedNet make_sharded_net() {
   torch::manual_seed(5);
-  return Net{torch::randn({13, 5}).requires_grad_(), torch::randn({13}).requires_grad_(),
+  return ShardedNet{torch::randn({13, 5}).requires_grad_(), torch::randn({13}).requires_grad_(),
              torch::randn({3, 13}).requires_grad_(), torch::randn({3}).requires_grad_()};
 }
 
 // The average gradient one process gets over the whole batch.
-std::vector<torch::Tensor> full_grads(const Net& net, const torch::Tensor& x, const torch::Tensor& y) {
-  Net local = net.copy();
+std::vector<torch::Tensor> full_grads(const ShardedNet& net, const torch::Tensor& x, const torch::Tensor& y) {
+  ShardedNet local = net.copy();
   local.loss(x, y).backward();
   std::vector<torch::Tensor> grads;
   for (const auto& p : local.params()) grads.push_back(p.grad().clone());
@@ -54,7 +54,7 @@ std::vector<torch::Tensor> full_grads(const Net& net, const torch::Tensor& x, co
 }
 
 // A 48-byte bucket cap: b2 and w2 share a unit, b1 and w1 get one each.
-FlatLayout layout_for(const Net& net, int64_t world) {
+FlatLayout layout_for(const ShardedNet& net, int64_t world) {
   return FlatLayout(ampt::distributed::plan_buckets(net.params(), ampt::config::ReduceDtype::grad, 48),
                     world);
 }
@@ -65,7 +65,7 @@ TEST_CASE("zero: each stage leaves a rank its slices of the averaged gradients",
           "[dist][zero]") {
   const int64_t world = GENERATE(2, 3, 4);
   const int64_t stage = GENERATE(1, 2);
-  const Net net = make_net();
+  const ShardedNet net = make_sharded_net();
   const auto x = torch::randn({world * 4, 5});
   const auto y = torch::randn({world * 4, 3});
   const auto expected = full_grads(net, x, y);
@@ -73,7 +73,7 @@ TEST_CASE("zero: each stage leaves a rank its slices of the averaged gradients",
   std::mutex mutex;
   int64_t checked = 0;
   run_ranks(world, [&](Group& group) {
-    Net local = net.copy();
+    ShardedNet local = net.copy();
     const auto layout = layout_for(local, world);
     ZeroShards zero(group, stage, local.params(), local.params(), layout);
     std::unique_ptr<GradSync> sync =
@@ -99,14 +99,14 @@ TEST_CASE("zero: each stage leaves a rank its slices of the averaged gradients",
 TEST_CASE("zero: global gradient norms match one process and find a NaN on any rank",
           "[dist][zero]") {
   const int64_t world = 3;
-  const Net net = make_net();
+  const ShardedNet net = make_sharded_net();
   const auto x = torch::randn({12, 5});
   const auto y = torch::randn({12, 3});
   auto expected = full_grads(net, x, y);
   const auto expected_norms = ampt::train::grad_norms(expected);
   std::vector<torch::Tensor> norms(world), poisoned(world);
   run_ranks(world, [&](Group& group) {
-    Net local = net.copy();
+    ShardedNet local = net.copy();
     ZeroShards zero(group, 1, local.params(), local.params(), layout_for(local, world));
     for (size_t i = 0; i < 4; ++i) local.params()[i].mutable_grad() = expected[i].clone();
     auto grads = zero.collect_grads();
@@ -126,13 +126,13 @@ TEST_CASE("zero: a sharded AdamW or SGD step and its all-gather equal the whole 
           "[dist][zero]") {
   const int64_t world = GENERATE(2, 4);
   const auto kind = GENERATE(ampt::config::OptimizerKind::adamw, ampt::config::OptimizerKind::sgd);
-  const Net net = make_net();
+  const ShardedNet net = make_sharded_net();
   ampt::config::Config config;
   config.optimizer = kind;
   config.momentum = 0.9;
   config.weight_decay = 0.1;
   // The whole step, three times, on gradients that change each step.
-  Net whole = net.copy();
+  ShardedNet whole = net.copy();
   auto optimizer = ampt::train::make_optimizer(
       config, {{"w1", whole.w1}, {"b1", whole.b1}, {"w2", whole.w2}, {"b2", whole.b2}});
   const auto no_inf = torch::zeros({});
@@ -145,7 +145,7 @@ TEST_CASE("zero: a sharded AdamW or SGD step and its all-gather equal the whole 
   }
   std::vector<std::vector<torch::Tensor>> results(world);
   run_ranks(world, [&](Group& group) {
-    Net local = net.copy();
+    ShardedNet local = net.copy();
     std::vector<bool> decay;
     for (const auto& p : local.params()) decay.push_back(p.dim() >= 2);
     ZeroShards zero(group, 1, local.params(), local.params(), layout_for(local, world));
@@ -170,9 +170,9 @@ TEST_CASE("zero: a sharded AdamW or SGD step and its all-gather equal the whole 
 TEST_CASE("zero: each rank holds 1/N of the optimizer state and of the fp32 masters",
           "[dist][zero]") {
   const int64_t world = GENERATE(2, 4);
-  const Net net = make_net();
+  const ShardedNet net = make_sharded_net();
   ampt::config::Config config;
-  Net whole = net.copy();
+  ShardedNet whole = net.copy();
   auto optimizer = ampt::train::make_optimizer(
       config, {{"w1", whole.w1}, {"b1", whole.b1}, {"w2", whole.w2}, {"b2", whole.b2}});
   int64_t full_bytes = 0;
@@ -181,7 +181,7 @@ TEST_CASE("zero: each rank holds 1/N of the optimizer state and of the fp32 mast
   const auto layout = layout_for(net, world);
   std::vector<int64_t> held(world), masters(world);
   run_ranks(world, [&](Group& group) {
-    Net local = net.copy();
+    ShardedNet local = net.copy();
     std::vector<bool> decay(4, true);
     ZeroShards zero(group, 2, local.params(), local.params(), layout);
     auto sharded = ampt::train::make_zero_optimizer(config, zero, local.names(), decay);

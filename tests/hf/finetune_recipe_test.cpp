@@ -3,6 +3,7 @@
 // texts, the recipe's settings in the startup block, and perplexity before and after.
 #include "support/gpt2_reference.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 #include <yaml-cpp/yaml.h>
@@ -62,8 +63,7 @@ std::string two_texts() {
 TEST_CASE("configs/finetune_gpt2.yaml fine-tunes gpt2 from the hub cache on two short texts",
           "[hf][gpt2][configs]") {
   if (!ampt::test::have_gpt2_references()) {
-    WARN("skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
-    return;
+    AMPT_SKIP(reference, "skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
   }
   const auto cache = cache_with_gpt2();
   const auto out = make_temp_dir();
@@ -94,8 +94,7 @@ TEST_CASE("configs/finetune_gpt2.yaml fine-tunes gpt2 from the hub cache on two 
 TEST_CASE("configs/finetune_llama.yaml fine-tunes Llama-3.2-1B from the hub cache on two short texts",
           "[hf][llama][configs]") {
   if (!ampt::test::have_gpt2_references()) {
-    WARN("skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
-    return;
+    AMPT_SKIP(reference, "skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
   }
   const auto cache = cache_with_llama();
   const auto out = make_temp_dir();

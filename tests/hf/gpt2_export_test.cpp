@@ -6,6 +6,7 @@
 #include "ampt/text/tokenizer_files.h"
 #include "support/gpt2_reference.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -59,8 +60,7 @@ void check_logits(const std::string& checkpoint, const std::string& exported) {
 
 TEST_CASE("hf export: from_pretrained gives ampt's logits, AutoTokenizer GPT-2's ids", "[hf][gpt2]") {
   if (!ampt::test::have_gpt2_references()) {
-    WARN("skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
-    return;
+    AMPT_SKIP(reference, "skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
   }
   const auto pretrained = make_temp_dir();
   ampt::test::make_pretrained_gpt2(pretrained, {"--n_embd", "48"});
@@ -94,8 +94,7 @@ TEST_CASE("hf export: from_pretrained gives ampt's logits, AutoTokenizer GPT-2's
 TEST_CASE("hf export: a GPT trained without a tokenizer goes without one, with a warning",
           "[hf][gpt2]") {
   if (!ampt::test::have_gpt2_references()) {
-    WARN("skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
-    return;
+    AMPT_SKIP(reference, "skipping: transformers/tiktoken or .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
   }
   const auto checkpoint = trained({"--model", "gpt-tiny"});
   const auto exported = make_temp_dir() + "/tiny";

@@ -8,6 +8,7 @@
 #include "ampt/models/registry.h"
 #include "support/pretrained_reference.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -21,11 +22,11 @@ using ampt::test::run_process;
 
 namespace {
 
-constexpr const char* kScript = AMPT_SOURCE_DIR "/tests/hf/gpt2_reference.py";
+constexpr const char* kGpt2ModelScript = AMPT_SOURCE_DIR "/tests/hf/gpt2_reference.py";
 
 // A fresh random GPT-2 directory from transformers; `extra` are make's flags.
 std::string make_gpt2(const std::vector<std::string>& extra = {}) {
-  return ampt::test::make_reference_model(kScript, extra);
+  return ampt::test::make_reference_model(kGpt2ModelScript, extra);
 }
 
 ampt::config::Config config_for(const std::string& dir) { return ampt::test::pretrained_config(dir); }
@@ -35,8 +36,7 @@ ampt::config::Config config_for(const std::string& dir) { return ampt::test::pre
 TEST_CASE("hf import: logits and loss equal GPT2LMHeadModel's (fp32), padded vocabulary",
           "[hf][gpt2]") {
   if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
   // 100 tokens pad to 128: the padding must change no logit and no loss.
   check_against_transformers(make_gpt2({"--vocab", "100"}));
@@ -44,8 +44,7 @@ TEST_CASE("hf import: logits and loss equal GPT2LMHeadModel's (fp32), padded voc
 
 TEST_CASE("hf import: a sharded checkpoint and the exact GELU load the same way", "[hf][gpt2]") {
   if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
   const auto dir = make_gpt2({"--shard_kb", "40", "--activation", "gelu", "--n_layer", "3",
                               "--vocab", "128"});
@@ -56,8 +55,7 @@ TEST_CASE("hf import: a sharded checkpoint and the exact GELU load the same way"
 TEST_CASE("hf import: config.json decides the architecture, options may not contradict it",
           "[hf][gpt2]") {
   if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
   const auto dir = make_gpt2({"--n_positions", "32", "--vocab", "100"});
   auto config = config_for(dir);
@@ -88,8 +86,7 @@ TEST_CASE("hf import: config.json decides the architecture, options may not cont
 TEST_CASE("hf import: a missing, misshapen or unknown tensor names the file and the tensor",
           "[hf][gpt2]") {
   if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
   const auto dir = make_gpt2();
   const auto files = ampt::hf::model_files(dir);
@@ -138,8 +135,7 @@ TEST_CASE("hf import: config.json that ampt cannot build is one line naming the 
 
 TEST_CASE("hf import: ampt train --init_from starts from the pretrained weights", "[hf][gpt2][cli]") {
   if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
   const auto dir = make_gpt2({"--vocab", "100"});
   const auto out = make_temp_dir();

@@ -13,6 +13,7 @@
 #include "ampt/models/registry.h"
 #include "support/pretrained_reference.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -31,10 +32,10 @@ using ampt::test::run_process;
 
 namespace {
 
-constexpr const char* kScript = AMPT_SOURCE_DIR "/tests/hf/llama_reference.py";
+constexpr const char* kLlamaModelScript = AMPT_SOURCE_DIR "/tests/hf/llama_reference.py";
 
 std::string make_llama(const std::vector<std::string>& extra = {}) {
-  return ampt::test::make_reference_model(kScript, extra);
+  return ampt::test::make_reference_model(kLlamaModelScript, extra);
 }
 
 ampt::models::Model load(const std::string& dir) {
@@ -58,7 +59,7 @@ std::vector<std::string> with(std::vector<std::string> args, const std::string& 
 }
 
 std::vector<int64_t> reference_generation(const std::string& dir, const std::string& prompt, int n) {
-  const auto r = run_process({AMPT_PYTHON, kScript, "generate", dir, prompt, std::to_string(n)});
+  const auto r = run_process({AMPT_PYTHON, kLlamaModelScript, "generate", dir, prompt, std::to_string(n)});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   return YAML::Load(r.out).as<std::vector<int64_t>>();
@@ -69,8 +70,7 @@ std::vector<int64_t> reference_generation(const std::string& dir, const std::str
 TEST_CASE("llama import: logits and loss equal LlamaForCausalLM's (fp32), llama3 rope, untied head",
           "[hf][llama]") {
   if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
   const auto dir = make_llama({"--llama3"});
   CHECK(ampt::models::catalog().pretrained_model(dir, "") == "llama");
@@ -80,8 +80,7 @@ TEST_CASE("llama import: logits and loss equal LlamaForCausalLM's (fp32), llama3
 TEST_CASE("llama import: Qwen2 (q/k/v biases, tied head) from bf16 shards equals Qwen2ForCausalLM",
           "[hf][llama]") {
   if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
   const auto dir = make_llama({"--flavour", "qwen2", "--tied", "--shard_kb", "60", "--dtype", "bfloat16"});
   CHECK(ampt::models::catalog().pretrained_model(dir, "") == "qwen2");
@@ -92,8 +91,7 @@ TEST_CASE("llama import: Qwen2 (q/k/v biases, tied head) from bf16 shards equals
 TEST_CASE("llama import: Qwen3 (q/k norms, wide heads, tied) and Mistral equal transformers'",
           "[hf][llama]") {
   if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
   const auto qwen3 = make_llama(flavours()[2]);
   CHECK(ampt::models::catalog().pretrained_model(qwen3, "") == "qwen3");
@@ -109,8 +107,7 @@ TEST_CASE("llama import: Qwen3 (q/k norms, wide heads, tied) and Mistral equal t
 TEST_CASE("llama generate: greedy tokens through the KV cache (GQA) equal transformers'",
           "[hf][llama]") {
   if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
   for (const auto& flavour : flavours()) {
     INFO(flavour[1]);
@@ -127,8 +124,7 @@ TEST_CASE("llama generate: greedy tokens through the KV cache (GQA) equal transf
 TEST_CASE("llama fine-tune: 20 AdamW steps follow a PyTorch + transformers loop (fp32)",
           "[hf][llama][cli]") {
   if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
   for (const auto& args : flavours()) {
     const auto& flavour = args[1];
@@ -153,7 +149,7 @@ TEST_CASE("llama fine-tune: 20 AdamW steps follow a PyTorch + transformers loop 
                              "--output_dir", out});
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
-    const auto reference = run_process({AMPT_PYTHON, kScript, "finetune", dir, data, "16", "20",
+    const auto reference = run_process({AMPT_PYTHON, kLlamaModelScript, "finetune", dir, data, "16", "20",
                                         "3e-3", "0.9", "0.95", "1e-8"});
     INFO(reference.err);
     REQUIRE(reference.exit_code == 0);
@@ -205,7 +201,7 @@ void check_export(const std::vector<std::string>& args) {
   const auto tokens = torch::tensor({3, 14, 15, 92, 65, 35, 89, 79}).view({1, 8});
   torch::NoGradGuard no_grad;
   const auto logits = model.forward(tokens);
-  const auto py = run_process({AMPT_PYTHON, kScript, "logits", exported, "[[3, 14, 15, 92, 65, 35, 89, 79]]"});
+  const auto py = run_process({AMPT_PYTHON, kLlamaModelScript, "logits", exported, "[[3, 14, 15, 92, 65, 35, 89, 79]]"});
   INFO(py.err);
   REQUIRE(py.exit_code == 0);
   const auto expected = torch::tensor(YAML::Load(py.out).as<std::vector<float>>()).view(logits.sizes());
@@ -224,8 +220,7 @@ void check_export(const std::vector<std::string>& args) {
 TEST_CASE("llama export: --format hf loads in transformers with ampt's logits and greedy tokens",
           "[hf][llama][cli]") {
   if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
   for (const auto& args : {std::vector<std::string>{"--flavour", "qwen2", "--tied"}, flavours()[2],
                            flavours()[3]}) {
@@ -278,8 +273,7 @@ TEST_CASE("llama import: a config, shard or index that does not fit is one line 
   CHECK(read.llama3_scaling->factor == 32.0);
 
   if (!have_transformers()) {
-    WARN("skipping the weight files' half: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping the weight files' half: transformers is not installed in " AMPT_PYTHON);
   }
   const auto sharded = make_llama({"--shard_kb", "60"});
   const auto files = ampt::hf::model_files(sharded);
@@ -332,8 +326,7 @@ TEST_CASE("llama presets: parameter counts equal the published ones, and the bui
 TEST_CASE("llama export: weights past the shard size go to shards and an index transformers reads",
           "[hf][llama]") {
   if (!have_transformers()) {
-    WARN("skipping: transformers is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
   const auto dir = make_llama({"--llama3"});
   const auto config = ampt::hf::read_llama_config(dir + "/config.json");
@@ -351,7 +344,7 @@ TEST_CASE("llama export: weights past the shard size go to shards and an index t
     row.pop_back();  // reference.json's logits are of the inputs: all but the last token
     rows.push_back(fmt::format("[{}]", fmt::join(row, ", ")));
   }
-  const auto py = run_process({AMPT_PYTHON, kScript, "logits", out, fmt::format("[{}]", fmt::join(rows, ", "))});
+  const auto py = run_process({AMPT_PYTHON, kLlamaModelScript, "logits", out, fmt::format("[{}]", fmt::join(rows, ", "))});
   INFO(py.err);
   REQUIRE(py.exit_code == 0);
   const auto logits = torch::tensor(YAML::Load(py.out).as<std::vector<float>>());

@@ -11,6 +11,7 @@
 #include "support/json_field.h"
 #include "support/pretrained_reference.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -217,8 +218,7 @@ void check_against_peft(const std::string& name) {
 TEST_CASE("lora vs peft: GPT-2 (Conv1D, fan_in_fan_out) follows peft's loop, exports load in peft and merged",
           "[hf][lora][cli]") {
   if (!have_peft()) {
-    WARN("skipping: transformers or peft is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers or peft is not installed in " AMPT_PYTHON);
   }
   check_against_peft("gpt2");
 }
@@ -226,8 +226,7 @@ TEST_CASE("lora vs peft: GPT-2 (Conv1D, fan_in_fan_out) follows peft's loop, exp
 TEST_CASE("lora vs peft: Llama follows peft's loop, exports load in peft and merged",
           "[hf][lora][cli]") {
   if (!have_peft()) {
-    WARN("skipping: transformers or peft is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers or peft is not installed in " AMPT_PYTHON);
   }
   check_against_peft("llama");
 }
@@ -235,8 +234,7 @@ TEST_CASE("lora vs peft: Llama follows peft's loop, exports load in peft and mer
 TEST_CASE("lora vs peft: Qwen3 and Mistral follow peft's loop, exports load in peft and merged",
           "[hf][lora][cli]") {
   if (!have_peft()) {
-    WARN("skipping: transformers or peft is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers or peft is not installed in " AMPT_PYTHON);
   }
   for (const auto* name : {"qwen3", "mistral"}) {
     INFO(name);
@@ -247,8 +245,7 @@ TEST_CASE("lora vs peft: Qwen3 and Mistral follow peft's loop, exports load in p
 TEST_CASE("qlora vs peft + bitsandbytes: a Llama on an nf4 base follows peft's loop over a 4-bit base",
           "[hf][lora][qlora][cli]") {
   if (!have_peft() || run_process({AMPT_PYTHON, "-c", "import bitsandbytes"}).exit_code != 0) {
-    WARN("skipping: transformers, peft or bitsandbytes is not installed in " AMPT_PYTHON);
-    return;
+    AMPT_SKIP(reference, "skipping: transformers, peft or bitsandbytes is not installed in " AMPT_PYTHON);
   }
   const auto data = token_file();
   // In shards of 60 kB, which the run quantizes one at a time as it reads them.

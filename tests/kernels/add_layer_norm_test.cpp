@@ -4,6 +4,7 @@
 #include "ampt/kernels/add_layer_norm.h"
 
 #include "ampt/precision/autocast_guard.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -40,7 +41,7 @@ struct Run {
 // Both outputs used, as in a transformer block: the sum goes on down the stream, the normed
 // values into a matmul. `use_sum` false: only the normed values are used.
 template <class Fn>
-Run run(const Inputs& in, Fn&& fn, bool use_sum, c10::DeviceType autocast_device,
+Run run_add_layer_norm(const Inputs& in, Fn&& fn, bool use_sum, c10::DeviceType autocast_device,
         c10::ScalarType half) {
   const auto leaf = [](const torch::Tensor& t) { return t.detach().clone().requires_grad_(true); };
   Inputs mine{leaf(in.residual), leaf(in.branch), leaf(in.weight), leaf(in.bias)};
@@ -63,7 +64,7 @@ Run run(const Inputs& in, Fn&& fn, bool use_sum, c10::DeviceType autocast_device
           mine.weight.grad(), mine.bias.grad()};
 }
 
-void check_close(const torch::Tensor& got, const torch::Tensor& want, double tol,
+void check_dtype_and_close(const torch::Tensor& got, const torch::Tensor& want, double tol,
                  const std::string& what) {
   INFO(what << ": dtype " << got.dtype() << " (want " << want.dtype() << "), max error "
             << (got.to(torch::kFloat64) - want.to(torch::kFloat64)).abs().max().item<double>());
@@ -77,15 +78,15 @@ void compare_with_reference(const torch::Device& device, c10::ScalarType stream,
     for (const bool use_sum : {true, false}) {
       INFO("width " << cols << (use_sum ? ", sum and normed used" : ", normed only"));
       const auto in = make_inputs(device, stream, branch, cols);
-      const auto fused = run(in, add_layer_norm, use_sum, device.type(), half);
-      const auto reference = run(in, add_layer_norm_reference, use_sum, device.type(), half);
-      check_close(fused.sum, reference.sum, tol, "sum");
-      check_close(fused.normed, reference.normed, tol, "normed");
-      check_close(fused.d_residual, reference.d_residual, tol, "d_residual");
-      check_close(fused.d_branch, reference.d_branch, tol, "d_branch");
+      const auto fused = run_add_layer_norm(in, add_layer_norm, use_sum, device.type(), half);
+      const auto reference = run_add_layer_norm(in, add_layer_norm_reference, use_sum, device.type(), half);
+      check_dtype_and_close(fused.sum, reference.sum, tol, "sum");
+      check_dtype_and_close(fused.normed, reference.normed, tol, "normed");
+      check_dtype_and_close(fused.d_residual, reference.d_residual, tol, "d_residual");
+      check_dtype_and_close(fused.d_branch, reference.d_branch, tol, "d_branch");
       // Sums over 15 rows of products of rounded values.
-      check_close(fused.d_weight, reference.d_weight, 4 * tol, "d_weight");
-      check_close(fused.d_bias, reference.d_bias, 4 * tol, "d_bias");
+      check_dtype_and_close(fused.d_weight, reference.d_weight, 4 * tol, "d_weight");
+      check_dtype_and_close(fused.d_bias, reference.d_bias, 4 * tol, "d_bias");
     }
   }
 }
@@ -111,22 +112,21 @@ TEST_CASE("add_layer_norm: the sum and its layer norm as computed by hand",
 TEST_CASE("add_layer_norm: under autocast the stream stays fp32 and normed is in autocast's dtype",
           "[kernels][add_layer_norm]") {
   const auto in = make_inputs(torch::kCPU, torch::kFloat32, torch::kBFloat16, 16);
-  const auto out = run(in, add_layer_norm, true, torch::kCPU, torch::kBFloat16);
+  const auto out = run_add_layer_norm(in, add_layer_norm, true, torch::kCPU, torch::kBFloat16);
   CHECK(out.sum.dtype() == torch::kFloat32);
   CHECK(out.normed.dtype() == torch::kBFloat16);
   CHECK(out.d_residual.dtype() == torch::kFloat32);
   CHECK(out.d_branch.dtype() == torch::kBFloat16);
   CHECK(out.d_weight.dtype() == torch::kFloat32);
   // The normed values are the fp32 layer norm rounded once to bf16, as the matmul's cast would.
-  const auto fp32 = run(in, add_layer_norm, true, torch::kCPU, torch::kFloat);
+  const auto fp32 = run_add_layer_norm(in, add_layer_norm, true, torch::kCPU, torch::kFloat);
   CHECK(torch::equal(out.normed, fp32.normed.to(torch::kBFloat16)));
 }
 
 TEST_CASE("add_layer_norm: the CUDA kernels equal the unfused ATen computation on a GPU",
           "[kernels][add_layer_norm][cuda]") {
   if (!torch::cuda::is_available()) {
-    WARN("no CUDA device: add_layer_norm's CUDA kernels need one");
-    return;
+    AMPT_SKIP(gpu, "no CUDA device: add_layer_norm's CUDA kernels need one");
   }
   const torch::Device gpu(torch::kCUDA, 0);
   {

@@ -5,6 +5,7 @@
 #include "ampt/kernels/fp8_quantize.h"
 
 #include "support/fp8_reference.h"
+#include "support/skip.h"
 
 #include <ATen/cuda/CUDAGraph.h>
 #include <ATen/ops/_scaled_mm.h>
@@ -23,11 +24,12 @@ using ampt::kernels::Fp8Format;
 using ampt::kernels::Fp8History;
 using ampt::kernels::scale_from_amax;
 
-namespace {
+using ampt::test::bits;
+using ampt::test::kAll;
+using ampt::test::kE4m3;
+using ampt::test::kE5m2;
 
-constexpr auto kE4m3 = c10::kFloat8_e4m3fn;
-constexpr auto kE5m2 = c10::kFloat8_e5m2;
-const ampt::kernels::Fp8CastSpec kAll{.data = true, .transposed = true, .column_sums = true};
+namespace {
 
 // The fp8 bits of clamp(v · scale, ±max), rounded to nearest even by c10's scalar conversion.
 uint8_t fp8_bits(float v, float scale, c10::ScalarType dtype) {
@@ -49,7 +51,6 @@ torch::Tensor reference_bits(const torch::Tensor& x, const std::vector<float>& r
   return out;
 }
 
-torch::Tensor bits(const torch::Tensor& fp8) { return fp8.cpu().view(torch::kUInt8); }
 
 torch::Tensor with_amax(double amax, const torch::Device& device = torch::kCPU) {
   auto t = torch::full({16, 16}, 0.25 * amax, torch::dtype(torch::kFloat32).device(device));
@@ -244,8 +245,7 @@ TEST_CASE("fp8 gemm: PyTorch's _scaled_mm product, per-row factors too, its layo
 
 TEST_CASE("fp8 CUDA kernels equal the ATen path bit for bit", "[kernels][fp8][cuda]") {
   if (!torch::cuda::is_available()) {
-    WARN("no CUDA device: the fp8 quantisation kernels need one");
-    return;
+    AMPT_SKIP(gpu, "no CUDA device: the fp8 quantisation kernels need one");
   }
   torch::manual_seed(7);
   const torch::Device gpu(torch::kCUDA, 0);
@@ -332,8 +332,7 @@ TEST_CASE("fp8 CUDA kernels equal the ATen path bit for bit", "[kernels][fp8][cu
 
 TEST_CASE("fp8 delayed cast replays in a CUDA graph: no host reads", "[kernels][fp8][cuda]") {
   if (!torch::cuda::is_available()) {
-    WARN("no CUDA device: CUDA graphs need one");
-    return;
+    AMPT_SKIP(gpu, "no CUDA device: CUDA graphs need one");
   }
   const torch::Device gpu(torch::kCUDA, 0);
   const Fp8Format format{kE4m3, 0};

@@ -19,7 +19,7 @@ struct Pass {
   int64_t nodes = 0;
 };
 
-Pass run(ampt::models::CausalSelfAttention& attention, bool fused, c10::ScalarType dtype) {
+Pass run_attention(ampt::models::CausalSelfAttention& attention, bool fused, c10::ScalarType dtype) {
   attention->set_fused(fused, fused);
   attention->zero_grad();
   torch::manual_seed(8);
@@ -52,8 +52,8 @@ TEST_CASE("fused attention: one node with the composite's values and gradients, 
       for (const auto& p : attention->parameters()) {
         if (copies) ampt::kernels::allow_weight_copy(p, dtype, /*fp32_grad=*/true);
       }
-      const auto composite = run(attention, false, dtype);
-      const auto fused = run(attention, true, dtype);
+      const auto composite = run_attention(attention, false, dtype);
+      const auto fused = run_attention(attention, true, dtype);
       CHECK(torch::equal(fused.y, composite.y));
       CHECK(torch::equal(fused.dx, composite.dx));
       REQUIRE(fused.grads.size() == composite.grads.size());

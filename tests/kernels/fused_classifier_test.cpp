@@ -5,6 +5,7 @@
 
 #include "ampt/precision/autocast_guard.h"
 #include "support/fp8_reference.h"
+#include "support/skip.h"
 
 #include <ATen/cuda/CUDAContext.h>
 #include <catch2/catch.hpp>
@@ -38,7 +39,7 @@ struct Result {
 };
 
 template <class Loss>
-Result run(const Case& c, Loss&& loss_fn, double grad_scale) {
+Result run_classifier(const Case& c, Loss&& loss_fn, double grad_scale) {
   const auto h = c.hidden.detach().clone().requires_grad_(true);
   const auto w = c.weight.detach().clone().requires_grad_(true);
   const auto loss = loss_fn(h, w, c.targets);
@@ -60,13 +61,13 @@ void check_close(const Result& fused, const Result& reference, double rtol, doub
 void compare_fp32(const torch::Device& device) {
   const int64_t classes = 40, valid = 37;
   const auto c = make_case(23, 16, classes, valid, device);
-  const auto reference = run(c, [&](auto& h, auto& w, auto& t) {
+  const auto reference = run_classifier(c, [&](auto& h, auto& w, auto& t) {
     return classifier_loss_reference(h, w, t, valid);
   }, 3.0);
   // Chunks of 1, 5 (a ragged last chunk), 23 (one chunk) and the automatic size.
   for (const int64_t chunk : {1, 5, 23, 0}) {
     INFO("chunk_rows " << chunk);
-    const auto fused = run(c, [&](auto& h, auto& w, auto& t) {
+    const auto fused = run_classifier(c, [&](auto& h, auto& w, auto& t) {
       return classifier_loss(h, w, t, {valid, chunk});
     }, 3.0);
     check_close(fused, reference, 1e-5, 1e-6);
@@ -81,7 +82,7 @@ void compare_autocast(const torch::Device& device, c10::ScalarType half, double 
   const int64_t classes = 64, valid = 61;
   const auto c = make_case(32, 32, classes, valid, device);
   const auto under_autocast = [&](auto&& fn) {
-    return run(c, [&](auto& h, auto& w, auto& t) {
+    return run_classifier(c, [&](auto& h, auto& w, auto& t) {
       ampt::precision::AutocastGuard autocast(device.type(), half, /*enabled=*/true, true);
       return fn(h, w, t);
     }, 1.0);
@@ -133,7 +134,7 @@ void compare_fp8(const torch::Device& device) {
   // 32 rows a chunk; 20 rounds down to 16, whole fp8 tiles.
   for (const auto& [asked, used] : {std::pair<int64_t, int64_t>{32, 32}, {20, 16}}) {
     INFO("chunk_rows " << asked);
-    const auto fused = run(c, [&](auto& h, auto& w, auto& t) {
+    const auto fused = run_classifier(c, [&](auto& h, auto& w, auto& t) {
       return classifier_loss(h, w, t, {valid, asked, /*fp8=*/true});
     }, 3.0);
     const auto reference = fp8_reference(c, valid, used, 3.0);
@@ -191,7 +192,7 @@ TEST_CASE("fused classifier: a frozen weight (a LoRA base's head) gets no gradie
   const auto h = c.hidden.detach().clone().requires_grad_(true);
   classifier_loss(h, weight, c.targets, {10, 4}).backward();
   CHECK_FALSE(weight.grad().defined());
-  const auto reference = run(
+  const auto reference = run_classifier(
       c, [](auto& hidden, auto& w, auto& targets) { return classifier_loss_reference(hidden, w, targets, 10); },
       1.0);
   CHECK(torch::allclose(h.grad(), reference.dhidden, 1e-5, 1e-6));
@@ -200,8 +201,7 @@ TEST_CASE("fused classifier: a frozen weight (a LoRA base's head) gets no gradie
 TEST_CASE("fused classifier: the CUDA kernel equals the reference on a GPU",
           "[kernels][fused_classifier][cuda]") {
   if (!torch::cuda::is_available()) {
-    WARN("no CUDA device: the fused classifier's CUDA kernel needs one");
-    return;
+    AMPT_SKIP(gpu, "no CUDA device: the fused classifier's CUDA kernel needs one");
   }
   const torch::Device device(torch::kCUDA, 0);
   compare_fp32(device);

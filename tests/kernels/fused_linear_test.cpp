@@ -9,6 +9,7 @@
 #include "ampt/models/gpt.h"
 #include "ampt/precision/autocast_guard.h"
 #include "support/autograd_graph.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -21,13 +22,13 @@ using ampt::kernels::fused_linear;
 
 namespace {
 
-struct Run {
+struct LinearRun {
   torch::Tensor y, dx, dw, db;
 };
 
 // y = f(x, w, b) for x [2, 24, 64], w [96, 64], b [96], and the gradients of Σ y·g.
 template <class F>
-Run run(F&& f, const torch::TensorOptions& options, c10::ScalarType autocast_dtype) {
+LinearRun run_linear(F&& f, const torch::TensorOptions& options, c10::ScalarType autocast_dtype) {
   torch::manual_seed(51);
   const auto x = torch::randn({2, 24, 64}, options).requires_grad_(true);
   const auto w = (torch::randn({96, 64}, options) * 0.2).requires_grad_(true);
@@ -51,10 +52,10 @@ TEST_CASE("fused linear: at::linear's values and gradients bit for bit without t
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
     for (const bool epilogues : {true, false}) {
       INFO("autocast " << dtype << (epilogues ? "" : ", --gemm_epilogues false"));
-      const auto fused = run(
+      const auto fused = run_linear(
           [&](const auto& x, const auto& w, const auto& b) { return fused_linear(x, w, b, epilogues); },
           cpu, dtype);
-      const auto plain = run(
+      const auto plain = run_linear(
           [](const auto& x, const auto& w, const auto& b) { return at::linear(x, w, b); }, cpu,
           dtype);
       CHECK(fused.y.dtype() == plain.y.dtype());
@@ -69,16 +70,15 @@ TEST_CASE("fused linear: at::linear's values and gradients bit for bit without t
 TEST_CASE("fused linear: on a GPU in half dtypes, at::linear's gradients to the dtype's rounding",
           "[kernels][fused_linear][cuda]") {
   if (!torch::cuda::is_available()) {
-    WARN("no CUDA device: the fused linear's epilogue needs one");
-    return;
+    AMPT_SKIP(gpu, "no CUDA device: the fused linear's epilogue needs one");
   }
   const auto gpu = torch::TensorOptions().device(torch::kCUDA, 0);
   for (const auto dtype : {torch::kBFloat16, torch::kHalf}) {
     INFO("autocast " << dtype);
-    const auto fused = run(
+    const auto fused = run_linear(
         [](const auto& x, const auto& w, const auto& b) { return fused_linear(x, w, b); }, gpu,
         dtype);
-    const auto plain = run(
+    const auto plain = run_linear(
         [](const auto& x, const auto& w, const auto& b) { return at::linear(x, w, b); }, gpu,
         dtype);
     CHECK(torch::equal(fused.y, plain.y));  // the forward is the same addmm
@@ -150,8 +150,7 @@ TEST_CASE("fused linear over half copies on a GPU: the weight gradients are the 
           "half products, no half rounding",
           "[kernels][fused_linear][half_weights][cuda]") {
   if (!torch::cuda::is_available()) {
-    WARN("no CUDA device: cuBLAS's fp32-output GEMM needs one");
-    return;
+    AMPT_SKIP(gpu, "no CUDA device: cuBLAS's fp32-output GEMM needs one");
   }
   namespace k = ampt::kernels;
   torch::manual_seed(53);

@@ -5,6 +5,7 @@
 #include "ampt/kernels/gelu_mlp.h"
 
 #include "ampt/precision/autocast_guard.h"
+#include "support/skip.h"
 
 #include <ATen/record_function.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -44,13 +45,13 @@ torch::Tensor fused_without_epilogues(const std::vector<torch::Tensor>& p,
   return gelu_mlp(p[0], {p[1], p[2], p[3], p[4]}, approximate, /*epilogues=*/false);
 }
 
-// What run() and exact() return, in order.
+// What run_mlp() and exact() return, in order.
 const std::vector<std::string> kResultNames{"output", "d_x", "d_fc_weight", "d_fc_bias",
                                             "d_proj_weight", "d_proj_bias"};
 
 // Output and the gradients of all five inputs for sum(output · g).
 template <class Fn>
-std::vector<torch::Tensor> run(const std::vector<torch::Tensor>& params, Fn&& fn,
+std::vector<torch::Tensor> run_mlp(const std::vector<torch::Tensor>& params, Fn&& fn,
                                const std::string& approximate, c10::ScalarType autocast) {
   std::vector<torch::Tensor> leaves;
   for (const auto& t : params) leaves.push_back(t.detach().clone().requires_grad_(true));
@@ -76,8 +77,8 @@ void compare(const torch::Device& device, c10::ScalarType autocast, double tol,
              Mlp candidate = fused) {
   const auto params = make_params(device);
   for (const std::string approximate : {"tanh", "none"}) {
-    const auto want = run(params, unfused, approximate, autocast);
-    const auto got = run(params, candidate, approximate, autocast);
+    const auto want = run_mlp(params, unfused, approximate, autocast);
+    const auto got = run_mlp(params, candidate, approximate, autocast);
     for (size_t i = 0; i < want.size(); ++i) {
       INFO(kResultNames[i] << ", gelu " << approximate << ", max error "
                     << (got[i].to(torch::kFloat64) - want[i].to(torch::kFloat64)).abs().max().item<double>());
@@ -88,7 +89,7 @@ void compare(const torch::Device& device, c10::ScalarType autocast, double tol,
   }
 }
 
-// The output and gradients run() gives, in float64 arithmetic on the inputs as `dtype` rounds
+// The output and gradients run_mlp() gives, in float64 arithmetic on the inputs as `dtype` rounds
 // them: x and the weights as autocast casts them, and the output's gradient g.
 std::vector<torch::Tensor> exact(const std::vector<torch::Tensor>& params,
                                  const std::string& approximate, c10::ScalarType dtype) {
@@ -98,7 +99,7 @@ std::vector<torch::Tensor> exact(const std::vector<torch::Tensor>& params,
   const auto pre = torch::addmm(p[2], x, p[1].t());
   const auto hidden = at::gelu(pre, approximate);
   const auto out = torch::addmm(p[4], hidden, p[3].t());
-  torch::manual_seed(31);  // run()'s g
+  torch::manual_seed(31);  // run_mlp()'s g
   const auto g = torch::randn(out.sizes(), params[0].options()).to(dtype).to(torch::kFloat64);
   const auto d_pre = at::gelu_backward(g.mm(p[3]), pre, approximate);
   return {out.view(params[0].sizes()), d_pre.mm(p[1]).view(params[0].sizes()), d_pre.t().mm(x),
@@ -114,8 +115,8 @@ void compare_errors(const torch::Device& device, c10::ScalarType autocast) {
   const auto params = make_params(device);
   for (const std::string approximate : {"tanh", "none"}) {
     const auto want = exact(params, approximate, autocast);
-    const auto aten = run(params, unfused, approximate, autocast);
-    const auto got = run(params, fused, approximate, autocast);
+    const auto aten = run_mlp(params, unfused, approximate, autocast);
+    const auto got = run_mlp(params, fused, approximate, autocast);
     for (size_t i = 0; i < want.size(); ++i) {
       const auto error = [&](const torch::Tensor& t) {
         return (t.to(torch::kFloat64) - want[i]).norm().item<double>();
@@ -154,7 +155,7 @@ TEST_CASE("gelu_mlp: the GELU runs once in forward and once more in backward, wh
   for (const bool epilogues : {true, false}) {
     gelus = 0;
     const auto mlp = epilogues ? fused : fused_without_epilogues;
-    run(params, mlp, "tanh", c10::kFloat);
+    run_mlp(params, mlp, "tanh", c10::kFloat);
     INFO("epilogues " << epilogues);
     CHECK(gelus == 2);
   }
@@ -164,10 +165,10 @@ TEST_CASE("gelu_mlp: the GELU runs once in forward and once more in backward, wh
 TEST_CASE("gelu_mlp: frozen weights get no gradient and the input's is unchanged",
           "[kernels][gelu_mlp]") {
   const auto params = make_params(torch::kCPU);
-  const auto want = run(params, unfused, "tanh", c10::kFloat)[1];
+  const auto want = run_mlp(params, unfused, "tanh", c10::kFloat)[1];
   const auto x = params[0].clone().requires_grad_(true);
   const auto out = gelu_mlp(x, {params[1], params[2], params[3], params[4]}, "tanh");
-  torch::manual_seed(31);  // run()'s g
+  torch::manual_seed(31);  // run_mlp()'s g
   (out * torch::randn(out.sizes())).sum().backward();
   CHECK(torch::allclose(x.grad(), want, 1e-6, 1e-6));
   for (size_t i = 1; i < params.size(); ++i) CHECK_FALSE(params[i].grad().defined());
@@ -176,8 +177,7 @@ TEST_CASE("gelu_mlp: frozen weights get no gradient and the input's is unchanged
 TEST_CASE("gelu_mlp: on a GPU, the same values (half dtypes: as close as ATen's) and one "
           "[rows, hidden] tensor less kept for backward", "[kernels][gelu_mlp][cuda]") {
   if (!torch::cuda::is_available()) {
-    WARN("no CUDA device: gelu_mlp's memory on a GPU needs one");
-    return;
+    AMPT_SKIP(gpu, "no CUDA device: gelu_mlp's memory on a GPU needs one");
   }
   const torch::Device gpu(torch::kCUDA, 0);
   compare(gpu, c10::kFloat, 1e-5);

@@ -23,13 +23,13 @@ ampt::config::AutoSwitch switched(bool on) {
 
 constexpr int64_t kVocab = 32;
 constexpr int64_t kContext = 16;
-constexpr int64_t kWidth = 48;  // unlike kVocab, so that only the embedding is [kVocab, kWidth]
+constexpr int64_t kGptWidth = 48;  // unlike kVocab, so that only the embedding is [kVocab, kGptWidth]
 
-Config small_gpt() {
+Config small_gpt_config() {
   Config config;
   config.model = "gpt";
   config.n_layer = 2;
-  config.n_embd = kWidth;
+  config.n_embd = kGptWidth;
   config.n_head = 4;
   config.block_size = kContext;
   config.vocab_size = kVocab;
@@ -47,7 +47,7 @@ torch::Tensor random_tokens(int64_t batch, int64_t time) {
 }  // namespace
 
 TEST_CASE("gpt: logits are [B, T, vocab] for any T up to the context", "[models][gpt]") {
-  auto model = ampt::models::make_model(small_gpt(), token_blocks(kContext, kVocab));
+  auto model = ampt::models::make_model(small_gpt_config(), token_blocks(kContext, kVocab));
   CHECK(model.forward(random_tokens(3, kContext)).sizes() ==
         torch::IntArrayRef({3, kContext, kVocab}));
   CHECK(model.forward(random_tokens(2, 5)).sizes() == torch::IntArrayRef({2, 5, kVocab}));
@@ -59,7 +59,7 @@ TEST_CASE("gpt: logits are [B, T, vocab] for any T up to the context", "[models]
 
 TEST_CASE("gpt: changing tokens after t never changes the logits at t or before", "[models][gpt]") {
   torch::manual_seed(3);
-  auto model = ampt::models::make_model(small_gpt(), token_blocks(kContext, kVocab));
+  auto model = ampt::models::make_model(small_gpt_config(), token_blocks(kContext, kVocab));
   model.module->eval();
   torch::NoGradGuard no_grad;
   const auto tokens = random_tokens(2, kContext);
@@ -76,12 +76,12 @@ TEST_CASE("gpt: changing tokens after t never changes the logits at t or before"
 }
 
 TEST_CASE("gpt: the head and the token embedding are one tensor", "[models][gpt]") {
-  auto model = ampt::models::make_model(small_gpt(), token_blocks(kContext, kVocab));
+  auto model = ampt::models::make_model(small_gpt_config(), token_blocks(kContext, kVocab));
   const auto params = model.module->named_parameters();
   // Exactly one [vocab, n_embd] matrix: the head holds no copy of its own.
   int vocab_matrices = 0;
   for (const auto& p : params)
-    vocab_matrices += p.value().sizes() == torch::IntArrayRef({kVocab, kWidth});
+    vocab_matrices += p.value().sizes() == torch::IntArrayRef({kVocab, kGptWidth});
   CHECK(vocab_matrices == 1);
   const auto& wte = params["wte.weight"];
 
@@ -102,7 +102,7 @@ TEST_CASE("gpt: the head and the token embedding are one tensor", "[models][gpt]
 
 TEST_CASE("gpt: GPT-2 initialisation", "[models][gpt]") {
   torch::manual_seed(5);
-  Config config = small_gpt();
+  Config config = small_gpt_config();
   config.n_layer = 4;
   config.n_embd = 128;
   config.block_size = 64;
@@ -127,7 +127,7 @@ TEST_CASE("gpt: GPT-2 initialisation", "[models][gpt]") {
 }
 
 TEST_CASE("gpt: dropout acts in training only", "[models][gpt]") {
-  Config config = small_gpt();
+  Config config = small_gpt_config();
   config.dropout = 0.2;
   auto model = ampt::models::make_model(config, token_blocks(kContext, kVocab));
   const auto tokens = random_tokens(2, kContext);
@@ -139,7 +139,7 @@ TEST_CASE("gpt: dropout acts in training only", "[models][gpt]") {
 }
 
 TEST_CASE("gpt: data the model cannot hold is a usage error naming both values", "[models][gpt]") {
-  const Config config = small_gpt();
+  const Config config = small_gpt_config();
   CHECK_THROWS_WITH(ampt::models::make_model(config, token_blocks(kContext, kVocab + 1)),
                     "the dataset's vocabulary of 33 tokens exceeds vocab_size 32 (model gpt): "
                     "vocab_size must be at least 33");
@@ -164,7 +164,7 @@ TEST_CASE("gpt: overfits one batch in fp32, bf16 and fp16", "[models][gpt]") {
   for (auto precision : {MixedPrecision::no, MixedPrecision::bf16, MixedPrecision::fp16}) {
     INFO("precision " << static_cast<int>(precision));
     torch::manual_seed(7);
-    auto model = ampt::models::make_model(small_gpt(), token_blocks(kContext, kVocab));
+    auto model = ampt::models::make_model(small_gpt_config(), token_blocks(kContext, kVocab));
     const auto tokens = random_tokens(4, kContext);
     const auto targets = random_tokens(4, kContext);
     const auto loss = ampt_test::overfit(model, tokens, targets, precision, 40, 1e-2);
@@ -180,7 +180,7 @@ TEST_CASE("gpt: the fused head's loss and gradients equal the logits' cross_entr
   std::vector<std::vector<torch::Tensor>> grads;
   std::vector<double> losses;
   for (const bool fused : {false, true}) {
-    auto config = small_gpt();
+    auto config = small_gpt_config();
     config.fused_kernels = switched(fused);
     torch::manual_seed(3);
     auto model = ampt::models::make_model(config, token_blocks(kContext, kVocab));
@@ -194,7 +194,7 @@ TEST_CASE("gpt: the fused head's loss and gradients equal the logits' cross_entr
   // The plain path is the reference: cross_entropy of the [B, T, vocab] logits from forward().
   CHECK(losses[0] == Approx(torch::nn::functional::cross_entropy(
                                  [&] {
-                                   auto config = small_gpt();
+                                   auto config = small_gpt_config();
                                    torch::manual_seed(3);
                                    return ampt::models::make_model(config, token_blocks(kContext, kVocab))
                                        .forward(inputs)
@@ -218,7 +218,7 @@ TEST_CASE("gpt: residual adds fused with the next LayerNorm give the blocks' own
     std::vector<torch::Tensor> logits;
     std::vector<std::vector<torch::Tensor>> grads;
     for (const bool fused : {false, true}) {
-      auto config = small_gpt();
+      auto config = small_gpt_config();
       config.n_layer = 3;
       config.fused_kernels = switched(fused);
       torch::manual_seed(3);
@@ -258,7 +258,7 @@ TEST_CASE("gpt: padded targets (-100) are not scored, fused or not: the unpadded
   }
   for (const bool fused : {false, true}) {
     INFO("fused " << fused);
-    auto config = small_gpt();
+    auto config = small_gpt_config();
     config.fused_kernels = switched(fused);
     torch::manual_seed(3);
     auto model = ampt::models::make_model(config, token_blocks(kContext, kVocab));

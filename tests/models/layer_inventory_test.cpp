@@ -16,7 +16,7 @@ using ampt::models::LinearRole;
 
 namespace {
 
-Config tiny(const std::string& model) {
+Config tiny_config(const std::string& model) {
   Config config;
   config.model = model;
   config.n_layer = 3;
@@ -24,7 +24,7 @@ Config tiny(const std::string& model) {
   return config;
 }
 
-ampt::models::Model build(const Config& config, const ampt::models::ModelDims& dims) {
+ampt::models::Model build_with_dims(const Config& config, const ampt::models::ModelDims& dims) {
   torch::manual_seed(1);
   return ampt::models::make_model(
       config, {ampt::data::Task::language_model, {dims.seq_len}, dims.layers.head_out});
@@ -39,9 +39,9 @@ TEST_CASE("layer inventory: the blocks and Linear layers the built model has, in
   // Mistral.
   for (const auto* name : {"gpt", "llama", "qwen2", "qwen3", "mistral"}) {
     INFO(name);
-    const auto config = tiny(name);
+    const auto config = tiny_config(name);
     const auto dims = ampt::models::model_dims(config, {}, 0);
-    const auto model = build(config, dims);
+    const auto model = build_with_dims(config, dims);
     CHECK(model.layers.blocks == dims.layers.blocks);
     REQUIRE(dims.layers.blocks.size() == 3);
     std::vector<std::string> built;
@@ -67,8 +67,8 @@ TEST_CASE("layer inventory: the blocks and Linear layers the built model has, in
 
 TEST_CASE("layer inventory: roles name what a layer computes, whatever the family calls it",
           "[models][inventory]") {
-  const auto gpt = ampt::models::model_dims(tiny("gpt"), {}, 0).layers.block_linears();
-  const auto llama = ampt::models::model_dims(tiny("llama"), {}, 0).layers.block_linears();
+  const auto gpt = ampt::models::model_dims(tiny_config("gpt"), {}, 0).layers.block_linears();
+  const auto llama = ampt::models::model_dims(tiny_config("llama"), {}, 0).layers.block_linears();
   std::vector<LinearRole> gpt_roles, llama_roles;
   for (const auto& l : gpt) gpt_roles.push_back(l.role);
   for (const auto& l : llama) llama_roles.push_back(l.role);
@@ -88,7 +88,7 @@ TEST_CASE("layer inventory: roles name what a layer computes, whatever the famil
 
 TEST_CASE("layer inventory: LoRA's targets and fp8's candidates are the inventory's layers",
           "[models][inventory][lora][fp8]") {
-  auto config = tiny("llama");
+  auto config = tiny_config("llama");
   config.lora_rank = 4;
   const auto dims = ampt::models::model_dims(config, {}, 0);
   std::vector<std::string> adapted;
@@ -109,9 +109,9 @@ TEST_CASE("layer inventory: LoRA's targets and fp8's candidates are the inventor
 
 TEST_CASE("linear seam: fp8 attaches by name from outside, and plain() says what fuses",
           "[models][inventory][fp8]") {
-  const auto config = tiny("gpt");
+  const auto config = tiny_config("gpt");
   const auto dims = ampt::models::model_dims(config, {}, 0);
-  auto model = build(config, dims);
+  auto model = build_with_dims(config, dims);
   const auto fp8_layers = [&] {
     std::vector<std::string> out;
     for (const auto& item : model.module->named_modules("", false)) {

@@ -15,27 +15,27 @@ using ampt::data::Task;
 
 namespace {
 
-constexpr int64_t kVocab = 32;
-constexpr int64_t kContext = 8;
-constexpr int64_t kWidth = 16;
+constexpr int64_t kLoraVocab = 32;
+constexpr int64_t kLoraContext = 8;
+constexpr int64_t kLoraWidth = 16;
 
 Config small(const std::string& model, int64_t rank, const std::string& targets = "") {
   Config config;
   config.model = model;
   config.n_layer = 2;
-  config.n_embd = kWidth;
+  config.n_embd = kLoraWidth;
   config.n_head = 4;
-  config.block_size = kContext;
-  config.vocab_size = kVocab;
+  config.block_size = kLoraContext;
+  config.vocab_size = kLoraVocab;
   config.lora_rank = rank;
   config.lora_alpha = 6.0;
   config.lora_targets = targets;
   return config;
 }
 
-ampt::models::Model build(const Config& config) {
+ampt::models::Model build_lora_model(const Config& config) {
   torch::manual_seed(5);
-  auto model = ampt::models::make_model(config, DataSpec{Task::language_model, {kContext}, kVocab});
+  auto model = ampt::models::make_model(config, DataSpec{Task::language_model, {kLoraContext}, kLoraVocab});
   model.module->eval();
   return model;
 }
@@ -56,7 +56,7 @@ void perturb_adapters(ampt::models::Model& model) {
 
 torch::Tensor tokens() {
   torch::manual_seed(9);
-  return torch::randint(0, kVocab, {2, kContext});
+  return torch::randint(0, kLoraVocab, {2, kLoraContext});
 }
 
 }  // namespace
@@ -65,8 +65,8 @@ TEST_CASE("lora: adapters carry peft's names, start as the base, and only they t
           "[models][lora]") {
   for (const std::string model_name : {"gpt", "llama"}) {
     INFO(model_name);
-    auto base = build(small(model_name, 0));
-    auto adapted = build(small(model_name, 4));
+    auto base = build_lora_model(small(model_name, 0));
+    auto adapted = build_lora_model(small(model_name, 4));
     const auto params = parameters(adapted);
     int64_t trainable = 0;
     for (const auto& [name, p] : params) {
@@ -75,9 +75,9 @@ TEST_CASE("lora: adapters carry peft's names, start as the base, and only they t
     }
     if (model_name == "gpt") {
       // c_attn is [3C, C]: A [4, C] and B [3C, 4] in each of 2 layers.
-      CHECK(params.at("h.1.attn.c_attn.lora_A.weight").sizes() == torch::IntArrayRef({4, kWidth}));
-      CHECK(params.at("h.1.attn.c_attn.lora_B.weight").sizes() == torch::IntArrayRef({3 * kWidth, 4}));
-      CHECK(trainable == 2 * 4 * (kWidth + 3 * kWidth));
+      CHECK(params.at("h.1.attn.c_attn.lora_A.weight").sizes() == torch::IntArrayRef({4, kLoraWidth}));
+      CHECK(params.at("h.1.attn.c_attn.lora_B.weight").sizes() == torch::IntArrayRef({3 * kLoraWidth, 4}));
+      CHECK(trainable == 2 * 4 * (kLoraWidth + 3 * kLoraWidth));
     } else {
       // q_proj and v_proj (peft's default for Llama): [C, C] and [kv_heads·d, C].
       CHECK(params.count("layers.0.self_attn.q_proj.lora_A.weight") == 1);
@@ -94,7 +94,7 @@ TEST_CASE("lora: a target names a Linear or the end of its name after a dot, as 
           "[models][lora]") {
   const auto adapted = [](const std::string& targets) {
     std::vector<std::string> names;
-    for (const auto& [name, p] : parameters(build(small("gpt", 2, targets)))) {
+    for (const auto& [name, p] : parameters(build_lora_model(small("gpt", 2, targets)))) {
       if (name.ends_with(".lora_A.weight")) names.push_back(name.substr(0, name.size() - 14));
     }
     return names;
@@ -103,7 +103,7 @@ TEST_CASE("lora: a target names a Linear or the end of its name after a dot, as 
                                                       "h.1.attn.c_proj", "h.1.mlp.c_proj"});
   CHECK(adapted("attn.c_proj, h.1.mlp.c_fc") ==
         std::vector<std::string>{"h.0.attn.c_proj", "h.1.attn.c_proj", "h.1.mlp.c_fc"});
-  CHECK_THROWS_WITH(build(small("gpt", 2, "c_attn,proj")),
+  CHECK_THROWS_WITH(build_lora_model(small("gpt", 2, "c_attn,proj")),
                     Catch::StartsWith("lora_targets 'proj' matches no Linear layer of the model") &&
                         Catch::Contains("h.0.attn.c_attn"));
   auto mlp = small("mlp", 2);
@@ -115,7 +115,7 @@ TEST_CASE("lora: the update is (alpha / r) B A x beside the frozen Linear, and m
           "[models][lora]") {
   for (const std::string model_name : {"gpt", "llama"}) {
     INFO(model_name);
-    auto adapted = build(small(model_name, 4, model_name == "gpt" ? "c_attn,c_fc" : "q_proj,down_proj"));
+    auto adapted = build_lora_model(small(model_name, 4, model_name == "gpt" ? "c_attn,c_fc" : "q_proj,down_proj"));
     perturb_adapters(adapted);
     torch::NoGradGuard no_grad;
     // One layer by hand.
@@ -133,14 +133,14 @@ TEST_CASE("lora: the update is (alpha / r) B A x beside the frozen Linear, and m
     CHECK(torch::allclose(at::linear(x, linear.weight, linear.bias) + update, expected, 1e-5, 1e-6));
 
     // The whole model: the merged weights in a model without adapters give the same logits.
-    auto plain = build(small(model_name, 0));
+    auto plain = build_lora_model(small(model_name, 0));
     auto plain_params = parameters(plain);
     const auto merged = ampt::models::merged_lora_weights(*adapted.module);
     REQUIRE(merged.size() == plain_params.size());
     for (const auto& [name, tensor] : merged) plain_params.at(name).copy_(tensor);
     const auto logits = adapted.forward(tokens());
     CHECK(torch::allclose(plain.forward(tokens()), logits, 1e-4, 1e-5));
-    CHECK((logits - build(small(model_name, 0)).forward(tokens())).abs().max().item<double>() > 1e-3);
+    CHECK((logits - build_lora_model(small(model_name, 0)).forward(tokens())).abs().max().item<double>() > 1e-3);
   }
 }
 
@@ -152,7 +152,7 @@ TEST_CASE("lora: activation checkpointing gives the adapters the same gradients,
     for (const bool ckpt : {false, true}) {
       auto config = small(model_name, 4, model_name == "gpt" ? "c_attn,c_proj" : "q_proj,v_proj,up_proj");
       config.grad_ckpt = ckpt;
-      auto model = build(config);
+      auto model = build_lora_model(config);
       model.module->train();
       perturb_adapters(model);
       const auto input = tokens();

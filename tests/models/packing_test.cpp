@@ -5,6 +5,7 @@
 #include "ampt/data/document_examples.h"
 #include "ampt/models/packed_sequences.h"
 #include "ampt/models/registry.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -82,7 +83,7 @@ std::vector<Family> families() {
   return {{"gpt", gpt, 64}, {"llama", llama, 256}, {"qwen2", qwen2, 256}};
 }
 
-ampt::models::Model build(const Family& family) {
+ampt::models::Model build_family_model(const Family& family) {
   torch::manual_seed(4);
   return ampt::models::make_model(family.config,
                                   {ampt::data::Task::language_model, {kWindow}, family.vocab});
@@ -125,7 +126,7 @@ TEST_CASE("packing: each example's loss and every gradient equal one example per
     INFO(family.name);
     const auto data = instruction_examples(family.vocab);
     REQUIRE(data.packed->size() <= data.unpacked->size() / 2);  // windows hold several examples
-    auto model = build(family);
+    auto model = build_family_model(family);
     const std::vector<int64_t> windows{0, 1, 2};
     const auto packed = data.packed->gather(windows);
     const auto unpacked = data.unpacked->gather(examples_in(*data.packed, windows));
@@ -159,8 +160,8 @@ TEST_CASE("packing: 20 AdamW steps on packed windows follow the same examples on
   for (const auto& family : families()) {
     INFO(family.name);
     const auto data = instruction_examples(family.vocab);
-    auto packed_model = build(family);
-    auto unpacked_model = build(family);
+    auto packed_model = build_family_model(family);
+    auto unpacked_model = build_family_model(family);
     torch::optim::AdamW packed_optimizer(packed_model.module->parameters(),
                                          torch::optim::AdamWOptions(1e-2));
     torch::optim::AdamW unpacked_optimizer(unpacked_model.module->parameters(),
@@ -186,8 +187,7 @@ TEST_CASE("packing: 20 AdamW steps on packed windows follow the same examples on
 TEST_CASE("packing: FlashAttention's variable-length path equals SDPA with the block-diagonal mask",
           "[models][packing][cuda]") {
   if (!torch::cuda::is_available()) {
-    WARN("no CUDA device: FlashAttention's variable-length path needs one");
-    return;
+    AMPT_SKIP(gpu, "no CUDA device: FlashAttention's variable-length path needs one");
   }
   torch::manual_seed(5);
   const auto cuda = torch::TensorOptions().device(torch::kCUDA);

@@ -6,6 +6,7 @@
 #include "ampt/data/dataset.h"
 #include "ampt/models/registry.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <ATen/cuda/CUDAContextLight.h>
 #include <catch2/catch.hpp>
@@ -611,8 +612,7 @@ TEST_CASE("memory estimate: LoRA within 15% of a CPU run's peak RSS, GPT and Lla
 TEST_CASE("memory estimate: within 15% of the CUDA allocator's peak (needs a GPU)",
           "[memory][cli][cuda]") {
   if (!torch::cuda::is_available()) {
-    WARN("no CUDA device: the allocator-peak check runs only on a GPU");
-    return;
+    AMPT_SKIP(gpu, "no CUDA device: the allocator-peak check runs only on a GPU");
   }
   // The allocator counts tensors only (no process baseline); ~1.2 GB of bf16 activations.
   for (const std::string precision : {"bf16", "no"}) {

@@ -3,6 +3,7 @@
 
 #include "ampt/core/errors.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -19,7 +20,7 @@ using ampt::config::ScalerRules;
 
 namespace {
 
-const torch::Device kCpu(torch::kCPU);
+const torch::Device kHost(torch::kCPU);
 
 // One optimizer step's worth of scaler work on a gradient that is finite or holds an inf.
 float step(LossScaler& scaler, bool overflow) {
@@ -87,7 +88,7 @@ void check_trajectory(const std::vector<Point>& got, const std::vector<Point>& e
 }  // namespace
 
 TEST_CASE("loss scaler: unscale divides by the scale and flags inf and NaN", "[precision][scaler]") {
-  LossScaler scaler({true, 1024.0, 2.0, 0.5, 2000}, kCpu);
+  LossScaler scaler({true, 1024.0, 2.0, 0.5, 2000}, kHost);
   auto a = torch::tensor({1024.0F, -2048.0F, 512.0F});
   auto b = torch::tensor({3072.0F});
   auto found = scaler.unscale_({a, b});
@@ -102,7 +103,7 @@ TEST_CASE("loss scaler: unscale divides by the scale and flags inf and NaN", "[p
 }
 
 TEST_CASE("loss scaler: unscale of several dtypes reports found_inf as exactly 1", "[precision][scaler]") {
-  LossScaler scaler({true, 8.0, 2.0, 0.5, 2000}, kCpu);
+  LossScaler scaler({true, 8.0, 2.0, 0.5, 2000}, kHost);
   auto f32 = torch::tensor({std::numeric_limits<float>::infinity()});
   auto f64 = torch::tensor({std::numeric_limits<double>::infinity()}, torch::kFloat64);
   // Two groups both overflowing must not count as 2: the fused optimizer skips only on 1.
@@ -110,7 +111,7 @@ TEST_CASE("loss scaler: unscale of several dtypes reports found_inf as exactly 1
 }
 
 TEST_CASE("loss scaler: inf at step k backs off and resets the tracker", "[precision][scaler]") {
-  LossScaler scaler({true, 65536.0, 2.0, 0.5, 3}, kCpu);
+  LossScaler scaler({true, 65536.0, 2.0, 0.5, 3}, kHost);
   // Hand-computed: tracker counts clean steps; at 3 the scale doubles and the tracker resets;
   // an inf halves the scale and resets the tracker.
   const auto got = trajectory(scaler, {false, false, true, false, false, false, true, true});
@@ -125,7 +126,7 @@ TEST_CASE("loss scaler: inf at step k backs off and resets the tracker", "[preci
 }
 
 TEST_CASE("loss scaler: grows after exactly growth_interval clean steps", "[precision][scaler]") {
-  LossScaler scaler({true, 4.0, 4.0, 0.25, 5}, kCpu);
+  LossScaler scaler({true, 4.0, 4.0, 0.25, 5}, kHost);
   for (int i = 1; i <= 4; ++i) {
     step(scaler, false);
     CHECK(scaler.state().scale == 4.0F);
@@ -140,14 +141,14 @@ TEST_CASE("loss scaler: grows after exactly growth_interval clean steps", "[prec
 
 TEST_CASE("loss scaler: never grows into inf", "[precision][scaler]") {
   const double big = std::ldexp(1.0, 127);  // doubling it overflows float32
-  LossScaler scaler({true, big, 2.0, 0.5, 1}, kCpu);
+  LossScaler scaler({true, big, 2.0, 0.5, 1}, kHost);
   scaler.update(scaler.unscale_({torch::ones({3})}));
   CHECK(scaler.state().scale == static_cast<float>(big));
   CHECK(std::isfinite(scaler.state().scale));
 }
 
 TEST_CASE("loss scaler: disabled scaler keeps scale 1 but still detects inf", "[precision][scaler]") {
-  LossScaler scaler({false, 65536.0, 2.0, 0.5, 1}, kCpu);
+  LossScaler scaler({false, 65536.0, 2.0, 0.5, 1}, kHost);
   auto loss = torch::tensor(2.5F);
   CHECK(scaler.scale(loss).item<float>() == 2.5F);
   CHECK(step(scaler, true) == 1.0F);
@@ -158,11 +159,11 @@ TEST_CASE("loss scaler: disabled scaler keeps scale 1 but still detects inf", "[
 
 TEST_CASE("loss scaler: state round-trips and the trajectory continues identically", "[precision][scaler]") {
   const LossScalerOptions options{true, 1024.0, 2.0, 0.5, 2};
-  LossScaler original(options, kCpu);
+  LossScaler original(options, kHost);
   trajectory(original, {false, true, false});
   const LossScalerState saved = original.state();
 
-  LossScaler restored(options, kCpu);
+  LossScaler restored(options, kHost);
   restored.load_state(saved);
   CHECK(restored.state().scale == saved.scale);
   CHECK(restored.state().growth_tracker == saved.growth_tracker);
@@ -178,8 +179,7 @@ TEST_CASE("loss scaler: state round-trips and the trajectory continues identical
 
 TEST_CASE("loss scaler: trajectory equals torch.amp.GradScaler in Python", "[precision][scaler][python]") {
   if (!std::filesystem::exists(AMPT_PYTHON)) {
-    WARN("skipping the Python comparison: " AMPT_PYTHON " not found");
-    return;
+    AMPT_SKIP(reference, "skipping the Python comparison: " AMPT_PYTHON " not found");
   }
   // Each case: growth factor, backoff, interval and a pattern long enough to grow and back off.
   // The last grows on every clean step from 2^120, so it also checks "never grow into inf".
@@ -208,7 +208,7 @@ for c in pattern:
     print(f"{scaler.get_scale():g} {int(scaler._growth_tracker.item())}")
 )";
   for (const auto& c : cases) {
-    LossScaler scaler({true, c.init, c.growth, c.backoff, c.interval}, kCpu);
+    LossScaler scaler({true, c.init, c.growth, c.backoff, c.interval}, kHost);
     std::ostringstream ours;
     for (const auto& p : trajectory(scaler, c.overflows)) ours << fmt::format("{:g} {}\n", p.scale, p.tracker);
     const auto result = ampt::test::run_process(
@@ -226,12 +226,12 @@ TEST_CASE("loss scaler: deepspeed rules, hand-computed hysteresis trajectory", "
   // hysteresis; without consecutive_hysteresis a clean step does not refill it, so the overflow
   // at step 9 (one clean step after the one at 7 spent it) backs off at once.
   const std::vector<bool> pattern{true, true, false, false, false, false, true, false, true, true};
-  LossScaler plain(deepspeed(1024.0, 3, 2, false), kCpu);
+  LossScaler plain(deepspeed(1024.0, 3, 2, false), kHost);
   check_trajectory(trajectory(plain, pattern),
                    {{1024, 0, 1}, {512, 0, 1}, {512, 1, 1}, {512, 2, 1}, {512, 3, 1},
                     {1024, 4, 2}, {1024, 0, 1}, {1024, 1, 1}, {512, 0, 1}, {256, 0, 1}});
   // consecutive_hysteresis refills after every clean step: step 9 only spends it again.
-  LossScaler consecutive(deepspeed(1024.0, 3, 2, true), kCpu);
+  LossScaler consecutive(deepspeed(1024.0, 3, 2, true), kHost);
   check_trajectory(trajectory(consecutive, pattern),
                    {{1024, 0, 1}, {512, 0, 1}, {512, 1, 2}, {512, 2, 2}, {512, 3, 2},
                     {1024, 4, 2}, {1024, 0, 1}, {1024, 1, 2}, {1024, 0, 1}, {512, 0, 1}});
@@ -240,12 +240,12 @@ TEST_CASE("loss scaler: deepspeed rules, hand-computed hysteresis trajectory", "
 TEST_CASE("loss scaler: deepspeed rules grow every window, one step later than torch", "[precision][scaler]") {
   // DeepSpeed grows when (iterations since the last overflow - 1) is a positive multiple of the
   // window: the 3rd, 5th and 7th clean step for window 2; torch grows on the 2nd, 4th, 6th.
-  LossScaler ds(deepspeed(8.0, 2, 1, false), kCpu);
+  LossScaler ds(deepspeed(8.0, 2, 1, false), kHost);
   const std::vector<bool> clean(7, false);
   const auto got = trajectory(ds, clean);
   const std::vector<float> expected{8, 8, 16, 16, 32, 32, 64};
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i].scale == expected[i]);
-  LossScaler torch_rules({true, 8.0, 2.0, 0.5, 2}, kCpu);
+  LossScaler torch_rules({true, 8.0, 2.0, 0.5, 2}, kHost);
   const std::vector<float> torch_expected{8, 16, 16, 32, 32, 64, 64};
   const auto torch_got = trajectory(torch_rules, clean);
   for (size_t i = 0; i < torch_got.size(); ++i) CHECK(torch_got[i].scale == torch_expected[i]);
@@ -253,8 +253,7 @@ TEST_CASE("loss scaler: deepspeed rules grow every window, one step later than t
 
 TEST_CASE("loss scaler: deepspeed rules equal DeepSpeed's update_scale transcribed in Python", "[precision][scaler][python]") {
   if (!std::filesystem::exists(AMPT_PYTHON)) {
-    WARN("skipping the Python comparison: " AMPT_PYTHON " not found");
-    return;
+    AMPT_SKIP(reference, "skipping the Python comparison: " AMPT_PYTHON " not found");
   }
   // DynamicLossScaler.update_scale from deepspeed/runtime/fp16/loss_scaler.py, logging removed
   // and raise_error_at_min_scale off (ampt stops the run instead; see the floor test).
@@ -306,7 +305,7 @@ for c in pattern:
                                 {256.0, 5, 1, false, 0.5, pattern_of(100, 8, 4)},
                                 {4.0, 3, 4, true, 0.25, pattern_of(150, 2024, 2)}};
   for (const auto& c : cases) {
-    LossScaler scaler(deepspeed(c.init, c.window, c.hysteresis, c.consecutive, c.min_scale), kCpu);
+    LossScaler scaler(deepspeed(c.init, c.window, c.hysteresis, c.consecutive, c.min_scale), kHost);
     std::ostringstream ours;
     for (const auto& p : trajectory(scaler, c.overflows)) {
       ours << fmt::format("{:g} {} {}\n", p.scale, p.tracker, p.hysteresis);
@@ -325,7 +324,7 @@ TEST_CASE("loss scaler: an overflow at min_loss_scale is reported, as DeepSpeed 
   for (const auto rules : {ScalerRules::torch, ScalerRules::deepspeed}) {
     LossScalerOptions o = deepspeed(1024.0, 100, 1, false, 256.0);
     o.rules = rules;
-    LossScaler scaler(o, kCpu);
+    LossScaler scaler(o, kHost);
     std::vector<float> floor_hits;
     std::vector<float> scales;
     for (int i = 0; i < 4; ++i) {
@@ -339,7 +338,7 @@ TEST_CASE("loss scaler: an overflow at min_loss_scale is reported, as DeepSpeed 
     CHECK(floor_hits == std::vector<float>{0, 0, 1, 1});
   }
   // No floor, no report (and no extra work on the step).
-  LossScaler plain({true, 1024.0, 2.0, 0.5, 100}, kCpu);
+  LossScaler plain({true, 1024.0, 2.0, 0.5, 100}, kHost);
   CHECK_FALSE(plain.update(torch::ones({})).defined());
 }
 
@@ -349,7 +348,7 @@ TEST_CASE("loss scaler: max_loss_scale caps growth and min_loss_scale stops back
   o.growth_interval = 1;
   o.max_scale = 16.0;
   o.min_scale = 1.0;
-  LossScaler scaler(o, kCpu);
+  LossScaler scaler(o, kHost);
   const auto got = trajectory(scaler, {false, false, false, true, true, true, true, false});
   const std::vector<float> expected{8, 16, 16, 8, 4, 2, 1, 2};
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i].scale == expected[i]);
@@ -359,7 +358,7 @@ TEST_CASE("loss scaler: a static scale never changes and still flags inf", "[pre
   LossScalerOptions o;
   o.static_scale = 128.0;
   o.growth_interval = 1;
-  LossScaler scaler(o, kCpu);
+  LossScaler scaler(o, kHost);
   CHECK_FALSE(scaler.dynamic());
   CHECK(scaler.scale(torch::tensor(2.0F)).item<float>() == 256.0F);
   auto grad = torch::tensor({256.0F, 128.0F});
@@ -372,7 +371,7 @@ TEST_CASE("loss scaler: a static scale never changes and still flags inf", "[pre
 TEST_CASE("loss scaler: contradictory settings are usage errors", "[precision][scaler]") {
   auto message = [](const LossScalerOptions& o) {
     try {
-      LossScaler scaler(o, kCpu);
+      LossScaler scaler(o, kHost);
     } catch (const ampt::UsageError& e) {
       return std::string(e.what());
     }
@@ -395,11 +394,11 @@ TEST_CASE("loss scaler: contradictory settings are usage errors", "[precision][s
 
 TEST_CASE("loss scaler: deepspeed state round-trips with its hysteresis", "[precision][scaler]") {
   const auto options = deepspeed(1024.0, 3, 3, false);
-  LossScaler original(options, kCpu);
+  LossScaler original(options, kHost);
   trajectory(original, {true, false});
   const auto saved = original.state();
   CHECK(saved.hysteresis == 2);
-  LossScaler restored(options, kCpu);
+  LossScaler restored(options, kHost);
   restored.load_state(saved);
   const std::vector<bool> rest{true, true, false, false, false, false, true};
   check_trajectory(trajectory(restored, rest), trajectory(original, rest));

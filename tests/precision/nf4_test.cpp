@@ -5,6 +5,7 @@
 #include "ampt/checkpoint/safetensors.h"
 #include "ampt/kernels/dequantize.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -33,8 +34,7 @@ bool same_bytes(const torch::Tensor& a, const torch::Tensor& b) {
 TEST_CASE("nf4: codes, both absmax levels and the dequantized weight equal bitsandbytes' byte for byte",
           "[precision][nf4][python]") {
   if (!have_bitsandbytes()) {
-    WARN("skipping: bitsandbytes missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
-    return;
+    AMPT_SKIP(reference, "skipping: bitsandbytes missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
   }
   const auto path = ampt::test::make_temp_dir() + "/nf4.safetensors";
   const auto r = ampt::test::run_process(

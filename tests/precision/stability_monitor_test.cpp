@@ -17,7 +17,7 @@ using ampt::precision::StabilityMonitor;
 
 namespace {
 
-const torch::Device kCpu(torch::kCPU);
+const torch::Device kCpuDevice(torch::kCPU);
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // Three linear layers; parameters "0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias".
@@ -25,7 +25,7 @@ struct Fixture {
   int seeded = (torch::manual_seed(0), 0);  // before the layers draw their weights
   torch::nn::Sequential model{torch::nn::Linear(4, 8), torch::nn::ReLU(), torch::nn::Linear(8, 8),
                               torch::nn::ReLU(), torch::nn::Linear(8, 2)};
-  LossScaler scaler{{false}, kCpu};
+  LossScaler scaler{{false}, kCpuDevice};
   StabilityMonitor monitor;
 
   explicit Fixture(int64_t max_consecutive_skips = 3, int64_t flush_every = 1)
@@ -39,7 +39,7 @@ struct Fixture {
       names.push_back(item.key());
       params.push_back(item.value());
     }
-    return {params, names, kCpu, max_skips, flush_every};
+    return {params, names, kCpuDevice, max_skips, flush_every};
   }
 
   torch::Tensor parameter(const std::string& name) { return model->named_parameters()[name]; }

@@ -2,12 +2,12 @@
 
 #include "support/json_field.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <filesystem>
-#include <iostream>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -44,7 +44,7 @@ bool cluster_up() {
   if (why.empty()) {
     why = "no cluster runs in " + dir + " (CTest's slurm_cluster_start test starts it)";
   }
-  std::cout << "Slurm tests skipped: " << why << "\n";
+  AMPT_NOTE_SKIP(slurm, why);
   return false;
 }
 

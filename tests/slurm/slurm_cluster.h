@@ -12,8 +12,8 @@
 
 namespace ampt::test::slurm {
 
-// True when the fixture's cluster runs. Otherwise prints "Slurm tests skipped: <why>", which
-// CTest reports as a skip, and the test returns at once.
+// True when the fixture's cluster runs. Otherwise notes the skip (support/skip.h) with the
+// reason tests/slurm/cluster.sh gave, and the test returns at once.
 bool cluster_up();
 
 // Runs a Slurm client command (scontrol, scancel ...) against the cluster.

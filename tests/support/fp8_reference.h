@@ -12,6 +12,14 @@
 
 namespace ampt::test {
 
+inline constexpr auto kE4m3 = c10::kFloat8_e4m3fn;
+inline constexpr auto kE5m2 = c10::kFloat8_e5m2;
+// A cast that writes every output: the fp8 data, its transpose and the column sums.
+inline const kernels::Fp8CastSpec kAll{.data = true, .transposed = true, .column_sums = true};
+
+// An fp8 tensor's bytes, on the host.
+inline torch::Tensor bits(const torch::Tensor& fp8) { return fp8.cpu().view(torch::kUInt8); }
+
 // Every device this build can run _scaled_mm on: the CPU, and a GPU of compute capability 8.9+.
 inline std::vector<torch::Device> fp8_devices() {
   std::vector<torch::Device> devices{torch::kCPU};

@@ -6,6 +6,7 @@
 #include "ampt/text/tokenize_chats.h"
 #include "ampt/text/tokenizer_files.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 
@@ -15,7 +16,7 @@ using namespace ampt::text;
 
 namespace {
 
-const std::string kScript = AMPT_SOURCE_DIR "/tests/text/chat_reference.py";
+const std::string kChatScript = AMPT_SOURCE_DIR "/tests/text/chat_reference.py";
 
 // Contents that start after the template's newline without whitespace of their own: a content
 // starting with a newline is the one case where encoding it apart from the template differs.
@@ -36,12 +37,11 @@ TEST_CASE("chat data: Llama-3 and ChatML examples are transformers' apply_chat_t
           "[text][chat][python]") {
   if (!std::filesystem::exists(AMPT_PYTHON) ||
       ampt::test::run_process({AMPT_PYTHON, "-c", "import transformers, tokenizers, jinja2"}).exit_code != 0) {
-    WARN("skipping: transformers missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
-    return;
+    AMPT_SKIP(reference, "skipping: transformers missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
   }
   const std::string dir = ampt::test::make_temp_dir();
   ampt::test::write_file(dir + "/chats.jsonl", kChats);
-  const auto python = ampt::test::run_process({AMPT_PYTHON, kScript, dir});
+  const auto python = ampt::test::run_process({AMPT_PYTHON, kChatScript, dir});
   INFO(python.err);
   REQUIRE(python.exit_code == 0);
   const auto reference = ampt::parse_json(ampt::test::read_file(dir + "/reference.json"));

@@ -5,6 +5,7 @@
 #include "ampt/text/unicode_class.h"
 #include "ampt/text/utf8.h"
 #include "support/process.h"
+#include "support/skip.h"
 #include "text/text_fixtures.h"
 
 #include <catch2/catch.hpp>
@@ -16,40 +17,33 @@ using ampt::text::SpecialTokens;
 
 namespace {
 
-const std::string kScript = AMPT_SOURCE_DIR "/tests/text/gpt2_reference.py";
+const std::string kGpt2TokenizerScript = AMPT_SOURCE_DIR "/tests/text/gpt2_reference.py";
 
-// The reference libraries (scripts/bootstrap.sh installs them); false after one warning line.
+// The reference libraries (scripts/bootstrap.sh installs them); false after noting the skip.
 bool have_references() {
   if (!std::filesystem::exists(AMPT_PYTHON)) {
-    WARN("skipping the Python comparison: " AMPT_PYTHON " not found");
+    AMPT_NOTE_SKIP(reference, "skipping the Python comparison: " AMPT_PYTHON " not found");
     return false;
   }
   if (ampt::test::run_process({AMPT_PYTHON, "-c", "import tiktoken, tokenizers, transformers"}).exit_code != 0) {
-    WARN("skipping: tiktoken, tokenizers or transformers missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
+    AMPT_NOTE_SKIP(reference, "skipping: tiktoken, tokenizers or transformers missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
     return false;
   }
   return true;
-}
-
-std::vector<int32_t> id_list(const ampt::JsonValue& array) {
-  std::vector<int32_t> out;
-  for (const auto& item : array.items) out.push_back(static_cast<int32_t>(item.number));
-  return out;
 }
 
 }  // namespace
 
 TEST_CASE("text: GPT-2 ids equal tiktoken's and Hugging Face's from tokenizer.json, vocab.json and tiktoken files", "[text][python]") {
   if (!ampt::test::have_gpt2_ranks()) {
-    WARN("skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
-    return;
+    AMPT_SKIP(reference, "skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
   }
   if (!have_references()) return;
   const std::string dir = ampt::test::make_temp_dir();
   const auto cases = ampt::test::adversarial_corpus();
   for (std::size_t i = 0; i < cases.size(); ++i) ampt::test::write_file(dir + "/case" + std::to_string(i), cases[i]);
   const auto python = ampt::test::run_process(
-      {AMPT_PYTHON, kScript, "ids", ampt::test::gpt2_ranks_path(), dir, std::to_string(cases.size())});
+      {AMPT_PYTHON, kGpt2TokenizerScript, "ids", ampt::test::gpt2_ranks_path(), dir, std::to_string(cases.size())});
   INFO(python.err);
   REQUIRE(python.exit_code == 0);
   const auto reference = ampt::parse_json(ampt::test::read_file(dir + "/reference.json"));
@@ -64,14 +58,14 @@ TEST_CASE("text: GPT-2 ids equal tiktoken's and Hugging Face's from tokenizer.js
     for (std::size_t i = 0; i < cases.size(); ++i) {
       INFO("case " << i << ": " << cases[i].substr(0, 80));
       const auto ordinary = tokenizer.encode(cases[i]);
-      CHECK(ordinary == id_list(*expected[i].find("ordinary")));
-      CHECK(tokenizer.encode(cases[i], SpecialTokens::allowed) == id_list(*expected[i].find("allowed")));
-      CHECK(tokenizer.encode(cases[i], SpecialTokens::allowed) == id_list(*expected[i].find("hf")));
+      CHECK(ordinary == ampt::test::id_list(*expected[i].find("ordinary")));
+      CHECK(tokenizer.encode(cases[i], SpecialTokens::allowed) == ampt::test::id_list(*expected[i].find("allowed")));
+      CHECK(tokenizer.encode(cases[i], SpecialTokens::allowed) == ampt::test::id_list(*expected[i].find("hf")));
       CHECK(tokenizer.decode(ordinary) == ampt::text::replace_invalid_utf8(cases[i]));
     }
-    CHECK(tokenizer.encode_parallel(cases.back(), 3) == id_list(*expected.back().find("ordinary")));
+    CHECK(tokenizer.encode_parallel(cases.back(), 3) == ampt::test::id_list(*expected.back().find("ordinary")));
     CHECK(tokenizer.encode_parallel(cases.back(), 2, SpecialTokens::allowed) ==
-          id_list(*expected.back().find("allowed")));
+          ampt::test::id_list(*expected.back().find("allowed")));
   }
 }
 
@@ -88,7 +82,7 @@ TEST_CASE("text: unicode tables agree with tiktoken's regex at both sides of eve
   std::ostringstream list;
   for (const char32_t c : points) list << std::hex << static_cast<uint32_t>(c) << "\n";
   ampt::test::write_file(dir + "/code_points", list.str());
-  const auto python = ampt::test::run_process({AMPT_PYTHON, kScript, "classes", dir});
+  const auto python = ampt::test::run_process({AMPT_PYTHON, kGpt2TokenizerScript, "classes", dir});
   INFO(python.err);
   REQUIRE(python.exit_code == 0);
   std::istringstream classes(ampt::test::read_file(dir + "/classes"));

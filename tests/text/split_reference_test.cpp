@@ -6,6 +6,7 @@
 #include "ampt/text/tokenizer_files.h"
 #include "ampt/text/utf8.h"
 #include "support/process.h"
+#include "support/skip.h"
 #include "text/text_fixtures.h"
 
 #include <catch2/catch.hpp>
@@ -18,16 +19,16 @@ using ampt::text::SpecialTokens;
 
 namespace {
 
-const std::string kScript = AMPT_SOURCE_DIR "/tests/text/split_reference.py";
+const std::string kSplitScript = AMPT_SOURCE_DIR "/tests/text/split_reference.py";
 
-// `modules` importable by AMPT_PYTHON (scripts/bootstrap.sh installs them); false after a warning.
+// `modules` importable by AMPT_PYTHON (scripts/bootstrap.sh installs them); false after noting the skip.
 bool have_python(const std::string& modules) {
   if (!std::filesystem::exists(AMPT_PYTHON)) {
-    WARN("skipping the Python comparison: " AMPT_PYTHON " not found");
+    AMPT_NOTE_SKIP(reference, "skipping the Python comparison: " AMPT_PYTHON " not found");
     return false;
   }
   if (ampt::test::run_process({AMPT_PYTHON, "-c", "import " + modules}).exit_code != 0) {
-    WARN("skipping: " << modules << " missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
+    AMPT_NOTE_SKIP(reference, "skipping: " << modules << " missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
     return false;
   }
   return true;
@@ -37,18 +38,12 @@ bool have_python(const std::string& modules) {
 ampt::JsonValue reference(const std::string& command, const std::vector<std::string>& cases) {
   const std::string dir = ampt::test::make_temp_dir();
   for (std::size_t i = 0; i < cases.size(); ++i) ampt::test::write_file(dir + "/case" + std::to_string(i), cases[i]);
-  const auto python = ampt::test::run_process({AMPT_PYTHON, kScript, command, dir, std::to_string(cases.size())});
+  const auto python = ampt::test::run_process({AMPT_PYTHON, kSplitScript, command, dir, std::to_string(cases.size())});
   INFO(python.err);
   REQUIRE(python.exit_code == 0);
   auto json = ampt::parse_json(ampt::test::read_file(dir + "/reference.json"));
   json.members.emplace_back("dir", ampt::JsonValue{ampt::JsonValue::Kind::string, false, 0, dir, {}, {}});
   return json;
-}
-
-std::vector<int32_t> id_list(const ampt::JsonValue& array) {
-  std::vector<int32_t> out;
-  for (const auto& item : array.items) out.push_back(static_cast<int32_t>(item.number));
-  return out;
 }
 
 // Short random strings over the characters each alternative of the patterns turns on.
@@ -86,13 +81,13 @@ TEST_CASE("text: Qwen's ids equal tiktoken's on the real qwen.tiktoken", "[text]
   for (std::size_t i = 0; i < cases.size(); ++i) {
     INFO("case " << i << ": " << cases[i].substr(0, 80));
     const auto ordinary = tokenizer.encode(cases[i]);
-    CHECK(ordinary == id_list(*reference_cases[i].find("ordinary")));
-    CHECK(tokenizer.encode(cases[i], SpecialTokens::allowed) == id_list(*reference_cases[i].find("allowed")));
+    CHECK(ordinary == ampt::test::id_list(*reference_cases[i].find("ordinary")));
+    CHECK(tokenizer.encode(cases[i], SpecialTokens::allowed) == ampt::test::id_list(*reference_cases[i].find("allowed")));
     CHECK(tokenizer.decode(ordinary) == ampt::text::replace_invalid_utf8(cases[i]));
   }
-  CHECK(tokenizer.encode_parallel(cases.back(), 3) == id_list(*reference_cases.back().find("ordinary")));
+  CHECK(tokenizer.encode_parallel(cases.back(), 3) == ampt::test::id_list(*reference_cases.back().find("ordinary")));
   CHECK(tokenizer.encode_parallel(cases.back(), 2, SpecialTokens::allowed) ==
-        id_list(*reference_cases.back().find("allowed")));
+        ampt::test::id_list(*reference_cases.back().find("allowed")));
 }
 
 TEST_CASE("text: Llama-3- and Qwen2-style tokenizer.json (NFC included) give Hugging Face's pieces, ids, BOS and EOS", "[text][python]") {
@@ -111,7 +106,7 @@ TEST_CASE("text: Llama-3- and Qwen2-style tokenizer.json (NFC included) give Hug
     CHECK(tokenizer.pre_tokenizer() == pattern);
     CHECK(tokenizer.vocab_size() == static_cast<int32_t>(style.find("vocab_size")->number));
     // What tokenizer(text) frames "x" with, and the EOS that tokenizer_config.json names.
-    const auto framed = id_list(*style.find("framed"));
+    const auto framed = ampt::test::id_list(*style.find("framed"));
     if (pattern == PreTokenizer::llama3) {
       CHECK(tokenizer.bos_id() == id_of("<|begin_of_text|>"));
       CHECK(framed.front() == tokenizer.bos_id());
@@ -131,9 +126,9 @@ TEST_CASE("text: Llama-3- and Qwen2-style tokenizer.json (NFC included) give Hug
       std::vector<std::string> want_pieces;
       for (const auto& piece : reference_cases[i].find("pieces")->items) want_pieces.push_back(piece.string);
       CHECK(ampt::test::pieces(text, pattern) == want_pieces);
-      CHECK(tokenizer.encode(cases[i], SpecialTokens::allowed) == id_list(*reference_cases[i].find("ids")));
+      CHECK(tokenizer.encode(cases[i], SpecialTokens::allowed) == ampt::test::id_list(*reference_cases[i].find("ids")));
     }
-    const auto big = id_list(*reference_cases[cases.size() - 301].find("ids"));
+    const auto big = ampt::test::id_list(*reference_cases[cases.size() - 301].find("ids"));
     CHECK(tokenizer.encode_parallel(cases[cases.size() - 301], 3, SpecialTokens::allowed) == big);
   }
 }
@@ -158,7 +153,7 @@ TEST_CASE("text: SentencePiece-style tokenizer.json (Llama-2's normalizer, Mistr
     CHECK(tokenizer.vocab_size() == static_cast<int32_t>(style.find("vocab_size")->number));
     CHECK(tokenizer.bos_id() == 1);  // <s>
     CHECK(tokenizer.eot_id() == 2);  // </s>
-    const auto framed = id_list(*style.find("framed"));
+    const auto framed = ampt::test::id_list(*style.find("framed"));
     CHECK(framed.front() == tokenizer.bos_id());
     CHECK(std::vector<int32_t>(framed.begin() + 1, framed.end()) == tokenizer.encode("x"));
     const auto& reference_cases = style.find("cases")->items;
@@ -167,13 +162,13 @@ TEST_CASE("text: SentencePiece-style tokenizer.json (Llama-2's normalizer, Mistr
     for (std::size_t i = 0; i < cases.size(); ++i) {
       INFO("case " << i << ": " << cases[i].substr(0, 80));
       const auto ids = tokenizer.encode(cases[i], SpecialTokens::allowed);
-      CHECK(ids == id_list(*reference_cases[i].find("ids")));
+      CHECK(ids == ampt::test::id_list(*reference_cases[i].find("ids")));
       CHECK(tokenizer.decode(ids) == reference_cases[i].find("text")->string);
       fell_back = fell_back || std::ranges::any_of(ids, [](int32_t id) { return id >= 3 && id < 259; });
     }
     CHECK(fell_back);  // some characters have no token and go as bytes
     const std::size_t big = cases.size() - 309;  // the corpus's last text, before the random ones
     CHECK(tokenizer.encode_parallel(cases[big], 3, SpecialTokens::allowed) ==
-          id_list(*reference_cases[big].find("ids")));
+          ampt::test::id_list(*reference_cases[big].find("ids")));
   }
 }

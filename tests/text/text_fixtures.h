@@ -1,7 +1,8 @@
 // Shared by the tokenizer tests: GPT-2's fetched ranks, a toy vocabulary, the pre-tokenizer's
-// pieces of a text, and the corpus the reference comparisons encode.
+// pieces of a text, the corpus the reference comparisons encode, and the ids a reference wrote.
 #pragma once
 
+#include "ampt/core/json_reader.h"
 #include "ampt/text/pretokenizer.h"
 #include "ampt/text/vocabulary.h"
 
@@ -56,6 +57,13 @@ inline std::vector<std::string> pieces(std::string_view text,
     out.emplace_back(text.substr(pos, end - pos));
     pos = end;
   }
+  return out;
+}
+
+// A reference script's JSON array of token ids.
+inline std::vector<int32_t> id_list(const JsonValue& array) {
+  std::vector<int32_t> out;
+  for (const auto& item : array.items) out.push_back(static_cast<int32_t>(item.number));
   return out;
 }
 

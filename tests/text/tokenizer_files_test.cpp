@@ -99,7 +99,7 @@ std::string tokenizer_json(const std::string& model_type = "BPE",
   "model": {"type": ")" + model_type + R"(", "vocab": )" + vocab_json(false) + R"(, "merges": [)" + merges + "]}}";
 }
 
-constexpr const char* kLlama3 = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)";
+constexpr const char* kLlama3Pattern = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)";
 constexpr const char* kQwen2 = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)";
 
 // Llama-3's and Qwen2's pre_tokenizer with `regex` (JSON-escaped) as its Split pattern.
@@ -205,16 +205,16 @@ TEST_CASE("text: bad tokenizer.json files are refused with the file and the reas
         "pre_tokenizer Split with the regex \\w+ is not supported: ampt implements GPT-2's ByteLevel");
   check("cl100k_possessive.json", tokenizer_json("BPE", split_pre_tokenizer(R"('(?i:[sdmt]|ll|ve|re)|\\s)")),
         "Split with the regex '(?i:[sdmt]|ll|ve|re)|\\s is not supported");
-  check("removed.json", tokenizer_json("BPE", split_pre_tokenizer(kLlama3, "Removed")),
+  check("removed.json", tokenizer_json("BPE", split_pre_tokenizer(kLlama3Pattern, "Removed")),
         "pre_tokenizer Split with behavior Removed and invert false is not supported");
-  check("regex_twice.json", tokenizer_json("BPE", split_pre_tokenizer(kLlama3, "Isolated", "true")),
+  check("regex_twice.json", tokenizer_json("BPE", split_pre_tokenizer(kLlama3Pattern, "Isolated", "true")),
         "Sequence [Split, ByteLevel] with a ByteLevel of use_regex true");
   check("whitespace.json", tokenizer_json("BPE", R"({"type": "Sequence", "pretokenizers": [{"type": "Split"}, {"type": "Whitespace"}]})"),
         "pre_tokenizer Sequence [Split, Whitespace] is not supported");
   // NFC (Qwen2's) is implemented; other normalizers are not.
   check("nfkc.json", tokenizer_json("BPE", split_pre_tokenizer(kQwen2), R"({"type": "NFKC"})"),
         "normalizer NFKC is not supported (ampt implements NFC, Qwen2's, none");
-  check("lstrip.json", tokenizer_json("BPE", split_pre_tokenizer(kLlama3)).replace(good.find("\"special\""), 0, "\"lstrip\": true, "),
+  check("lstrip.json", tokenizer_json("BPE", split_pre_tokenizer(kLlama3Pattern)).replace(good.find("\"special\""), 0, "\"lstrip\": true, "),
         "added token \"<|endoftext|>\" has lstrip true, which ampt does not implement");
   // The good file with the first `from` replaced by `to`.
   const auto edited = [&](const std::string& from, const std::string& to) {
@@ -271,7 +271,7 @@ TEST_CASE("text: a Llama-3-style tokenizer.json and its tokenizer_config.json se
   const std::string dir = make_temp_dir();
   // Llama-3's shape: the Split pattern, added tokens past the BPE's ids, a Sequence post_processor
   // whose TemplateProcessing puts <|begin_of_text|> first, ignore_merges.
-  std::string json = tokenizer_json("BPE", split_pre_tokenizer(kLlama3));
+  std::string json = tokenizer_json("BPE", split_pre_tokenizer(kLlama3Pattern));
   json.replace(json.find("true}]"), 6, R"(true}, {"id": 260, "content": "<|begin_of_text|>", "special": true}])");
   json.replace(json.find("\"type\": \"BPE\""), 0, R"("ignore_merges": true, )");
   json.replace(json.find("\"model\""), 0, R"("post_processor": {"type": "Sequence", "processors": [{"type": "ByteLevel"},

@@ -4,6 +4,7 @@
 #include "ampt/text/tokenizer_files.h"
 #include "ampt/text/utf8.h"
 #include "text/text_fixtures.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 
@@ -70,8 +71,7 @@ TEST_CASE("text: round trip and parallel encoding on random text with a toy voca
 
 TEST_CASE("text: round trip and parallel encoding on random text with GPT-2's vocabulary", "[text]") {
   if (!ampt::test::have_gpt2_ranks()) {
-    WARN("skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
-    return;
+    AMPT_SKIP(reference, "skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
   }
   check_properties(ampt::text::load_tokenizer(ampt::test::gpt2_ranks_path()));
 }

@@ -34,7 +34,7 @@ std::vector<double> losses(const std::string& dir) {
   return step_losses(read_file(dir + "/metrics.jsonl"));
 }
 
-ProcessResult train(const std::vector<std::string>& args) {
+ProcessResult train_lora(const std::vector<std::string>& args) {
   auto r = run_ampt(args);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
@@ -46,7 +46,7 @@ ProcessResult train(const std::vector<std::string>& args) {
 TEST_CASE("lora train: checkpoints hold the adapters, resume exactly, and refuse another base",
           "[train][lora][cli][checkpoint]") {
   const auto dir = make_temp_dir();
-  const auto whole = train(lora_args(dir + "/whole", {"--mixed_precision", "no", "--save_every", "3"}));
+  const auto whole = train_lora(lora_args(dir + "/whole", {"--mixed_precision", "no", "--save_every", "3"}));
   CHECK_THAT(whole.out, Catch::Contains("[LoRA] rank 4, alpha 16 (scale 4), dropout 0 on 6 Linear "
                                         "layers (c_attn,c_proj): 2816 trainable parameters with "
                                         "fp32 masters"));
@@ -63,7 +63,7 @@ TEST_CASE("lora train: checkpoints hold the adapters, resume exactly, and refuse
   CHECK(full.back() < full.front());
 
   SECTION("a resume continues bit for bit") {
-    train(lora_args(dir + "/resumed", {"--mixed_precision", "no", "--resume", midway}));
+    train_lora(lora_args(dir + "/resumed", {"--mixed_precision", "no", "--resume", midway}));
     const auto resumed = losses(dir + "/resumed");
     REQUIRE(resumed.size() == 3);
     for (int i = 0; i < 3; ++i) CHECK(resumed[i] == full[3 + i]);
@@ -80,7 +80,7 @@ TEST_CASE("lora train: checkpoints hold the adapters, resume exactly, and refuse
     CHECK(r.exit_code != 0);
     CHECK_THAT(r.err, Catch::Contains("holds LoRA adapters trained on a random base: load it with "
                                       "its --lora_rank and --init_from"));
-    train(lora_args(dir + "/plain", {"--mixed_precision", "no", "--lora_rank", "0",
+    train_lora(lora_args(dir + "/plain", {"--mixed_precision", "no", "--lora_rank", "0",
                                      "--max_steps", "1", "--save_every", "1"}));
     r = run_ampt(lora_args(dir + "/onto", {"--mixed_precision", "no", "--resume",
                                            dir + "/plain/ckpt-00000001.pt"}));
@@ -113,7 +113,7 @@ TEST_CASE("lora train: a half-precision base, O2 with fp16's scaler, activation 
     const auto out = fmt::format("{}/run{}", dir, i);
     auto flags = cases[i].flags;
     flags.insert(flags.end(), {"--max_steps", "4"});
-    const auto r = train(lora_args(out, flags));
+    const auto r = train_lora(lora_args(out, flags));
     CHECK_THAT(r.out, Catch::Contains("frozen in " + cases[i].base_dtype));
     if (i == 1) CHECK_THAT(r.out, Catch::Contains("[AMP] GradScaler: on"));
     const auto run = losses(out);
@@ -132,7 +132,7 @@ TEST_CASE("lora train: a base stored in fp8, bf16 or int8 under fp32 compute tra
   for (const std::string format : {"auto", "fp8", "bf16", "int8"}) {
     INFO(format);
     const auto out = dir + "/" + format;
-    const auto r = train(lora_args(out, {"--mixed_precision", "no", "--base_dtype", format}));
+    const auto r = train_lora(lora_args(out, {"--mixed_precision", "no", "--base_dtype", format}));
     if (format != "auto") {
       CHECK_THAT(r.out, Catch::Contains("with the block Linear weights in " + format + " ("));
     }

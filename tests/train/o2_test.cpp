@@ -10,6 +10,7 @@
 
 #include "support/process.h"
 #include "support/stop_after.h"
+#include "support/run_recorder.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -21,20 +22,13 @@
 #include <cmath>
 #include <csignal>
 
+using ampt::test::Recorder;
+
 namespace {
 
 using ampt::config::Config;
 using ampt::config::MixedPrecision;
 using ampt::config::OptLevel;
-
-struct Recorder final : ampt::log::Observer {
-  ampt::log::RunInfo info;
-  std::vector<ampt::log::StepReport> steps;
-  std::vector<ampt::log::PrecisionSwitch> switches;
-  void on_start(const ampt::log::RunInfo& i) override { info = i; }
-  void on_step(const ampt::log::StepReport& r) override { steps.push_back(r); }
-  void on_precision_switch(const ampt::log::PrecisionSwitch& c) override { switches.push_back(c); }
-};
 
 Config run_of(const std::string& model, MixedPrecision precision, OptLevel level, int64_t steps) {
   Config config;

@@ -6,21 +6,18 @@
 #include "ampt/train/trainer.h"
 #include "ampt/train/tuning.h"
 #include "support/process.h"
+#include "support/skip.h"
+#include "support/run_recorder.h"
 
 #include <ATen/Context.h>
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+using ampt::test::Recorder;
+
 namespace {
 
 using ampt::config::Config;
-
-struct Recorder final : ampt::log::Observer {
-  ampt::log::RunInfo info;
-  std::vector<double> losses;
-  void on_start(const ampt::log::RunInfo& i) override { info = i; }
-  void on_step(const ampt::log::StepReport& r) override { losses.push_back(r.loss); }
-};
 
 Config gpt_run() {
   Config config;
@@ -86,8 +83,7 @@ TEST_CASE("allow_tf32 sets cuBLAS and cuDNN TF32 together", "[train][step][tf32]
 // On a GPU only: the graph must do exactly what the eager step does, replay after replay.
 TEST_CASE("cuda_graphs: graphed steps equal eager steps on a GPU", "[train][step][cuda_graphs][cuda]") {
   if (!torch::cuda::is_available()) {
-    WARN("no CUDA device: the graphed-step comparison needs one");
-    return;
+    AMPT_SKIP(gpu, "no CUDA device: the graphed-step comparison needs one");
   }
   const torch::Device device(torch::kCUDA, 0);
   for (auto precision : {c10::kFloat, c10::kBFloat16}) {

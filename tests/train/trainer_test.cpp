@@ -2,20 +2,18 @@
 #include "ampt/train/trainer.h"
 
 #include "support/process.h"
+#include "support/run_recorder.h"
 
 #include <catch2/catch.hpp>
 
 #include <vector>
 
+using ampt::test::Recorder;
+
 namespace {
 
 using ampt::config::Config;
 using ampt::config::MixedPrecision;
-
-struct Recorder final : ampt::log::Observer {
-  std::vector<ampt::log::StepReport> steps;
-  void on_step(const ampt::log::StepReport& r) override { steps.push_back(r); }
-};
 
 Config small_run(MixedPrecision precision) {
   Config config;

@@ -7,6 +7,7 @@
 #include "support/process.h"
 #include "support/stop_after.h"
 #include "support/same_state.h"
+#include "support/run_recorder.h"
 
 #include <catch2/catch.hpp>
 
@@ -14,16 +15,11 @@
 #include <csignal>
 #include <filesystem>
 
+using ampt::test::Recorder;
+
 namespace {
 
 using ampt::config::Config;
-
-struct Losses final : ampt::log::Observer {
-  ampt::log::RunInfo info;
-  std::vector<double> losses;
-  void on_start(const ampt::log::RunInfo& i) override { info = i; }
-  void on_step(const ampt::log::StepReport& r) override { losses.push_back(r.loss); }
-};
 
 Config cnn_run(bool channels_last, const std::string& dir) {
   Config config;
@@ -83,8 +79,8 @@ TEST_CASE("channels-last: conv weights NHWC, the same outputs and gradients as N
 }
 
 TEST_CASE("channels-last: on by default on a CPU, trains as NCHW does", "[train][tuning]") {
-  Losses nhwc;
-  Losses nchw;
+  Recorder nhwc;
+  Recorder nchw;
   ampt::train::run_training(cnn_run(true, ampt::test::make_temp_dir()), {}, nhwc);
   ampt::train::run_training(cnn_run(false, ampt::test::make_temp_dir()), {}, nchw);
   CHECK(Config{}.channels_last);
@@ -102,18 +98,18 @@ TEST_CASE("channels-last: on by default on a CPU, trains as NCHW does", "[train]
 
 TEST_CASE("channels-last: a checkpoint resumes exactly, and loads into an NCHW run", "[train][tuning][resume]") {
   const auto straight_dir = ampt::test::make_temp_dir();
-  Losses straight;
+  Recorder straight;
   ampt::train::run_training(cnn_run(true, straight_dir), {}, straight);
 
   const auto stopped_dir = ampt::test::make_temp_dir();
-  Losses first;
+  Recorder first;
   ampt::train::run_training(cnn_run(true, stopped_dir), ampt::test::stop_after(6), first);
   const auto copy_dir = ampt::test::make_temp_dir();
   std::filesystem::copy(stopped_dir, copy_dir, std::filesystem::copy_options::recursive);
 
   auto config = cnn_run(true, stopped_dir);
   config.resume = "auto";
-  Losses resumed;
+  Recorder resumed;
   ampt::train::run_training(config, {}, resumed);
   REQUIRE(resumed.losses.size() == 6);
   CHECK(resumed.losses.back() == straight.losses.back());
@@ -122,7 +118,7 @@ TEST_CASE("channels-last: a checkpoint resumes exactly, and loads into an NCHW r
   // The file holds logical (NCHW-ordered) tensors: an NCHW run picks up where the NHWC one stopped.
   auto plain = cnn_run(false, copy_dir);
   plain.resume = "auto";
-  Losses crossed;
+  Recorder crossed;
   ampt::train::run_training(plain, {}, crossed);
   REQUIRE(crossed.losses.size() == 6);
   CHECK(crossed.losses.front() == Approx(straight.losses[6]).epsilon(1e-4));

@@ -13,7 +13,7 @@
 namespace ampt::checkpoint {
 namespace {
 
-constexpr size_t kPiece = size_t{4} << 20;
+constexpr size_t kCopyPiece = size_t{4} << 20;
 constexpr unsigned kMaxThreads = 4;
 
 void copy_piece(char* target, const char* source, size_t bytes) {
@@ -48,10 +48,10 @@ void copy_bytes(const std::vector<ByteCopy>& copies) {
   size_t total = 0;
   for (const auto& copy : copies) {
     total += copy.bytes;
-    for (size_t offset = 0; offset < copy.bytes; offset += kPiece) {
+    for (size_t offset = 0; offset < copy.bytes; offset += kCopyPiece) {
       pieces.push_back({static_cast<char*>(copy.target) + offset,
                         static_cast<const char*>(copy.source) + offset,
-                        std::min(kPiece, copy.bytes - offset)});
+                        std::min(kCopyPiece, copy.bytes - offset)});
     }
   }
   std::atomic<size_t> next{0};
@@ -62,7 +62,7 @@ void copy_bytes(const std::vector<ByteCopy>& copies) {
     }
   };
   // No helper for a copy of a few pieces: starting a thread costs more than it saves.
-  const size_t wanted = std::min<size_t>(std::thread::hardware_concurrency(), total / (2 * kPiece));
+  const size_t wanted = std::min<size_t>(std::thread::hardware_concurrency(), total / (2 * kCopyPiece));
   const auto threads = static_cast<unsigned>(std::clamp<size_t>(wanted, 1, kMaxThreads));
   std::vector<std::thread> helpers;
   for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work);

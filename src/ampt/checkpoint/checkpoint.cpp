@@ -209,8 +209,7 @@ std::string save(const std::string& directory, const Checkpoint& c, int64_t keep
   remove_stale_temporaries(directory);
   const auto path = (fs::path(directory) / checkpoint_file_name(c.step)).string();
   write_checkpoint_file(path, c);
-  write_file_atomically((fs::path(directory) / kLatest).string(),
-                        checkpoint_file_name(c.step) + "\n");
+  write_latest(directory, checkpoint_file_name(c.step));
 
   remove_old_checkpoints(directory, path, keep);
   return path;
@@ -283,6 +282,10 @@ Checkpoint load_file(const std::string& path) {
     throw RuntimeError("checkpoint '" + path + "' is corrupt: its tensors do not match their checksum");
   }
   return c;
+}
+
+void write_latest(const std::string& directory, const std::string& name) {
+  write_file_atomically((fs::path(directory) / kLatest).string(), name + "\n");
 }
 
 std::optional<std::string> find_latest(const std::string& directory) {

@@ -91,6 +91,10 @@ bool is_sharded(const std::string& path);
 // newest `keep`, never `newest`, whatever the others' steps.
 void remove_old_checkpoints(const std::string& directory, const std::string& newest, int64_t keep);
 
+// Points `directory`'s `latest` file at `name`, a checkpoint file or directory in it,
+// atomically.
+void write_latest(const std::string& directory, const std::string& name);
+
 // The checkpoint `latest` in `directory` points to, if there is one.
 std::optional<std::string> find_latest(const std::string& directory);
 

@@ -14,9 +14,9 @@ namespace ampt::checkpoint {
 namespace {
 
 // Every tensor starts on a 64-byte boundary, as in the file it is written to.
-constexpr int64_t kAlignment = 64;
+constexpr int64_t kBufferAlignment = 64;
 
-int64_t aligned(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+int64_t aligned(int64_t bytes) { return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
 
 std::shared_ptr<uint8_t> allocate(int64_t bytes, bool pinned) {
   void* memory = nullptr;
@@ -31,7 +31,7 @@ std::shared_ptr<uint8_t> allocate(int64_t bytes, bool pinned) {
     }
     return {static_cast<uint8_t*>(memory), [](uint8_t* p) { cudaFreeHost(p); }};
   }
-  memory = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes));
+  memory = std::aligned_alloc(kBufferAlignment, static_cast<size_t>(bytes));
   if (memory == nullptr) {
     throw RuntimeError(
         fmt::format("cannot allocate {} bytes of host memory for checkpoints", bytes));
@@ -70,7 +70,7 @@ void HostSnapshot::fit(const NamedTensors& tensors) {
   }
   if (total != capacity_ || on_cuda != pinned_) {
     buffer_.reset();  // free the old buffer before taking the new one
-    buffer_ = allocate(std::max<int64_t>(total, kAlignment), on_cuda);
+    buffer_ = allocate(std::max<int64_t>(total, kBufferAlignment), on_cuda);
     capacity_ = total;
     pinned_ = on_cuda;
   }

@@ -13,7 +13,7 @@
 namespace ampt::checkpoint {
 namespace {
 
-constexpr const char* kFormatName = "ampt-sharded-checkpoint";
+constexpr const char* kManifestFormat = "ampt-sharded-checkpoint";
 
 std::string strings_json(const std::vector<std::string>& items) {
   std::vector<std::string> quoted;
@@ -104,7 +104,7 @@ std::string manifest_json(const Manifest& m) {
   std::string out = "{\n";
   out += fmt::format("  \"format\": {},\n  \"format_version\": {},\n  \"step\": {},\n"
                      "  \"world_size\": {},\n",
-                     json_string(kFormatName), kFormatVersion, m.step, m.shards.size());
+                     json_string(kManifestFormat), kFormatVersion, m.step, m.shards.size());
   out += "  \"parameters\": [\n";
   for (size_t i = 0; i < l.names.size(); ++i) {
     out += fmt::format("    {{\"name\": {}, \"shape\": [{}]}}{}\n", json_string(l.names[i]),
@@ -135,7 +135,7 @@ Manifest parse_manifest(std::string_view text, const std::string& path) {
     throw RuntimeError("checkpoint manifest '" + path + "' is truncated or corrupt: " + e.what());
   }
   const Fields f(root, path);
-  if (!f.has("format") || f.text("format") != kFormatName) {
+  if (!f.has("format") || f.text("format") != kManifestFormat) {
     throw f.bad("it is not an ampt sharded checkpoint's manifest");
   }
   Manifest m;

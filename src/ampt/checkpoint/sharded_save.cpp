@@ -13,7 +13,6 @@ namespace ampt::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr const char* kLatest = "latest";
 
 std::string shard_file_name(int64_t rank) { return fmt::format("rank-{:05}.pt", rank); }
 
@@ -91,8 +90,7 @@ std::string save_sharded(const std::string& directory, const ShardedSave& save, 
     manifest.shards.push_back(parse_report(reports[r], static_cast<int64_t>(r)));
   }
   write_file_atomically((dir / kManifestName).string(), manifest_json(manifest));
-  write_file_atomically((fs::path(directory) / kLatest).string(),
-                        checkpoint_dir_name(save.meta.step) + "\n");
+  write_latest(directory, checkpoint_dir_name(save.meta.step));
   remove_old_checkpoints(directory, dir.string(), keep);
   return dir.string();
 }

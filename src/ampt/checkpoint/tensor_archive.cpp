@@ -21,13 +21,13 @@ namespace {
 // aligned by a padding extra field ("FB", as torch pads), ZIP64 sizes and offsets throughout so
 // that one layout serves any size. Fields are little-endian.
 constexpr char kArchive[] = "archive/";
-constexpr uint64_t kAlignment = 64;
+constexpr uint64_t kRecordAlignment = 64;
 constexpr uint16_t kZipVersion = 45;  // 4.5: ZIP64
 constexpr uint16_t kDosDate = (0 << 9) | (1 << 5) | 1;  // 1980-01-01: the files are reproducible
 constexpr uint32_t kUseZip64 = 0xFFFFFFFFU;
 // A record's bytes are checksummed and written this much at a time: the piece is still in the
 // CPU's cache when write(2) copies it, and the disk writes earlier pieces meanwhile.
-constexpr uint64_t kPiece = uint64_t{4} << 20;
+constexpr uint64_t kWritePiece = uint64_t{4} << 20;
 
 class LittleEndian {
  public:
@@ -108,7 +108,7 @@ uint32_t TensorArchiveWriter::write_record(const std::string& name, const void* 
   const uint64_t offset = file_.size();
   const uint64_t fixed = 30 + name.size() + 20 + 4;  // header, name, ZIP64 field, padding's header
   const auto padding =
-      static_cast<uint16_t>((kAlignment - (offset + fixed) % kAlignment) % kAlignment);
+      static_cast<uint16_t>((kRecordAlignment - (offset + fixed) % kRecordAlignment) % kRecordAlignment);
   LittleEndian header;
   header.u32(0x04034b50).u16(kZipVersion).u16(0).u16(0).u16(0).u16(kDosDate).u32(0);
   header.u32(kUseZip64).u32(kUseZip64).u16(static_cast<uint16_t>(name.size()));
@@ -119,7 +119,7 @@ uint32_t TensorArchiveWriter::write_record(const std::string& name, const void* 
   const auto* bytes = static_cast<const char*>(data);
   uint32_t crc = 0;
   for (uint64_t done = 0; done < size;) {
-    const uint64_t piece = std::min(kPiece, size - done);
+    const uint64_t piece = std::min(kWritePiece, size - done);
     crc = crc32(crc, bytes + done, piece);
     file_.write(bytes + done, piece);
     done += piece;
@@ -216,7 +216,7 @@ c10::IValue read_tensor_archive(const std::string& path) {
       /*type_resolver=*/nullptr, /*obj_loader=*/nullptr,
       [&](const std::string& key) {
         const auto bytes = record(reader, *file, "data/" + key);
-        if (reinterpret_cast<uintptr_t>(bytes.data) % kAlignment != 0) {
+        if (reinterpret_cast<uintptr_t>(bytes.data) % kRecordAlignment != 0) {
           throw RuntimeError("record 'data/" + key + "' is not 64-byte aligned");
         }
         auto* data = const_cast<uint8_t*>(bytes.data);

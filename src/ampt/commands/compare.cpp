@@ -36,7 +36,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<config::SubcommandFlag>& own_flags() {
+const std::vector<config::SubcommandFlag>& compare_flags() {
   static const std::vector<config::SubcommandFlag> flags = {
       {"steps", "N", "200", "Optimizer steps to train in each format"},
       {"formats", "LIST", "auto",
@@ -153,11 +153,11 @@ std::string compare_help() {
       "loss, Δ loss vs fp32, Skipped steps, Stability. The table is also written to output_dir\n"
       "as compare.md, compare.csv and compare.json; each run's logs, summary.json and\n"
       "checkpoint are in output_dir/<format>.",
-      own_flags(), models::catalog());
+      compare_flags(), models::catalog());
 }
 
 int run_compare(const std::vector<std::string>& args, const Environment& env) {
-  const auto split = config::split_subcommand_flags(args, own_flags());
+  const auto split = config::split_subcommand_flags(args, compare_flags());
   const int64_t steps =
       config::subcommand_integer("steps", split.values.at("steps"), config::Range::at_least(1));
   const auto& formats_text = split.values.at("formats");

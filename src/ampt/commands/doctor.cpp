@@ -27,7 +27,7 @@
 namespace ampt::commands {
 namespace {
 
-cxxopts::Options make_parser() {
+cxxopts::Options doctor_parser() {
   cxxopts::Options parser("ampt doctor",
                           "What this machine can train with, and why: versions, the CPU's bf16 "
                           "and fp16 instructions, each GPU's compute capability and the fused "
@@ -159,10 +159,10 @@ bool print_gpu(int index) {
 
 }  // namespace
 
-std::string doctor_help() { return make_parser().help(); }
+std::string doctor_help() { return doctor_parser().help(); }
 
 int run_doctor(const std::vector<std::string>& args, const Environment&) {
-  auto parser = make_parser();
+  auto parser = doctor_parser();
   parse_own_flags(parser, "doctor", args, {});
   print_versions();
   print_cpu();

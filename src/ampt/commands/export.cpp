@@ -20,7 +20,7 @@
 namespace ampt::commands {
 namespace {
 
-cxxopts::Options make_parser() {
+cxxopts::Options export_parser() {
   cxxopts::Options parser("ampt export", "Write a checkpoint's model weights for other tools.");
   parser.add_options()
       ("checkpoint", "checkpoint to read (a ckpt-*.pt file written by ampt train)",
@@ -130,10 +130,10 @@ NamedTensors merged_weights(const checkpoint::Checkpoint& saved, const std::stri
 
 }  // namespace
 
-std::string export_help() { return make_parser().help(); }
+std::string export_help() { return export_parser().help(); }
 
 int run_export(const std::vector<std::string>& args, const Environment& env) {
-  auto parser = make_parser();
+  auto parser = export_parser();
   const auto result =
       parse_own_flags(parser, "export", args,
                       {"--checkpoint", "--out", "--format", "--dtype", "--tokenizer", "--merge"});

@@ -20,7 +20,7 @@
 namespace ampt::commands {
 namespace {
 
-const std::vector<config::SubcommandFlag>& own_flags() {
+const std::vector<config::SubcommandFlag>& generate_flags() {
   static const std::vector<config::SubcommandFlag> flags = {
       {"prompt", "TEXT", "", "The text to continue (required)"},
       {"checkpoint", "PATH", "",
@@ -42,11 +42,11 @@ std::string generate_help() {
       "Continue --prompt with a language model: an ampt checkpoint (--checkpoint) or a pretrained\n"
       "Hugging Face GPT-2, Llama or Qwen2 (--init_from DIR|NAME). Greedy with --temperature 0,\n"
       "else sampled (top-k, top-p, --seed). The prompt and its continuation go to stdout, messages to stderr.",
-      own_flags(), models::catalog());
+      generate_flags(), models::catalog());
 }
 
 int run_generate(const std::vector<std::string>& args, const Environment& env) {
-  const auto split = config::split_subcommand_flags(args, own_flags());
+  const auto split = config::split_subcommand_flags(args, generate_flags());
   const auto& prompt_text = split.values.at("prompt");
   if (prompt_text.empty()) throw UsageError("ampt generate needs --prompt TEXT");
   const auto& checkpoint_path = split.values.at("checkpoint");

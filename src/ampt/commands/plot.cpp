@@ -10,7 +10,7 @@
 namespace ampt::commands {
 namespace {
 
-cxxopts::Options make_parser() {
+cxxopts::Options plot_parser() {
   cxxopts::Options parser("ampt plot",
                           "Draw a run's loss, learning rate, loss scale and throughput against "
                           "the step, with precision switches and skipped steps marked, as an SVG "
@@ -27,10 +27,10 @@ cxxopts::Options make_parser() {
 
 }  // namespace
 
-std::string plot_help() { return make_parser().help(); }
+std::string plot_help() { return plot_parser().help(); }
 
 int run_plot(const std::vector<std::string>& args, const Environment&) {
-  auto parser = make_parser();
+  auto parser = plot_parser();
   const auto result = parse_own_flags(parser, "plot", args, {"--out"});
   if (result.count("run_dir") == 0) {
     throw UsageError("ampt plot needs a run directory: ampt plot RUN_DIR [--out FILE]");

@@ -20,7 +20,7 @@
 namespace ampt::commands {
 namespace {
 
-const std::vector<config::SubcommandFlag>& own_flags() {
+const std::vector<config::SubcommandFlag>& recommend_flags() {
   static const std::vector<config::SubcommandFlag> flags = {
       {"gpu_memory_gb", "GB", "80", "Memory of the GPU to plan for, in GiB"},
       {"compute_capability", "X.Y", "9.0",
@@ -177,11 +177,11 @@ std::string recommend_help() {
       "--world_size N every figure is one rank's, with --zero_stage's sharding; --zero_stage 3\n"
       "also says from how many ranks the run (its precision, --batch_size and --grad_ckpt) fits\n"
       "the GPU. With --lora_rank R the base is frozen and only the adapters train.",
-      own_flags(), models::catalog());
+      recommend_flags(), models::catalog());
 }
 
 int run_recommend(const std::vector<std::string>& args, const Environment& env) {
-  const auto split = config::split_subcommand_flags(args, own_flags());
+  const auto split = config::split_subcommand_flags(args, recommend_flags());
   const auto resolved = config::resolve(split.rest, env, models::catalog());
   const auto& config = resolved.config();
   plan::GpuTarget gpu;

@@ -21,7 +21,7 @@
 namespace ampt::commands {
 namespace {
 
-cxxopts::Options make_parser() {
+cxxopts::Options tokenize_parser() {
   cxxopts::Options parser(
       "ampt tokenize",
       "Tokenize text into an llm.c token shard (256-int32 header, then uint16 tokens; uint32, "
@@ -47,10 +47,10 @@ cxxopts::Options make_parser() {
 
 }  // namespace
 
-std::string tokenize_help() { return make_parser().help(); }
+std::string tokenize_help() { return tokenize_parser().help(); }
 
 int run_tokenize(const std::vector<std::string>& args, const Environment&) {
-  auto parser = make_parser();
+  auto parser = tokenize_parser();
   const auto result = parse_own_flags(parser, "tokenize", args,
                                       {"--tokenizer", "--out", "--text_field", "--chat_template", "--threads"});
   const auto tokenizer_path = required_flag(result, "tokenize", "tokenizer");

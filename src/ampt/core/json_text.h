@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ampt {
@@ -11,6 +13,11 @@ namespace ampt {
 // JSON has no NaN or infinity: a diverged value is written as null.
 inline std::string json_number(double value) {
   return std::isfinite(value) ? fmt::format("{}", value) : "null";
+}
+
+// An integer that may be absent (a config.json's bos_token_id): null when it is.
+inline std::string json_optional_int(const std::optional<int64_t>& value) {
+  return value ? std::to_string(*value) : "null";
 }
 
 // A quoted JSON string: quotes and backslashes escaped, control characters as \u00XX.

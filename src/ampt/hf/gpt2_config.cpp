@@ -29,8 +29,6 @@ void require_default(const YAML::Node& root, const std::string& key, bool expect
                                  path, key, node.as<std::string>(), expected ? "true" : "false"));
 }
 
-std::string token_id(const std::optional<int64_t>& id) { return id ? std::to_string(*id) : "null"; }
-
 }  // namespace
 
 Gpt2Config read_gpt2_config(const std::string& path) {
@@ -100,8 +98,8 @@ std::string gpt2_config_json(const Gpt2Config& c) {
       "  \"bos_token_id\": {},\n  \"eos_token_id\": {}\n"
       "}}\n",
       c.n_layer, c.n_embd, c.n_head, c.n_positions, c.n_positions, c.vocab_size,
-      json_number(c.layer_norm_epsilon), json_string(c.activation_function), token_id(c.bos_token_id),
-      token_id(c.eos_token_id));
+      json_number(c.layer_norm_epsilon), json_string(c.activation_function),
+      json_optional_int(c.bos_token_id), json_optional_int(c.eos_token_id));
 }
 
 }  // namespace ampt::hf

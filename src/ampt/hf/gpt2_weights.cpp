@@ -12,18 +12,18 @@ namespace {
 
 // One GPT-2 tensor: its name in ampt (its HF name is "transformer." + the same), its shape in
 // ampt's layout, and whether HF stores it transposed (Conv1D).
-struct Spec {
+struct Gpt2Spec {
   std::string name;
   std::vector<int64_t> shape;
   bool conv1d = false;
 };
 
-std::vector<Spec> gpt2_specs(const Gpt2Config& c, int64_t vocab_rows) {
+std::vector<Gpt2Spec> gpt2_specs(const Gpt2Config& c, int64_t vocab_rows) {
   const int64_t C = c.n_embd;
-  std::vector<Spec> specs = {{"wte.weight", {vocab_rows, C}}, {"wpe.weight", {c.n_positions, C}}};
+  std::vector<Gpt2Spec> specs = {{"wte.weight", {vocab_rows, C}}, {"wpe.weight", {c.n_positions, C}}};
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const auto p = fmt::format("h.{}.", i);
-    const std::vector<Spec> block = {
+    const std::vector<Gpt2Spec> block = {
         {p + "ln_1.weight", {C}},           {p + "ln_1.bias", {C}},
         {p + "attn.c_attn.weight", {3 * C, C}, true}, {p + "attn.c_attn.bias", {3 * C}},
         {p + "attn.c_proj.weight", {C, C}, true},     {p + "attn.c_proj.bias", {C}},

@@ -163,8 +163,6 @@ const char* architecture(const std::string& model_type) {
   return "LlamaForCausalLM";
 }
 
-std::string token_id(const std::optional<int64_t>& id) { return id ? std::to_string(*id) : "null"; }
-
 }  // namespace
 
 LlamaConfig read_llama_config(const std::string& path) {
@@ -258,7 +256,7 @@ std::string llama_config_json(const LlamaConfig& c) {
       c.intermediate_size, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads,
       c.head_dim(), c.max_position_embeddings, c.vocab_size, json_number(c.rms_norm_eps),
       json_number(c.rope_theta), rope, own,
-      c.tie_word_embeddings ? "true" : "false", token_id(c.bos_token_id), eos);
+      c.tie_word_embeddings ? "true" : "false", json_optional_int(c.bos_token_id), eos);
 }
 
 }  // namespace ampt::hf

@@ -10,7 +10,7 @@
 namespace ampt::hf {
 namespace {
 
-struct Spec {
+struct LlamaSpec {
   std::string name;  // ampt's
   std::vector<int64_t> shape;
 };
@@ -19,10 +19,10 @@ std::string hf_name(const std::string& name) {
   return name.starts_with("lm_head.") ? name : "model." + name;
 }
 
-std::vector<Spec> llama_specs(const LlamaConfig& c) {
+std::vector<LlamaSpec> llama_specs(const LlamaConfig& c) {
   const int64_t C = c.hidden_size, D = c.head_dim(), q = c.num_attention_heads * D,
                 kv = c.num_key_value_heads * D, F = c.intermediate_size;
-  std::vector<Spec> specs = {{"embed_tokens.weight", {c.vocab_size, C}}};
+  std::vector<LlamaSpec> specs = {{"embed_tokens.weight", {c.vocab_size, C}}};
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const auto p = fmt::format("layers.{}.", i);
     specs.push_back({p + "input_layernorm.weight", {C}});
@@ -58,7 +58,7 @@ std::string describe(const LlamaConfig& c) {
 
 void read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
                         const TensorSink& sink) {
-  std::map<std::string, Spec> wanted;
+  std::map<std::string, LlamaSpec> wanted;
   for (auto& spec : llama_specs(config)) wanted.emplace(hf_name(spec.name), std::move(spec));
   // A tied model's saved head is compared with the embedding once both are read; the embedding
   // is kept for that only where a head is there to compare (an index names it, or the one file

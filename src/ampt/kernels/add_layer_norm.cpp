@@ -14,7 +14,7 @@ namespace {
 using abi::AddLayerNormLayout;
 
 // The backend the kernels launch through: the one kernels_for found when the path was chosen.
-const KernelBackend& backend_of(const torch::Tensor& t) {
+const KernelBackend& add_layer_norm_backend(const torch::Tensor& t) {
   return *kernels_for(FusedPath::add_layer_norm, t.device());
 }
 
@@ -47,7 +47,7 @@ class AddLayerNormFunction : public torch::autograd::Function<AddLayerNormFuncti
                                                 const torch::Tensor& bias, double eps,
                                                 int64_t layout, int64_t normed_type) {
     const c10::DeviceGuard guard(residual.device());
-    const auto& kernels = backend_of(residual);
+    const auto& kernels = add_layer_norm_backend(residual);
     const int64_t cols = weight.numel(), rows = residual.numel() / cols;
     const auto f32 = residual.options().dtype(torch::kFloat32);
     const auto w = weight.to(torch::kFloat32).contiguous();
@@ -83,7 +83,7 @@ class AddLayerNormFunction : public torch::autograd::Function<AddLayerNormFuncti
               torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
     const c10::DeviceGuard guard(sum.device());
-    const auto& kernels = backend_of(sum);
+    const auto& kernels = add_layer_norm_backend(sum);
     const auto d_normed = grads[1].contiguous();
     const auto d_stream = d_sum.defined() ? d_sum.to(sum.scalar_type()).contiguous() : d_sum;
     const int64_t cols = saved[1].numel(), rows = sum.numel() / cols;

@@ -15,7 +15,7 @@ abi::Fp8Dtype kernel_fp8(c10::ScalarType dtype) {
 }
 
 // The backend of the kernels on x's device: kernel_takes(x) said they run there.
-const KernelBackend& backend_of(const torch::Tensor& x) {
+const KernelBackend& fp8_backend(const torch::Tensor& x) {
   return *kernels_for(FusedPath::fp8_casts, x.device());
 }
 
@@ -101,7 +101,7 @@ Fp8Cast cast_with_aten(const torch::Tensor& x, const torch::Tensor& scale, const
 Fp8Cast cast_with_kernel(const torch::Tensor& x, const torch::Tensor& scale,
                          const Fp8Format& format, const Fp8CastSpec& spec, Fp8History* history) {
   const c10::DeviceGuard guard(x.device());
-  const auto& kernels = backend_of(x);
+  const auto& kernels = fp8_backend(x);
   const int64_t rows = x.size(0), cols = x.size(1);
   const auto fp8 = x.options().dtype(format.dtype);
   const auto f32 = x.options().dtype(torch::kFloat32);
@@ -174,7 +174,7 @@ void scale_from_amax(const torch::Tensor& x, const torch::Tensor& scale, const F
                      const Fp8CastSpec& spec, bool use_kernel) {
   if (use_kernel && kernel_takes(x, spec)) {
     const c10::DeviceGuard guard(x.device());
-    const auto& kernels = backend_of(x);
+    const auto& kernels = fp8_backend(x);
     kernels.fp8_scale_from_amax(kernel_input(x, spec), x.numel(), max_over_headroom(format),
                                 scale.data_ptr<float>(),
                                 amax_out.defined() ? amax_out.data_ptr<float>() : nullptr,
@@ -199,7 +199,7 @@ Fp8Cast cast_fp8_rowwise(const torch::Tensor& x, const Fp8Format& format, bool u
             col_scale.reciprocal(), torch::Tensor()};
   }
   const c10::DeviceGuard guard(x.device());
-  const auto& kernels = backend_of(x);
+  const auto& kernels = fp8_backend(x);
   const auto amaxes = torch::zeros({rows + cols}, x.options().dtype(torch::kInt32));
   auto* row_amax = reinterpret_cast<uint32_t*>(amaxes.data_ptr<int32_t>());
   kernels.fp8_rowwise_amax(x.data_ptr(), cuda_dtype(x.scalar_type()), rows, cols, row_amax,

@@ -8,11 +8,11 @@
 namespace ampt::models {
 namespace {
 
-data::SampleRequest request(const config::Config&) {
+data::SampleRequest cnn_request(const config::Config&) {
   return {data::SampleRequest::Form::images, 0, 0};
 }
 
-Model build(const config::Config& config, const data::DataSpec& spec) {
+Model cnn_build(const config::Config& config, const data::DataSpec& spec) {
   require_data(spec.task == data::Task::classification && spec.sample_shape.size() == 3, "cnn",
                "classification images of shape {channels, height, width}", spec);
   const auto& shape = spec.sample_shape;
@@ -54,7 +54,7 @@ int64_t cnn_activations(const ModelDims& d, const Scheme& s, int64_t b, int64_t 
          b * d.classes * kLossBytesPerLogit + b * 8;
 }
 
-ModelDims memory_dims(const config::Config& config, std::vector<int64_t> input_shape, int64_t) {
+ModelDims cnn_memory_dims(const config::Config& config, std::vector<int64_t> input_shape, int64_t) {
   ModelDims d;
   d.name = config.model;
   d.classes = config.synthetic_classes;
@@ -96,9 +96,9 @@ ModelDims memory_dims(const config::Config& config, std::vector<int64_t> input_s
 ModelFamily cnn_family() {
   return {.name = "cnn",
           .presets = {},
-          .sample_request = request,
-          .build = build,
-          .memory_dims = memory_dims,
+          .sample_request = cnn_request,
+          .build = cnn_build,
+          .memory_dims = cnn_memory_dims,
           .channels_last = true};
 }
 

@@ -21,7 +21,7 @@ using precision::through_island;
 
 namespace {
 
-constexpr double kInitStd = 0.02;  // GPT-2's
+constexpr double kGptInitStd = 0.02;  // GPT-2's
 
 torch::nn::LayerNorm layer_norm(const GptDims& dims) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dims.n_embd}).eps(dims.layer_norm_eps));
@@ -97,13 +97,13 @@ GptImpl::GptImpl(const GptDims& dims) : DecoderImpl(dims.block_size, dims.dropou
   torch::NoGradGuard no_grad;
   for (auto& module : modules(/*include_self=*/false)) {
     if (auto* linear = module->as<torch::nn::Linear>()) {
-      init_normal(linear->weight, kInitStd);
+      init_normal(linear->weight, kGptInitStd);
       torch::nn::init::zeros_(linear->bias);
     } else if (auto* embedding = module->as<torch::nn::Embedding>()) {
-      torch::nn::init::normal_(embedding->weight, 0.0, kInitStd);
+      torch::nn::init::normal_(embedding->weight, 0.0, kGptInitStd);
     }
   }
-  const double residual_std = kInitStd / std::sqrt(2.0 * static_cast<double>(dims.n_layer));
+  const double residual_std = kGptInitStd / std::sqrt(2.0 * static_cast<double>(dims.n_layer));
   for (const auto& block : *blocks_) {
     auto* b = block->as<GptBlock>();
     init_normal(b->attn->c_proj->weight, residual_std);

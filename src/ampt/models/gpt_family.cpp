@@ -18,12 +18,12 @@
 namespace ampt::models {
 namespace {
 
-data::SampleRequest request(const config::Config& config) {
+data::SampleRequest gpt_request(const config::Config& config) {
   const auto dims = resolve_gpt_dims(config);
   return {data::SampleRequest::Form::tokens, gpt_window(config, dims), dims.real_vocab()};
 }
 
-Model build(const config::Config& config, const data::DataSpec& spec) {
+Model gpt_build(const config::Config& config, const data::DataSpec& spec) {
   const GptDims dims = resolve_gpt_dims(config);  // the settings' own errors first
   require_data(spec.task == data::Task::language_model && spec.sample_shape.size() == 1,
                config.model, "language-model token blocks", spec);
@@ -70,7 +70,7 @@ Model build(const config::Config& config, const data::DataSpec& spec) {
 
 // GPT-2 checkpoints are single files, read whole: the head's padding and Conv1D's transposes
 // need their tensors together.
-std::string load_pretrained(const config::Config& config, const hf::TensorSink& sink) {
+std::string gpt_load_pretrained(const config::Config& config, const hf::TensorSink& sink) {
   const auto files = hf::pretrained_files(config);
   const auto hf_config = hf::read_gpt2_config(files.config_json);
   const auto padded = padded_vocab(hf_config.vocab_size);
@@ -81,7 +81,7 @@ std::string load_pretrained(const config::Config& config, const hf::TensorSink& 
                      hf_config.vocab_size, padded);
 }
 
-std::string write_hf(const HfExport& request) {
+std::string gpt_write_hf(const HfExport& request) {
   const GptDims dims = resolve_gpt_dims(*request.config);
   hf::Gpt2Config gpt2;
   gpt2.n_layer = dims.n_layer;
@@ -159,7 +159,7 @@ int64_t gpt_activations(const GptDims& g, const ModelDims& d, const Scheme& s, i
 
 // What a GPT of `g` holds besides its inventory's Linear layers: LayerNorms (ln_1, ln_2 per
 // block, ln_f: weight and bias), the tied wte as the head, wpe; its activations as above.
-FamilyTerms memory_terms(const GptDims& g, const ModelDims& d) {
+FamilyTerms gpt_memory_terms(const GptDims& g, const ModelDims& d) {
   FamilyTerms t;
   t.description = fmt::format("n_layer {}, n_embd {}, n_head {}, vocab_size {}, seq_len {}",
                               g.n_layer, g.n_embd, g.n_head, g.vocab_size, d.seq_len);
@@ -173,7 +173,7 @@ FamilyTerms memory_terms(const GptDims& g, const ModelDims& d) {
   return t;
 }
 
-ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_t seq_len) {
+ModelDims gpt_memory_dims(const config::Config& config, std::vector<int64_t>, int64_t seq_len) {
   const auto gpt = resolve_gpt_dims(config);
   ModelDims d;
   d.name = config.model;
@@ -185,7 +185,7 @@ ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_
   d.classes = gpt.vocab_size;
   d.fused_kernels = config.fused_kernels != config::AutoSwitch::off;
   d.layers = layer_inventory(gpt);
-  d.terms = memory_terms(gpt, d);
+  d.terms = gpt_memory_terms(gpt, d);
   return d;
 }
 
@@ -196,9 +196,9 @@ ModelFamily gpt_family() {
   for (const auto& preset : gpt_presets()) presets.push_back(preset.name);
   return {.name = "gpt",
           .presets = std::move(presets),
-          .sample_request = request,
-          .build = build,
-          .memory_dims = memory_dims,
+          .sample_request = gpt_request,
+          .build = gpt_build,
+          .memory_dims = gpt_memory_dims,
           .language_model = true,
           .transformer_blocks = true,
           .pretrained = true,
@@ -210,8 +210,8 @@ ModelFamily gpt_family() {
           // GPT-2's own files have carried model_type since 2020; one without it is taken for
           // GPT-2.
           .hf_model_types = {{"gpt2", "gpt"}, {"", "gpt"}},
-          .load_pretrained = load_pretrained,
-          .write_hf = write_hf};
+          .load_pretrained = gpt_load_pretrained,
+          .write_hf = gpt_write_hf};
 }
 
 }  // namespace ampt::models

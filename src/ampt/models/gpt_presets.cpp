@@ -33,7 +33,7 @@ int64_t padded_vocab(int64_t vocab) { return (vocab + 63) / 64 * 64; }
 namespace {
 
 // The architecture of config.init_from's config.json; the dimension options may only repeat it.
-GptDims pretrained_dims(const config::Config& config) {
+GptDims gpt_pretrained_dims(const config::Config& config) {
   const auto files = hf::pretrained_files(config);
   const auto hf_config = hf::read_gpt2_config(files.config_json);
   GptDims dims{hf_config.n_layer, hf_config.n_embd, hf_config.n_head, hf_config.n_positions,
@@ -88,7 +88,7 @@ int64_t gpt_window(const config::Config& config, const GptDims& dims) {
 
 GptDims resolve_gpt_dims(const config::Config& config) {
   if (!is_gpt(config.model)) throw std::invalid_argument("not a GPT model: " + config.model);
-  if (!config.init_from.empty()) return pretrained_dims(config);
+  if (!config.init_from.empty()) return gpt_pretrained_dims(config);
   const std::string preset_name = config.model == "gpt" ? "gpt-tiny" : config.model;
   GptDims dims = std::ranges::find(gpt_presets(), preset_name, &GptPreset::name)->dims;
   const auto override_with = [](int64_t& dim, int64_t option) {

@@ -13,7 +13,7 @@ using precision::through_island;
 
 namespace {
 
-constexpr double kInitStd = 0.02;  // transformers' initializer_range
+constexpr double kLlamaInitStd = 0.02;  // transformers' initializer_range
 
 }  // namespace
 
@@ -138,10 +138,10 @@ LlamaImpl::LlamaImpl(const LlamaDims& dims)
   torch::NoGradGuard no_grad;
   for (auto& module : modules(/*include_self=*/false)) {
     if (auto* l = module->as<torch::nn::Linear>()) {
-      init_normal(l->weight, kInitStd);
+      init_normal(l->weight, kLlamaInitStd);
       if (l->bias.defined()) torch::nn::init::zeros_(l->bias);
     } else if (auto* embedding = module->as<torch::nn::Embedding>()) {
-      torch::nn::init::normal_(embedding->weight, 0.0, kInitStd);
+      torch::nn::init::normal_(embedding->weight, 0.0, kLlamaInitStd);
     }
   }
 }

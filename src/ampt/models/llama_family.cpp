@@ -19,7 +19,7 @@
 namespace ampt::models {
 namespace {
 
-data::SampleRequest request(const config::Config& config) {
+data::SampleRequest llama_request(const config::Config& config) {
   const auto dims = resolve_llama_dims(config);
   return {data::SampleRequest::Form::tokens, llama_window(config, dims), dims.vocab_size};
 }
@@ -38,7 +38,7 @@ std::string architecture(const LlamaDims& d, bool grad_ckpt) {
                      grad_ckpt ? ", blocks recomputed in backward" : "");
 }
 
-Model build(const config::Config& config, const data::DataSpec& spec) {
+Model llama_build(const config::Config& config, const data::DataSpec& spec) {
   const LlamaDims dims = resolve_llama_dims(config);
   require_data(spec.task == data::Task::language_model && spec.sample_shape.size() == 1,
                config.model, "language-model token blocks", spec);
@@ -99,7 +99,7 @@ int64_t llama_activations(const LlamaDims& m, const ModelDims& d, const Scheme& 
 
 // What a Llama of `m` holds besides its inventory's Linear layers: RMSNorms (two per block and
 // Qwen3's q/k norms, the final one), the embedding and an untied head; its activations as above.
-FamilyTerms memory_terms(const LlamaDims& m, const ModelDims& d) {
+FamilyTerms llama_memory_terms(const LlamaDims& m, const ModelDims& d) {
   FamilyTerms t;
   t.description = fmt::format(
       "{} n_layer {}, n_embd {}, n_head {}, n_kv_head {}, intermediate {}, vocab_size {}, "
@@ -115,7 +115,7 @@ FamilyTerms memory_terms(const LlamaDims& m, const ModelDims& d) {
   return t;
 }
 
-ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_t seq_len) {
+ModelDims llama_memory_dims(const config::Config& config, std::vector<int64_t>, int64_t seq_len) {
   const auto llama = resolve_llama_dims(config);
   ModelDims d;
   d.name = config.model;
@@ -127,7 +127,7 @@ ModelDims memory_dims(const config::Config& config, std::vector<int64_t>, int64_
   d.classes = llama.vocab_size;
   d.fused_kernels = config.fused_kernels != config::AutoSwitch::off;
   d.layers = layer_inventory(llama);
-  d.terms = memory_terms(llama, d);
+  d.terms = llama_memory_terms(llama, d);
   return d;
 }
 
@@ -155,7 +155,7 @@ hf::LlamaConfig hf_config(const LlamaDims& d) {
   return c;
 }
 
-std::string load_pretrained(const config::Config& config, const hf::TensorSink& sink) {
+std::string llama_load_pretrained(const config::Config& config, const hf::TensorSink& sink) {
   const auto files = hf::pretrained_files(config);
   const auto llama_config = hf::read_llama_config(files.config_json);
   int64_t count = 0;
@@ -168,7 +168,7 @@ std::string load_pretrained(const config::Config& config, const hf::TensorSink& 
                      files.weights.size() == 1 ? "" : "s");
 }
 
-std::string write_hf(const HfExport& request) {
+std::string llama_write_hf(const HfExport& request) {
   const auto& config = *request.config;
   auto c = hf_config(resolve_llama_dims(config));
   if (!config.init_from.empty()) {
@@ -199,9 +199,9 @@ ModelFamily llama_family() {
   }
   return {.name = "llama",
           .presets = std::move(presets),
-          .sample_request = request,
-          .build = build,
-          .memory_dims = memory_dims,
+          .sample_request = llama_request,
+          .build = llama_build,
+          .memory_dims = llama_memory_dims,
           .language_model = true,
           .transformer_blocks = true,
           .pretrained = true,
@@ -212,8 +212,8 @@ ModelFamily llama_family() {
           .hf_transposed = false,
           .hf_model_types = {{"llama", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"},
                              {"mistral", "mistral"}},
-          .load_pretrained = load_pretrained,
-          .write_hf = write_hf};
+          .load_pretrained = llama_load_pretrained,
+          .write_hf = llama_write_hf};
 }
 
 }  // namespace ampt::models

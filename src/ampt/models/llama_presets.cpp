@@ -75,7 +75,7 @@ LlamaDims from_hf(const hf::LlamaConfig& c, double dropout) {
 }
 
 // The architecture of config.init_from's config.json; the dimension options may only repeat it.
-LlamaDims pretrained_dims(const config::Config& config) {
+LlamaDims llama_pretrained_dims(const config::Config& config) {
   const auto files = hf::pretrained_files(config);
   const auto dims = from_hf(hf::read_llama_config(files.config_json), config.dropout);
   require_pretrained_dims(config, files.config_json, dims.n_layer, dims.n_embd, dims.n_head,
@@ -169,7 +169,7 @@ int64_t llama_window(const config::Config& config, const LlamaDims& dims) {
 LlamaDims resolve_llama_dims(const config::Config& config) {
   const auto preset = std::ranges::find(llama_presets(), config.model, &LlamaPreset::name);
   if (preset == llama_presets().end()) throw std::invalid_argument("not a Llama model: " + config.model);
-  if (!config.init_from.empty()) return pretrained_dims(config);
+  if (!config.init_from.empty()) return llama_pretrained_dims(config);
   LlamaDims dims = preset->dims;
   const int64_t group = dims.n_head / dims.n_kv_head;
   if (config.n_embd != 0) {

@@ -10,11 +10,11 @@
 namespace ampt::models {
 namespace {
 
-data::SampleRequest request(const config::Config&) {
+data::SampleRequest mlp_request(const config::Config&) {
   return {data::SampleRequest::Form::features, 0, 0};
 }
 
-Model build(const config::Config& config, const data::DataSpec& spec) {
+Model mlp_build(const config::Config& config, const data::DataSpec& spec) {
   require_data(spec.task == data::Task::classification && !spec.sample_shape.empty(), "mlp",
                "classification samples", spec);
   const int64_t features = std::accumulate(spec.sample_shape.begin(), spec.sample_shape.end(),
@@ -36,7 +36,7 @@ int64_t mlp_activations(const ModelDims& d, const Scheme& s, int64_t b, int64_t 
          b * d.classes * kLossBytesPerLogit + b * 8;
 }
 
-ModelDims memory_dims(const config::Config& config, std::vector<int64_t> input_shape, int64_t) {
+ModelDims mlp_memory_dims(const config::Config& config, std::vector<int64_t> input_shape, int64_t) {
   ModelDims d;
   d.name = config.model;
   d.classes = config.synthetic_classes;
@@ -65,9 +65,9 @@ ModelDims memory_dims(const config::Config& config, std::vector<int64_t> input_s
 ModelFamily mlp_family() {
   return {.name = "mlp",
           .presets = {},
-          .sample_request = request,
-          .build = build,
-          .memory_dims = memory_dims};
+          .sample_request = mlp_request,
+          .build = mlp_build,
+          .memory_dims = mlp_memory_dims};
 }
 
 }  // namespace ampt::models

@@ -15,10 +15,6 @@ namespace {
 
 constexpr uint64_t kEmpty = ~uint64_t{0};
 
-uint64_t pair_key(int32_t left, int32_t right) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-}
-
 uint64_t slot_of(uint64_t key, uint64_t mask) { return (key * 0x9E3779B97F4A7C15ULL >> 17) & mask; }
 
 // The length of the UTF-8 sequence `lead` starts (1 for a byte that starts none).

@@ -15,7 +15,7 @@
 namespace ampt::text {
 namespace {
 
-constexpr std::string_view kEndOfText = "<|endoftext|>";
+constexpr std::string_view kGpt2EndOfText = "<|endoftext|>";
 
 // The byte a SentencePiece byte-fallback token stands for ("<0x41>" → 0x41); -1 for another.
 int fallback_byte(std::string_view written) {
@@ -122,8 +122,8 @@ class Reader {
   }
 
   void add_end_of_text_from_vocab() {
-    const auto it = id_of_written_.find(std::string(kEndOfText));
-    if (it == id_of_written_.end()) fail(fmt::format("no token {} in the vocabulary", kEndOfText));
+    const auto it = id_of_written_.find(std::string(kGpt2EndOfText));
+    if (it == id_of_written_.end()) fail(fmt::format("no token {} in the vocabulary", kGpt2EndOfText));
     vocabulary_.special_ids.push_back(it->second);
   }
 

@@ -19,10 +19,6 @@
 namespace ampt::text {
 namespace {
 
-uint64_t pair_key(int32_t left, int32_t right) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-}
-
 class MergeFinder {
  public:
   explicit MergeFinder(const Vocabulary& vocabulary) : vocabulary_(vocabulary) {

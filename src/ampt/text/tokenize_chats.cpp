@@ -12,7 +12,7 @@ namespace ampt::text {
 namespace {
 
 // Content bytes of the examples encoded together: enough to keep every thread busy.
-constexpr std::size_t kBatchBytes = std::size_t{4} << 20;
+constexpr std::size_t kChatBatchBytes = std::size_t{4} << 20;
 
 // The ids of template texts, each encoded once: a template has a handful of distinct pieces.
 class TemplateIds {
@@ -112,7 +112,7 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
       records.push_back(chat_turns(record, place));
       for (const Turn& turn : records.back()) bytes += turn.content.size();
       done = end;
-      if (bytes >= kBatchBytes) flush();
+      if (bytes >= kChatBatchBytes) flush();
     });
     before += static_cast<int64_t>(text.size());
   }

@@ -16,7 +16,7 @@ namespace {
 
 // Documents encoded together by encode_batch: enough to keep every thread busy. A document this
 // large is encoded alone, split across the threads.
-constexpr std::size_t kBatchBytes = std::size_t{16} << 20;
+constexpr std::size_t kDocumentBatchBytes = std::size_t{16} << 20;
 
 std::string document_text(const JsonValue& record, const RecordPlace& place,
                           const std::string& field) {
@@ -34,7 +34,7 @@ class Batcher {
       : tokenizer_(tokenizer), options_(options), sink_(sink), total_(total) {}
 
   void add(std::string document, int64_t done) {
-    if (document.size() >= kBatchBytes) {
+    if (document.size() >= kDocumentBatchBytes) {
       flush();
       emit(document.size(), tokenizer_.encode_parallel(document, options_.threads, options_.specials));
       report(done);
@@ -43,7 +43,7 @@ class Batcher {
     bytes_ += document.size();
     documents_.push_back(std::move(document));
     done_ = done;
-    if (bytes_ >= kBatchBytes) flush();
+    if (bytes_ >= kDocumentBatchBytes) flush();
   }
 
   void flush() {

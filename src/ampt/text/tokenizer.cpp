@@ -23,7 +23,7 @@ namespace ampt::text {
 namespace {
 
 // The end-of-text tokens looked for when the files name none, GPT-2's first.
-constexpr std::array<std::string_view, 2> kEndOfText = {"<|endoftext|>", "<|end_of_text|>"};
+constexpr std::array<std::string_view, 2> kEndOfTextNames = {"<|endoftext|>", "<|end_of_text|>"};
 // Below this a chunk costs more in thread start-up than it saves.
 constexpr std::size_t kMinParallelChunk = std::size_t{1} << 16;
 // More chunks than threads, so a thread that drew easy text takes another chunk.
@@ -101,7 +101,7 @@ Tokenizer::Tokenizer(Vocabulary vocabulary) {
   for (const int32_t id : {v.bos, v.eos}) {
     if (id >= size) throw RuntimeError(fmt::format("{}: BOS/EOS id {} is not in the vocabulary", v.source, id));
   }
-  for (const std::string_view name : kEndOfText) {
+  for (const std::string_view name : kEndOfTextNames) {
     for (const int32_t id : v.special_ids) {
       if (v.eos < 0 && v.tokens[id] == name) v.eos = id;
     }
@@ -109,7 +109,7 @@ Tokenizer::Tokenizer(Vocabulary vocabulary) {
   if (v.eos < 0) {
     throw RuntimeError(fmt::format(
         "{}: no special token {} or {}, and no eos_token in a tokenizer_config.json beside it",
-        v.source, kEndOfText[0], kEndOfText[1]));
+        v.source, kEndOfTextNames[0], kEndOfTextNames[1]));
   }
   if (v.ignore_merges) {
     model->whole_tokens.reserve(v.tokens.size());

@@ -16,6 +16,11 @@ struct Merge {
   int32_t result = 0;  // the id of the pair's concatenation
 };
 
+// A pair of token ids as one key for a merge lookup: the left id high, the right low.
+inline uint64_t pair_key(int32_t left, int32_t right) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+}
+
 // The pre-tokenizer patterns ampt implements (pretokenizer.h has the regexes). They differ in
 // the ids they give for the same tokens, so a vocabulary must say which one it was trained with.
 enum class PreTokenizer : uint8_t {

@@ -1,6 +1,7 @@
 #include "ampt/train/checkpointer.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/train/clock.h"
 
 #include <fmt/format.h>
 #include <torch/cuda.h>
@@ -10,12 +11,6 @@
 
 namespace ampt::train {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // A checkpoint file's size, or all of a sharded checkpoint's files together.
 int64_t bytes_on_disk(const std::string& path) {

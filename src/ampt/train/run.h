@@ -18,6 +18,7 @@
 #include "ampt/precision/precision_state.h"
 #include "ampt/precision/stability_monitor.h"
 #include "ampt/train/checkpointer.h"
+#include "ampt/train/clock.h"
 #include "ampt/train/frozen_base.h"
 #include "ampt/train/optimizer.h"
 #include "ampt/train/schedule.h"
@@ -26,19 +27,12 @@
 #include "ampt/train/train_state.h"
 #include "ampt/train/trainer.h"
 
-#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace ampt::train {
-
-using Clock = std::chrono::steady_clock;
-
-inline double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Where the loop is and how it walks the data: the batch shape fitted to the split, the loader,
 // the step counts and schedule, and what a checkpoint records of them beside the tensors.

@@ -24,15 +24,16 @@ using ampt::kernels::scale_from_amax;
 using ampt::test::check_close;
 using ampt::test::Guarded;
 using ampt::test::emulated_dtype;
+using ampt::test::bits;
+using ampt::test::kAll;
+using ampt::test::kE4m3;
+using ampt::test::kE5m2;
 namespace emulated = ampt::kernels::cuda_emulated;
 
 namespace {
 
-constexpr auto kE4m3 = c10::kFloat8_e4m3fn;
-constexpr auto kE5m2 = c10::kFloat8_e5m2;
-const Fp8CastSpec kAll{.data = true, .transposed = true, .column_sums = true};
 
-emulated::Fp8Dtype fp8(const Fp8Format& format) {
+emulated::Fp8Dtype emulated_fp8(const Fp8Format& format) {
   return format.dtype == kE5m2 ? emulated::Fp8Dtype::e5m2 : emulated::Fp8Dtype::e4m3;
 }
 
@@ -67,7 +68,7 @@ Fp8Cast emulated_cast(const torch::Tensor& x, const torch::Tensor& scale, const 
               history->amaxes.size(0),          history->use_max,
               max_over_headroom(format),         bits_of(history->scratch)};
   }
-  emulated::fp8_cast_transpose(input_of(x, spec), rows, cols, scale.data_ptr<float>(), fp8(format),
+  emulated::fp8_cast_transpose(input_of(x, spec), rows, cols, scale.data_ptr<float>(), emulated_fp8(format),
                                spec.data ? data.data() : nullptr,
                                spec.transposed ? transposed.data() : nullptr, inverse.data<float>(),
                                spec.column_sums ? partials.data<float>() : nullptr,
@@ -90,13 +91,12 @@ Fp8Cast emulated_rowwise(const torch::Tensor& x, const Fp8Format& format) {
   Guarded col_inverse({cols}, torch::kFloat32, "column inverses");
   emulated::fp8_rowwise_cast_transpose(x.data_ptr(), emulated_dtype(x.scalar_type()), rows, cols, bits_of(amaxes),
                                        bits_of(amaxes) + rows, max_over_headroom(format),
-                                       fp8(format), data.data(), transposed.data(),
+                                       emulated_fp8(format), data.data(), transposed.data(),
                                        row_inverse.data<float>(), col_inverse.data<float>(),
                                        nullptr);
   return {data.get(), transposed.get(), row_inverse.get(), col_inverse.get(), torch::Tensor()};
 }
 
-torch::Tensor bits(const torch::Tensor& fp8) { return fp8.view(torch::kUInt8); }
 
 void check_same_history(const Fp8History& emulated, const Fp8History& aten) {
   CHECK(torch::allclose(emulated.amaxes, aten.amaxes, 0.0, 0.0, /*equal_nan=*/true));

@@ -1,0 +1,81 @@
+// The skip mechanism end to end: what a test executable's exit code says for a case that passed,
+// skipped or failed (support/skip.h, catch_main.cpp), and that CTest is told that code means a
+// skip for every Catch test it runs.
+#include "ampt/core/json_reader.h"
+#include "support/process.h"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+namespace {
+
+ampt::test::ProcessResult probe(const std::string& test_case, const std::string& ci) {
+  return ampt::test::run_process({AMPT_SKIP_PROBE, test_case}, {{"CI", ci}});
+}
+
+}  // namespace
+
+TEST_CASE("skips: a skipped case exits with CTest's skip code, a failed one never does",
+          "[tests][skip]") {
+  const auto passed = probe("probe: passes", "false");
+  CHECK(passed.exit_code == 0);
+
+  const auto no_gpu = probe("probe: no GPU", "true");
+  INFO(no_gpu.out << no_gpu.err);
+  CHECK(no_gpu.exit_code == AMPT_SKIP_CODE);
+  CHECK_THAT(no_gpu.out, Catch::Contains(
+                             "ampt-test-skipped (no GPU): no CUDA device: the probe's kernel needs one"));
+
+  const auto no_reference = probe("probe: no reference", "false");
+  CHECK(no_reference.exit_code == AMPT_SKIP_CODE);
+  CHECK_THAT(no_reference.out, Catch::Contains("ampt-test-skipped (no reference): skipping: "
+                                               "probe_package missing in the virtualenv"));
+
+  const auto failed = probe("probe: a failure before a skip", "false");
+  CHECK(failed.exit_code != 0);
+  CHECK(failed.exit_code != AMPT_SKIP_CODE);
+}
+
+TEST_CASE("skips: under CI=true a missing Python reference fails the test", "[tests][skip]") {
+  const auto r = probe("probe: no reference", "true");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.exit_code != AMPT_SKIP_CODE);
+  CHECK_THAT(r.out, Catch::Contains("a Python reference is missing under CI=true"));
+  CHECK_THAT(r.out, Catch::Contains("probe_package missing"));
+}
+
+TEST_CASE("skips: every Catch test CTest runs takes the skip code as a skip", "[tests][skip]") {
+  const auto listed = ampt::test::run_process({AMPT_CTEST, "--show-only=json-v1"}, {},
+                                              AMPT_BUILD_DIR);
+  REQUIRE(listed.exit_code == 0);
+  const auto listing = ampt::parse_json(listed.out);
+  const auto* tests = listing.find("tests");
+  REQUIRE(tests != nullptr);
+  std::set<std::string> executables;
+  int catch_tests = 0;
+  for (const auto& test : tests->items) {
+    const auto* command = test.find("command");
+    if (command == nullptr || command->items.empty()) continue;
+    const std::string program = command->items.front().string;
+    if (program.find("/ampt_") == std::string::npos || !program.ends_with("_tests")) continue;
+    ++catch_tests;
+    executables.insert(program.substr(program.rfind('/') + 1));
+    bool skip_code = false;
+    if (const auto* properties = test.find("properties")) {
+      for (const auto& property : properties->items) {
+        const auto* name = property.find("name");
+        const auto* value = property.find("value");
+        skip_code = skip_code || (name && value && name->string == "SKIP_RETURN_CODE" &&
+                                  value->number == AMPT_SKIP_CODE);
+      }
+    }
+    INFO(test.find("name")->string);
+    CHECK(skip_code);
+  }
+  CHECK(executables ==
+        std::set<std::string>{"ampt_core_tests", "ampt_slurm_tests", "ampt_torch_tests"});
+  CHECK(catch_tests > 600);
+}
