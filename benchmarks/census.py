@@ -10,9 +10,11 @@ traced by torch.profiler and counted from the trace by the same rules:
 - operators: the outermost operator calls that do work (views, metadata and allocations apart),
   what runs inside one not counted again; an autograd node's own calls are outermost;
 - dtype conversions: every aten::copy_ between dtypes, at any depth (autocast's casts inside a
-  matmul included; a number passed to an operator, a 0-dim int64 or float64 host tensor, not),
-  with the bytes read and written; "of parameters or their gradients": those of a trainable
-  parameter's shape (activations at these sequence lengths have none of those shapes);
+  matmul and a foreach copy's per-tensor copies included; a number passed to an operator, a
+  0-dim int64 or float64 host tensor, not), with the bytes read and written; "of parameters or
+  their gradients": those whose source or destination is a parameter's or a gradient's storage,
+  counted in a second, identical step under a dispatch mode that sees each conversion's tensors
+  (the trace has their shapes only); "inside ampt operations": none, eager has no ampt ops;
 - host synchronisations: outermost item, _local_scalar_dense, nonzero, … and copies to the host;
 - autograd nodes: the backward nodes the engine ran.
 
@@ -50,8 +52,9 @@ NODE = "autograd::engine::evaluate_function: "
 ELEMENT = {"float": 4, "c10::BFloat16": 2, "c10::Half": 2, "double": 8, "long int": 8, "int": 4,
            "bool": 1, "unsigned char": 1, "signed char": 1, "short int": 2}
 
-def census_of_trace(trace, step_name, parameter_shapes):
-    """The counts of one step's events in a Chrome trace from torch.profiler."""
+def census_of_trace(trace, step_name):
+    """The counts of one step's events in a Chrome trace from torch.profiler (all but the
+    parameter conversions, which parameter_conversions counts)."""
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") in
               ("cpu_op", "user_annotation")]
     # The step: the user annotation torch.profiler.record_function named.
@@ -59,8 +62,7 @@ def census_of_trace(trace, step_name, parameter_shapes):
     begin, end = steps[-1]["ts"], steps[-1]["ts"] + steps[-1]["dur"]
     ops = sorted((e for e in events if e.get("cat") == "cpu_op" and begin <= e["ts"] < end),
                  key=lambda e: (e["tid"], e["ts"], -e["dur"]))
-    counts = dict(operators=0, conversions=0, conversion_bytes=0, parameter_conversions=0,
-                  host_syncs=0, autograd_nodes=0)
+    counts = dict(operators=0, conversions=0, conversion_bytes=0, host_syncs=0, autograd_nodes=0)
     by_thread = {}
     for e in ops:
         by_thread.setdefault(e["tid"], []).append(e)
@@ -83,8 +85,7 @@ def census_of_trace(trace, step_name, parameter_shapes):
                 stack.append([e, False])
                 continue
             outermost = not stack or stack[-1][0]["name"].startswith(NODE)
-            inside_foreach = any(s[0]["name"] == "aten::_foreach_copy_" for s in stack)
-            if name == "aten::copy_" and not inside_foreach:
+            if name == "aten::copy_":
                 types = e.get("args", {}).get("Input type", [])
                 dims = e.get("args", {}).get("Input Dims", [])
                 # A Python or C++ number an operator was given arrives as a 0-dim int64 or
@@ -99,8 +100,6 @@ def census_of_trace(trace, step_name, parameter_shapes):
                         numel *= d
                     counts["conversion_bytes"] += numel * (ELEMENT.get(types[0], 4) +
                                                            ELEMENT.get(types[1], 4))
-                    if tuple(dims[0]) in parameter_shapes:
-                        counts["parameter_conversions"] += 1
             if outermost and name in SYNCS:
                 counts["host_syncs"] += 1
             stack.append([e, name not in NO_WORK])
@@ -108,10 +107,54 @@ def census_of_trace(trace, step_name, parameter_shapes):
     return counts
 
 
-def ampt_census(model, precision, seq_len, n_layer):
+def parameter_conversions(step, parameters):
+    """How many of one step's dtype conversions have a parameter's or a gradient's storage as
+    their source or destination: `step(note_gradients)` runs under a dispatch mode that sees the
+    tensors of every copy_, _to_copy and _foreach_copy_ (autocast's casts included), and calls
+    note_gradients(grads) once backward has made them."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+    pairs = []  # (destination storage, source storage); held, so no address is reused meanwhile
+
+    def storage(t):
+        return t.untyped_storage()
+
+    class Conversions(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if func is aten.copy_.default:
+                dst, src = args[0], args[1]
+                if dst.dtype != src.dtype:
+                    pairs.append((storage(dst), storage(src)))
+            elif func is aten._to_copy.default:
+                if out.dtype != args[0].dtype:
+                    pairs.append((storage(out), storage(args[0])))
+            elif func is aten._foreach_copy_.default:
+                for dst, src in zip(args[0], args[1]):
+                    if dst.dtype != src.dtype:
+                        pairs.append((storage(dst), storage(src)))
+            return out
+
+    known = {storage(p).data_ptr() for p in parameters}
+    held = []
+
+    def note_gradients(grads):
+        held.extend(storage(g) for g in grads if g is not None)
+        known.update(s.data_ptr() for s in held)
+
+    with Conversions():
+        step(note_gradients)
+    return sum(1 for dst, src in pairs if dst.data_ptr() in known or src.data_ptr() in known)
+
+
+def ampt_census(model, precision, seq_len, n_layer, batch=1):
     with tempfile.TemporaryDirectory() as out:
         cmd = [str(AMPT), "train", "--device", "cpu", "--model", model, "--mixed_precision",
-               precision, "--batch_size", "1", "--block_size", str(seq_len), "--max_steps", "3",
+               {"fp32": "no"}.get(precision, precision), "--batch_size", str(batch),
+               "--block_size", str(seq_len), "--max_steps", "3",
                "--log_every", "100", "--profile", "2-2", "--val_fraction", "0",
                "--synthetic_samples", "16", "--output_dir", out, "--loader_workers", "0"]
         if n_layer:
@@ -125,19 +168,21 @@ def ampt_census(model, precision, seq_len, n_layer):
         return {"operators": detail["operators"], "conversions": detail["dtype_conversions"],
                 "conversion_bytes": detail["conversion_bytes"],
                 "parameter_conversions": detail["parameter_conversions"],
+                "ampt_conversions": detail["ampt_conversions"],
+                "ampt_conversion_bytes": detail["ampt_conversion_bytes"],
                 "host_syncs": detail["host_syncs"], "autograd_nodes": detail["autograd_nodes"],
                 "line": line.split("[PERF] ", 1)[1]}
 
 
-def eager_census(model, precision, seq_len, n_layer):
+def eager_census(model, precision, seq_len, n_layer, batch=1):
     """PyTorch eager's step 2, in this process: benchmarks/reference.py's model of ampt's."""
     import torch
     import torch.nn.functional as F
     sys.path.insert(0, str(REFERENCE.parent))
     import reference
     torch.manual_seed(0)
-    args = reference.parser().parse_args(["--model", model, "--batch_size", "1", "--seq_len",
-                                          str(seq_len), "--n_layer", str(n_layer)])
+    args = reference.parser().parse_args(["--model", model, "--batch_size", str(batch),
+                                          "--seq_len", str(seq_len), "--n_layer", str(n_layer)])
     net, x, y, _, _ = reference.build(args)
     forward = net
     net.train()
@@ -145,13 +190,15 @@ def eager_census(model, precision, seq_len, n_layer):
     other = [p for p in net.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                                    {"params": other, "weight_decay": 0.0}], lr=1e-4, fused=True)
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     scaler = torch.amp.GradScaler("cpu", enabled=dtype is torch.float16)
 
-    def step():
-        with torch.autocast("cpu", dtype=dtype):
+    def step(note_gradients=None):
+        with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
             loss = F.cross_entropy(forward(x).flatten(0, -2), y.flatten())
         scaler.scale(loss).backward()
+        if note_gradients:
+            note_gradients([p.grad for p in net.parameters()])
         scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0, foreach=True)
         scaler.step(optimizer)
@@ -167,14 +214,16 @@ def eager_census(model, precision, seq_len, n_layer):
         path = pathlib.Path(out, "trace.json")
         prof.export_chrome_trace(str(path))
         trace = json.loads(path.read_text())
-    shapes = {tuple(p.shape) for p in net.parameters()}
-    return census_of_trace(trace, "census::step", shapes)
+    counts = census_of_trace(trace, "census::step")
+    counts["parameter_conversions"] = parameter_conversions(step, list(net.parameters()))
+    counts["ampt_conversions"] = counts["ampt_conversion_bytes"] = 0
+    return counts
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="*", default=["gpt2-124m", "llama-3.2-1b"])
-    parser.add_argument("--precision", default="bf16", choices=["bf16", "fp16"])
+    parser.add_argument("--precision", default="bf16", choices=["bf16", "fp16", "fp32"])
     parser.add_argument("--seq_len", type=int, default=128)
     parser.add_argument("--llama_layers", type=int, default=4,
                         help="of llama-3.2-1b's 16 layers (AdamW's state for all of them is more "
@@ -201,12 +250,14 @@ def main():
              "`benchmarks/census.py` and `src/ampt/train/step_census.h` describe; the counts do "
              "not depend on the CPU.", "",
              "| model | run | operators | dtype conversions | MiB converted | of parameters or "
-             "gradients | host syncs | autograd nodes |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "gradients | inside ampt operations (MiB) | host syncs | autograd nodes |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for model, layers, ours, theirs in rows:
         name = model + (f" ({layers} of 16 layers)" if layers else "")
         for label, c in (("ampt", ours), ("PyTorch eager", theirs)):
             lines.append(f"| {name} | {label} | {c['operators']} | {c['conversions']} | "
                          f"{c['conversion_bytes'] / 2**20:.1f} | {c['parameter_conversions']} | "
+                         f"{c['ampt_conversions']} ({c['ampt_conversion_bytes'] / 2**20:.1f}) | "
                          f"{c['host_syncs']} | {c['autograd_nodes']} |")
     out = ROOT / "benchmarks" / "results" / f"census-cpu-{date}.md"
     out.write_text("\n".join(lines) + "\n")

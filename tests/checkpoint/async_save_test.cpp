@@ -8,11 +8,14 @@
 #include "support/process.h"
 #include "support/same_state.h"
 #include "support/run_recorder.h"
+#include "support/stop_after.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 namespace fs = std::filesystem;
 using ampt::config::Config;
@@ -113,6 +116,45 @@ TEST_CASE("async saves: keep_checkpoints never deletes the checkpoint just writt
   CHECK(entries(dir) == std::vector<std::string>{"ckpt-00000015.pt", "latest"});
   CHECK(ampt::checkpoint::find_latest(dir) == dir + "/ckpt-00000015.pt");
   CHECK_NOTHROW(ampt::checkpoint::load(dir + "/ckpt-00000015.pt"));
+}
+
+TEST_CASE("save_final=false: a finished run saves no checkpoint at its end and says so, a "
+          "preempted one still does",
+          "[checkpoint][async]") {
+  const auto dir = ampt::test::make_temp_dir();
+  auto config = saving_run(dir);
+  config.max_steps = 25;
+  config.save_every = 10;
+  config.save_final = false;
+  Recorder run;
+  const auto summary = ampt::train::run_training(config, {}, run);
+  CHECK(summary.final_save_skipped);
+  CHECK(summary.steps == 25);
+  CHECK(summary.checkpoint == dir + "/ckpt-00000020.pt");  // save_every's last
+  std::vector<std::string> checkpoints;
+  std::ranges::copy_if(entries(dir), std::back_inserter(checkpoints),
+                       [](const std::string& name) { return name.starts_with("ckpt-"); });
+  CHECK(checkpoints == std::vector<std::string>{"ckpt-00000010.pt", "ckpt-00000020.pt"});
+
+  // A stop request is not the end of training: the requeued job resumes from its save.
+  const auto stopped_dir = ampt::test::make_temp_dir();
+  auto stopped = saving_run(stopped_dir);
+  stopped.save_final = false;
+  Recorder stopped_run;
+  const auto stop = ampt::train::run_training(stopped, ampt::test::stop_after(7), stopped_run);
+  CHECK_FALSE(stop.final_save_skipped);
+  CHECK(stop.checkpoint == stopped_dir + "/ckpt-00000007.pt");
+
+  // The summary line, and the flag's spelling.
+  const auto cli_dir = ampt::test::make_temp_dir();
+  const auto r = run_ampt(small_train(cli_dir, {"--max_steps", "5", "--save_final=false"}));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Checkpoint:       none at the end (--save_final=false)"));
+  CHECK_THAT(read_file(cli_dir + "/summary.json"), Catch::Contains("\"final_save_skipped\": true"));
+  CHECK(std::ranges::none_of(entries(cli_dir), [](const std::string& name) {
+    return name.starts_with("ckpt-");
+  }));
 }
 
 TEST_CASE("async saves: a failed save is one warning, training goes on and the next save succeeds", "[checkpoint][async][errors]") {

@@ -5,6 +5,7 @@
 #include "support/json_field.h"
 #include "support/process.h"
 #include "support/skip.h"
+#include "support/python_modules.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -24,8 +25,7 @@ using ampt::test::run_process;
 namespace {
 
 bool python_has_tensorboard() {
-  if (!fs::exists(AMPT_PYTHON) ||
-      run_process({AMPT_PYTHON, "-c", "import tensorboard"}).exit_code != 0) {
+  if (!ampt::test::python_has("tensorboard")) {
     AMPT_NOTE_SKIP(reference, "skipping the reference checks: no tensorboard in " AMPT_PYTHON);
     return false;
   }

@@ -4,6 +4,7 @@
 #include "support/json_field.h"
 #include "support/process.h"
 #include "support/skip.h"
+#include "support/python_modules.h"
 #include "text/text_fixtures.h"
 
 #include <catch2/catch.hpp>
@@ -137,7 +138,7 @@ TEST_CASE("cli: the text data options reject bad values with one line", "[cli][t
 TEST_CASE("cli train: init_from's tokenizer, one padded example per document, losses as transformers'",
           "[cli][text][hf][python]") {
   if (!ampt::test::have_gpt2_ranks() ||
-      ampt::test::run_process({AMPT_PYTHON, "-c", "import transformers"}).exit_code != 0) {
+      !ampt::test::python_has("transformers")) {
     AMPT_SKIP(reference, "skipping: GPT-2's ranks or transformers missing (run scripts/bootstrap.sh)");
   }
   const auto dir = make_temp_dir();

@@ -3,6 +3,7 @@
 
 #include "support/process.h"
 #include "support/skip.h"
+#include "support/python_modules.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -96,8 +97,7 @@ TEST_CASE("export: --dtype bf16 rounds the weights to bfloat16", "[checkpoint][e
 }
 
 TEST_CASE("export: Python's safetensors and torch load the file", "[checkpoint][export][python]") {
-  const auto check = ampt::test::run_process({AMPT_PYTHON, "-c", "import safetensors"});
-  if (check.exit_code != 0) {
+  if (!ampt::test::python_has("safetensors")) {
     AMPT_SKIP(reference, "skipping: Python safetensors is not installed in " AMPT_PYTHON);
   }
   const auto checkpoint = trained_checkpoint();

@@ -6,6 +6,7 @@
 #include "data/data_fixtures.h"
 #include "support/process.h"
 #include "support/skip.h"
+#include "support/python_modules.h"
 #include "text/text_fixtures.h"
 
 #include <catch2/catch.hpp>
@@ -25,7 +26,7 @@ bool have_references() {
     AMPT_NOTE_SKIP(reference, "skipping: " << ampt::test::gpt2_ranks_path() << " not fetched (run scripts/bootstrap.sh)");
     return false;
   }
-  if (run_process({AMPT_PYTHON, "-c", "import numpy, tiktoken"}).exit_code != 0) {
+  if (!ampt::test::python_has("numpy, tiktoken")) {
     AMPT_NOTE_SKIP(reference, "skipping: numpy or tiktoken missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
     return false;
   }

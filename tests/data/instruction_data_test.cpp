@@ -13,8 +13,11 @@
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <filesystem>
+#include <numeric>
+#include <utility>
 
 using namespace ampt::data;
 using ampt::config::Config;
@@ -211,4 +214,39 @@ TEST_CASE("instruction data: packed greedily in order, none split, each example 
                                                            0, 1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
   // The same cut as FlashAttention's cumulative lengths over the flattened batch.
   CHECK(as_vector(batch.starts) == std::vector<int64_t>{0, 3, 6, 11, 12, 14, 24});
+}
+
+TEST_CASE("instruction data: the validation split holds out examples before packing, the same "
+          "examples packed or not",
+          "[data][text][chat][packing]") {
+  const Fixture f;
+  // Twenty examples of one letter's prompt and answer each: which ones validation holds is read
+  // back from the tokens of its batches.
+  std::string records;
+  for (char c = 'a'; c < 'a' + 20; ++c) {
+    records += fmt::format(R"({{"prompt": "{}", "completion": "{}"}})", c, c) + "\n";
+  }
+  write_file(f.data, records);
+  auto config = f.config();
+  config.val_fraction = 0.25;
+  const auto held_out_prompts = [&](bool packing) {
+    config.packing = packing;
+    const auto splits = open_dataset(config, kRequest);
+    REQUIRE(splits.val != nullptr);
+    std::vector<int64_t> all(static_cast<size_t>(splits.val->size()));
+    std::iota(all.begin(), all.end(), int64_t{0});
+    std::string prompts;
+    for (const int64_t token : as_vector(splits.val->gather(all).inputs)) {
+      if (token >= 'a' && token < 'a' + 20 && (prompts.empty() || prompts.back() != token)) {
+        prompts += static_cast<char>(token);
+      }
+    }
+    return std::pair{prompts, splits.val->size()};
+  };
+  const auto [unpacked, examples] = held_out_prompts(false);
+  const auto [packed, windows] = held_out_prompts(true);
+  CHECK(unpacked.size() == 5);  // a quarter of 20 examples, one window each
+  CHECK(examples == 5);
+  CHECK(packed == unpacked);
+  CHECK(windows < examples);  // packed: the same five share windows
 }

@@ -109,7 +109,9 @@ TEST_CASE("llama generate: greedy tokens through the KV cache (GQA) equal transf
   if (!have_transformers()) {
     AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
-  for (const auto& flavour : flavours()) {
+  // Llama's GQA and Qwen3's q/k norms and wide heads; Qwen2's biases and Mistral's config differ
+  // only in the forward, which the import tests compare.
+  for (const auto& flavour : {flavours()[0], flavours()[2]}) {
     INFO(flavour[1]);
     const auto dir = make_llama(with(flavour, "--llama3"));
     auto model = load(dir);
@@ -222,8 +224,9 @@ TEST_CASE("llama export: --format hf loads in transformers with ampt's logits an
   if (!have_transformers()) {
     AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
-  for (const auto& args : {std::vector<std::string>{"--flavour", "qwen2", "--tied"}, flavours()[2],
-                           flavours()[3]}) {
+  // A tied Qwen2 (biases) and a Qwen3 (q/k norms, head_dim). Mistral's config.json adds only
+  // `sliding_window: null`, which no sequence as short as these tells apart in transformers.
+  for (const auto& args : {std::vector<std::string>{"--flavour", "qwen2", "--tied"}, flavours()[2]}) {
     INFO(args[1]);
     check_export(args);
   }

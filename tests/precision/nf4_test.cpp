@@ -6,6 +6,7 @@
 #include "ampt/kernels/dequantize.h"
 #include "support/process.h"
 #include "support/skip.h"
+#include "support/python_modules.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -19,9 +20,7 @@ using ampt::precision::quantize_nf4;
 namespace {
 
 bool have_bitsandbytes() {
-  static const bool ok =
-      ampt::test::run_process({AMPT_PYTHON, "-c", "import bitsandbytes"}).exit_code == 0;
-  return ok;
+  return ampt::test::python_has("bitsandbytes");
 }
 
 bool same_bytes(const torch::Tensor& a, const torch::Tensor& b) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "support/process.h"
+#include "support/python_modules.h"
 
 #include <catch2/catch.hpp>
 
@@ -18,10 +19,7 @@ inline constexpr const char* kGpt2Ranks = AMPT_SOURCE_DIR "/.deps/gpt2.tiktoken"
 // Whether transformers and tiktoken import in AMPT_PYTHON and the ranks are there; a test that
 // needs them says so with a WARN when they are not.
 inline bool have_gpt2_references() {
-  static const bool ok =
-      run_process({AMPT_PYTHON, "-c", "import transformers, tiktoken"}).exit_code == 0 &&
-      std::filesystem::exists(kGpt2Ranks);
-  return ok;
+  return python_has("transformers, tiktoken") && std::filesystem::exists(kGpt2Ranks);
 }
 
 // A random GPT-2 with the real vocabulary and GPT-2's tokenizer files, as transformers saves it,

@@ -7,6 +7,7 @@
 #include "ampt/models/model_family.h"
 #include "ampt/models/registry.h"
 #include "support/process.h"
+#include "support/python_modules.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -18,8 +19,7 @@
 namespace ampt::test {
 
 inline bool have_transformers() {
-  static const bool ok = run_process({AMPT_PYTHON, "-c", "import transformers"}).exit_code == 0;
-  return ok;
+  return python_has("transformers");
 }
 
 // A fresh directory from `script` make; `extra` are its flags.

@@ -7,6 +7,7 @@
 #include "ampt/text/tokenizer_files.h"
 #include "support/process.h"
 #include "support/skip.h"
+#include "support/python_modules.h"
 
 #include <catch2/catch.hpp>
 
@@ -35,8 +36,7 @@ std::vector<int32_t> id_list(const ampt::JsonValue& array) {
 
 TEST_CASE("chat data: Llama-3 and ChatML examples are transformers' apply_chat_template ids",
           "[text][chat][python]") {
-  if (!std::filesystem::exists(AMPT_PYTHON) ||
-      ampt::test::run_process({AMPT_PYTHON, "-c", "import transformers, tokenizers, jinja2"}).exit_code != 0) {
+  if (!ampt::test::python_has("transformers, tokenizers, jinja2")) {
     AMPT_SKIP(reference, "skipping: transformers missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
   }
   const std::string dir = ampt::test::make_temp_dir();

@@ -6,6 +6,7 @@
 #include "ampt/text/utf8.h"
 #include "support/process.h"
 #include "support/skip.h"
+#include "support/python_modules.h"
 #include "text/text_fixtures.h"
 
 #include <catch2/catch.hpp>
@@ -25,7 +26,7 @@ bool have_references() {
     AMPT_NOTE_SKIP(reference, "skipping the Python comparison: " AMPT_PYTHON " not found");
     return false;
   }
-  if (ampt::test::run_process({AMPT_PYTHON, "-c", "import tiktoken, tokenizers, transformers"}).exit_code != 0) {
+  if (!ampt::test::python_has("tiktoken, tokenizers, transformers")) {
     AMPT_NOTE_SKIP(reference, "skipping: tiktoken, tokenizers or transformers missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
     return false;
   }

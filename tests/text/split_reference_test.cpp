@@ -7,6 +7,7 @@
 #include "ampt/text/utf8.h"
 #include "support/process.h"
 #include "support/skip.h"
+#include "support/python_modules.h"
 #include "text/text_fixtures.h"
 
 #include <catch2/catch.hpp>
@@ -27,7 +28,7 @@ bool have_python(const std::string& modules) {
     AMPT_NOTE_SKIP(reference, "skipping the Python comparison: " AMPT_PYTHON " not found");
     return false;
   }
-  if (ampt::test::run_process({AMPT_PYTHON, "-c", "import " + modules}).exit_code != 0) {
+  if (!ampt::test::python_has(modules)) {
     AMPT_NOTE_SKIP(reference, "skipping: " << modules << " missing in " AMPT_PYTHON " (run scripts/bootstrap.sh)");
     return false;
   }

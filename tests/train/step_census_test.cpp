@@ -3,12 +3,15 @@
 // O1 step with and without the half working weights, on a step that logs and one that does not.
 #include "ampt/train/step_census.h"
 
+#include <ATen/record_function.h>
+
 #include "support/json_field.h"
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <map>
 #include <regex>
 
 using ampt::test::make_temp_dir;
@@ -17,8 +20,9 @@ using ampt::test::run_ampt;
 namespace {
 
 struct CensusLine {
-  int64_t step = 0, operators = 0, conversions = 0, parameter_conversions = 0, syncs = 0,
-          nodes = 0;
+  int64_t step = 0, operators = 0, conversions = 0, parameter_conversions = 0,
+          ampt_conversions = 0, ampt_parameter_conversions = 0, syncs = 0, nodes = 0;
+  std::string ampt_ops;  // "ampt::fused_adamw 12, ..." or empty
 };
 
 // The census line of `step` in a run's output.
@@ -26,12 +30,20 @@ CensusLine census_of(const std::string& out, int64_t step) {
   const std::regex line(
       "\\[PERF\\] Step census \\(step " + std::to_string(step) +
       "\\): ([0-9]+) operators, ([0-9]+) dtype conversions \\([0-9.]+ MiB, ([0-9]+) of "
-      "parameters or their gradients\\), ([0-9]+) host synchronisations, ([0-9]+) autograd "
-      "nodes");
+      "parameters or their gradients\\), of which ([0-9]+) inside ampt operations \\([0-9.]+ "
+      "MiB, ([0-9]+) of parameters or their gradients(: ([^)]*))?\\), ([0-9]+) host "
+      "synchronisations, ([0-9]+) autograd nodes");
   std::smatch m;
   if (!std::regex_search(out, m, line)) FAIL("no census line for step " << step << " in\n" << out);
-  return {step, std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3]), std::stoll(m[4]),
-          std::stoll(m[5])};
+  return {step,
+          std::stoll(m[1]),
+          std::stoll(m[2]),
+          std::stoll(m[3]),
+          std::stoll(m[4]),
+          std::stoll(m[5]),
+          std::stoll(m[8]),
+          std::stoll(m[9]),
+          m[7]};
 }
 
 }  // namespace
@@ -76,8 +88,41 @@ TEST_CASE("step census: operators, views, nested work, conversions, waits and no
   CHECK(empty.counts.conversions == 0);
 }
 
-TEST_CASE("step census: a GPT's O1 step converts no parameter or gradient with half weights, "
-          "and waits for the host only when it logs",
+TEST_CASE("step census: conversions inside an ampt operation count, and apart, the operation "
+          "once",
+          "[train][census]") {
+  auto weight = torch::randn({4, 3}, torch::requires_grad());
+  auto half_copy = torch::empty({4, 3}, torch::kBFloat16);
+  const auto x = torch::randn({2, 3});
+  ampt::train::StepCensusRecorder census({weight});
+  census.begin(1);
+  {
+    // As the CPU's AdamW writes the half working weights after its step, inside its scope.
+    RECORD_FUNCTION("ampt::test_optimizer", std::vector<c10::IValue>());
+    const at::NoGradGuard no_grad;
+    at::_foreach_copy_(std::vector<torch::Tensor>{half_copy}, std::vector<torch::Tensor>{weight});
+    (void)x.to(torch::kBFloat16);  // an activation's conversion inside it
+    (void)x.sum().item<double>();  // a host read inside it: the kernel's, not a wait
+  }
+  (void)x.to(torch::kHalf);  // and one outside
+  const auto c = census.end();
+  CHECK(c.counts.operators == 2);  // the ampt operation once, the cast outside
+  CHECK(c.operator_calls.at("ampt::test_optimizer") == 1);
+  // The foreach copy's per-tensor copy_ on a CPU is not counted a second time.
+  CHECK(c.counts.conversions == 3);
+  CHECK(c.counts.conversion_bytes == 12 * 6 + 6 * 6 + 6 * 6);
+  CHECK(c.counts.parameter_conversions == 1);  // the weight into its half copy
+  CHECK(c.counts.ampt_parameter_conversions == 1);
+  CHECK(c.counts.ampt_conversions == 2);
+  CHECK(c.counts.ampt_conversion_bytes == 12 * 6 + 6 * 6);
+  CHECK(c.counts.ampt_conversion_ops == std::map<std::string, int64_t>{{"ampt::test_optimizer", 2}});
+  CHECK(c.counts.host_syncs == 0);
+  CHECK_THAT(c.json(), Catch::Contains("\"ampt_conversions\": 2, \"ampt_conversion_bytes\": 108, "
+                                       "\"ampt_parameter_conversions\": 1"));
+}
+
+TEST_CASE("step census: a GPT's O1 step with half weights converts parameters only inside the "
+          "optimizer's pass, and waits for the host only when it logs",
           "[train][census][cli]") {
   const auto run = [](const std::vector<std::string>& extra) {
     std::vector<std::string> args{"train", "--model", "gpt-tiny", "--mixed_precision", "bf16",
@@ -95,12 +140,20 @@ TEST_CASE("step census: a GPT's O1 step converts no parameter or gradient with h
   const auto quiet = census_of(copies, 3), logged = census_of(copies, 4);
   const auto cast = census_of(casts, 3);
   INFO(copies);
-  CHECK(quiet.parameter_conversions == 0);
+  // Each parameter's conversions happen inside ampt's operations: the optimizer's pass writes
+  // the half working weights from the fp32 masters, the weight-gradient GEMMs add into fp32
+  // gradients (one pass each on a GPU, a second pass over the result on a CPU).
+  CHECK(quiet.parameter_conversions > 0);
+  CHECK(quiet.ampt_parameter_conversions == quiet.parameter_conversions);
+  CHECK_THAT(quiet.ampt_ops, Catch::Contains("ampt::fused_adamw"));
+  CHECK_THAT(quiet.ampt_ops, Catch::Contains("ampt::matmul_fp32"));
   CHECK(quiet.syncs == 0);
   CHECK(logged.syncs > 0);  // the log line reads the loss, norm and scale
-  // Autocast's path casts every Linear weight and bias forward and their gradients back.
-  CHECK(cast.parameter_conversions > 0);
-  CHECK(quiet.conversions < cast.conversions);
+  // Autocast's path casts every Linear weight and bias forward and their gradients back, as
+  // operators of their own.
+  CHECK(cast.parameter_conversions > cast.ampt_parameter_conversions);
+  CHECK_THAT(cast.ampt_ops, !Catch::Contains("ampt::fused_adamw"));  // no half copies to write
+  CHECK(quiet.conversions - quiet.ampt_conversions < cast.conversions - cast.ampt_conversions);
   CHECK(quiet.nodes < cast.nodes);
   CHECK_THAT(copies, Catch::Contains("step census by operator"));
 }

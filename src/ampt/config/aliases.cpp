@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ampt/config/options.h"
+#include "ampt/config/values.h"
 
 namespace ampt::config {
 
@@ -19,14 +20,41 @@ std::optional<std::string> power_of_two(std::string_view text) {
   return fmt::format("{}", std::ldexp(1.0, static_cast<int>(*power)));
 }
 
+// NeMo-RL's policy.precision ("bfloat16", "float16", "float32"): the compute dtype.
+std::optional<std::string> precision_name(std::string_view text) {
+  const auto precision = find_spelling(kPrecisionNames, text);
+  if (!precision) return std::nullopt;
+  return std::string(to_string(*precision));
+}
+
 std::vector<Alias> build_aliases() {
+  // Onyx's mixed_precision_config: the scaler's settings under their torch names, beside the
+  // autocast pair (enabled, dtype), which the YAML reader joins as the amp: section's.
+  constexpr const char* kOnyx = "mixed_precision_config";
+  const auto onyx = [kOnyx](const char* name, const char* target) {
+    return Alias{name, target, {kOnyx}, nullptr, "", /*nested_only=*/true};
+  };
   return {
       {"loss_scale_window", "grad_scaler_growth_interval", {"scaler"}, nullptr, ""},
       {"initial_scale_power", "grad_scaler_init", {"scaler"}, &power_of_two,
        "an integer in [0, 127] (init_scale = 2^power)"},
-      {"scaler_enabled", "grad_scaler_enabled", {"amp", "scaler"}, nullptr, ""},
+      {"scaler_enabled", "grad_scaler_enabled", {"amp", "scaler", kOnyx}, nullptr, ""},
       {"allreduce_dtype", "reduce_dtype", {"dist"}, nullptr, ""},
       {"stage", "zero_stage", {"zero_optimization"}, nullptr, "", /*nested_only=*/true},
+      // SEDD's training configs.
+      {"gradient_clip", "max_grad_norm", {"training"}, nullptr, ""},
+      // NeMo-RL's policy: section.
+      {"precision", "mixed_precision", {"policy"}, &precision_name,
+       "one of " + join_spellings(kPrecisionNames), /*nested_only=*/true},
+      {"max_grad_norm", "max_grad_norm", {"policy"}, nullptr, "", /*nested_only=*/true},
+      onyx("init_scale", "grad_scaler_init"),
+      onyx("growth_factor", "grad_scaler_growth_factor"),
+      onyx("backoff_factor", "grad_scaler_backoff"),
+      onyx("growth_interval", "grad_scaler_growth_interval"),
+      onyx("hysteresis", "hysteresis"),
+      onyx("min_loss_scale", "min_loss_scale"),
+      onyx("max_loss_scale", "max_loss_scale"),
+      onyx("cache_enabled", "autocast_cache"),
   };
 }
 
@@ -62,6 +90,35 @@ const Alias* find_alias(std::string_view key, std::string_view section) {
     }
   }
   return nullptr;
+}
+
+std::optional<AutocastChoice> autocast_choice(std::optional<bool> use_amp,
+                                              std::optional<MixedPrecision> amp_dtype) {
+  if (use_amp && !*use_amp) return AutocastChoice{MixedPrecision::no, false};
+  if (amp_dtype) return AutocastChoice{*amp_dtype, true};
+  if (use_amp) return AutocastChoice{MixedPrecision::fp16, false};
+  return std::nullopt;
+}
+
+std::optional<Assignment> autocast_assignment(const std::optional<Written>& use_amp,
+                                              const std::optional<Written>& amp_dtype) {
+  std::optional<bool> enabled;
+  std::optional<MixedPrecision> dtype;
+  if (use_amp) {
+    enabled = parse_bool(use_amp->first);
+    if (!enabled) throw invalid_value("use_amp", use_amp->first, use_amp->second, kBooleanExpected);
+  }
+  if (amp_dtype) {
+    dtype = find_spelling(kAutocastDtypes, amp_dtype->first);
+    if (!dtype) {
+      throw invalid_value("amp_dtype", amp_dtype->first, amp_dtype->second,
+                          "one of " + join_spellings(kAutocastDtypes));
+    }
+  }
+  const auto choice = autocast_choice(enabled, dtype);
+  if (!choice) return std::nullopt;
+  return Assignment{find_option("mixed_precision"), std::string(to_string(choice->precision)),
+                    choice->by_dtype ? amp_dtype->second : use_amp->second};
 }
 
 Assignment alias_assignment(const Alias& alias, std::string_view text, const Source& source) {

@@ -43,6 +43,7 @@ struct Config {
 
   // checkpoint
   int64_t save_every = 0;  // 0: save only at the end and on preemption
+  bool save_final = true;  // false: no checkpoint when training finishes (one on preemption still)
   int64_t keep_checkpoints = 3;
   std::string resume;      // "", "auto" or a checkpoint path
   std::string preempt_signal = "SIGUSR1";
@@ -101,6 +102,9 @@ struct Config {
   // training
   int64_t batch_size = 128;
   int64_t grad_accum_steps = 1;
+  // Samples per optimizer step over all ranks (Onyx's name); resolve sets grad_accum_steps from
+  // it. 0: not given.
+  int64_t target_effective_batch_size = 0;
   int64_t max_steps = 0;  // 0: train for `epochs` full passes
   int64_t epochs = 3;
   OptimizerKind optimizer = OptimizerKind::adamw;

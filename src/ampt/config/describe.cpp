@@ -53,6 +53,10 @@ std::string facts(const Option& option, const Config& defaults) {
     parts.push_back(alias.nested_only ? "YAML " + alias.sections.front() + "." + alias.name
                                       : "alias --" + alias.name);
   }
+  if (option.name == "mixed_precision") {
+    parts.push_back(fmt::format("torch.autocast's --{} and --{}", kAutocastNames[0],
+                                kAutocastNames[1]));
+  }
   return parts.empty() ? "" : fmt::format(" [{}]", fmt::join(parts, ", "));
 }
 

@@ -28,6 +28,10 @@ cxxopts::Options make_cli() {
     if (find_option(alias.target)->is_switch) value->implicit_value("true");
     cli.add_options()(alias.name, "alias of --" + alias.target, value);
   }
+  cli.add_options()(kAutocastNames[0], "torch.autocast's enabled (aliases.h)",
+                    cxxopts::value<std::string>()->implicit_value("true"));
+  cli.add_options()(kAutocastNames[1], "torch.autocast's dtype (aliases.h)",
+                    cxxopts::value<std::string>());
   cli.add_options()("h,help", "Show this help and exit");
   cli.allow_unrecognised_options();
   return cli;
@@ -53,6 +57,7 @@ UsageError unknown_flag(const std::string& arg) {
   for (const Alias& alias : aliases()) {
     if (!alias.nested_only) known.push_back("--" + alias.name);
   }
+  for (const char* name : kAutocastNames) known.push_back(std::string("--") + name);
   auto suggestion = closest(flag, known);
   return UsageError(
       fmt::format("unknown flag '{}'{}", flag,
@@ -99,17 +104,27 @@ std::vector<Assignment> read_flags(const std::vector<std::string>& all_args) {
     }
     assignments.push_back({&option, std::move(text), {Source::Kind::flag, "--" + option.name}});
   }
+  // Two spellings of one setting on one command line: which should win is anyone's guess.
+  const auto add_alias = [&assignments](Assignment assignment) {
+    auto same = std::ranges::find(assignments, assignment.option, &Assignment::option);
+    if (same != assignments.end()) {
+      throw UsageError(fmt::format("{} and {} both set {}; give one of them",
+                                   describe(same->source), assignment.source.where,
+                                   assignment.option->name));
+    }
+    assignments.push_back(std::move(assignment));
+  };
   for (const Alias& alias : aliases()) {
     if (alias.nested_only || parsed.count(alias.name) == 0) continue;
     const Source source{Source::Kind::flag, "--" + alias.name};
-    auto assignment = alias_assignment(alias, parsed[alias.name].as<std::string>(), source);
-    // Two spellings of one setting on one command line: which should win is anyone's guess.
-    auto same = std::ranges::find(assignments, assignment.option, &Assignment::option);
-    if (same != assignments.end()) {
-      throw UsageError(fmt::format("{} and --{} both set {}; give one of them",
-                                   describe(same->source), alias.name, alias.target));
-    }
-    assignments.push_back(std::move(assignment));
+    add_alias(alias_assignment(alias, parsed[alias.name].as<std::string>(), source));
+  }
+  const auto autocast = [&parsed](const char* name) -> std::optional<Written> {
+    if (parsed.count(name) == 0) return std::nullopt;
+    return Written{parsed[name].as<std::string>(), {Source::Kind::flag, std::string("--") + name}};
+  };
+  if (auto pair = autocast_assignment(autocast(kAutocastNames[0]), autocast(kAutocastNames[1]))) {
+    add_alias(std::move(*pair));
   }
 
   for (const std::string& arg : parsed.unmatched()) {

@@ -64,6 +64,9 @@ std::vector<Option> build_table() {
       integer_option("save_every", "checkpoint.save_every", &C::save_every, at_least_0,
                      "Save a checkpoint every N optimizer steps; 0 saves only at the end and on "
                      "preemption"),
+      bool_option("save_final", "checkpoint.save_final", &C::save_final,
+                  "Save a checkpoint when training finishes; false saves only save_every's and, "
+                  "on preemption, the one a requeued job resumes from (HF's save_strategy=no)"),
       integer_option("keep_checkpoints", "checkpoint.keep", &C::keep_checkpoints, at_least_1,
                      "Keep the newest K checkpoints in output_dir, delete older ones"),
       string_option("resume", "checkpoint.resume", &C::resume, false, "auto|PATH",
@@ -183,6 +186,10 @@ std::vector<Option> build_table() {
                      "Samples per micro-batch (per forward/backward pass)"),
       integer_option("grad_accum_steps", "training.grad_accum_steps", &C::grad_accum_steps,
                      at_least_1, "Micro-batches accumulated per optimizer step"),
+      integer_option("target_effective_batch_size", "training.target_effective_batch_size",
+                     &C::target_effective_batch_size, at_least_0,
+                     "Samples per optimizer step over all ranks: sets grad_accum_steps to it / "
+                     "(batch_size x ranks), which must divide it (0: grad_accum_steps as given)"),
       integer_option("max_steps", "training.max_steps", &C::max_steps, at_least_0,
                      "Optimizer steps to train for; 0 trains for `epochs` instead"),
       integer_option("epochs", "training.epochs", &C::epochs, at_least_1,

@@ -111,6 +111,29 @@ void apply_adapter(Config& config, std::vector<Source>& sources, const Catalog& 
   config.init_from = base;
 }
 
+// Onyx's target_effective_batch_size: the accumulation that makes it with this batch size and
+// world size, recorded as set where the target was.
+void apply_target_batch(Config& config, std::vector<Source>& sources) {
+  if (config.target_effective_batch_size == 0) return;
+  const Source& target = sources[index_of(*find_option("target_effective_batch_size"))];
+  Source& accum = sources[index_of(*find_option("grad_accum_steps"))];
+  if (accum.kind != Source::Kind::default_value) {
+    throw UsageError(fmt::format(
+        "target_effective_batch_size ({}) and grad_accum_steps ({}) both set the accumulation; "
+        "give one of them",
+        describe(target), describe(accum)));
+  }
+  const int64_t per_step = config.batch_size * config.launch.world_size;
+  if (config.target_effective_batch_size % per_step != 0) {
+    throw UsageError(fmt::format(
+        "target_effective_batch_size {} ({}) is not a multiple of batch_size {} x {} rank{} = {}",
+        config.target_effective_batch_size, describe(target), config.batch_size,
+        config.launch.world_size, config.launch.world_size == 1 ? "" : "s", per_step));
+  }
+  config.grad_accum_steps = config.target_effective_batch_size / per_step;
+  accum = target;
+}
+
 }  // namespace
 
 Resolved::Resolved(Config config, std::vector<Source> sources)
@@ -140,6 +163,7 @@ Resolved resolve(const std::vector<std::string>& args,
     }
   }
   config.launch = parse_launch(env);
+  apply_target_batch(config, sources);
   config.hf_hub_cache = hf_hub_cache(env);
   check_catalog_choices(config, sources, catalog);
   apply_adapter(config, sources, catalog);

@@ -23,25 +23,8 @@ namespace {
 // mixed_precision. Accepted at the top level and in these sections.
 constexpr std::array<std::string_view, 3> kAliasKeys{"use_amp", "amp_dtype", "precision"};
 constexpr std::array<std::string_view, 2> kAliasSections{"amp", "training"};
-
-constexpr Spellings<MixedPrecision, 4> kAmpDtypes{{{"bfloat16", MixedPrecision::bf16},
-                                                   {"float16", MixedPrecision::fp16},
-                                                   {"bf16", MixedPrecision::bf16},
-                                                   {"fp16", MixedPrecision::fp16}}};
-
-// Lightning's "16-true"/"bf16-true" mean pure low-precision weights, not autocast, so they are
-// deliberately absent.
-constexpr Spellings<MixedPrecision, 11> kPrecisions{{{"float32", MixedPrecision::no},
-                                                     {"float16", MixedPrecision::fp16},
-                                                     {"bfloat16", MixedPrecision::bf16},
-                                                     {"fp32", MixedPrecision::no},
-                                                     {"fp16", MixedPrecision::fp16},
-                                                     {"bf16", MixedPrecision::bf16},
-                                                     {"32", MixedPrecision::no},
-                                                     {"32-true", MixedPrecision::no},
-                                                     {"16", MixedPrecision::fp16},
-                                                     {"16-mixed", MixedPrecision::fp16},
-                                                     {"bf16-mixed", MixedPrecision::bf16}}};
+// Sections whose enabled and dtype are torch.autocast's arguments: ampt's amp: and Onyx's.
+constexpr std::array<std::string_view, 2> kAutocastSections{"amp", "mixed_precision_config"};
 
 bool is_alias(std::string_view key) {
   return std::ranges::find(kAliasKeys, key) != kAliasKeys.end();
@@ -51,11 +34,16 @@ bool alias_allowed_in(std::string_view section) {
   return section.empty() || std::ranges::find(kAliasSections, section) != kAliasSections.end();
 }
 
-// torch.autocast's own argument names inside `amp:` (enabled, dtype) mean use_amp and amp_dtype.
+bool is_autocast_section(std::string_view section) {
+  return std::ranges::find(kAutocastSections, section) != kAutocastSections.end();
+}
+
+// torch.autocast's own argument names inside `amp:` and Onyx's `mixed_precision_config:`
+// (enabled, dtype) mean use_amp and amp_dtype.
 std::optional<std::string_view> autocast_alias(std::string_view key, std::string_view section) {
   if (is_alias(key) && alias_allowed_in(section)) return key;
-  if (section == "amp" && key == "enabled") return kAliasKeys[0];
-  if (section == "amp" && key == "dtype") return kAliasKeys[1];
+  if (is_autocast_section(section) && key == "enabled") return kAliasKeys[0];
+  if (is_autocast_section(section) && key == "dtype") return kAliasKeys[1];
   return std::nullopt;
 }
 
@@ -78,13 +66,15 @@ const Option* option_for(std::string_view key, std::string_view section) {
 }
 
 // The section a known key belongs in, for "belongs in section ..." messages.
+// An option's own section comes first: init_scale belongs in scaler, though Onyx's
+// mixed_precision_config has an alias of that name too.
 std::optional<std::string> home_section(std::string_view key) {
   if (is_alias(key)) return std::string(kAliasSections.front());
-  for (const Alias& alias : aliases()) {
-    if (alias.name == key) return alias.sections.front();
-  }
   for (const Option& option : options()) {
     if (!option.section.empty() && (option.key == key || option.name == key)) return option.section;
+  }
+  for (const Alias& alias : aliases()) {
+    if (alias.name == key) return alias.sections.front();
   }
   return std::nullopt;
 }
@@ -105,7 +95,7 @@ std::vector<std::string> keys_allowed_in(std::string_view section) {
     }
   }
   if (alias_allowed_in(section)) keys.insert(keys.end(), kAliasKeys.begin(), kAliasKeys.end());
-  if (section == "amp") keys.insert(keys.end(), {"enabled", "dtype"});
+  if (is_autocast_section(section)) keys.insert(keys.end(), {"enabled", "dtype"});
   for (const Alias& alias : aliases()) {
     if (find_alias(alias.name, section)) keys.push_back(alias.name);
   }
@@ -308,11 +298,11 @@ class Reader {
   // use_amp and amp_dtype only take effect together, after the whole file is read.
   void read_alias(const std::string& key, const YAML::Node& key_node, const YAML::Node& value) {
     if (key == "precision") {
-      auto precision = read_spelling(key_node, value, kPrecisions);
+      auto precision = read_spelling(key_node, value, kPrecisionNames);
       add(mixed_precision(), std::string(to_string(precision.value)), precision.source,
           precision.origin);
     } else if (key == "amp_dtype") {
-      auto dtype = read_spelling(key_node, value, kAmpDtypes);
+      auto dtype = read_spelling(key_node, value, kAutocastDtypes);
       if (remember(key, std::string(to_string(dtype.value)), dtype.source, dtype.origin))
         amp_dtype_ = dtype;
     } else {
@@ -322,17 +312,14 @@ class Reader {
     }
   }
 
-  // torch.autocast semantics: amp_dtype alone enables AMP; use_amp alone means fp16 (autocast's
-  // CUDA default); use_amp: false wins over any dtype.
+  // torch.autocast's semantics (autocast_choice), from the line that decided.
   void resolve_use_amp() {
-    if (use_amp_ && !use_amp_->value) {
-      add(mixed_precision(), "no", use_amp_->source, use_amp_->origin);
-    } else if (amp_dtype_) {
-      add(mixed_precision(), std::string(to_string(amp_dtype_->value)), amp_dtype_->source,
-          amp_dtype_->origin);
-    } else if (use_amp_) {
-      add(mixed_precision(), "fp16", use_amp_->source, use_amp_->origin);
-    }
+    const auto choice = autocast_choice(use_amp_ ? std::optional(use_amp_->value) : std::nullopt,
+                                        amp_dtype_ ? std::optional(amp_dtype_->value) : std::nullopt);
+    if (!choice) return;
+    const auto& decided = choice->by_dtype ? amp_dtype_->source : use_amp_->source;
+    const auto& origin = choice->by_dtype ? amp_dtype_->origin : use_amp_->origin;
+    add(mixed_precision(), std::string(to_string(choice->precision)), decided, origin);
   }
 
   static const Option& mixed_precision() { return *find_option("mixed_precision"); }

@@ -11,12 +11,22 @@ namespace {
 // The held-out split's random stream, drawn from the one run seed (the loader's is another).
 constexpr uint64_t kSplitStream = 1;
 
+uint64_t split_seed(const config::Config& config) {
+  return mix_seed(static_cast<uint64_t>(config.seed), kSplitStream);
+}
+
 }  // namespace
 
 DataSplits held_out(std::shared_ptr<const Dataset> all, DataSpec spec, const config::Config& config) {
-  auto [train, val] = split_dataset(std::move(all), config.val_fraction,
-                                    mix_seed(static_cast<uint64_t>(config.seed), kSplitStream));
+  auto [train, val] = split_dataset(std::move(all), config.val_fraction, split_seed(config));
   return {std::move(spec), std::move(train), std::move(val), ""};
+}
+
+DataSplits held_out_examples(const DocumentExamples& all, DataSpec spec,
+                             const config::Config& config) {
+  const auto split = split_indices(all.counts().examples, config.val_fraction, split_seed(config));
+  return {std::move(spec), all.select(split.train),
+          split.val.empty() ? nullptr : all.select(split.val), ""};
 }
 
 std::string human_count(int64_t n) {

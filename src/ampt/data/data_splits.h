@@ -4,6 +4,7 @@
 
 #include "ampt/config/config.h"
 #include "ampt/data/dataset.h"
+#include "ampt/data/document_examples.h"
 
 #include <cstdint>
 #include <memory>
@@ -21,6 +22,10 @@ struct DataSplits {
 
 // A seeded config.val_fraction of `all` for validation, the rest for training (split.h).
 DataSplits held_out(std::shared_ptr<const Dataset> all, DataSpec spec, const config::Config& config);
+// The same by example, before the examples are packed into windows: --packing changes how the
+// held-out examples fill windows, never which they are.
+DataSplits held_out_examples(const DocumentExamples& all, DataSpec spec,
+                             const config::Config& config);
 
 // "950", "12.3K", "1.20M", "3.40B".
 std::string human_count(int64_t n);

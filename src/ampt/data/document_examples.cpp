@@ -86,12 +86,19 @@ DocumentExamples::DocumentExamples(std::vector<TokenSpan> spans,
         "{}{}: {}: nothing to learn from", spans_.front().name,
         spans_.size() > 1 ? fmt::format(" and {} more files", spans_.size() - 1) : "", what));
   }
+  pack(packed);
+}
+
+void DocumentExamples::pack(bool packed) {
+  packed_ = packed;
   counts_.examples = static_cast<int64_t>(examples_.size());
-  int64_t fill = length;  // of the window being filled: full before the first
+  counts_.positions = 0;
+  first_example_.clear();
+  int64_t fill = length_;  // of the window being filled: full before the first
   for (size_t e = 0; e < examples_.size(); ++e) {
     const int64_t positions = examples_[e].tokens - 1;
     counts_.positions += positions;
-    if (!packed || fill + positions > length) {
+    if (!packed || fill + positions > length_) {
       first_example_.push_back(static_cast<int64_t>(e));
       fill = 0;
     }
@@ -99,7 +106,15 @@ DocumentExamples::DocumentExamples(std::vector<TokenSpan> spans,
   }
   counts_.windows = static_cast<int64_t>(first_example_.size());
   first_example_.push_back(counts_.examples);
-  packed_ = packed;
+}
+
+std::shared_ptr<DocumentExamples> DocumentExamples::select(
+    const std::vector<int64_t>& examples) const {
+  auto chosen = std::make_shared<DocumentExamples>(*this);
+  chosen->examples_.clear();
+  for (const int64_t e : examples) chosen->examples_.push_back(examples_.at(static_cast<size_t>(e)));
+  chosen->pack(packed_);
+  return chosen;
 }
 
 std::string DocumentExamples::packing_summary() const {

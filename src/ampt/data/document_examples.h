@@ -9,6 +9,7 @@
 #include "ampt/data/token_windows.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -62,6 +63,9 @@ class DocumentExamples : public Dataset {
   std::string packing_summary() const;
   // The examples window `index` holds: [first, first + count) in document order.
   std::pair<int64_t, int64_t> window_examples(int64_t index) const;
+  // Examples `examples` (indices below counts().examples, in order) packed as these are: a
+  // held-out split by example, the same whether or not they are packed.
+  std::shared_ptr<DocumentExamples> select(const std::vector<int64_t>& examples) const;
 
  private:
   struct Example {
@@ -71,6 +75,8 @@ class DocumentExamples : public Dataset {
     bool separator_last = false;   // the last token is the separator, after the document's
   };
 
+  // Fills the windows with examples_ (one each unpacked) and counts them.
+  void pack(bool packed);
   bool any_scored(const Example& example) const;
   // The example's inputs and targets (scored where its mask says) from in[0] and out[0].
   void write_example(const Example& example, int64_t* in, int64_t* out) const;

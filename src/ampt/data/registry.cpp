@@ -100,6 +100,7 @@ TokenPaths token_paths(const std::string& path) {
 
 struct TokenShards {
   std::shared_ptr<const Dataset> windows;
+  std::shared_ptr<const DocumentExamples> instruction;  // the same, for instruction data
   std::string summary;  // "2 files (llm.c), 1.20M tokens"
   // Instruction examples by their loss masks: how they fill windows ("packed 30 examples ...",
   // DocumentExamples::packing_summary); empty for plain token windows.
@@ -156,7 +157,7 @@ TokenShards open_token_shards(const std::vector<std::string>& paths, const Sampl
     }
     return {std::make_shared<TokenWindows>(std::move(spans), request.block_size,
                                            request.vocab_size, separator),
-            summary + (separator ? ", documents masked from each other" : "")};
+            nullptr, summary + (separator ? ", documents masked from each other" : "")};
   }
   if (config.train_on_prompt) masks.clear();
   const auto packed = std::make_shared<DocumentExamples>(
@@ -167,7 +168,7 @@ TokenShards open_token_shards(const std::vector<std::string>& paths, const Sampl
       counts.truncated > 0
           ? fmt::format(", {} truncated to {} tokens", counts.truncated, request.block_size + 1)
           : "";
-  return {packed, summary, packed->packing_summary() + truncated, !config.packing};
+  return {packed, packed, summary, packed->packing_summary() + truncated, !config.packing};
 }
 
 DataSplits open_tokens(const std::string& path, const Config& config,
@@ -177,7 +178,8 @@ DataSplits open_tokens(const std::string& path, const Config& config,
   DataSplits splits;
   std::string val_summary;
   if (paths.val.empty()) {
-    splits = held_out(train.windows, token_spec(request), config);
+    splits = train.instruction ? held_out_examples(*train.instruction, token_spec(request), config)
+                               : held_out(train.windows, token_spec(request), config);
     val_summary = fmt::format("val: {} held out", config.val_fraction);
   } else {
     auto val = open_token_shards(paths.val, request, config);

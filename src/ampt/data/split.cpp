@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace ampt::data {
 
@@ -17,20 +18,29 @@ Batch Subset::gather(const std::vector<int64_t>& indices) const {
   return base_->gather(mapped);
 }
 
-TrainVal split_dataset(std::shared_ptr<const Dataset> base, double val_fraction, uint64_t seed) {
-  const int64_t n = base->size();
+SplitIndices split_indices(int64_t n, double val_fraction, uint64_t seed) {
   const auto val_count = static_cast<int64_t>(std::llround(static_cast<double>(n) * val_fraction));
-  if (val_count == 0) return {std::move(base), nullptr};
-
+  SplitIndices split;
+  if (val_count == 0) {
+    split.train.resize(static_cast<size_t>(n));
+    std::iota(split.train.begin(), split.train.end(), int64_t{0});
+    return split;
+  }
   auto generator = at::detail::createCPUGenerator(seed);
   const auto order = torch::randperm(n, generator, torch::kInt64);
   const int64_t* first = order.data_ptr<int64_t>();
-  std::vector<int64_t> val(first, first + val_count);
-  std::vector<int64_t> train(first + val_count, first + n);
-  std::ranges::sort(val);
-  std::ranges::sort(train);
-  return {std::make_shared<Subset>(base, std::move(train)),
-          std::make_shared<Subset>(base, std::move(val))};
+  split.val.assign(first, first + val_count);
+  split.train.assign(first + val_count, first + n);
+  std::ranges::sort(split.val);
+  std::ranges::sort(split.train);
+  return split;
+}
+
+TrainVal split_dataset(std::shared_ptr<const Dataset> base, double val_fraction, uint64_t seed) {
+  auto split = split_indices(base->size(), val_fraction, seed);
+  if (split.val.empty()) return {std::move(base), nullptr};
+  return {std::make_shared<Subset>(base, std::move(split.train)),
+          std::make_shared<Subset>(base, std::move(split.val))};
 }
 
 }  // namespace ampt::data

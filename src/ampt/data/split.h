@@ -26,8 +26,16 @@ struct TrainVal {
   std::shared_ptr<const Dataset> val;  // null when val_fraction rounds to no samples
 };
 
-// A seeded random round(size * val_fraction) samples go to validation, the rest to training; both
-// keep the base order, so sequential reading of a token stream stays sequential.
+// A seeded random round(n * val_fraction) of the indices 0..n-1 for validation, the rest for
+// training, each in increasing order.
+struct SplitIndices {
+  std::vector<int64_t> train;
+  std::vector<int64_t> val;  // empty when val_fraction rounds to none
+};
+SplitIndices split_indices(int64_t n, double val_fraction, uint64_t seed);
+
+// split_indices of the dataset's samples: both splits keep the base order, so sequential reading
+// of a token stream stays sequential.
 TrainVal split_dataset(std::shared_ptr<const Dataset> base, double val_fraction, uint64_t seed);
 
 }  // namespace ampt::data

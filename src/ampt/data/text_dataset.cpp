@@ -207,7 +207,7 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
         corpus.instruction ? std::nullopt : corpus.separator, corpus.pad, request.vocab_size,
         std::move(corpus.masks), packed);
     const ExampleCounts counts = examples->counts();
-    splits = held_out(examples, data_spec, config);
+    splits = held_out_examples(*examples, data_spec, config);
     std::string cut;
     if (counts.dropped > 0) {
       cut += fmt::format(", {} dropped (nothing to predict{})", counts.dropped,

@@ -129,11 +129,17 @@ void ConsoleReporter::on_profile(int64_t first, int64_t last, const std::string&
 }
 
 void ConsoleReporter::on_census(const StepCensusReport& c) {
+  const auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
+  std::string inside;
+  for (const auto& [op, n] : c.ampt_conversion_ops) {
+    inside += fmt::format("{}{} {}", inside.empty() ? ": " : ", ", op, n);
+  }
   log::info("[PERF] Step census (step {}): {} operators, {} dtype conversions ({:.1f} MiB, {} of "
-            "parameters or their gradients), {} host synchronisations, {} autograd nodes",
-            c.step, c.operators, c.conversions,
-            static_cast<double>(c.conversion_bytes) / (1024.0 * 1024.0), c.parameter_conversions,
-            c.host_syncs, c.autograd_nodes);
+            "parameters or their gradients), of which {} inside ampt operations ({:.1f} MiB, {} "
+            "of parameters or their gradients{}), {} host synchronisations, {} autograd nodes",
+            c.step, c.operators, c.conversions, mib(c.conversion_bytes), c.parameter_conversions,
+            c.ampt_conversions, mib(c.ampt_conversion_bytes), c.ampt_parameter_conversions,
+            inside, c.host_syncs, c.autograd_nodes);
 }
 
 void ConsoleReporter::on_progress(int64_t step, int64_t total_steps, double elapsed_seconds) {
@@ -202,10 +208,16 @@ void ConsoleReporter::on_end(const RunSummary& s) {
             format_duration(s.eval_seconds), format_duration(s.checkpoint_seconds));
   log::info("Peak Memory:      {} ({})", format_bytes(s.peak_memory_bytes), s.peak_memory_kind);
   if (!metrics_path_.empty()) log::info("Metrics:          {}", metrics_path_);
-  if (!s.checkpoint.empty()) {
-    log::info("Checkpoint:       {} ({} saved, {} written in {})", s.checkpoint,
-              s.checkpoints_saved, format_bytes(s.checkpoint_bytes),
-              format_duration(s.checkpoint_write_seconds));
+  const auto saved = s.checkpoint.empty()
+                         ? std::string()
+                         : fmt::format("{} ({} saved, {} written in {})", s.checkpoint,
+                                       s.checkpoints_saved, format_bytes(s.checkpoint_bytes),
+                                       format_duration(s.checkpoint_write_seconds));
+  if (s.final_save_skipped) {
+    log::info("Checkpoint:       none at the end (--save_final=false){}",
+              saved.empty() ? "" : "; the last saved: " + saved);
+  } else if (!saved.empty()) {
+    log::info("Checkpoint:       {}", saved);
   }
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,12 @@ struct StepCensusReport {
   int64_t conversions = 0;            // copies between dtypes
   int64_t conversion_bytes = 0;       // their bytes read and written
   int64_t parameter_conversions = 0;  // of those, of a parameter or a gradient into one
+  // Of the conversions, those inside ampt's own operations (one kernel on a GPU, ATen's ops on a
+  // CPU), and per operation how many: the optimizer's half copies, the fp32 weight gradients.
+  int64_t ampt_conversions = 0;
+  int64_t ampt_conversion_bytes = 0;
+  int64_t ampt_parameter_conversions = 0;
+  std::map<std::string, int64_t> ampt_conversion_ops;
   int64_t host_syncs = 0;             // calls that make a GPU wait for the host
   int64_t autograd_nodes = 0;         // backward nodes run
 };
@@ -168,6 +175,7 @@ struct RunSummary {
   int64_t peak_memory_bytes = 0;
   std::string peak_memory_kind;   // "CUDA allocator peak" or "process peak RSS"
   std::string checkpoint;         // the last checkpoint written, empty if none
+  bool final_save_skipped = false;  // --save_final=false: training finished without a save
   int stop_signal = 0;            // the signal that stopped the run early, 0 if it finished
 };
 

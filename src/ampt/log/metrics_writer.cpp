@@ -131,7 +131,7 @@ void MetricsWriter::on_end(const RunSummary& s) {
           R"("startup_seconds": {}, )"
           R"("training_seconds": {}, "eval_seconds": {}, "checkpoint_seconds": {}, )"
           R"("checkpoints_saved": {}, "checkpoint_bytes": {}, "checkpoint_write_seconds": {}, )"
-          R"("peak_memory_bytes": {}, "peak_memory_kind": "{}"}})",
+          R"("final_save_skipped": {}, "peak_memory_bytes": {}, "peak_memory_kind": "{}"}})",
           s.precision, s.loss_scaling, s.steps, json_number(s.initial_loss),
           s.steps_this_run > 0 ? json_number(s.final_loss) : "null", s.skipped_steps,
           json_number(s.initial_scale), json_number(s.final_scale),
@@ -140,8 +140,8 @@ void MetricsWriter::on_end(const RunSummary& s) {
           s.final_val_loss >= 0.0 ? json_number(s.final_val_loss) : "null",
           json_number(s.seconds), json_number(s.startup_seconds), json_number(s.training_seconds),
           json_number(s.eval_seconds), json_number(s.checkpoint_seconds), s.checkpoints_saved,
-          s.checkpoint_bytes, json_number(s.checkpoint_write_seconds), s.peak_memory_bytes,
-          s.peak_memory_kind),
+          s.checkpoint_bytes, json_number(s.checkpoint_write_seconds), s.final_save_skipped,
+          s.peak_memory_bytes, s.peak_memory_kind),
       summary_path);
 }
 

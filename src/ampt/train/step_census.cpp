@@ -19,9 +19,14 @@ struct StepCensusRecorder::State {
   StepCensus census;
   std::set<const c10::StorageImpl*> parameter_storage;
   std::set<const c10::StorageImpl*> gradient_storage;
-  // Each conversion's source and destination: weak references keep their addresses from being
-  // reused by another storage before the step's gradients are known.
-  std::vector<std::pair<StorageRef, StorageRef>> converted;
+  // Each conversion's destination and source, and whether it ran inside an ampt:: operation:
+  // weak references keep their addresses from being reused by another storage before the step's
+  // gradients are known.
+  struct Converted {
+    StorageRef dst, src;
+    bool in_ampt;
+  };
+  std::vector<Converted> converted;
   std::vector<at::CallbackHandle> handles;  // while a step is counted
 };
 
@@ -65,28 +70,37 @@ struct Frame {
   std::string_view name;
   bool work = false;       // it, or something inside it, does device work
   bool host_copy = false;  // something inside it copies from a GPU to the host
+  bool in_ampt = false;    // it runs inside an ampt:: operation (one kernel on a GPU)
+  bool quiet = false;      // it runs inside a foreach copy, which counted its copies itself
 };
 
 struct ThreadState {
   std::vector<Frame> frames;  // the FUNCTION events open on this thread, outermost first
-  int skip = 0;               // open events inside an ampt:: operation or a foreach copy
 };
 thread_local ThreadState t_state;
 
 bool is_tensor(const c10::IValue& v) { return v.isTensor() && v.toTensor().defined(); }
 
-void add_conversion(StepCensusRecorder::State& s, std::string_view op, const torch::Tensor& dst,
-                    const torch::Tensor& src) {
+// `op`: the outermost operation it happened in; `in_ampt`: inside an ampt:: operation.
+void add_conversion(StepCensusRecorder::State& s, std::string_view op, bool in_ampt,
+                    const torch::Tensor& dst, const torch::Tensor& src) {
   // A number an operator was given, wrapped as a 0-dim host tensor, is an argument, not data:
   // its conversion is the CPU kernel's way of reading it (a GPU kernel takes it as it is).
   if (dst.scalar_type() == src.scalar_type() || src.unsafeGetTensorImpl()->is_wrapped_number()) {
     return;
   }
-  ++s.census.counts.conversions;
-  s.census.counts.conversion_bytes +=
-      dst.numel() * static_cast<int64_t>(dst.element_size() + src.element_size());
+  const int64_t bytes = dst.numel() * static_cast<int64_t>(dst.element_size() + src.element_size());
+  auto& counts = s.census.counts;
+  ++counts.conversions;
+  counts.conversion_bytes += bytes;
+  if (in_ampt) {
+    ++counts.ampt_conversions;
+    counts.ampt_conversion_bytes += bytes;
+    ++counts.ampt_conversion_ops[std::string(op)];
+  }
   ++s.census.conversion_calls[std::string(op)];
-  s.converted.emplace_back(dst.storage().getWeakStorageImpl(), src.storage().getWeakStorageImpl());
+  s.converted.push_back(
+      {dst.storage().getWeakStorageImpl(), src.storage().getWeakStorageImpl(), in_ampt});
 }
 
 // A device-to-host copy: a CPU destination filled from a GPU tensor.
@@ -107,29 +121,32 @@ std::unique_ptr<at::ObserverContext> on_function_start(const at::RecordFunction&
   auto& t = t_state;
   const std::string_view name = fn.name();
   if (is_node_wrapper(name)) return nullptr;
-  const bool skipped = t.skip > 0;
-  t.frames.push_back({name, !no_work(name), false});
-  if (skipped) {
-    ++t.skip;
-    return nullptr;
+  Frame frame{name, !no_work(name)};
+  if (!t.frames.empty()) {
+    const Frame& parent = t.frames.back();
+    frame.in_ampt = parent.in_ampt || is_ampt(parent.name);
+    // A foreach copy's per-tensor copies on a CPU were counted with it.
+    frame.quiet = parent.quiet || parent.name == "aten::_foreach_copy_";
   }
+  t.frames.push_back(frame);
+  if (frame.quiet) return nullptr;
   const auto inputs = fn.inputs();
-  if (copies_to_host(name, inputs)) t.frames.back().host_copy = true;
+  // What happens inside an ampt operation is one kernel on a GPU: no host copy of its own.
+  if (!frame.in_ampt && copies_to_host(name, inputs)) t.frames.back().host_copy = true;
+  // Conversions count at every depth, those inside ampt operations also apart: a parameter's
+  // conversion is one wherever it happens, the optimizer's pass that writes its half copy too.
   const auto op = t.frames.front().name;
   if (name == "aten::copy_" && inputs.size() >= 2 && is_tensor(inputs[0]) && is_tensor(inputs[1])) {
     const std::lock_guard lock(s->mutex);
-    add_conversion(*s, op, inputs[0].toTensor(), inputs[1].toTensor());
+    add_conversion(*s, op, frame.in_ampt, inputs[0].toTensor(), inputs[1].toTensor());
   } else if (name == "aten::_foreach_copy_" && inputs.size() >= 2 && inputs[0].isTensorList() &&
              inputs[1].isTensorList()) {
     const auto dst = inputs[0].toTensorList(), src = inputs[1].toTensorList();
     const std::lock_guard lock(s->mutex);
     for (size_t i = 0; i < dst.size() && i < src.size(); ++i) {
-      add_conversion(*s, op, dst[i], src[i]);
+      add_conversion(*s, op, frame.in_ampt, dst[i], src[i]);
     }
   }
-  // What runs inside an ampt operation is that operation's (one kernel on a GPU); a foreach
-  // copy's per-tensor copies on a CPU were counted with it.
-  if ((is_ampt(name) && t.frames.size() == 1) || name == "aten::_foreach_copy_") ++t.skip;
   return nullptr;
 }
 
@@ -140,7 +157,6 @@ void on_function_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (t.frames.empty() || is_node_wrapper(fn.name())) return;
   const Frame frame = t.frames.back();
   t.frames.pop_back();
-  if (t.skip > 0) --t.skip;
   if (s == nullptr) return;
   if (!t.frames.empty()) {
     t.frames.back().work = t.frames.back().work || frame.work;
@@ -185,12 +201,14 @@ std::string StepCensus::json() const {
   };
   return fmt::format(
       "{{\"step\": {}, \"operators\": {}, \"dtype_conversions\": {}, \"conversion_bytes\": {}, "
-      "\"parameter_conversions\": {}, \"host_syncs\": {}, \"autograd_nodes\": {}, "
-      "\"operator_calls\": {}, \"conversion_calls\": {}, \"sync_calls\": {}, \"node_calls\": {}}}",
+      "\"parameter_conversions\": {}, \"ampt_conversions\": {}, \"ampt_conversion_bytes\": {}, "
+      "\"ampt_parameter_conversions\": {}, "
+      "\"host_syncs\": {}, \"autograd_nodes\": {}, \"operator_calls\": {}, "
+      "\"conversion_calls\": {}, \"sync_calls\": {}, \"node_calls\": {}}}",
       counts.step, counts.operators, counts.conversions, counts.conversion_bytes,
-      counts.parameter_conversions, counts.host_syncs, counts.autograd_nodes,
-      object(operator_calls), object(conversion_calls), object(sync_calls),
-      object(node_calls));
+      counts.parameter_conversions, counts.ampt_conversions, counts.ampt_conversion_bytes,
+      counts.ampt_parameter_conversions, counts.host_syncs, counts.autograd_nodes, object(operator_calls), object(conversion_calls),
+      object(sync_calls), object(node_calls));
 }
 
 StepCensusRecorder::StepCensusRecorder(std::vector<torch::Tensor> parameters)
@@ -239,12 +257,14 @@ StepCensus StepCensusRecorder::end() {
   for (const auto handle : s.handles) at::removeCallback(handle);
   s.handles.clear();
   const std::lock_guard lock(s.mutex);
-  for (const auto& [dst, src] : s.converted) {
+  for (const auto& [dst, src, in_ampt] : s.converted) {
     const auto known = [&](const StorageRef& ref) {
       const auto* impl = ref._unsafe_get_target();
       return s.parameter_storage.contains(impl) || s.gradient_storage.contains(impl);
     };
-    if (known(dst) || known(src)) ++s.census.counts.parameter_conversions;
+    if (!known(dst) && !known(src)) continue;
+    ++s.census.counts.parameter_conversions;
+    if (in_ampt) ++s.census.counts.ampt_parameter_conversions;
   }
   s.converted.clear();
   return s.census;

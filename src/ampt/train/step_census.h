@@ -3,15 +3,19 @@
 // model would launch:
 // - operators: the outermost operator calls that do work (views, metadata and allocations apart;
 //   a composite like reshape counts when it copies), ampt's own fused operations (ampt::…)
-//   included, what happens inside any of them not counted again;
-// - dtype conversions: every copy between dtypes, wherever it happens (autocast's casts inside a
-//   matmul and a CPU kernel's casts of mixed-dtype inputs included, a number passed to an
-//   operator not), with the bytes read and written, and how many convert a parameter or a
-//   gradient on its way into a parameter;
+//   included, what happens inside any of them not counted again (an ampt:: operation is one
+//   kernel or one cuBLAS call on a GPU);
+// - dtype conversions: every copy between dtypes, at any depth (autocast's casts inside a
+//   matmul, a CPU kernel's casts of mixed-dtype inputs and the conversions inside ampt::
+//   operations included, a number passed to an operator not), with the bytes read and written,
+//   how many convert a parameter or a gradient (by storage), and apart, those inside ampt::
+//   operations, per operation: the optimizer writes the half working weights in its own pass
+//   (a second pass over them on a CPU), the fp32 weight-gradient GEMM adds a half product into
+//   an fp32 gradient;
 // - host synchronisations: calls that make a GPU wait for the host (item, nonzero, …) and copies
-//   to the host (ampt's own are marked ampt::copy_to_host, visible on a CPU run too);
+//   to the host (ampt's own are marked ampt::copy_to_host, visible on a CPU run too), outside
+//   ampt:: operations (a GPU kernel waits for nothing);
 // - autograd nodes: the backward nodes the engine ran.
-// Inside an ampt:: operation nothing is counted again: on a GPU it is one kernel.
 #pragma once
 
 #include "ampt/log/events.h"

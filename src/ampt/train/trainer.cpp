@@ -232,8 +232,15 @@ log::RunSummary Run::run(Clock::time_point started) {
     const auto eval = timed_evaluation(step);
     if (eval.batches > 0) summary.final_val_loss = eval.loss;
   }
-  // At the end, and on a stop request: the checkpoint a requeued job resumes from.
-  if (step > progress_.start_step) save_checkpoint(step, summary, /*final=*/true);
+  // At the end unless --save_final=false, and on a stop request always: the checkpoint a
+  // requeued job resumes from.
+  if (step > progress_.start_step) {
+    if (config_.save_final || summary.stop_signal != 0) {
+      save_checkpoint(step, summary, /*final=*/true);
+    } else {
+      summary.final_save_skipped = true;
+    }
+  }
   dist_.finish();
 
   const auto final_state = precision_.scaler().state();
