@@ -11,7 +11,7 @@ them the step census's operator count of each (benchmarks/census.py's rules).
     .venv/bin/python benchmarks/host_cost.py              # 5 rounds of 400 steps
     .venv/bin/python benchmarks/host_cost.py --rounds 7 --steps 600
 
-Writes benchmarks/results/host-cost-cpu-<date>.md. Not part of the tests.
+Writes benchmarks/results/host-cost-cpu-<date>-b<batch>x<seq_len>.md. Not part of the tests.
 """
 import argparse
 import datetime
@@ -83,7 +83,8 @@ def main():
         f"{eager_census['operators']} | {eager_census['autograd_nodes']} |",
         "", f"ampt ÷ eager: **{a / e:.2f}x** steps/s.",
     ]
-    out = ROOT / "benchmarks" / "results" / f"host-cost-cpu-{date}.md"
+    shape = f"b{args.batch_size}x{args.seq_len}"
+    out = ROOT / "benchmarks" / "results" / f"host-cost-cpu-{date}-{shape}.md"
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"wrote {out.relative_to(ROOT)}")

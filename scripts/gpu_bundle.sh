@@ -16,7 +16,8 @@ trap 'rm -rf "$stage"' EXIT
 rel=${build#"$root"/}
 (cd "$build" && find . -name '*.cmake' -not -path '*/CMakeFiles/*' -print0 |
   xargs -0 cp --parents -t "$stage") 
-for bin in ampt ampt_tokenize_bench tests/ampt_core_tests tests/ampt_torch_tests tests/ampt_slurm_tests; do
+for bin in ampt ampt_tokenize_bench tests/ampt_core_tests tests/ampt_torch_tests tests/ampt_slurm_tests \
+           tests/ampt_skip_probe; do
   [[ -f $build/$bin ]] || continue
   mkdir -p "$stage/$(dirname "$bin")"
   strip -o "$stage/$bin" "$build/$bin"

@@ -17,6 +17,9 @@ struct DataSpec {
   Task task = Task::classification;
   std::vector<int64_t> sample_shape;  // one input: {features}, {channels, height, width}, {block_size}
   int64_t classes = 0;                // classes, or the vocabulary size of a language model
+  // False where targets may be kIgnoredTarget (document_examples.h: padding, unscored prompts),
+  // so that micro-batches score different numbers of targets.
+  bool every_target_scored = true;
 };
 
 class Dataset {

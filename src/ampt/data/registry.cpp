@@ -175,15 +175,17 @@ DataSplits open_tokens(const std::string& path, const Config& config,
                        const SampleRequest& request) {
   const auto paths = token_paths(path);
   auto train = open_token_shards(paths.train, request, config);
+  auto spec = token_spec(request);
+  spec.every_target_scored = train.instruction == nullptr;
   DataSplits splits;
   std::string val_summary;
   if (paths.val.empty()) {
-    splits = train.instruction ? held_out_examples(*train.instruction, token_spec(request), config)
-                               : held_out(train.windows, token_spec(request), config);
+    splits = train.instruction ? held_out_examples(*train.instruction, spec, config)
+                               : held_out(train.windows, spec, config);
     val_summary = fmt::format("val: {} held out", config.val_fraction);
   } else {
     auto val = open_token_shards(paths.val, request, config);
-    splits = {token_spec(request), train.windows, val.windows, ""};
+    splits = {spec, train.windows, val.windows, ""};
     val_summary = "val: " + val.summary;
   }
   splits.description = fmt::format(

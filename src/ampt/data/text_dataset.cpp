@@ -207,7 +207,9 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
         corpus.instruction ? std::nullopt : corpus.separator, corpus.pad, request.vocab_size,
         std::move(corpus.masks), packed);
     const ExampleCounts counts = examples->counts();
-    splits = held_out_examples(*examples, data_spec, config);
+    auto padded_spec = data_spec;
+    padded_spec.every_target_scored = false;
+    splits = held_out_examples(*examples, padded_spec, config);
     std::string cut;
     if (counts.dropped > 0) {
       cut += fmt::format(", {} dropped (nothing to predict{})", counts.dropped,

@@ -209,6 +209,7 @@ void Run::set_up_speed_features() {
     const kernels::TargetCheckScope deferred(&target_check_);
     return loss_of(batch, nullptr);
   };
+  parts.every_target_scored = splits_.spec.every_target_scored;
   parts.parameters = parameters_;
   parts.scaler = &precision_.scaler();
   state_->step_parts(parts);

@@ -62,20 +62,25 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   // instruction data (answers of any length): weighted by that number over the step's total, the
   // update is the same however the step's examples are split into micro-batches and ranks (what
   // transformers' num_items_in_batch does). Counted on the device, so no step waits for the host.
+  // Where every target is scored that weight is the micro-batch count, known without counting.
   std::vector<torch::Tensor> scored;
-  for (const auto& batch : micro_batches) {
-    scored.push_back(batch.targets.ne(kernels::kIgnoreIndex).sum());
+  torch::Tensor total;
+  if (!parts_.every_target_scored) {
+    for (const auto& batch : micro_batches) {
+      scored.push_back(batch.targets.ne(kernels::kIgnoreIndex).sum());
+    }
+    total = scored.size() == 1 ? scored.front().clone() : at::stack(scored).sum();
+    if (parts_.scored_over_ranks) parts_.scored_over_ranks(total);
   }
-  auto total = scored.size() == 1 ? scored.front().clone() : at::stack(scored).sum();
-  if (parts_.scored_over_ranks) parts_.scored_over_ranks(total);
   for (size_t m = 0; m < micro_batches.size(); ++m) {
     StepPhase forward("ampt::forward");
     const auto loss = parts_.loss(micro_batches[m]);
     // total / (scored × ranks): exactly the micro-batch count when every micro-batch scores as
-    // many targets, so text data divides as it always has. The gradient sync's mean over ranks
-    // makes the weights sum to one.
-    const auto share = total.div(parts_.ranks > 1 ? scored[m] * parts_.ranks : scored[m]);
-    const auto weighted = loss / share;
+    // many targets. The gradient sync's mean over ranks makes the weights sum to one.
+    const auto weighted =
+        parts_.every_target_scored
+            ? loss / static_cast<double>(micro_batches.size())
+            : loss / total.div(parts_.ranks > 1 ? scored[m] * parts_.ranks : scored[m]);
     result.loss = result.loss.defined() ? result.loss.add_(weighted.detach())
                                         : weighted.detach().clone();
     forward.end();

@@ -44,6 +44,9 @@ struct StepParts {
   // place, and `ranks` is what the gradient sync divides the gradients by.
   std::function<void(torch::Tensor& scored)> scored_over_ranks;
   int64_t ranks = 1;
+  // Every target of every batch is scored (data::DataSpec): each micro-batch's share of the step
+  // is then one over their number, with nothing to count or sum over the ranks.
+  bool every_target_scored = false;
   // Optional: told each step's gradients once backward has made them (--profile's census).
   std::function<void(const std::vector<torch::Tensor>& gradients)> gradients_ready;
   std::function<void(torch::Tensor& found_inf)> agree_found_inf;
