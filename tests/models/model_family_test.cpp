@@ -12,6 +12,7 @@ using ampt::models::family_of;
 using ampt::models::find_family;
 using ampt::models::model_families;
 using ampt::models::model_names;
+using ampt::models::transformer_model_kinds;
 
 TEST_CASE("model families: --model takes exactly the families and their presets, in order",
           "[models][family]") {
@@ -65,4 +66,11 @@ TEST_CASE("model families: what each family lets the rest of ampt do", "[models]
     CHECK((request.form == ampt::data::SampleRequest::Form::tokens) == family.language_model);
     CHECK(family.memory_dims(config, {}, 0).name == family.name);
   }
+}
+
+TEST_CASE("model families: the kinds built of transformer blocks, from the table",
+          "[models][family]") {
+  // What zero_stage 3's refusal offers instead of an MLP or a CNN.
+  CHECK(transformer_model_kinds() ==
+        std::vector<std::string>{"gpt", "llama", "mistral", "qwen2", "qwen3"});
 }

@@ -24,6 +24,19 @@ std::vector<std::string> model_names() {
   return names;
 }
 
+std::vector<std::string> transformer_model_kinds() {
+  std::vector<std::string> kinds;
+  const auto add = [&kinds](const std::string& kind) {
+    if (std::ranges::find(kinds, kind) == kinds.end()) kinds.push_back(kind);
+  };
+  for (const auto& family : model_families()) {
+    if (!family.transformer_blocks) continue;
+    add(family.name);
+    for (const auto& [type, model] : family.hf_model_types) add(model);
+  }
+  return kinds;
+}
+
 const ModelFamily* find_family(std::string_view model) {
   for (const auto& family : model_families()) {
     if (family.name == model || std::ranges::find(family.presets, model) != family.presets.end()) {

@@ -90,6 +90,10 @@ const std::vector<ModelFamily>& model_families();
 // Every --model value: each family's name, then its presets.
 std::vector<std::string> model_names();
 
+// The model kinds built of transformer blocks: each such family's name and the models it loads
+// from Hugging Face ("gpt", "llama", "mistral", ...), for messages where blocks are needed.
+std::vector<std::string> transformer_model_kinds();
+
 // The family --model `model` builds, or nullptr.
 const ModelFamily* find_family(std::string_view model);
 

@@ -4,6 +4,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/distributed/sharded_parameters.h"
 #include "ampt/models/linear.h"
+#include "ampt/models/model_family.h"
 #include "ampt/precision/placeholder.h"
 #include "ampt/train/block_gather.h"
 #include "ampt/train/zero_optimizer.h"
@@ -281,10 +282,13 @@ void check_train_state(const TrainStateParts& parts) {
   // would fail once launched on several ranks.
   if (config.zero_stage != 3) return;
   if (parts.model.layers.blocks.empty() || !parts.model.set_block_hooks) {
+    auto kinds = models::transformer_model_kinds();
+    const auto last = kinds.back();
+    kinds.pop_back();
     throw UsageError(fmt::format(
         "zero_stage 3 gathers a model's weights block by block, and model {} has no transformer "
-        "blocks to hook: use zero_stage 2, or a gpt, llama, qwen2, qwen3 or mistral model",
-        config.model));
+        "blocks to hook: use zero_stage 2, or a {} or {} model",
+        config.model, fmt::join(kinds, ", "), last));
   }
 }
 

@@ -238,6 +238,8 @@ log::RunSummary Run::run(Clock::time_point started) {
     if (config_.save_final || summary.stop_signal != 0) {
       save_checkpoint(step, summary, /*final=*/true);
     } else {
+      // The last save_every checkpoint may still be writing: it is the run's checkpoint.
+      checkpointer_.collect(/*wait=*/true, /*final=*/false, summary);
       summary.final_save_skipped = true;
     }
   }
