@@ -6,7 +6,10 @@
 #   scripts/gpu_session.sh bench [RUN.PY ARGS]  # benchmarks/run.py's GPU plan, within 480 s
 #   scripts/gpu_session.sh ARGS...  # any command, after the set-up (e.g. build/ampt train ...,
 #                                   # timeout 540 .venv/bin/python benchmarks/fp8_loss.py,
-#                                   # timeout 540 .venv/bin/python benchmarks/qlora_speed.py)
+#                                   # timeout 540 .venv/bin/python benchmarks/qlora_speed.py,
+#                                   # timeout 540 .venv/bin/python benchmarks/preference_speed.py
+#                                   #   --device cuda --layers 8 --hidden 1024 --intermediate 2816
+#                                   #   --heads 16 --kv_heads 4 --batch 8 --max_length 512)
 set -uo pipefail
 here=$(pwd)
 origin=$(sed -n 1p .gpu/origin)

@@ -217,3 +217,106 @@ TEST_CASE("chat data: tokenize_chats gives encode_chat's ids, in batches across 
   CHECK(ids == want_ids);
   CHECK(mask == want_mask);
 }
+
+namespace {
+
+// Every id and mask byte tokenize_chats writes for `path`.
+std::pair<std::vector<int32_t>, std::vector<uint8_t>> tokenized(const Tokenizer& tokenizer,
+                                                                const ChatTemplate& chat,
+                                                                const std::string& path) {
+  std::vector<int32_t> ids;
+  std::vector<uint8_t> mask;
+  tokenize_chats(tokenizer, chat, {path}, {}, [&](std::span<const int32_t> i, std::span<const uint8_t> m) {
+    ids.insert(ids.end(), i.begin(), i.end());
+    mask.insert(mask.end(), m.begin(), m.end());
+  });
+  return {ids, mask};
+}
+
+}  // namespace
+
+TEST_CASE("chat data: a preference record is its chosen example, then its rejected one, marked",
+          "[text][chat][preference]") {
+  const auto dir = make_temp_dir();
+  // Standard records (strings) are rendered plain, as TRL trains on them, whatever template the
+  // tokenizer has: the prompt, the answer, the EOS scored after it.
+  const auto tokenizer = byte_tokenizer(kChatMl);
+  write_file(dir + "/p.jsonl", R"({"prompt": "Hi?", "chosen": " Yes", "rejected": " No"})" "\n");
+  CHECK(preference_form({dir + "/p.jsonl"}, InputFormat::by_extension) == PreferenceForm::standard);
+  CHECK(holds_chat_records({dir + "/p.jsonl"}, InputFormat::by_extension, "text"));
+  const auto [ids, mask] = tokenized(tokenizer, plain_chat_template(tokenizer), dir + "/p.jsonl");
+  Expected chosen;
+  chosen.text("Hi?").text(" Yes", true).add(256, true);
+  Expected rejected;
+  rejected.text("Hi?").text(" No", true).add(256, true);
+  for (auto& bits : rejected.mask) bits |= kRejectedExample;
+  auto want_ids = chosen.ids;
+  want_ids.insert(want_ids.end(), rejected.ids.begin(), rejected.ids.end());
+  auto want_mask = chosen.mask;
+  want_mask.insert(want_mask.end(), rejected.mask.begin(), rejected.mask.end());
+  CHECK(ids == want_ids);
+  CHECK(mask == want_mask);
+
+  // Conversational records go through the chat template, the prompt's turns ending in the
+  // assistant's prefix (TRL's add_generation_prompt) and each answer's turn scored.
+  write_file(dir + "/c.jsonl",
+             R"({"prompt": [{"role": "user", "content": "Hi?"}], )"
+             R"("chosen": [{"role": "assistant", "content": "Yes"}], )"
+             R"("rejected": [{"role": "assistant", "content": "No"}]})" "\n");
+  CHECK(preference_form({dir + "/c.jsonl"}, InputFormat::by_extension) ==
+        PreferenceForm::conversational);
+  const auto chat = builtin_chat_template(tokenizer);
+  const auto [chat_ids, chat_mask] = tokenized(tokenizer, chat, dir + "/c.jsonl");
+  std::vector<int32_t> want_chat;
+  std::vector<uint8_t> want_chat_mask;
+  encode_chat(tokenizer, chat, {{Role::user, "Hi?"}, {Role::assistant, "Yes"}}, want_chat, want_chat_mask);
+  const auto chosen_end = want_chat.size();
+  encode_chat(tokenizer, chat, {{Role::user, "Hi?"}, {Role::assistant, "No"}}, want_chat, want_chat_mask);
+  for (auto i = chosen_end; i < want_chat_mask.size(); ++i) want_chat_mask[i] |= kRejectedExample;
+  CHECK(chat_ids == want_chat);
+  CHECK(chat_mask == want_chat_mask);
+}
+
+TEST_CASE("chat data: a bad preference record is one line naming its file, line and field",
+          "[text][chat][preference][errors]") {
+  const auto dir = make_temp_dir();
+  const auto tokenizer = byte_tokenizer(kChatMl);
+  const auto chat = builtin_chat_template(tokenizer);
+  const std::string path = dir + "/prefs.jsonl";
+  const auto error = [&](const std::string& first, const std::string& record,
+                         const std::string& message) {
+    INFO(record);
+    write_file(path, first + "\n" + record + "\n");
+    CHECK_THROWS_WITH(tokenize_chats(tokenizer, chat, {path}, {}, [](auto, auto) {}),
+                      path + ": line 2: " + message);
+  };
+  const std::string standard = R"({"prompt": "a", "chosen": "b", "rejected": "c"})";
+  const std::string conversational =
+      R"({"prompt": [{"role": "user", "content": "a"}], "chosen": [{"role": "assistant", )"
+      R"("content": "b"}], "rejected": [{"role": "assistant", "content": "c"}]})";
+  error(standard, R"({"prompt": "a", "chosen": "b"})",
+        "no \"rejected\": a preference record has \"prompt\", \"chosen\" and \"rejected\"");
+  error(standard, R"({"prompt": "a", "chosen": 2, "rejected": "c"})",
+        "\"chosen\" is a number: expected a string");
+  error(standard, R"({"prompt": "a", "completion": "b"})",
+        "an instruction record after a standard preference record (strings): the data holds one "
+        "kind, as its first record says");
+  error(standard, conversational,
+        "a conversational preference record (messages) after a standard preference record "
+        "(strings): the data holds one kind, as its first record says");
+  error(conversational,
+        R"({"prompt": [{"role": "user", "content": "a"}], "chosen": [{"role": "user", )"
+        R"("content": "b"}], "rejected": [{"role": "assistant", "content": "c"}]})",
+        "\"chosen\" holds no assistant turn: expected the assistant's answer, e.g. "
+        "[{\"role\": \"assistant\", \"content\": \"...\"}]");
+  error(conversational,
+        R"({"prompt": [{"role": "user", "content": "a"}], "chosen": "b", )"
+        R"("rejected": [{"role": "assistant", "content": "c"}]})",
+        "\"chosen\" is a string: a conversational preference record's answers are lists holding "
+        "the assistant turn");
+  error(conversational,
+        R"({"prompt": [{"role": "user", "content": "a"}], "chosen": [], )"
+        R"("rejected": [{"role": "assistant", "content": "c"}]})",
+        "\"chosen\" is an empty list: a conversational preference record's answers are lists "
+        "holding the assistant turn");
+}

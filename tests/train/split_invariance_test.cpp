@@ -10,6 +10,7 @@
 #include "distributed/rank_processes.h"
 #include "support/json_field.h"
 #include "support/process.h"
+#include "support/skip.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -57,11 +59,16 @@ std::string write_instruction_shard(const std::string& dir) {
   return shard;
 }
 
-std::vector<std::string> sft_args(const std::string& shard, const std::string& out,
+// The data flags of the instruction shard at `shard`.
+std::vector<std::string> shard_data(const std::string& shard) {
+  return {"--dataset", "tokens:" + shard, "--vocab_size", "64"};
+}
+
+std::vector<std::string> sft_args(const std::vector<std::string>& data, const std::string& out,
                                   std::vector<std::string> extra) {
   std::vector<std::string> args{
-      "train", "--dataset", "tokens:" + shard, "--model", "gpt", "--n_layer", "1",
-      "--n_embd", "32", "--n_head", "2", "--block_size", "48", "--vocab_size", "64",
+      "train", "--model", "gpt", "--n_layer", "1",
+      "--n_embd", "32", "--n_head", "2", "--block_size", "48",
       "--mixed_precision", "no", "--device", "cpu", "--lr", "1e-2", "--warmup_steps", "0",
       "--max_steps", "6", "--log_every", "1", "--loader_workers", "0", "--val_fraction", "0",
       "--seed", "5", "--packing=false", "--dist_timeout", "30", "--output_dir", out,
@@ -71,15 +78,16 @@ std::vector<std::string> sft_args(const std::string& shard, const std::string& o
       // the default 1e-8 its noise alone set splits 7e-4 of the largest change apart (and 1e-4
       // still 8e-6). eps 1e-3 damps the updates of gradients below it, the rest stay Adam's.
       "--adam_eps", "1e-3"};
+  args.insert(args.end(), data.begin(), data.end());
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
 
 // Trains on `world` processes (1: a plain process) and returns the final checkpoint's path: a
 // file, or ZeRO's directory of shards.
-std::string train(const std::string& shard, const std::string& out, int world,
+std::string train(const std::vector<std::string>& data, const std::string& out, int world,
                   const std::vector<std::string>& extra) {
-  auto args = sft_args(shard, out, extra);
+  auto args = sft_args(data, out, extra);
   if (world == 1) {
     const auto run = run_ampt(args);
     INFO(run.out << run.err);
@@ -120,10 +128,13 @@ struct Split {
 };
 
 // Every split's weights after six steps, and its losses, against batch 4's: within 1e-5 of the
-// largest change any weight made.
-void check_splits(const std::vector<std::string>& common, const std::vector<Split>& splits) {
+// largest change any weight made. `data` writes the data into a directory and returns its flags
+// (the instruction shard's by default).
+void check_splits(const std::vector<std::string>& common, const std::vector<Split>& splits,
+                  const std::function<std::vector<std::string>(const std::string&)>& data =
+                      [](const std::string& dir) { return shard_data(write_instruction_shard(dir)); }) {
   const auto dir = make_temp_dir();
-  const auto shard = write_instruction_shard(dir);
+  const auto shard = data(dir);
   auto with = [&](std::vector<std::string> flags) {
     flags.insert(flags.end(), common.begin(), common.end());
     return flags;
@@ -171,7 +182,7 @@ TEST_CASE("split invariance: LoRA's adapters make the same fp32 updates whatever
 TEST_CASE("split invariance: the val loss of a split does not depend on --eval_batch_size",
           "[train][sft][cli]") {
   const auto dir = make_temp_dir();
-  const auto shard = write_instruction_shard(dir);
+  const auto shard = shard_data(write_instruction_shard(dir));
   std::vector<double> val_losses;
   // 12 held-out examples in batches of 12, 5 (the last of 2) and 3.
   for (const std::string size : {"12", "5", "3"}) {
@@ -200,4 +211,37 @@ TEST_CASE("split invariance: packed examples under ZeRO-3 with activation checkp
   check_splits({"--packing=true", "--lora_rank", "4", "--lora_targets", "c_attn,c_proj"},
                {{"2 ranks x batch 2, activation checkpointing", 2,
                  {"--batch_size", "2", "--grad_ckpt"}}});
+}
+
+// A preference objective's loss is the mean over the step's pairs: 24 pairs whose answers run
+// from 1 to 30 words, packed into windows that hold 1 to several pairs each, so that a mean per
+// micro-batch would weigh a window's pairs by how many share it. beta 0.02 keeps DPO's loss away
+// from 0, where its fp32 rounding would be most of it.
+TEST_CASE("split invariance: dpo's batch 4, batch 1 x 4 accumulation and 2 ranks x 2 (ZeRO 0, 2) "
+          "make the same fp32 updates from preference pairs",
+          "[train][preference][dist][cli]") {
+  const std::string ranks = AMPT_SOURCE_DIR "/.deps/gpt2.tiktoken";
+  if (!std::filesystem::exists(ranks)) {
+    AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
+  }
+  const auto pairs = [&](const std::string& dir) {
+    std::string records;
+    for (int i = 0; i < 24; ++i) {
+      std::string chosen;
+      std::string rejected;
+      for (int w = 0; w < 1 + (i * 7) % 30; ++w) chosen += fmt::format(" yes{}", w % 5);
+      for (int w = 0; w < 1 + (i * 11) % 30; ++w) rejected += fmt::format(" no{}", w % 3);
+      records += fmt::format(R"({{"prompt": "Question {}?", "chosen": "{}", "rejected": "{}"}})"
+                             "\n",
+                             i, chosen, rejected);
+    }
+    write_file(dir + "/prefs.jsonl", records);
+    return std::vector<std::string>{"--dataset", "jsonl:" + dir + "/prefs.jsonl", "--tokenizer",
+                                    ranks, "--vocab_size", "50257", "--objective", "dpo",
+                                    "--beta", "0.02"};
+  };
+  check_splits({}, {{"batch 1 x accumulation 4", 1, {"--batch_size", "1", "--grad_accum_steps", "4"}},
+                    {"2 ranks x batch 2", 2, {"--batch_size", "2"}},
+                    {"2 ranks x batch 2, ZeRO-2", 2, {"--batch_size", "2", "--zero_stage", "2"}}},
+               pairs);
 }

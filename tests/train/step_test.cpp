@@ -111,10 +111,12 @@ TEST_CASE("cuda_graphs: graphed steps equal eager steps on a GPU", "[train][step
       s.overflows = torch::zeros({}, torch::dtype(torch::kFloat32).device(device));
       ampt::train::StepParts parts;
       auto net = s.net;
-      parts.loss = [net, precision](const ampt::data::Batch& b) mutable {
-        ampt::precision::AutocastGuard autocast(c10::kCUDA, precision, precision != c10::kFloat);
-        return torch::nn::functional::cross_entropy(net->forward(b.inputs), b.targets);
-      };
+      parts.objective = ampt::train::token_cross_entropy(
+          [net, precision](const ampt::data::Batch& b) mutable {
+            ampt::precision::AutocastGuard autocast(c10::kCUDA, precision, precision != c10::kFloat);
+            return torch::nn::functional::cross_entropy(net->forward(b.inputs), b.targets);
+          },
+          /*every_target_scored=*/false);
       parts.parameters = s.net->parameters();
       parts.scaler = s.scaler.get();
       parts.optimizer = s.optimizer.get();
@@ -161,7 +163,9 @@ TEST_CASE("an unscaled step skips a non-finite gradient as a scaled one does", "
     options.init_scale = 4.0;
     ampt::precision::LossScaler scaler(options, torch::kCPU);
     ampt::train::StepParts parts;
-    parts.loss = [&](const ampt::data::Batch& batch) { return (w * batch.inputs).sum() + b.sum(); };
+    parts.objective = ampt::train::token_cross_entropy(
+        [&](const ampt::data::Batch& batch) { return (w * batch.inputs).sum() + b.sum(); },
+        /*every_target_scored=*/false);
     parts.parameters = {w, b};
     parts.scaler = &scaler;
     parts.optimizer = optimizer.get();

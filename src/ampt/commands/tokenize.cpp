@@ -13,6 +13,7 @@
 
 #include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -86,9 +87,10 @@ int run_tokenize(const std::vector<std::string>& args, const Environment&) {
   }
   std::optional<text::ChatTemplate> chat;
   if (text::holds_chat_records(inputs, options.format, options.text_field)) {
-    chat = result.count("chat_template") != 0
-               ? text::read_chat_template(result["chat_template"].as<std::string>())
-               : text::builtin_chat_template(tokenizer);
+    chat = text::records_template(
+        inputs, options.format, tokenizer,
+        result.count("chat_template") != 0 ? result["chat_template"].as<std::string>() : "",
+        fmt::format("{}", fmt::join(inputs, ", ")));
   } else if (result.count("chat_template") != 0) {
     throw UsageError("--chat_template renders instruction records (\"prompt\"/\"completion\" or "
                      "\"messages\"), but the first JSON Lines record is a document");

@@ -24,6 +24,9 @@ enum class ParamDtype { auto_select, fp32, bf16, fp16 };
 enum class BaseDtype { auto_select, nf4, int8, fp8, bf16, fp16 };
 // A feature on, off, or decided by the run on its device (auto).
 enum class AutoSwitch { auto_select, on, off };
+// What training minimises: token cross-entropy (pretraining, SFT), or a preference loss over
+// chosen/rejected pairs (train/objective.h).
+enum class Objective { lm, dpo, ipo, simpo, orpo };
 
 struct Config {
   // run
@@ -117,6 +120,17 @@ struct Config {
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
   double adam_eps = 1e-8;
+  Objective objective = Objective::lm;
+  // Preference objectives (TRL's names and defaults): beta scales the log-ratios (dpo, ipo,
+  // simpo); label_smoothing is cDPO's assumed share of flipped labels (dpo, simpo); simpo's target
+  // margin; orpo's weight of the odds-ratio term beside the chosen answer's NLL.
+  double beta = 0.1;
+  double label_smoothing = 0.0;
+  double simpo_gamma = 0.5;
+  double orpo_lambda = 0.1;
+  // dpo, ipo: the reference model's log-probabilities of every pair, computed in one pass before
+  // training instead of a reference forward per step (no reference model while training).
+  bool precompute_ref_logps = false;
 
   // model
   int64_t mlp_hidden = 256;

@@ -46,6 +46,15 @@ struct EnumNames<OptimizerKind> {
 };
 
 template <>
+struct EnumNames<Objective> {
+  static constexpr Spellings<Objective, 5> values{{{"lm", Objective::lm},
+                                                   {"dpo", Objective::dpo},
+                                                   {"ipo", Objective::ipo},
+                                                   {"simpo", Objective::simpo},
+                                                   {"orpo", Objective::orpo}}};
+};
+
+template <>
 struct EnumNames<Sampling> {
   static constexpr Spellings<Sampling, 2> values{
       {{"random", Sampling::random}, {"sequential", Sampling::sequential}}};

@@ -218,6 +218,26 @@ std::vector<Option> build_table() {
       float_option("adam_eps", "training.adam_eps", &C::adam_eps, positive,
                    "AdamW denominator epsilon"),
 
+      enum_option("objective", "training.objective", &C::objective,
+                  "What training minimises: lm = token cross-entropy (pretraining, SFT); on "
+                  "preference records (prompt, chosen, rejected): dpo (DPO's sigmoid loss), ipo, "
+                  "simpo (reference-free, length-normalised) or orpo (odds ratio plus the chosen "
+                  "answer's NLL), as TRL computes them"),
+      float_option("beta", "preference.beta", &C::beta, positive,
+                   "dpo, ipo, simpo: the scale of the log-probability ratios (TRL's beta)"),
+      float_option("label_smoothing", "preference.label_smoothing", &C::label_smoothing,
+                   Range::interval(0, true, 0.5, false),
+                   "dpo, simpo: the assumed share of pairs whose labels are flipped (cDPO)"),
+      float_option("simpo_gamma", "preference.simpo_gamma", &C::simpo_gamma, at_least_0,
+                   "simpo: the target reward margin"),
+      float_option("orpo_lambda", "preference.orpo_lambda", &C::orpo_lambda, positive,
+                   "orpo: the weight of the odds-ratio term beside the chosen answer's NLL (TRL's "
+                   "beta)"),
+      bool_option("precompute_ref_logps", "preference.precompute_ref_logps",
+                  &C::precompute_ref_logps,
+                  "dpo, ipo: the reference model's log-probabilities of every pair in one pass "
+                  "before training, none of its forwards while training"),
+
       // model
       catalog_option("model", "model.name", &C::model, &Catalog::models, "MODEL",
                      "Model architecture; the gpt*, llama*, qwen* and mistral* presets fix the "

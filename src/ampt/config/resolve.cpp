@@ -1,5 +1,6 @@
 #include "ampt/config/resolve.h"
 
+#include "ampt/config/enum_names.h"
 #include "ampt/config/options.h"
 #include "ampt/config/precision_schedule.h"
 #include "ampt/config/readers.h"
@@ -134,6 +135,32 @@ void apply_target_batch(Config& config, std::vector<Source>& sources) {
   accum = target;
 }
 
+// A preference loss's option given for another objective is a mistake worth one line, not a
+// setting silently unused.
+void check_objective_options(const Config& config, const std::vector<Source>& sources) {
+  using O = Objective;
+  struct Owned {
+    const char* option;
+    std::vector<O> objectives;
+    const char* owners;
+  };
+  const Owned owned[] = {{"beta", {O::dpo, O::ipo, O::simpo}, "dpo, ipo and simpo"},
+                         {"label_smoothing", {O::dpo, O::simpo}, "dpo and simpo"},
+                         {"simpo_gamma", {O::simpo}, "simpo"},
+                         {"orpo_lambda", {O::orpo}, "orpo"},
+                         {"precompute_ref_logps", {O::dpo, O::ipo}, "dpo and ipo"}};
+  for (const auto& [option, objectives, owners] : owned) {
+    const Source& source = sources[index_of(*find_option(option))];
+    if (source.kind == Source::Kind::default_value) continue;
+    if (std::ranges::find(objectives, config.objective) != objectives.end()) continue;
+    throw UsageError(fmt::format("{} ({}) is an option of the {} objective{}, and this run's "
+                                 "objective is {}: drop it or set --objective",
+                                 option, describe(source), owners,
+                                 objectives.size() == 1 ? "" : "s",
+                                 to_string(config.objective)));
+  }
+}
+
 }  // namespace
 
 Resolved::Resolved(Config config, std::vector<Source> sources)
@@ -164,6 +191,7 @@ Resolved resolve(const std::vector<std::string>& args,
   }
   config.launch = parse_launch(env);
   apply_target_batch(config, sources);
+  check_objective_options(config, sources);
   config.hf_hub_cache = hf_hub_cache(env);
   check_catalog_choices(config, sources, catalog);
   apply_adapter(config, sources, catalog);

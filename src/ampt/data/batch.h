@@ -17,6 +17,13 @@ struct Batch {
   // positions starts in the flattened [B·T] batch, then B·T (FlashAttention's cu_seqlens).
   // Counted where the batch is made, so that its size is known without asking the device.
   torch::Tensor starts;
+  // Packed preference pairs (preference_pairs.h): [pairs, 2] int64, the runs of positions (in
+  // the order of `starts`) that hold each pair's chosen and rejected sequence. Undefined
+  // otherwise; padded pairs are rows, the chosen half first.
+  torch::Tensor pair_runs;
+  // Preference pairs: [pairs] int64, each pair's index among all the data's pairs (train and
+  // validation), in the batch's order of pairs.
+  torch::Tensor pair_ids;
 };
 
 // The cumulative lengths of `positions` [B, T] on the host (Batch::starts).

@@ -24,9 +24,18 @@ DataSplits held_out(std::shared_ptr<const Dataset> all, DataSpec spec, const con
 
 DataSplits held_out_examples(const DocumentExamples& all, DataSpec spec,
                              const config::Config& config) {
-  const auto split = split_indices(all.counts().examples, config.val_fraction, split_seed(config));
-  return {std::move(spec), all.select(split.train),
-          split.val.empty() ? nullptr : all.select(split.val), ""};
+  return held_out_items(
+      all.counts().examples,
+      [&](const std::vector<int64_t>& examples) { return all.select(examples); }, std::move(spec),
+      config);
+}
+
+DataSplits held_out_items(
+    int64_t items,
+    const std::function<std::shared_ptr<const Dataset>(const std::vector<int64_t>&)>& select,
+    DataSpec spec, const config::Config& config) {
+  const auto split = split_indices(items, config.val_fraction, split_seed(config));
+  return {std::move(spec), select(split.train), split.val.empty() ? nullptr : select(split.val), ""};
 }
 
 std::string human_count(int64_t n) {

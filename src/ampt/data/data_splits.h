@@ -7,6 +7,7 @@
 #include "ampt/data/document_examples.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,6 +27,11 @@ DataSplits held_out(std::shared_ptr<const Dataset> all, DataSpec spec, const con
 // held-out examples fill windows, never which they are.
 DataSplits held_out_examples(const DocumentExamples& all, DataSpec spec,
                              const config::Config& config);
+// The same for any `items` (examples, preference pairs) that `select` makes a dataset of.
+DataSplits held_out_items(
+    int64_t items,
+    const std::function<std::shared_ptr<const Dataset>(const std::vector<int64_t>&)>& select,
+    DataSpec spec, const config::Config& config);
 
 // "950", "12.3K", "1.20M", "3.40B".
 std::string human_count(int64_t n);

@@ -20,6 +20,9 @@ struct DataSpec {
   // False where targets may be kIgnoredTarget (document_examples.h: padding, unscored prompts),
   // so that micro-batches score different numbers of targets.
   bool every_target_scored = true;
+  // Samples are preference pairs (preference_pairs.h): a batch of n is 2n rows, the n chosen
+  // sequences and then their n rejected ones.
+  bool preference = false;
 };
 
 class Dataset {

@@ -130,7 +130,7 @@ Batch Loader::gather(int64_t ticket) {
   if (pin_) {
     const auto pinned = [](const torch::Tensor& t) { return t.defined() ? t.pin_memory() : t; };
     batch = {pinned(batch.inputs), pinned(batch.targets), pinned(batch.positions),
-             pinned(batch.starts)};
+             pinned(batch.starts), pinned(batch.pair_runs), pinned(batch.pair_ids)};
   }
   return batch;
 }
@@ -183,7 +183,7 @@ Batch Loader::next() {
     return t.defined() ? t.to(options_.device, /*non_blocking=*/true) : t;
   };
   return {moved(batch.inputs), moved(batch.targets), moved(batch.positions),
-          moved(batch.starts)};
+          moved(batch.starts), moved(batch.pair_runs), moved(batch.pair_ids)};
 }
 
 }  // namespace ampt::data

@@ -2,11 +2,13 @@
 
 #include "ampt/config/dataset_spec.h"
 #include "ampt/core/errors.h"
+#include "ampt/config/enum_names.h"
 #include "ampt/data/cifar.h"
 #include "ampt/data/document_examples.h"
 #include "ampt/data/idx.h"
 #include "ampt/data/input_files.h"
 #include "ampt/data/loss_mask.h"
+#include "ampt/data/preference_pairs.h"
 #include "ampt/data/run_tokenizer.h"
 #include "ampt/data/seed.h"
 #include "ampt/data/synthetic.h"
@@ -106,6 +108,8 @@ struct TokenShards {
   // DocumentExamples::packing_summary); empty for plain token windows.
   std::string examples;
   bool padded = false;  // one example per window
+  // Preference shards (masks marking rejected examples): their pairs; null otherwise.
+  std::shared_ptr<const PreferencePairs> pairs;
 };
 
 // Shards of instruction data (`ampt tokenize` on prompt/completion or messages records) have a
@@ -159,6 +163,12 @@ TokenShards open_token_shards(const std::vector<std::string>& paths, const Sampl
                                            request.vocab_size, separator),
             nullptr, summary + (separator ? ", documents masked from each other" : "")};
   }
+  if (std::ranges::any_of(masks, holds_pairs)) {
+    auto pairs = std::make_shared<PreferencePairs>(std::move(spans), std::move(masks),
+                                                   request.block_size, 0, request.vocab_size,
+                                                   config.packing);
+    return {pairs, nullptr, summary, "", !config.packing, pairs};
+  }
   if (config.train_on_prompt) masks.clear();
   const auto packed = std::make_shared<DocumentExamples>(
       std::move(spans), examples, request.block_size, std::nullopt, 0, request.vocab_size,
@@ -175,6 +185,22 @@ DataSplits open_tokens(const std::string& path, const Config& config,
                        const SampleRequest& request) {
   const auto paths = token_paths(path);
   auto train = open_token_shards(paths.train, request, config);
+  require_objective_for(config, train.pairs != nullptr,
+                        train.instruction ? "instruction examples" : "token windows");
+  if (train.pairs) {
+    std::shared_ptr<const PreferencePairs> val;
+    if (!paths.val.empty()) {
+      val = open_token_shards(paths.val, request, config).pairs;
+      if (!val) {
+        throw RuntimeError(fmt::format("tokens:{}: the training shards hold preference pairs and "
+                                       "the validation shards do not",
+                                       path));
+      }
+    }
+    auto splits = pair_splits(train.pairs, val, request.block_size, request.vocab_size, config);
+    splits.description = fmt::format("tokens:{}: {}; {}", path, train.summary, splits.description);
+    return splits;
+  }
   auto spec = token_spec(request);
   spec.every_target_scored = train.instruction == nullptr;
   DataSplits splits;
@@ -279,6 +305,14 @@ DataSplits open_dataset(const Config& config, const SampleRequest& request,
         "--document_mask keeps the documents of text:, jsonl: or tokens: data apart; dataset "
         "'{}' has no documents: drop --document_mask",
         config.dataset));
+  }
+  // jsonl: data and tokens: shards say for themselves whether they hold preference records.
+  if (config.objective != config::Objective::lm && spec->kind != config::DatasetKind::jsonl &&
+      spec->kind != config::DatasetKind::tokens) {
+    throw UsageError(fmt::format(
+        "--objective {} learns from preference records (\"prompt\", \"chosen\", \"rejected\") "
+        "in jsonl: data or its tokens: shards, and dataset '{}' is neither",
+        config::to_string(config.objective), config.dataset));
   }
   switch (spec->kind) {
     case config::DatasetKind::synthetic: return open_synthetic(config, request);

@@ -4,6 +4,7 @@
 #include "ampt/data/document_examples.h"
 #include "ampt/data/input_files.h"
 #include "ampt/data/loss_mask.h"
+#include "ampt/data/preference_pairs.h"
 #include "ampt/data/run_tokenizer.h"
 #include "ampt/data/text_file.h"
 #include "ampt/data/text_shard.h"
@@ -31,6 +32,8 @@ struct Corpus {
   // say (none: every token).
   bool instruction = false;
   std::vector<TokenSpan> masks;
+  // Preference records: the mask that tells each pair's chosen and rejected examples apart.
+  std::optional<TokenSpan> preference_mask;
   std::optional<int32_t> separator;  // <|endoftext|>, when tokenized
   int64_t pad = 0;                   // the input id of padding (never scored)
   std::string summary;               // "3 documents, 1.2K tokens (...)"
@@ -117,9 +120,15 @@ Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string
     const TokenSpan mask = open_loss_mask(shard.mask, span);
     corpus.instruction = true;
     corpus.documents = mask_examples(mask, 0);
-    if (!config.train_on_prompt) corpus.masks.push_back(mask);
     documents = static_cast<int64_t>(corpus.documents.size());
     what = fmt::format("{} example", chat->name);
+    if (text::preference_form(files, options.format) != text::PreferenceForm::none) {
+      corpus.preference_mask = mask;
+      documents /= 2;
+      what = fmt::format("{} preference record", chat->name);
+    } else if (!config.train_on_prompt) {
+      corpus.masks.push_back(mask);
+    }
   } else if (config.packing) {
     documents = count_token(span, tokenizer.eot_id());
   } else {
@@ -165,8 +174,8 @@ std::optional<text::ChatTemplate> chat_template(const std::vector<std::string>& 
         "with --tokenizer, or fine-tune with --init_from",
         config.dataset));
   }
-  return config.chat_template.empty() ? text::builtin_chat_template(*tokenizer)
-                                      : text::read_chat_template(config.chat_template);
+  return text::records_template(files, text::InputFormat::json_lines, *tokenizer,
+                                config.chat_template, config.dataset);
 }
 
 }  // namespace
@@ -182,6 +191,17 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
                                         chat ? &*chat : nullptr)
                   : jsonl   ? jsonl_bytes(files, config.text_field, config.dataset)
                             : text_bytes(files);
+  require_objective_for(config, corpus.preference_mask.has_value(),
+                        corpus.instruction ? "instruction records" : "documents");
+  if (corpus.preference_mask) {
+    auto splits = pair_splits(std::make_shared<PreferencePairs>(
+                                  std::move(corpus.spans),
+                                  std::vector<TokenSpan>{*corpus.preference_mask}, length,
+                                  corpus.pad, request.vocab_size, config.packing),
+                              nullptr, length, request.vocab_size, config);
+    splits.description = fmt::format("{}: {}; {}", config.dataset, corpus.summary, splits.description);
+    return splits;
+  }
   const DataSpec data_spec{Task::language_model, {length}, request.vocab_size};
   DataSplits splits;
   std::string samples;

@@ -69,7 +69,8 @@ class DataParallel {
   // Rank 0's `flags` on every rank: a choice each rank made from its own measurements, made
   // one for all (`flags` itself in a single process).
   std::vector<bool> main_flags(const std::vector<bool>& flags, std::string_view what);
-  // The mean of a 0-dim tensor over ranks (a new tensor; `value` itself in a single process).
+  // The mean of a tensor over ranks, elementwise (a new tensor; `value` itself in a single
+  // process).
   at::Tensor mean(const at::Tensor& value);
   // value := its sum over ranks, in place, on its device (nothing in a single process).
   void sum(at::Tensor& value, std::string_view what);

@@ -34,6 +34,7 @@ void ConsoleReporter::on_start(const RunInfo& info) {
   log::info("[AMP] Device: {} ({})", info.device, info.device_reason);
   log::info("[AMP] Model: {} ({}), {} parameters", info.model, info.architecture, info.parameters);
   if (!info.lora.empty()) log::info("[LoRA] {}", info.lora);
+  if (!info.objective.empty()) log::info("[Objective] {}", info.objective);
   if (!info.pretrained.empty()) log::info("[AMP] Weights: pretrained, from {}", info.pretrained);
   log::info("[AMP] Data: {}", info.data_description);
   for (const auto& warning : info.warnings) log::warn("{}", warning);
@@ -92,8 +93,26 @@ void ConsoleReporter::on_start(const RunInfo& info) {
   if (!info.resume_note.empty()) log::info("[CKPT] {}", info.resume_note);
 }
 
+namespace {
+
+// "rewards/chosen 0.0123, rewards/rejected -0.0456, ...": an objective's figures.
+std::string figure_list(const std::vector<std::pair<std::string, double>>& figures) {
+  std::string out;
+  for (const auto& [name, value] : figures) {
+    out += fmt::format("{}{} {:.4f}", out.empty() ? "" : ", ", name, value);
+  }
+  return out;
+}
+
+}  // namespace
+
 void ConsoleReporter::on_eval(const EvalReport& r) {
   if (r.batches == 0) return;
+  if (!r.figures.empty()) {
+    log::info("eval step {} | val loss {:.4f} | {} ({} batches)", r.step, r.loss,
+              figure_list(r.figures), r.batches);
+    return;
+  }
   const auto quality = r.perplexity >= 0.0
                            ? fmt::format("val perplexity {:.3f}", r.perplexity)
                            : fmt::format("val accuracy {:.2f}%", 100.0 * r.accuracy);
@@ -158,6 +177,7 @@ void ConsoleReporter::on_step(const StepReport& r) {
             r.step, fmt::formatted_size("{}", r.total_steps), r.total_steps, r.epoch, r.loss,
             r.lr, r.grad_norm, throughput,
             r.mfu > 0.0 ? fmt::format(" | MFU {:.1f}%", 100.0 * r.mfu) : "");
+  if (!r.figures.empty()) log::info("[Preference] {}", figure_list(r.figures));
   std::string health;
   if (r.hysteresis >= 0) health += fmt::format(", Hysteresis: {}", r.hysteresis);
   if (r.grad_underflow >= 0.0) {
@@ -190,7 +210,12 @@ void ConsoleReporter::on_end(const RunSummary& s) {
   log::info("Skipped Steps:    {} of {}", s.skipped_steps, s.steps);
   if (s.loss_scaling) log::info("Loss Scale:       {:.1f} → {:.1f}", s.initial_scale, s.final_scale);
   if (s.final_val_loss >= 0.0) log::info("Final Val Loss:   {:.4f}", s.final_val_loss);
-  if (s.initial_val_loss >= 0.0 && s.final_val_loss >= 0.0 && language_model_) {
+  for (const auto& [name, value] : s.final_figures) {
+    if (name == "rewards/accuracies") log::info("Reward Accuracy:  {:.1f}%", 100.0 * value);
+    if (name == "rewards/margins") log::info("Reward Margin:    {:.4f}", value);
+  }
+  if (s.initial_val_loss >= 0.0 && s.final_val_loss >= 0.0 && language_model_ &&
+      s.final_figures.empty()) {
     log::info("Val Perplexity:   {:.2f} pretrained → {:.2f} after {} steps", std::exp(s.initial_val_loss),
               std::exp(s.final_val_loss), s.steps);
   }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ampt::log {
@@ -62,6 +63,9 @@ struct RunInfo {
   std::string zero;             // ZeRO's stage and bytes per parameter per rank; empty without
   // LoRA's adapters: rank, targets, trainable and frozen parameter counts; empty without.
   std::string lora;
+  // A preference objective: its loss, settings and reference model; empty for token
+  // cross-entropy.
+  std::string objective;
 };
 
 // The state at a logged optimizer step (values read from the device only on such steps).
@@ -85,6 +89,8 @@ struct StepReport {
   // Of this step's non-zero fp32 gradient values (scaled, as backward left them), the fraction
   // that become 0 in the half dtype; -1 when the run has no half dtype (fp32).
   double grad_underflow = -1.0;
+  // The objective's figures (preference runs: TRL's rewards/chosen, ...), means per pair.
+  std::vector<std::pair<std::string, double>> figures;
 };
 
 // A precision_schedule stage begins (before optimizer step `step` + 1).
@@ -109,6 +115,8 @@ struct EvalReport {
   double accuracy = -1.0;    // classifiers, in [0, 1]; -1 for language models
   double perplexity = -1.0;  // language models: exp(loss); -1 for classifiers
   int64_t batches = 0;
+  // The objective's figures on the validation split, as in StepReport.
+  std::vector<std::pair<std::string, double>> figures;
 };
 
 // A checkpoint save that has ended, written or not. Reported by the training thread once the
@@ -148,6 +156,8 @@ struct RunSummary {
   int64_t steps_this_run = 0;
   double initial_loss = 0.0;
   double final_loss = 0.0;
+  // A preference run's figures at its last logged step (rewards/accuracies, ...).
+  std::vector<std::pair<std::string, double>> final_figures;
   int64_t skipped_steps = 0;
   double initial_scale = 0.0;
   double final_scale = 0.0;

@@ -21,6 +21,16 @@ void write_or_throw(std::ofstream& out, const std::string& text, const std::stri
   if (!out) throw RuntimeError("cannot write metrics to '" + path + "'");
 }
 
+// `, "PREFIXname": value` for each of an objective's figures (TRL's names: "rewards/chosen").
+std::string json_figures(const std::vector<std::pair<std::string, double>>& figures,
+                         std::string_view prefix) {
+  std::string out;
+  for (const auto& [name, value] : figures) {
+    out += fmt::format(", {}: {}", json_string(std::string(prefix) + name), json_number(value));
+  }
+  return out;
+}
+
 }  // namespace
 
 MetricsWriter::MetricsWriter(const std::string& output_dir, bool write_steps)
@@ -80,12 +90,20 @@ void MetricsWriter::on_step(const StepReport& r) {
       r.peak_memory_bytes, r.loss_scaling, json_number(r.scale), r.growth_tracker, r.overflows,
       r.skipped_steps,
       r.grad_underflow >= 0.0 ? json_number(r.grad_underflow) : "null",
-      r.hysteresis >= 0 ? fmt::format(R"(, "hysteresis": {})", r.hysteresis) : "");
+      (r.hysteresis >= 0 ? fmt::format(R"(, "hysteresis": {})", r.hysteresis) : std::string()) +
+          json_figures(r.figures, ""));
   write_or_throw(out_, line, path_);
 }
 
 void MetricsWriter::on_eval(const EvalReport& r) {
   if (path_.empty() || r.batches == 0) return;
+  if (!r.figures.empty()) {
+    write_or_throw(out_,
+                   fmt::format(R"({{"step": {}, "val_loss": {}{}, "val_batches": {}}})", r.step,
+                               json_number(r.loss), json_figures(r.figures, "val_"), r.batches),
+                   path_);
+    return;
+  }
   const auto quality = r.perplexity >= 0.0
                            ? fmt::format(R"("val_perplexity": {})", json_number(r.perplexity))
                            : fmt::format(R"("val_accuracy": {})", json_number(r.accuracy));
@@ -131,7 +149,7 @@ void MetricsWriter::on_end(const RunSummary& s) {
           R"("startup_seconds": {}, )"
           R"("training_seconds": {}, "eval_seconds": {}, "checkpoint_seconds": {}, )"
           R"("checkpoints_saved": {}, "checkpoint_bytes": {}, "checkpoint_write_seconds": {}, )"
-          R"("final_save_skipped": {}, "peak_memory_bytes": {}, "peak_memory_kind": "{}"}})",
+          R"("final_save_skipped": {}, "peak_memory_bytes": {}, "peak_memory_kind": "{}"{}}})",
           s.precision, s.loss_scaling, s.steps, json_number(s.initial_loss),
           s.steps_this_run > 0 ? json_number(s.final_loss) : "null", s.skipped_steps,
           json_number(s.initial_scale), json_number(s.final_scale),
@@ -141,7 +159,7 @@ void MetricsWriter::on_end(const RunSummary& s) {
           json_number(s.seconds), json_number(s.startup_seconds), json_number(s.training_seconds),
           json_number(s.eval_seconds), json_number(s.checkpoint_seconds), s.checkpoints_saved,
           s.checkpoint_bytes, json_number(s.checkpoint_write_seconds), s.final_save_skipped,
-          s.peak_memory_bytes, s.peak_memory_kind),
+          s.peak_memory_bytes, s.peak_memory_kind, json_figures(s.final_figures, "final_")),
       summary_path);
 }
 

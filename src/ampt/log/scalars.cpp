@@ -28,10 +28,16 @@ std::vector<Scalar> step_scalars(const StepReport& r, const RunInfo& run) {
     values.push_back(count("amp/growth_tracker", r.growth_tracker));
   }
   if (r.hysteresis >= 0) values.push_back(count("amp/hysteresis", r.hysteresis));
+  for (const auto& [name, value] : r.figures) values.push_back({"train/" + name, value});
   return values;
 }
 
 std::vector<Scalar> eval_scalars(const EvalReport& r) {
+  if (!r.figures.empty()) {
+    std::vector<Scalar> values = {{"val/loss", r.loss}};
+    for (const auto& [name, value] : r.figures) values.push_back({"val/" + name, value});
+    return values;
+  }
   if (r.perplexity >= 0.0) return {{"val/loss", r.loss}, {"val/perplexity", r.perplexity}};
   return {{"val/loss", r.loss}, {"val/accuracy", r.accuracy}};
 }

@@ -18,10 +18,12 @@ struct Scalar {
 // A logged step: train/loss, train/lr, train/grad_norm, epoch, perf/samples_per_sec (or
 // perf/tokens_per_sec for language models), perf/mfu (when the device's peak is known),
 // memory/peak_bytes, amp/overflows, amp/skipped_steps, and when they apply amp/grad_underflow,
-// amp/loss_scale, amp/growth_tracker, amp/hysteresis.
+// amp/loss_scale, amp/growth_tracker, amp/hysteresis; an objective's figures as train/NAME
+// (train/rewards/chosen).
 std::vector<Scalar> step_scalars(const StepReport& report, const RunInfo& run);
 
-// val/loss and val/accuracy (classifiers) or val/perplexity (language models).
+// val/loss and val/accuracy (classifiers) or val/perplexity (language models); with an
+// objective's figures, val/loss and val/NAME instead.
 std::vector<Scalar> eval_scalars(const EvalReport& report);
 
 // precision/stage: the 1-based stage a precision_schedule switched to.

@@ -51,10 +51,12 @@ torch::Tensor DecoderImpl::class_weight() const {
   return classes() == weight.size(0) ? weight : weight.narrow(0, 0, classes());
 }
 
-torch::Tensor DecoderImpl::forward(const torch::Tensor& tokens) {
-  return through_island(head_module(), hidden(tokens, {}, {}), [&](const torch::Tensor& h) {
-    return kernels::linear(h, class_weight(), {});
-  });
+torch::Tensor DecoderImpl::forward(const torch::Tensor& tokens) { return logits(tokens, {}, {}); }
+
+torch::Tensor DecoderImpl::logits(const torch::Tensor& tokens, const torch::Tensor& positions,
+                                  const torch::Tensor& starts) {
+  return through_island(head_module(), hidden(tokens, positions, starts),
+                        [&](const torch::Tensor& h) { return kernels::linear(h, class_weight(), {}); });
 }
 
 torch::Tensor DecoderImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets,

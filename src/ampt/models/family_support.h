@@ -89,6 +89,9 @@ Model decoder_model(Holder holder, LayerInventory layers, int64_t tokens) {
   model.module = holder.ptr();
   model.forward = forward_of(holder);
   model.loss = token_loss_of(holder);
+  model.logits = [holder](const data::Batch& batch) mutable {
+    return holder->logits(batch.inputs, batch.positions, batch.starts);
+  };
   model.tokens_per_sample = tokens;
   model.layers = std::move(layers);
   model.set_fp8_head = [holder](bool fp8) mutable { holder->set_fp8_head(fp8); };

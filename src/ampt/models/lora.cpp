@@ -34,9 +34,35 @@ LoraFactorImpl::LoraFactorImpl(int64_t out_features, int64_t in_features) {
   weight = register_parameter("weight", torch::zeros({out_features, in_features}));
 }
 
+namespace {
+thread_local bool adapters_off = false;
+thread_local const std::unordered_map<const LoraFactorImpl*, torch::Tensor>* replaced = nullptr;
+
+const torch::Tensor& factor_weight(const LoraFactorImpl& factor) {
+  return replaced == nullptr ? factor.weight : replaced->at(&factor);
+}
+
+}  // namespace
+
+AdaptersOff::AdaptersOff() : was_off_(adapters_off) { adapters_off = true; }
+AdaptersOff::~AdaptersOff() { adapters_off = was_off_; }
+
+AdaptersReplaced::AdaptersReplaced(const torch::nn::Module& root, const NamedTensors& weights)
+    : previous_(replaced) {
+  std::unordered_map<std::string, torch::Tensor> by_name(weights.begin(), weights.end());
+  for (const auto& item : root.named_modules("", /*include_self=*/false)) {
+    if (const auto* factor = dynamic_cast<const LoraFactorImpl*>(item.value().get())) {
+      weights_.emplace(factor, by_name.at(item.key() + ".weight"));
+    }
+  }
+  replaced = &weights_;
+}
+
+AdaptersReplaced::~AdaptersReplaced() { replaced = previous_; }
+
 LoraAdapter lora_adapter(const torch::nn::LinearImpl& linear) {
   // Most Linears have no children: the common case costs one empty check per forward.
-  if (linear.children().empty()) return {};
+  if (linear.children().empty() || adapters_off) return {};
   LoraAdapter adapter;
   for (const auto& item : linear.named_children()) {
     auto* factor = dynamic_cast<LoraFactorImpl*>(item.value().get());
@@ -53,7 +79,8 @@ torch::Tensor lora_update(const LoraAdapter& adapter, const torch::Tensor& x, bo
   const auto in = adapter.up->dropout > 0.0
                       ? F::dropout(x, F::DropoutFuncOptions().p(adapter.up->dropout).training(training))
                       : x;
-  return kernels::linear(kernels::linear(in, adapter.down->weight, {}), adapter.up->weight, {}) *
+  return kernels::linear(kernels::linear(in, factor_weight(*adapter.down), {}),
+                        factor_weight(*adapter.up), {}) *
          adapter.up->scaling;
 }
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ampt::models {
@@ -47,6 +48,35 @@ struct LoraAdapter {
   explicit operator bool() const { return down != nullptr; }
 };
 LoraAdapter lora_adapter(const torch::nn::LinearImpl& linear);
+
+// While one lives on this thread, every Linear runs as its frozen base, as if it had no adapter
+// (peft's disable_adapter): a preference objective's reference model under LoRA, with no copy.
+class AdaptersOff {
+ public:
+  AdaptersOff();
+  ~AdaptersOff();
+  AdaptersOff(const AdaptersOff&) = delete;
+  AdaptersOff& operator=(const AdaptersOff&) = delete;
+
+ private:
+  bool was_off_;
+};
+
+// While one lives on this thread, the adapters of `root` compute with `weights` (named as root's
+// parameters, "....lora_A.weight") instead of their own: the adapters as a run continuing a peft
+// adapter started, its preference reference (TRL's), without a second model. Throws
+// std::out_of_range for an adapter `weights` lacks.
+class AdaptersReplaced {
+ public:
+  AdaptersReplaced(const torch::nn::Module& root, const NamedTensors& weights);
+  ~AdaptersReplaced();
+  AdaptersReplaced(const AdaptersReplaced&) = delete;
+  AdaptersReplaced& operator=(const AdaptersReplaced&) = delete;
+
+ private:
+  std::unordered_map<const LoraFactorImpl*, torch::Tensor> weights_;
+  const std::unordered_map<const LoraFactorImpl*, torch::Tensor>* previous_;
+};
 
 // The adapter's update of `x` (the Linear's input): (alpha / r) · B A dropout(x), with dropout
 // only while `training`.

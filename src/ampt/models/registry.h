@@ -30,6 +30,9 @@ struct Model {
   // logits, or for a transformer the fused head and loss that never hold the logits whole
   // (config.fused_kernels), over packed examples where the batch has positions.
   std::function<torch::Tensor(const data::Batch&)> loss;
+  // Transformers: the logits [B, T, vocab] of a batch, packed examples included (the preference
+  // losses read them).
+  std::function<torch::Tensor(const data::Batch&)> logits;
   // Training FLOPs (forward + backward) of one sample at the data's shape, for MFU: 6 per
   // multiply-accumulate for the MLP and the CNN, llm.c's GPT formula times T for a GPT
   // (flops.h). The optimizer step is not included.

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 namespace ampt::text {
@@ -28,12 +29,29 @@ const std::string& string_field(const JsonValue& object, std::string_view key,
   return value->string;
 }
 
-Role role_of(const std::string& name, const RecordPlace& place, std::size_t index) {
-  for (const Role role : kRoles) {
-    if (role_name(role) == name) return role;
+// The turns of a list of {"role", "content"} objects, the record's field `key`; errors name
+// `key[i]`.
+std::vector<Turn> list_turns(const JsonValue& list, std::string_view key, const RecordPlace& place) {
+  std::vector<Turn> turns;
+  for (std::size_t i = 0; i < list.items.size(); ++i) {
+    const JsonValue& message = list.items[i];
+    const std::string where = fmt::format("{}[{}]: ", key, i);
+    if (message.kind != Kind::object) {
+      bad(place, fmt::format("{}{}: expected an object with \"role\" and \"content\"", where,
+                             message.kind_name()));
+    }
+    const std::string& name = string_field(message, "role", place, where);
+    const auto role = std::ranges::find_if(kRoles, [&](Role r) { return role_name(r) == name; });
+    if (role == kRoles.end()) {
+      bad(place, fmt::format("{}unknown role \"{}\": expected system, user or assistant", where, name));
+    }
+    turns.push_back({*role, string_field(message, "content", place, where)});
   }
-  bad(place, fmt::format("messages[{}]: unknown role \"{}\": expected system, user or assistant",
-                         index, name));
+  return turns;
+}
+
+bool answered(const std::vector<Turn>& turns) {
+  return std::ranges::any_of(turns, [](const Turn& turn) { return turn.role == Role::assistant; });
 }
 
 std::vector<Turn> message_turns(const JsonValue& messages, const RecordPlace& place) {
@@ -41,24 +59,75 @@ std::vector<Turn> message_turns(const JsonValue& messages, const RecordPlace& pl
     bad(place, fmt::format("\"messages\" is {}: expected {}", messages.kind_name(), kMessagesForm));
   }
   if (messages.items.empty()) bad(place, fmt::format("\"messages\" is empty: expected {}", kMessagesForm));
-  std::vector<Turn> turns;
-  bool answered = false;
-  for (std::size_t i = 0; i < messages.items.size(); ++i) {
-    const JsonValue& message = messages.items[i];
-    const std::string where = fmt::format("messages[{}]: ", i);
-    if (message.kind != Kind::object) {
-      bad(place, fmt::format("{}{}: expected an object with \"role\" and \"content\"", where,
-                             message.kind_name()));
-    }
-    const Role role = role_of(string_field(message, "role", place, where), place, i);
-    turns.push_back({role, string_field(message, "content", place, where)});
-    answered = answered || role == Role::assistant;
+  auto turns = list_turns(messages, "messages", place);
+  if (!answered(turns)) bad(place, "\"messages\" has no assistant turn: nothing to learn from");
+  return turns;
+}
+
+// A conversational answer: a list of messages that holds an assistant turn (TRL's form holds
+// that turn alone).
+std::vector<Turn> answer_turns(const JsonValue& answer, std::string_view key,
+                               const RecordPlace& place) {
+  if (answer.kind != Kind::array || answer.items.empty()) {
+    bad(place, fmt::format("\"{}\" is {}: a conversational preference record's answers are "
+                           "lists holding the assistant turn",
+                           key, answer.kind == Kind::array ? "an empty list" : answer.kind_name()));
   }
-  if (!answered) bad(place, "\"messages\" has no assistant turn: nothing to learn from");
+  auto turns = list_turns(answer, key, place);
+  if (!answered(turns)) {
+    bad(place, fmt::format("\"{}\" holds no assistant turn: expected the assistant's answer, "
+                           "e.g. [{{\"role\": \"assistant\", \"content\": \"...\"}}]",
+                           key));
+  }
   return turns;
 }
 
 }  // namespace
+
+bool is_preference_record(const JsonValue& record) {
+  return record.kind == Kind::object &&
+         (record.find("chosen") != nullptr || record.find("rejected") != nullptr);
+}
+
+PreferenceTurns preference_turns(const JsonValue& record, const RecordPlace& place) {
+  if (record.kind != Kind::object) {
+    bad(place, fmt::format("{}: expected an object with \"prompt\", \"chosen\" and "
+                           "\"rejected\"",
+                           record.kind_name()));
+  }
+  for (const char* key : {"prompt", "chosen", "rejected"}) {
+    if (record.find(key) == nullptr) {
+      bad(place, fmt::format("no \"{}\": a preference record has \"prompt\", \"chosen\" and "
+                             "\"rejected\"",
+                             key));
+    }
+  }
+  const JsonValue& prompt = *record.find("prompt");
+  PreferenceTurns pair;
+  if (prompt.kind != Kind::array) {
+    const std::string& text = string_field(record, "prompt", place, "");
+    for (const char* key : {"chosen", "rejected"}) {
+      if (record.find(key)->kind == Kind::array) {
+        bad(place, fmt::format("\"{}\" is a list but \"prompt\" a string: a preference record "
+                               "is all strings (standard) or all lists of messages "
+                               "(conversational)",
+                               key));
+      }
+    }
+    pair.chosen = {{Role::user, text}, {Role::assistant, string_field(record, "chosen", place, "")}};
+    pair.rejected = {{Role::user, text},
+                     {Role::assistant, string_field(record, "rejected", place, "")}};
+    return pair;
+  }
+  const auto context = list_turns(prompt, "prompt", place);
+  if (context.empty()) bad(place, fmt::format("\"prompt\" is empty: expected {}", kMessagesForm));
+  for (const char* key : {"chosen", "rejected"}) {
+    auto turns = context;
+    for (Turn& turn : answer_turns(*record.find(key), key, place)) turns.push_back(std::move(turn));
+    (std::string_view(key) == "chosen" ? pair.chosen : pair.rejected) = std::move(turns);
+  }
+  return pair;
+}
 
 std::string_view role_name(Role role) {
   switch (role) {

@@ -30,6 +30,21 @@ bool is_chat_record(const JsonValue& record, const std::string& text_field);
 // string "role" and "content", a role other than system, user and assistant, or no assistant turn.
 std::vector<Turn> chat_turns(const JsonValue& record, const RecordPlace& place);
 
+// A preference record, as TRL's DPO trainer takes them: "prompt", "chosen" and "rejected", in
+// the standard form (three strings) or the conversational one (a list of messages as the prompt,
+// and a list holding the assistant turn as each answer).
+bool is_preference_record(const JsonValue& record);
+
+// The two examples of a preference record: the prompt's turns followed by the chosen answer, and
+// by the rejected one (a standard record's prompt is one user turn, its answers one assistant
+// turn each). Throws RuntimeError "PATH: line N: ..." for a missing field, a field of the wrong
+// type, a record mixing the two forms, or a conversational answer that holds no assistant turn.
+struct PreferenceTurns {
+  std::vector<Turn> chosen;
+  std::vector<Turn> rejected;
+};
+PreferenceTurns preference_turns(const JsonValue& record, const RecordPlace& place);
+
 std::string_view role_name(Role role);
 
 }  // namespace ampt::text

@@ -105,10 +105,16 @@ ChatTemplate builtin_chat_template(const Tokenizer& tokenizer) {
     });
     chat.separator = "\n";
   } else {
-    chat.name = "plain";
-    chat.begin = token_text(tokenizer, tokenizer.bos_id());
-    chat.assistant.suffix = token_text(tokenizer, tokenizer.eot_id());
+    chat = plain_chat_template(tokenizer);
   }
+  return chat;
+}
+
+ChatTemplate plain_chat_template(const Tokenizer& tokenizer) {
+  ChatTemplate chat;
+  chat.name = "plain";
+  chat.begin = token_text(tokenizer, tokenizer.bos_id());
+  chat.assistant.suffix = token_text(tokenizer, tokenizer.eot_id());
   return chat;
 }
 

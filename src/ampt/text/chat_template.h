@@ -40,6 +40,11 @@ struct ChatTemplate {
 // each assistant turn (GPT-2: prompt completion <|endoftext|>).
 ChatTemplate builtin_chat_template(const Tokenizer& tokenizer);
 
+// The plain one alone: what TRL renders standard (string) preference records with, whatever
+// template the tokenizer has: the text itself, BOS first where the tokenizer has one, EOS after
+// the answer.
+ChatTemplate plain_chat_template(const Tokenizer& tokenizer);
+
 // A template file: a JSON object with the keys "begin", "system", "user", "assistant" (each an
 // object with string "prefix" and "suffix"), "separator", "default_system" (strings) and "trim"
 // (a boolean), all optional. Throws RuntimeError naming the file and the key that is wrong.

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 
 namespace ampt::text {
 namespace {
@@ -31,30 +32,53 @@ class TemplateIds {
   std::map<std::string, std::vector<int32_t>, std::less<>> ids_;
 };
 
-// Appends the examples of `records` to ids and mask, their contents encoded on `threads` threads.
+struct Example {
+  std::vector<Turn> turns;
+  bool rejected = false;  // a preference record's rejected answer
+};
+
+// Appends `examples` to ids and mask, their contents encoded on `threads` threads.
 void encode_examples(const Tokenizer& tokenizer, const ChatTemplate& chat,
-                     std::span<const std::vector<Turn>> records, int threads, TemplateIds& templates,
+                     std::span<const Example> examples, int threads, TemplateIds& templates,
                      std::vector<int32_t>& ids, std::vector<uint8_t>& mask) {
   std::vector<std::vector<ChatPiece>> rendered;
   std::vector<std::string_view> contents;
-  for (const auto& turns : records) {
-    rendered.push_back(render_chat(chat, turns));
+  for (const auto& example : examples) {
+    rendered.push_back(render_chat(chat, example.turns));
     for (const ChatPiece& piece : rendered.back()) {
       if (!piece.template_text) contents.push_back(piece.text);
     }
   }
   const auto content_ids = tokenizer.encode_batch(contents, threads, SpecialTokens::as_text);
   std::size_t next = 0;
-  for (const auto& pieces : rendered) {
+  for (std::size_t e = 0; e < rendered.size(); ++e) {
     const std::size_t first = ids.size();
-    for (const ChatPiece& piece : pieces) {
+    const uint8_t kind = examples[e].rejected ? kRejectedExample : uint8_t{0};
+    for (const ChatPiece& piece : rendered[e]) {
       const std::vector<int32_t>& piece_ids =
           piece.template_text ? templates.of(piece.text) : content_ids[next++];
       ids.insert(ids.end(), piece_ids.begin(), piece_ids.end());
-      mask.insert(mask.end(), piece_ids.size(), piece.scored ? kScoredToken : uint8_t{0});
+      mask.insert(mask.end(), piece_ids.size(),
+                  static_cast<uint8_t>((piece.scored ? kScoredToken : uint8_t{0}) | kind));
     }
     if (ids.size() > first) mask[first] |= kExampleStart;
   }
+}
+
+PreferenceForm form_of(const JsonValue& record) {
+  if (!is_preference_record(record)) return PreferenceForm::none;
+  const JsonValue* prompt = record.find("prompt");
+  return prompt != nullptr && prompt->kind == JsonValue::Kind::array ? PreferenceForm::conversational
+                                                                     : PreferenceForm::standard;
+}
+
+std::string_view form_name(PreferenceForm form) {
+  switch (form) {
+    case PreferenceForm::none: return "an instruction record";
+    case PreferenceForm::standard: return "a standard preference record (strings)";
+    case PreferenceForm::conversational: return "a conversational preference record (messages)";
+  }
+  return "?";
 }
 
 }  // namespace
@@ -64,15 +88,40 @@ bool holds_chat_records(const std::vector<std::string>& paths, InputFormat forma
   for (const std::string& path : paths) {
     if (!is_json_lines(path, format)) continue;
     const auto record = first_record(path);
-    return record && is_chat_record(*record, text_field);
+    return record && (is_chat_record(*record, text_field) || is_preference_record(*record));
   }
   return false;
+}
+
+PreferenceForm preference_form(const std::vector<std::string>& paths, InputFormat format) {
+  for (const std::string& path : paths) {
+    if (!is_json_lines(path, format)) continue;
+    const auto record = first_record(path);
+    return record ? form_of(*record) : PreferenceForm::none;
+  }
+  return PreferenceForm::none;
+}
+
+ChatTemplate records_template(const std::vector<std::string>& paths, InputFormat format,
+                              const Tokenizer& tokenizer, const std::string& file,
+                              const std::string& data) {
+  if (preference_form(paths, format) == PreferenceForm::standard) {
+    if (!file.empty()) {
+      throw UsageError(fmt::format(
+          "--chat_template renders conversational records, and {} holds standard preference "
+          "records (strings), which are trained on as they are: drop --chat_template",
+          data));
+    }
+    return plain_chat_template(tokenizer);
+  }
+  return file.empty() ? builtin_chat_template(tokenizer) : read_chat_template(file);
 }
 
 void encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat, const std::vector<Turn>& turns,
                  std::vector<int32_t>& ids, std::vector<uint8_t>& mask) {
   TemplateIds templates(tokenizer);
-  encode_examples(tokenizer, chat, std::span(&turns, 1), 1, templates, ids, mask);
+  const Example example{turns, false};
+  encode_examples(tokenizer, chat, std::span(&example, 1), 1, templates, ids, mask);
 }
 
 TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate& chat,
@@ -81,7 +130,8 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
   const int64_t total = options.progress ? input_bytes(paths) : 0;
   TemplateIds templates(tokenizer);
   TokenizeFilesStats stats;
-  std::vector<std::vector<Turn>> records;
+  std::vector<Example> records;
+  std::optional<PreferenceForm> form;  // the first record's
   std::size_t bytes = 0;
   int64_t done = 0;
   std::vector<int32_t> ids;
@@ -109,8 +159,21 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
     }
     const std::string text = read_text_file(path);
     for_each_record(path, text, before, [&](const JsonValue& record, const RecordPlace& place, int64_t end) {
-      records.push_back(chat_turns(record, place));
-      for (const Turn& turn : records.back()) bytes += turn.content.size();
+      const PreferenceForm this_form = form_of(record);
+      if (!form) form = this_form;
+      if (this_form != *form) {
+        throw RuntimeError(fmt::format("{}: {} after {}: the data holds one kind, as its first "
+                                       "record says",
+                                       place.prefix(), form_name(this_form), form_name(*form)));
+      }
+      if (this_form == PreferenceForm::none) {
+        records.push_back({chat_turns(record, place), false});
+      } else {
+        auto pair = preference_turns(record, place);
+        records.push_back({std::move(pair.chosen), false});
+        records.push_back({std::move(pair.rejected), true});
+      }
+      for (const Turn& turn : records.back().turns) bytes += 2 * turn.content.size();
       done = end;
       if (bytes >= kChatBatchBytes) flush();
     });

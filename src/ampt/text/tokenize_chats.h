@@ -19,6 +19,20 @@ namespace ampt::text {
 // Bits of a token's mask byte.
 inline constexpr uint8_t kScoredToken = 1;   // a completion or assistant token: a scored target
 inline constexpr uint8_t kExampleStart = 2;  // the first token of an example
+// Every token of a preference record's rejected example, which follows its chosen one.
+inline constexpr uint8_t kRejectedExample = 4;
+
+// What the first record of JSON Lines data says its preference records are: none (documents or
+// instruction records), standard (strings) or conversational (lists of messages).
+enum class PreferenceForm { none, standard, conversational };
+PreferenceForm preference_form(const std::vector<std::string>& paths, InputFormat format);
+
+// The template that renders the records of `paths`: `file` (--chat_template) where given, else
+// the tokenizer's own (builtin_chat_template); standard preference records are rendered plain,
+// as TRL trains on them (a `file` is then refused: UsageError naming `data`).
+ChatTemplate records_template(const std::vector<std::string>& paths, InputFormat format,
+                              const Tokenizer& tokenizer, const std::string& file,
+                              const std::string& data);
 
 // Whether `paths` hold instruction records rather than documents: the first record of the first
 // JSON Lines file says (is_chat_record); text files never do.
@@ -37,8 +51,11 @@ void encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat, const std
 using ChatSink = std::function<void(std::span<const int32_t> ids, std::span<const uint8_t> mask)>;
 
 // Every record of `paths` (JSON Lines; another file is refused by name) as encode_chat makes it,
-// in order, some examples at a time; options.text_field and .specials are not used. Throws
-// RuntimeError "PATH: line N: ..." for a bad record (chat_turns) or a file that cannot be read.
+// in order, some examples at a time; options.text_field and .specials are not used. Preference
+// records (chat_record.h), as the first record decides, become two examples each, chosen then
+// rejected (kRejectedExample). Throws RuntimeError "PATH: line N: ..." for a bad record
+// (chat_turns, preference_turns), one of another kind or form than the first, or a file that
+// cannot be read.
 TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate& chat,
                                   const std::vector<std::string>& paths,
                                   const TokenizeFilesOptions& options, const ChatSink& sink);

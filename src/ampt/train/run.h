@@ -20,6 +20,7 @@
 #include "ampt/train/checkpointer.h"
 #include "ampt/train/clock.h"
 #include "ampt/train/frozen_base.h"
+#include "ampt/train/objective.h"
 #include "ampt/train/optimizer.h"
 #include "ampt/train/schedule.h"
 #include "ampt/train/step.h"
@@ -74,14 +75,27 @@ class Run {
   log::RunSummary run(Clock::time_point started);
 
  private:
+  // What dpo and ipo's reference model is made of, taken as training starts, before a resume
+  // changes the weights: a full fine-tuning run's frozen copy of the model; a LoRA run that
+  // continues a peft adapter, that adapter's starting weights (TRL's reference is the initial
+  // adapter). Empty otherwise: a fresh adapter starts as its base, the adapters off. With
+  // --precompute_ref_logps neither: the starting model's log-probabilities of every pair.
+  struct ReferenceStart {
+    std::shared_ptr<models::Model> model;
+    NamedTensors adapters;
+    torch::Tensor logps;  // [pairs, 2] by Batch::pair_ids
+    std::string logps_note;
+  };
+
   // run_setup.cpp
   // A training split smaller than one global batch trains in one batch of all of it (shared out
   // among the ranks): progress_.batch_size shrinks to it, and a warning says so.
   void fit_batch_to_split();
   // An epoch of fewer batches than grad_accum_steps accumulates all of them.
   void fit_accumulation_to_epoch();
-  // TF32, channels-last, fp8 and CUDA graphs as configured; builds the step.
-  void set_up_speed_features();
+  // TF32, channels-last, fp8 and CUDA graphs as configured; builds the step around the
+  // objective (make_objective).
+  void set_up_speed_features(const ReferenceStart& reference);
   // --fused_kernels: on or off as set; auto on a GPU decided here (fused_choice.h), with its
   // speed note. Sets fused_kernels_.
   void choose_fused_kernels();
@@ -106,11 +120,28 @@ class Run {
   // The fields every checkpoint of this run has at `steps_done`, tensors left out.
   checkpoint::Checkpoint checkpoint_meta(int64_t steps_done) const;
 
+  // run_objective.cpp
+  // reference_start()'s, from ReferenceStart.
+  ReferenceStart reference_start();
+  // The model's (chosen, rejected) log-probabilities of every pair of both splits, as it is now,
+  // [pairs, 2] on the device by Batch::pair_ids; `note` says how many and how long it took.
+  torch::Tensor reference_log_probs(std::string& note);
+  // What the run minimises (objective.h): token cross-entropy (loss_of), or config.objective's
+  // preference loss with its reference model. Throws UsageError for a preference objective the
+  // run cannot take.
+  std::shared_ptr<Objective> make_objective(const ReferenceStart& reference);
+  // The sequences one sample is: a preference pair's two, else one (throughput and MFU).
+  int64_t rows_per_sample() const { return splits_.spec.preference ? 2 : 1; }
+  // `model`'s logits for the batch's inputs under the run's precision.
+  torch::Tensor logits_of(const models::Model& model, const data::Batch& batch);
+
   // run_eval.cpp
   // The batch's loss under the run's precision; with `correct`, also the count of right argmax
   // predictions (classifiers), which needs the logits.
   torch::Tensor loss_of(const data::Batch& batch, torch::Tensor* correct);
   log::EvalReport evaluate(int64_t step);
+  // The loss and the objective's figures over report.batches of `val`, means per unit.
+  void evaluate_figures(data::Loader& val, log::EvalReport& report);
 
   // trainer.cpp
   // Switches to precision stage `index` (PrecisionState::enter_stage), announcing it unless the

@@ -27,6 +27,32 @@ torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
   return torch::nn::functional::cross_entropy(logits, targets);
 }
 
+void Run::evaluate_figures(data::Loader& val, log::EvalReport& report) {
+  auto& objective = step_->objective();
+  const auto on_device = torch::TensorOptions().device(device_.device);
+  auto loss_sum = torch::zeros({}, on_device.dtype(torch::kFloat64));
+  auto units_sum = torch::zeros({}, on_device.dtype(torch::kInt64));
+  torch::Tensor figures_sum;
+  for (int64_t b = 0; b < report.batches; ++b) {
+    const auto batch = val.next();
+    if (batch.targets.size(0) == 0) continue;  // this rank's part of the last batch is empty
+    const auto units = objective.units(batch);
+    const auto out = objective.loss(batch);
+    loss_sum.add_(out.loss.to(torch::kFloat64) * units);
+    units_sum.add_(units);
+    const auto figures = out.figures.to(torch::kFloat64);
+    figures_sum = figures_sum.defined() ? figures_sum.add_(figures) : figures.clone();
+  }
+  // Means over the ranks: their ratios are those of the sums over all ranks' batches.
+  const double units = dist_.mean(units_sum.to(torch::kFloat64)).item<double>();
+  report.loss = dist_.mean(loss_sum).item<double>() / units;
+  if (!figures_sum.defined()) figures_sum = torch::zeros({static_cast<int64_t>(objective.figure_names().size())}, on_device.dtype(torch::kFloat64));
+  const auto figures = (dist_.mean(figures_sum) / units).cpu();
+  for (std::size_t i = 0; i < objective.figure_names().size(); ++i) {
+    report.figures.emplace_back(objective.figure_names()[i], figures[static_cast<int64_t>(i)].item<double>());
+  }
+}
+
 log::EvalReport Run::evaluate(int64_t step) {
   log::EvalReport report;
   report.step = step;
@@ -43,6 +69,12 @@ log::EvalReport Run::evaluate(int64_t step) {
   torch::NoGradGuard no_grad;
   dist_.share_buffers(model_.module->buffers());
   model_.module->eval();
+  if (!step_->objective().figure_names().empty()) {
+    evaluate_figures(val, report);
+    model_.module->train();
+    observer_.on_eval(report);
+    return report;
+  }
   const auto on_device = torch::TensorOptions().device(device_.device);
   auto loss_sum = torch::zeros({}, on_device.dtype(torch::kFloat64));
   auto correct_sum = torch::zeros({}, on_device.dtype(torch::kInt64));

@@ -116,6 +116,8 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   // Attached to the ranks, with ZeRO's shards cut, before a resume: each rank then reads only
   // what it holds of the checkpoint.
   state_ = make_train_state(parts);
+  // The reference holds the weights training starts from, not a resumed checkpoint's.
+  const auto reference = reference_start();
   // Resume before the loader exists: the checkpoint says where the data continues.
   std::string note;
   data::LoaderState data_start;
@@ -135,7 +137,7 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   progress_.schedule = {config.lr, config.lr * config.min_lr_ratio, config.warmup_steps,
                         progress_.total_steps};
   notes_.resume = note;
-  set_up_speed_features();
+  set_up_speed_features(reference);
   peak_flops_ = device::peak_flops(device_.device, precision_.policy().compute_dtype);
   // The snapshot buffer is set up now, as part of startup, not in the first save's pause.
   if (progress_.start_step < progress_.total_steps &&
@@ -174,7 +176,7 @@ void Run::fit_accumulation_to_epoch() {
   progress_.grad_accum_steps = batches;
 }
 
-void Run::set_up_speed_features() {
+void Run::set_up_speed_features(const ReferenceStart& reference) {
   choose_fused_kernels();
   report_fused_paths();
   if (precision_.policy().fp8) use_fp8();
@@ -205,11 +207,7 @@ void Run::set_up_speed_features() {
   StepParts parts;
   // Within the step the targets are checked on the device: the monitor reports a bad one.
   monitor_.watch_targets(target_check_.values());
-  parts.loss = [this](const data::Batch& batch) {
-    const kernels::TargetCheckScope deferred(&target_check_);
-    return loss_of(batch, nullptr);
-  };
-  parts.every_target_scored = splits_.spec.every_target_scored;
+  parts.objective = make_objective(reference);
   parts.parameters = parameters_;
   parts.scaler = &precision_.scaler();
   state_->step_parts(parts);
@@ -233,8 +231,8 @@ void Run::set_up_speed_features() {
       state_->release_gathered();  // ZeRO-3: the root, held through the step's passes
     };
     parts.agree_found_inf = [this](torch::Tensor& found_inf) { dist_.agree_found_inf(found_inf); };
-    parts.scored_over_ranks = [this](torch::Tensor& scored) {
-      dist_.sum(scored, "the all-reduce of the step's scored targets");
+    parts.units_over_ranks = [this](torch::Tensor& units) {
+      dist_.sum(units, "the all-reduce of the step's scored targets or pairs");
     };
     parts.ranks = dist_.world_size();
   }
@@ -443,6 +441,7 @@ log::RunInfo Run::describe() const {
   }
   info.zero = state_->note();
   info.lora = frozen_base_.note;
+  info.objective = step_->objective().describe();
   info.speed_notes = notes_.speed;
   info.warnings = notes_.warnings;
   return info;

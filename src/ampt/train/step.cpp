@@ -1,7 +1,6 @@
 #include "ampt/train/step.h"
 
 #include "ampt/core/errors.h"
-#include "ampt/kernels/target_check.h"
 #include "ampt/precision/grad_underflow.h"
 #include "ampt/train/grad_clip.h"
 #include "ampt/train/step_phase.h"
@@ -58,36 +57,39 @@ template <class Lr>
 StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const Lr& lr,
                            bool want_grad_norm, bool want_underflow, bool capturing) {
   StepResult result;
-  // Each micro-batch's loss is the mean over its own scored targets, whose number varies with
-  // instruction data (answers of any length): weighted by that number over the step's total, the
-  // update is the same however the step's examples are split into micro-batches and ranks (what
-  // transformers' num_items_in_batch does). Counted on the device, so no step waits for the host.
-  // Where every target is scored that weight is the micro-batch count, known without counting.
-  std::vector<torch::Tensor> scored;
+  // Each micro-batch's loss is the mean over its own units (scored targets, pairs), whose number
+  // varies with instruction data (answers of any length): weighted by that number over the
+  // step's total, the update is the same however the step's examples are split into
+  // micro-batches and ranks (what transformers' num_items_in_batch does). Counted on the device,
+  // so no step waits for the host. Where every target is scored that weight is the micro-batch
+  // count, known without counting.
+  const bool uniform = parts_.objective->uniform_units();
+  std::vector<torch::Tensor> units;
   torch::Tensor total;
-  if (!parts_.every_target_scored) {
-    for (const auto& batch : micro_batches) {
-      scored.push_back(batch.targets.ne(kernels::kIgnoreIndex).sum());
-    }
-    total = scored.size() == 1 ? scored.front().clone() : at::stack(scored).sum();
-    if (parts_.scored_over_ranks) parts_.scored_over_ranks(total);
+  if (!uniform) {
+    for (const auto& batch : micro_batches) units.push_back(parts_.objective->units(batch));
+    total = units.size() == 1 ? units.front().clone() : at::stack(units).sum();
+    if (parts_.units_over_ranks) parts_.units_over_ranks(total);
   }
+  torch::Tensor figures;  // summed over this rank's units
   for (size_t m = 0; m < micro_batches.size(); ++m) {
     StepPhase forward("ampt::forward");
-    const auto loss = parts_.loss(micro_batches[m]);
-    // total / (scored × ranks): exactly the micro-batch count when every micro-batch scores as
-    // many targets. The gradient sync's mean over ranks makes the weights sum to one.
+    const auto out = parts_.objective->loss(micro_batches[m]);
+    // total / (units × ranks): exactly the micro-batch count when every micro-batch holds as
+    // many units. The gradient sync's mean over ranks makes the weights sum to one.
     const auto weighted =
-        parts_.every_target_scored
-            ? loss / static_cast<double>(micro_batches.size())
-            : loss / total.div(parts_.ranks > 1 ? scored[m] * parts_.ranks : scored[m]);
+        uniform ? out.loss / static_cast<double>(micro_batches.size())
+                : out.loss / total.div(parts_.ranks > 1 ? units[m] * parts_.ranks : units[m]);
     result.loss = result.loss.defined() ? result.loss.add_(weighted.detach())
                                         : weighted.detach().clone();
+    if (out.figures.defined()) figures = figures.defined() ? figures.add_(out.figures) : out.figures.clone();
     forward.end();
     StepPhase backward("ampt::backward");
     if (parts_.before_backward) parts_.before_backward(m + 1 == micro_batches.size());
     parts_.scaler->scale(weighted).backward();
   }
+  // Sums over this rank's units, times the ranks over the step's units: means over the ranks.
+  if (figures.defined()) result.figures = figures.mul_(static_cast<double>(parts_.ranks)).div_(total);
   StepPhase unscale("ampt::unscale");
   if (parts_.after_backward) parts_.after_backward();
   if (parts_.gradients_ready) {

@@ -8,6 +8,7 @@
 #include "ampt/precision/loss_scaler.h"
 #include "ampt/precision/stability_monitor.h"
 #include "ampt/precision/master_weights.h"
+#include "ampt/train/objective.h"
 #include "ampt/train/optimizer.h"
 
 #include <torch/types.h>
@@ -21,7 +22,8 @@ namespace ampt::train {
 
 // What a step works on; the run owns all of it and outlives the step.
 struct StepParts {
-  std::function<torch::Tensor(const data::Batch&)> loss;  // forward under autocast → 0-dim loss
+  // The forward under autocast: each micro-batch's loss, the mean over its units (objective.h).
+  std::shared_ptr<Objective> objective;
   std::vector<torch::Tensor> parameters;
   precision::LossScaler* scaler = nullptr;
   // The gradients the optimizer steps with (O2: fp32 master gradients) and the refresh of the
@@ -39,14 +41,13 @@ struct StepParts {
   // the last one (gradients averaged over ranks), and found_inf made the same on every rank.
   std::function<void(bool last_micro_batch)> before_backward;
   std::function<void()> after_backward;
-  // The step's loss is the mean over every scored target of every micro-batch on every rank:
-  // `scored_over_ranks` sums this rank's count (a 0-dim int64 device tensor) over the ranks in
-  // place, and `ranks` is what the gradient sync divides the gradients by.
-  std::function<void(torch::Tensor& scored)> scored_over_ranks;
+  // The step's loss is the mean over every unit (scored target, pair) of every micro-batch on
+  // every rank: `units_over_ranks` sums this rank's count (a 0-dim int64 device tensor) over the
+  // ranks in place, and `ranks` is what the gradient sync divides the gradients by. An objective
+  // whose units are uniform (every target scored) needs neither count nor sum: each micro-batch's
+  // share is one over their number.
+  std::function<void(torch::Tensor& units)> units_over_ranks;
   int64_t ranks = 1;
-  // Every target of every batch is scored (data::DataSpec): each micro-batch's share of the step
-  // is then one over their number, with nothing to count or sum over the ranks.
-  bool every_target_scored = false;
   // Optional: told each step's gradients once backward has made them (--profile's census).
   std::function<void(const std::vector<torch::Tensor>& gradients)> gradients_ready;
   std::function<void(torch::Tensor& found_inf)> agree_found_inf;
@@ -63,6 +64,9 @@ struct StepResult {
   // targets in the whole step (all micro-batches, all ranks), times the ranks, whose gradients
   // the sync averages. Its mean over the ranks is the step's loss, the mean per scored target.
   torch::Tensor loss;
+  // The objective's figures (objective.h), weighted as `loss` is: their mean over the ranks is the
+  // step's mean per unit. Undefined for an objective without figures.
+  torch::Tensor figures;
   torch::Tensor grad_norm;  // before clipping; undefined when neither clipped nor asked for
   // precision::underflow_counts of the scaled gradients; undefined unless an eager step was
   // asked for the grad norm (graph replays skip it: it would cost a pass over every gradient).
@@ -88,6 +92,8 @@ class TrainStep {
   StepResult run(const std::vector<data::Batch>& micro_batches, double lr, bool want_grad_norm);
 
   bool captured() const;
+  // The objective the step minimises, which evaluation asks too.
+  Objective& objective() const { return *parts_.objective; }
 
   // PyTorch's recipe warms up three iterations on a side stream before capturing.
   static constexpr int kWarmupSteps = 3;

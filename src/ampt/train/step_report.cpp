@@ -35,6 +35,13 @@ log::StepReport step_report(const StepResult& result, const StepFacts& facts,
     const double nonzero = counts[1].item<double>();
     report.grad_underflow = nonzero > 0.0 ? counts[0].item<double>() / nonzero : 0.0;
   }
+  if (result.figures.defined() && facts.figure_names != nullptr) {
+    const auto values = dist.mean(result.figures).to(torch::kCPU, torch::kFloat64);
+    for (std::size_t i = 0; i < facts.figure_names->size(); ++i) {
+      report.figures.emplace_back((*facts.figure_names)[i],
+                                  values[static_cast<int64_t>(i)].item<double>());
+    }
+  }
   return report;
 }
 

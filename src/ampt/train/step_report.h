@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace ampt::train {
 
@@ -24,6 +26,7 @@ struct StepFacts {
   int64_t flops_per_sample = 0;
   double peak_flops = 0.0;  // the device's, 0 when unknown: no MFU
   bool hysteresis = false;  // the scaler follows deepspeed's rules
+  const std::vector<std::string>* figure_names = nullptr;  // StepResult::figures' (objective.h)
 };
 
 // `throughput()`: samples per second since the previous logged step, asked once the step's

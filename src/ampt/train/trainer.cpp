@@ -195,8 +195,9 @@ log::RunSummary Run::run(Clock::time_point started) {
       facts.total_steps = progress_.total_steps;
       facts.epoch = progress_.batches->state().epoch;
       facts.lr = lr;
-      facts.tokens_per_sample = model_.tokens_per_sample;
-      facts.flops_per_sample = model_.flops_per_sample;
+      facts.tokens_per_sample = model_.tokens_per_sample * rows_per_sample();
+      facts.flops_per_sample = model_.flops_per_sample * rows_per_sample();
+      facts.figure_names = &step_->objective().figure_names();
       facts.peak_flops = peak_flops_;
       facts.hysteresis = config_.grad_scaler_rules == config::ScalerRules::deepspeed;
       const auto report = step_report(
@@ -206,6 +207,7 @@ log::RunSummary Run::run(Clock::time_point started) {
       observer_.on_step(report);
       if (step == 0) progress_.initial_loss = summary.initial_loss = report.loss;
       summary.final_loss = report.loss;
+      summary.final_figures = report.figures;
     }
     if (const auto census = profiler.take_census(step + 1)) observer_.on_census(census->counts);
     report_profile(profiler.after_step(step + 1));
@@ -254,7 +256,7 @@ log::RunSummary Run::run(Clock::time_point started) {
   summary.steps_this_run = step - progress_.start_step;
   summary.skipped_steps = static_cast<int64_t>(progress_.overflow_steps.item<double>());
   summary.final_scale = final_state.scale;
-  throughput.summarize(summary, static_cast<double>(model_.tokens_per_sample));
+  throughput.summarize(summary, static_cast<double>(model_.tokens_per_sample * rows_per_sample()));
   summary.seconds = seconds_since(started);
   summary.eval_seconds = progress_.eval_seconds;
   summary.checkpoint_seconds = checkpointer_.pause_seconds();

@@ -1,0 +1,74 @@
+#include "ampt/kernels/token_log_probs.h"
+
+#include "ampt/kernels/fused_classifier.h"
+#include "ampt/kernels/target_check.h"
+
+#include <torch/autograd.h>
+
+#include <algorithm>
+
+namespace ampt::kernels {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class TokenLogProbs : public torch::autograd::Function<TokenLogProbs> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits,
+                               const torch::Tensor& targets, int64_t chunk) {
+    const int64_t rows = logits.size(0);
+    auto out = torch::zeros({rows}, logits.options().dtype(torch::kFloat32));
+    auto lse = torch::empty({rows}, out.options());
+    const auto counted = targets.ne(kIgnoreIndex);
+    const auto safe = targets.clamp_min(0);
+    for (int64_t r = 0; r < rows; r += chunk) {
+      const int64_t end = std::min(rows, r + chunk);
+      const auto x = logits.slice(0, r, end).to(torch::kFloat32);
+      const auto chunk_lse = x.logsumexp(-1);
+      lse.slice(0, r, end).copy_(chunk_lse);
+      const auto picked = x.gather(1, safe.slice(0, r, end).unsqueeze(1)).squeeze(1);
+      out.slice(0, r, end).copy_((picked - chunk_lse).mul_(counted.slice(0, r, end)));
+    }
+    ctx->save_for_backward({logits, targets, lse});
+    ctx->saved_data["chunk"] = chunk;
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& logits = saved[0];
+    const auto& targets = saved[1];
+    const auto& lse = saved[2];
+    // d logp_t / d x = onehot(t) - softmax(x), per counted row, times the incoming gradient.
+    const auto g = grads[0].to(torch::kFloat32).mul(targets.ne(kIgnoreIndex));
+    const auto safe = targets.clamp_min(0);
+    auto grad_logits = torch::empty_like(logits);
+    const int64_t rows = logits.size(0);
+    const int64_t chunk = ctx->saved_data["chunk"].toInt();
+    for (int64_t r = 0; r < rows; r += chunk) {
+      const int64_t end = std::min(rows, r + chunk);
+      const auto gr = g.slice(0, r, end).unsqueeze(1);
+      // A copy even of float32 logits: the saved logits may feed another backward too.
+      auto grad = logits.slice(0, r, end)
+                      .to(torch::kFloat32, /*non_blocking=*/false, /*copy=*/true)
+                      .sub_(lse.slice(0, r, end).unsqueeze(1))
+                      .exp_()
+                      .mul_(gr)
+                      .neg_();
+      grad.scatter_add_(1, safe.slice(0, r, end).unsqueeze(1), gr);
+      grad_logits.slice(0, r, end).copy_(grad);
+    }
+    return {grad_logits, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor token_log_probs(const torch::Tensor& logits, const torch::Tensor& targets,
+                              int64_t chunk_rows) {
+  return TokenLogProbs::apply(logits, targets,
+                              chunk_rows > 0 ? chunk_rows : default_chunk_rows(logits.size(1)));
+}
+
+}  // namespace ampt::kernels

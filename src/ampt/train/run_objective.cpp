@@ -1,0 +1,148 @@
+#include "ampt/train/run.h"
+
+#include "ampt/config/enum_names.h"
+#include "ampt/core/errors.h"
+#include "ampt/models/lora.h"
+#include "ampt/precision/autocast_guard.h"
+#include "ampt/train/pretrained.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+#include <torch/nn/modules/linear.h>
+
+#include <algorithm>
+
+namespace ampt::train {
+
+Run::ReferenceStart Run::reference_start() {
+  ReferenceStart start;
+  if (!splits_.spec.preference || !needs_reference(config_.objective)) return start;
+  torch::NoGradGuard no_grad;
+  if (config_.precompute_ref_logps) {
+    start.logps = reference_log_probs(start.logps_note);
+    return start;
+  }
+  if (config_.lora_rank > 0) {
+    if (config_.init_adapter.empty()) return start;
+    for (const auto& item : model_.module->named_parameters()) {
+      if (models::is_lora_parameter(item.key())) {
+        start.adapters.emplace_back(item.key(), item.value().detach().clone());
+      }
+    }
+    return start;
+  }
+  // Building the copy draws its random init: the run's own draws must not depend on it.
+  auto cpu = at::detail::getDefaultCPUGenerator();
+  const auto cpu_state = cpu.get_state();
+  auto copy = std::make_shared<models::Model>(make_model_to_load(config_, splits_.spec, device_.device));
+  cpu.set_state(cpu_state);
+  copy->module->eval();
+  // Each tensor as the model holds it now, in its dtype (O2's half weights included).
+  const auto parameters = model_.module->named_parameters();
+  for (auto& item : copy->module->named_parameters()) {
+    item.value().set_data(parameters[item.key()].detach().clone());
+    item.value().set_requires_grad(false);
+  }
+  const auto buffers = model_.module->named_buffers();
+  for (auto& item : copy->module->named_buffers()) {
+    item.value().set_data(buffers[item.key()].detach().clone());
+  }
+  // Autocast computes every Linear in its half dtype: holding their weights in it gives the same
+  // values at half the memory. Norms and embeddings keep the dtype the model gives them.
+  const auto& policy = precision_.policy();
+  if (policy.autocast && policy.compute_dtype != torch::kFloat && precision_.stages().size() <= 1) {
+    for (const auto& module : copy->module->modules()) {
+      if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module.get())) {
+        linear->weight.set_data(linear->weight.to(policy.compute_dtype));
+      }
+    }
+  }
+  start.model = std::move(copy);
+  return start;
+}
+
+torch::Tensor Run::reference_log_probs(std::string& note) {
+  const auto started = Clock::now();
+  std::vector<torch::Tensor> ids;
+  std::vector<torch::Tensor> values;
+  model_.module->eval();
+  for (const auto& split : {splits_.train, splits_.val}) {
+    if (!split) continue;
+    data::LoaderOptions options;
+    options.batch_size = std::min(config_.batch_size, split->size());
+    options.shuffle = false;
+    options.keep_last = true;
+    options.workers = 0;
+    options.device = device_.device;
+    options.name = config_.dataset;
+    data::Loader pass(split, options);
+    for (int64_t b = 0; b < pass.batches_per_epoch(); ++b) {
+      const auto batch = pass.next();
+      ids.push_back(batch.pair_ids);
+      values.push_back(pair_log_probs(logits_of(model_, batch), batch));
+    }
+  }
+  model_.module->train();
+  const auto id = torch::cat(ids);
+  auto table = torch::zeros({id.max().item<int64_t>() + 1, 2},
+                            torch::dtype(torch::kFloat32).device(device_.device));
+  table.index_copy_(0, id, torch::cat(values));
+  note = fmt::format("the model as training starts, its log-probabilities of the {} pairs "
+                     "precomputed in {:.1f} s (no reference model while training)",
+                     id.numel(), seconds_since(started));
+  return table;
+}
+
+torch::Tensor Run::logits_of(const models::Model& model, const data::Batch& batch) {
+  const auto& policy = precision_.policy();
+  precision::AutocastGuard autocast(device_.device.type(), policy.compute_dtype, policy.autocast,
+                                    config_.autocast_cache);
+  precision::IslandScope islands(&precision_.islands());
+  state_->gather_root();
+  return model.logits(batch);
+}
+
+std::shared_ptr<Objective> Run::make_objective(const ReferenceStart& reference) {
+  if (!splits_.spec.preference) {
+    return token_cross_entropy(
+        [this](const data::Batch& batch) {
+          const kernels::TargetCheckScope deferred(&target_check_);
+          return loss_of(batch, nullptr);
+        },
+        splits_.spec.every_target_scored);
+  }
+  if (config_.zero_stage == 3) {
+    throw UsageError(fmt::format("--objective {} does not run under zero_stage 3 yet: use "
+                                 "zero_stage 1 or 2",
+                                 config::to_string(config_.objective)));
+  }
+  PreferenceModels models;
+  models.policy = [this](const data::Batch& batch) { return logits_of(model_, batch); };
+  if (needs_reference(config_.objective)) {
+    if (reference.logps.defined()) {
+      models.reference_table = reference.logps;
+      models.reference_description = reference.logps_note;
+    } else if (reference.model) {
+      models.reference = [this, copy = reference.model](const data::Batch& batch) {
+        return logits_of(*copy, batch);
+      };
+      models.reference_description = "a frozen copy of the model as training starts";
+    } else if (!reference.adapters.empty()) {
+      models.reference = [this, adapters = reference.adapters](const data::Batch& batch) {
+        const models::AdaptersReplaced initial(*model_.module, adapters);
+        return logits_of(model_, batch);
+      };
+      models.reference_description = fmt::format(
+          "the base with {}'s adapters as they started (no second model)", config_.init_adapter);
+    } else {
+      models.reference = [this](const data::Batch& batch) {
+        const models::AdaptersOff base;
+        return logits_of(model_, batch);
+      };
+      models.reference_description = "the base with the LoRA adapters off (no second model)";
+    }
+  }
+  return preference_objective(config_, std::move(models));
+}
+
+}  // namespace ampt::train

@@ -1,0 +1,80 @@
+// token_log_probs against log_softmax + gather with autograd's own backward, in float64: the
+// values and the logits' gradients, across chunks, with ignored rows, and from bf16 logits.
+#include "ampt/kernels/target_check.h"
+#include "ampt/kernels/token_log_probs.h"
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+struct Gathered {
+  torch::Tensor values;
+  torch::Tensor grad;
+};
+
+// The log-probabilities of `targets` and the gradient of their weighted sum, by `f`.
+template <class F>
+Gathered gathered(const torch::Tensor& logits, const torch::Tensor& weights, F f) {
+  auto x = logits.detach().clone().requires_grad_(true);
+  const auto values = f(x);
+  (values.to(torch::kFloat64) * weights).sum().backward();
+  return {values.detach(), x.grad()};
+}
+
+}  // namespace
+
+TEST_CASE("token_log_probs: autograd's log_softmax and gather, in chunks, ignored rows counting 0",
+          "[kernels][preference]") {
+  torch::manual_seed(0);
+  const int64_t rows = 37;
+  const int64_t vocab = 50;
+  const auto logits = torch::randn({rows, vocab}, torch::kFloat64) * 3;
+  auto targets = torch::randint(vocab, {rows}, torch::kInt64);
+  targets.index_put_({torch::arange(0, rows, 5)}, ampt::kernels::kIgnoreIndex);
+  const auto counted = targets.ne(ampt::kernels::kIgnoreIndex);
+  const auto weights = torch::randn({rows}, torch::kFloat64);
+  const auto reference = gathered(logits, weights, [&](const torch::Tensor& x) {
+    return x.log_softmax(-1).gather(1, targets.clamp_min(0).unsqueeze(1)).squeeze(1) * counted;
+  });
+  for (const int64_t chunk : {0, 1, 8, 64}) {
+    INFO("chunk rows " << chunk);
+    const auto ours = gathered(logits.to(torch::kFloat32), weights, [&](const torch::Tensor& x) {
+      return ampt::kernels::token_log_probs(x, targets, chunk);
+    });
+    CHECK(ours.values.dtype() == torch::kFloat32);
+    CHECK(ours.grad.dtype() == torch::kFloat32);
+    CHECK(torch::allclose(ours.values.to(torch::kFloat64), reference.values, 1e-5, 1e-5));
+    CHECK(torch::allclose(ours.grad.to(torch::kFloat64), reference.grad, 1e-5, 1e-6));
+    CHECK(ours.grad.index({torch::arange(0, rows, 5)}).abs().max().item<double>() == 0.0);
+  }
+  // bf16 logits: the softmax in float32 over the bf16 values, the gradient back in bf16.
+  const auto half = logits.to(torch::kBFloat16);
+  const auto from_half = gathered(half, weights, [&](const torch::Tensor& x) {
+    return ampt::kernels::token_log_probs(x, targets, 8);
+  });
+  const auto half_reference = gathered(half.to(torch::kFloat64), weights, [&](const torch::Tensor& x) {
+    return x.log_softmax(-1).gather(1, targets.clamp_min(0).unsqueeze(1)).squeeze(1) * counted;
+  });
+  CHECK(from_half.grad.dtype() == torch::kBFloat16);
+  CHECK(torch::allclose(from_half.values.to(torch::kFloat64), half_reference.values, 1e-5, 1e-5));
+  // The gradient rounds once, to bf16 (8 bits of mantissa).
+  CHECK(torch::allclose(from_half.grad.to(torch::kFloat64), half_reference.grad, 1e-2, 1e-3));
+}
+
+TEST_CASE("token_log_probs: float32 logits are read, never written: two uses backpropagate",
+          "[kernels][preference]") {
+  torch::manual_seed(1);
+  const auto logits = torch::randn({6, 11}).requires_grad_(true);
+  const auto before = logits.detach().clone();
+  const auto first = torch::randint(11, {6}, torch::kInt64);
+  const auto second = torch::randint(11, {6}, torch::kInt64);
+  (ampt::kernels::token_log_probs(logits, first).sum() +
+   ampt::kernels::token_log_probs(logits, second).sum())
+      .backward();
+  CHECK(torch::equal(logits.detach(), before));
+  const auto x = before.clone().requires_grad_(true);
+  const auto log_probs = x.log_softmax(-1);
+  (log_probs.gather(1, first.unsqueeze(1)).sum() + log_probs.gather(1, second.unsqueeze(1)).sum())
+      .backward();
+  CHECK(torch::allclose(logits.grad(), x.grad(), 1e-5, 1e-6));
+}
