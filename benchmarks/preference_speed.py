@@ -6,13 +6,15 @@ Makes (once, cached under --cache) a random Llama with GPT-2's tokenizer
 (tests/hf/llama_reference.py make ... --tokenizer) and --pairs synthetic standard preference
 records, then, one after another on --device:
 
-  ampt   build/ampt train --init_from DIR --dataset jsonl:pairs.jsonl --objective dpo
+  ampt   build/ampt train --init_from DIR --dataset jsonl:pairs.jsonl --objective dpo, each
+         sequence padded to its own row (--packing=false), then pairs packed into windows
   TRL    DPOTrainer(loss_type sigmoid) on the same records, torch.optim.AdamW
 
 both full fine-tuning (each holds a frozen reference copy), or with --lora_rank adapters on q_proj
 and v_proj (the reference: the base with the adapters off), in --precision, for --steps steps of
---batch pairs, each sequence cut to --max_length tokens. Reports pairs per second: ampt's steady
-state from its summary (steps after the first logged one), TRL's from the steps after --warmup,
+--batch pairs (packed: --batch windows), each sequence cut to --max_length tokens. Reports pairs
+per second: ampt's steady state from its summary (steps after the first logged one; packed, times
+the pairs per window), TRL's from the steps after --warmup,
 timed between its step callbacks; and ampt's ratio to TRL. Writes
 benchmarks/results/preference-speed-<device>-<date>.md. Not part of the tests.
 
@@ -25,6 +27,7 @@ import datetime
 import json
 import pathlib
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -59,10 +62,11 @@ def make_pairs(path, count):
                                 "rejected": sentence(10, 80)}) + "\n")
 
 
-def ampt_run(model, pairs, args):
+def ampt_run(model, pairs, args, packed):
     with tempfile.TemporaryDirectory(prefix="preference-speed-") as out:
         command = [str(AMPT), "train", "--init_from", str(model), "--dataset", f"jsonl:{pairs}",
                    "--objective", "dpo", "--beta", "0.1", "--batch_size", str(args.batch),
+                   f"--packing={'true' if packed else 'false'}",
                    "--max_length", str(args.max_length), "--max_steps", str(args.steps),
                    "--log_every", str(args.warmup), "--mixed_precision",
                    "no" if args.precision == "fp32" else "bf16", "--val_fraction", "0",
@@ -74,7 +78,11 @@ def ampt_run(model, pairs, args):
         if proc.returncode != 0:
             return {"error": (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]}
         summary = json.loads(pathlib.Path(out, "summary.json").read_text())
-        return {"pairs_per_sec": summary["samples_per_sec"]}
+        if not packed:
+            return {"pairs_per_sec": summary["samples_per_sec"]}
+        # Packed, a sample is a window: the data line says how many pairs the windows hold.
+        found = re.search(r"packed (\d+) pairs into (\d+) windows", proc.stdout)
+        return {"pairs_per_sec": summary["samples_per_sec"] * int(found[1]) / int(found[2])}
 
 
 def trl_run(model, pairs, args):
@@ -159,12 +167,16 @@ def main():
     pairs = cache / f"pairs-{args.pairs}.jsonl"
     if not pairs.exists():
         make_pairs(pairs, args.pairs)
-    rows = [("ampt", ampt_run(model, pairs, args))]
+    rows = [(f"ampt, each sequence its own row (--packing=false, {args.batch} pairs a batch)",
+             ampt_run(model, pairs, args, packed=False))]
     print(rows[-1], flush=True)
-    rows.append(("TRL DPOTrainer", trl_run(model, pairs, args)))
+    rows.append((f"ampt, pairs packed into windows (default, {args.batch} windows a batch)",
+                 ampt_run(model, pairs, args, packed=True)))
+    print(rows[-1], flush=True)
+    rows.append(("TRL DPOTrainer (padded to the batch's longest)", trl_run(model, pairs, args)))
     print(rows[-1], flush=True)
 
-    trl = rows[1][1].get("pairs_per_sec")
+    trl = rows[-1][1].get("pairs_per_sec")
     date = datetime.date.today().isoformat()
     mode = f"LoRA rank {args.lora_rank} on q_proj, v_proj" if args.lora_rank else "full fine-tuning"
     lines = [f"# DPO training speed, ampt and TRL's DPOTrainer ({date})", "",
@@ -179,7 +191,7 @@ def main():
         if "error" in r:
             lines.append(f"| {impl} | {r['error']} | |")
             continue
-        ratio = f"{r['pairs_per_sec'] / trl:.2f}" if impl == "ampt" and trl else ""
+        ratio = f"{r['pairs_per_sec'] / trl:.2f}" if impl.startswith("ampt") and trl else ""
         lines.append(f"| {impl} | {r['pairs_per_sec']:.2f} | {ratio} |")
     text = "\n".join(lines) + "\n"
     suffix = f"-lora{args.lora_rank}" if args.lora_rank else ""
