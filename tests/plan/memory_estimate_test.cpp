@@ -648,3 +648,53 @@ TEST_CASE("memory estimate: LoRA at ZeRO stage 3 shards the frozen base, by hand
   CHECK(ampt::plan::shard_memory(whole, dims, o1, {8, 3}).frozen_weights ==
         443'392 / 8 + 41'472 + 2 * 100'480);
 }
+
+TEST_CASE("memory estimate: a preference objective's two sequences per padded pair, whole logits "
+          "and reference copy, by hand",
+          "[memory][preference]") {
+  using ampt::plan::estimate_memory;
+  const ampt::models::Scheme bf16{Precision::bf16, OptLevel::O1};
+  const auto lm = ampt::models::model_dims(with_model("gpt-tiny"), {}, 0);
+  const auto p = ampt::plan::count_parameters(lm);
+  auto config = with_model("gpt-tiny");
+  config.objective = ampt::config::Objective::dpo;
+  config.packing = false;
+  // 4 padded pairs are 8 sequences; the logits [8, T, vocab] in bf16 and their gradient; the
+  // frozen copy's matmul weights in bf16, the rest in fp32.
+  const auto padded = estimate_memory(ampt::models::model_dims(config, {}, 0), bf16,
+                                      OptimizerKind::adamw, 0.9, 4);
+  const auto eight = estimate_memory(lm, bf16, OptimizerKind::adamw, 0.9, 8);
+  const int64_t logits = 2 * 8 * lm.seq_len * lm.classes * 2;
+  CHECK(padded.activations == eight.activations + logits);
+  CHECK(padded.activations_checkpointed == eight.activations_checkpointed + logits);
+  CHECK(padded.reference_weights == 2 * p.matmul_weights + 4 * (p.total - p.matmul_weights));
+  CHECK(padded.weights == eight.weights + padded.reference_weights);
+  // Packed, a micro-batch of 4 is 4 windows.
+  config.packing = true;
+  const auto packed = estimate_memory(ampt::models::model_dims(config, {}, 0), bf16,
+                                      OptimizerKind::adamw, 0.9, 4);
+  const auto four = estimate_memory(lm, bf16, OptimizerKind::adamw, 0.9, 4);
+  CHECK(packed.activations == four.activations + logits / 2);
+  // No second model: precomputed log-probabilities, LoRA's base with the adapters off, SimPO.
+  auto precomputed = config;
+  precomputed.precompute_ref_logps = true;
+  auto simpo = config;
+  simpo.objective = ampt::config::Objective::simpo;
+  auto lora = config;
+  lora.lora_rank = 4;
+  for (const auto& c : {precomputed, simpo, lora}) {
+    const auto m = estimate_memory(ampt::models::model_dims(c, {}, 0), bf16, OptimizerKind::adamw, 0.9, 4);
+    CHECK(m.reference_weights == 0);
+  }
+  CHECK(estimate_memory(ampt::models::model_dims(precomputed, {}, 0), bf16, OptimizerKind::adamw,
+                        0.9, 4)
+            .weights == four.weights);
+
+  const auto r = ampt::test::run_ampt({"recommend", "--model", "gpt-tiny", "--objective", "dpo",
+                                       "--packing=false"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("--objective dpo: a micro-batch of N pairs is 2N padded "
+                                    "sequences; the logits held whole for the log-probabilities; a "
+                                    "frozen copy of the model as the reference"));
+}

@@ -163,6 +163,23 @@ std::string lora_text(const models::ModelDims& d, const plan::ParameterCounts& p
       grouped(p.total - p.trainable), held);
 }
 
+// "dpo: each pair two sequences ..." after the LoRA line; empty for token cross-entropy.
+std::string preference_text(const config::Config& config, const models::ModelDims& d) {
+  if (!d.preference.active) return "";
+  const std::string rows = d.preference.padded
+                               ? "a micro-batch of N pairs is 2N padded sequences"
+                               : "a micro-batch of N windows holds whole packed pairs";
+  const std::string reference =
+      d.preference.reference_copy
+          ? "a frozen copy of the model as the reference (its Linear weights in the compute dtype)"
+      : config.objective != config::Objective::dpo && config.objective != config::Objective::ipo
+          ? "no reference model"
+      : d.lora.active() ? "the reference is the base with the adapters off: no second model"
+                        : "the reference's log-probabilities precomputed: no second model";
+  return fmt::format("--objective {}: {}; the logits held whole for the log-probabilities; {}\n",
+                     config::to_string(config.objective), rows, reference);
+}
+
 }  // namespace
 
 std::string recommend_help() {
@@ -176,7 +193,9 @@ std::string recommend_help() {
       "gradient accumulation for the global batch on the given GPU, and says why. With\n"
       "--world_size N every figure is one rank's, with --zero_stage's sharding; --zero_stage 3\n"
       "also says from how many ranks the run (its precision, --batch_size and --grad_ckpt) fits\n"
-      "the GPU. With --lora_rank R the base is frozen and only the adapters train.",
+      "the GPU. With --lora_rank R the base is frozen and only the adapters train. With a\n"
+      "preference --objective the estimate counts two sequences per padded pair, the logits\n"
+      "held whole and the reference model (a copy, or none).",
       recommend_flags(), models::catalog());
 }
 
@@ -219,7 +238,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
 
   const auto params = plan::count_parameters(dims);
   std::string text = fmt::format(
-      "Model {}: {} parameters ({}); optimizer {}\n{}"
+      "Model {}: {} parameters ({}); optimizer {}\n{}{}"
       "GPU: {:.0f} GiB, compute capability {:.1f}; usable {:.1f} GiB = {:.0f} GiB x {:.2f} "
       "(allocator fragmentation) - 1 GiB (CUDA context, cuBLAS/cuDNN workspaces)\n\n"
       "{}Estimated peak memory in GiB{} at micro-batch {} (--batch_size):\n\n"
@@ -229,7 +248,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
       dims.name, grouped(params.total), dims.terms.description,
       config.optimizer == config::OptimizerKind::adamw ? "adamw (2 fp32 states per parameter)"
                                                        : "sgd",
-      lora_text(dims, params), gpu.memory_gb, gpu.compute_capability, plan::gib(usable), gpu.memory_gb, 1.0 - plan::kFragmentation,
+      lora_text(dims, params), preference_text(config, dims), gpu.memory_gb, gpu.compute_capability, plan::gib(usable), gpu.memory_gb, 1.0 - plan::kFragmentation,
       sharding_text(sharding), sharding.active() ? " per rank" : "", config.batch_size);
   std::string not_listed;
   std::string per_parameter;

@@ -26,6 +26,12 @@ ModelDims model_dims(const config::Config& config, std::vector<int64_t> input_sh
                      int64_t seq_len) {
   auto dims = family_of(config).memory_dims(config, std::move(input_shape), seq_len);
   dims.lora = lora_dims(config, dims);
+  if (config.objective != config::Objective::lm) {
+    const bool reference = config.objective == config::Objective::dpo ||
+                           config.objective == config::Objective::ipo;
+    dims.preference = {true, !config.packing,
+                       reference && !dims.lora.active() && !config.precompute_ref_logps};
+  }
   return dims;
 }
 

@@ -26,6 +26,17 @@ struct LoraDims {
   bool active() const { return rank > 0; }
 };
 
+// A preference objective's batches and reference model (train/objective.h), as they weigh on
+// memory.
+struct PreferenceDims {
+  bool active = false;
+  // --packing=false: each pair is two padded rows, so a micro-batch of n pairs is 2n sequences
+  // (packed, a micro-batch is n windows, as for any language model).
+  bool padded = false;
+  // dpo and ipo full fine-tuning, without --precompute_ref_logps: a frozen copy of the model.
+  bool reference_copy = false;
+};
+
 struct ModelDims;
 struct Scheme;
 
@@ -55,6 +66,7 @@ struct ModelDims {
   // Transformers: --fused_kernels (the chunked head and loss; a GPT's MLP recomputing its GELU).
   bool fused_kernels = true;
   LoraDims lora;
+  PreferenceDims preference;
   // Transformers: the blocks and their Linear layers, as the built model has them.
   LayerInventory layers;
   FamilyTerms terms;

@@ -114,9 +114,24 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
   } else if (scheme.opt_level == OptLevel::O1) {
     m.cast_copies = 2 * fp32_matmul;
   }
-  m.activations = dims.terms.activations(dims, scheme, micro_batch, false);
+  // Padded preference pairs are two sequences each.
+  const int64_t rows = dims.preference.padded ? 2 * micro_batch : micro_batch;
+  m.activations = dims.terms.activations(dims, scheme, rows, false);
   if (dims.transformer()) {
-    m.activations_checkpointed = dims.terms.activations(dims, scheme, micro_batch, true);
+    m.activations_checkpointed = dims.terms.activations(dims, scheme, rows, true);
+  }
+  if (dims.preference.active) {
+    // The preference losses read the logits whole, in the compute dtype, and keep them for
+    // backward (kernels/token_log_probs.h), whose gradient of them is as large: beyond the
+    // fused head's chunk that the activations count.
+    const int64_t logits = 2 * rows * dims.seq_len * dims.classes * frozen_width(scheme);
+    m.activations += logits;
+    if (m.activations_checkpointed >= 0) m.activations_checkpointed += logits;
+  }
+  if (dims.preference.reference_copy) {
+    // The frozen reference: its matmul weights in the compute dtype, the rest in fp32.
+    m.reference_weights = frozen_width(scheme) * p.matmul_weights + 4 * (p.total - p.matmul_weights);
+    m.weights += m.reference_weights;
   }
   return m;
 }

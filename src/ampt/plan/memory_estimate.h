@@ -43,6 +43,8 @@ struct MemoryEstimate {
   // LoRA: the part of `weights` that is the frozen base, held in the precision's half dtype
   // (bf16 for fp8) except its norms, in fp32 for fp32/O0.
   int64_t frozen_weights = 0;
+  // dpo and ipo full fine-tuning: the part of `weights` that is the frozen reference copy.
+  int64_t reference_weights = 0;
   int64_t gradients = 0;
   int64_t masters = 0;      // O2: fp32 master weights
   int64_t optimizer = 0;    // AdamW: two fp32 moments; SGD: one momentum buffer
