@@ -405,6 +405,9 @@ TEST_CASE("preference: bad records, objectives and options are one line each",
   refused(records, {"--objective", "simpo", "--precompute_ref_logps"},
           "precompute_ref_logps (flag --precompute_ref_logps) is an option of the dpo and ipo "
           "objectives, and this run's objective is simpo");
+  refused(records, {"--objective", "dpo", "--zero_stage", "3"},
+          "--objective dpo under zero_stage 3 would hold its reference, a copy of the model, whole "
+          "on every rank: add --precompute_ref_logps");
   refused(records, {"--objective", "dpo", "--train_on_prompt"},
           "--train_on_prompt scores the prompts of instruction records; a preference objective "
           "compares answers only: drop it");

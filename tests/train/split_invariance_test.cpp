@@ -217,7 +217,7 @@ TEST_CASE("split invariance: packed examples under ZeRO-3 with activation checkp
 // from 1 to 30 words, packed into windows that hold 1 to several pairs each, so that a mean per
 // micro-batch would weigh a window's pairs by how many share it. beta 0.02 keeps DPO's loss away
 // from 0, where its fp32 rounding would be most of it.
-TEST_CASE("split invariance: dpo's batch 4, batch 1 x 4 accumulation and 2 ranks x 2 (ZeRO 0, 2) "
+TEST_CASE("split invariance: dpo's batch 4, batch 1 x 4 accumulation and 2 ranks x 2 (ZeRO 0, 2, 3) "
           "make the same fp32 updates from preference pairs",
           "[train][preference][dist][cli]") {
   const std::string ranks = AMPT_SOURCE_DIR "/.deps/gpt2.tiktoken";
@@ -244,4 +244,7 @@ TEST_CASE("split invariance: dpo's batch 4, batch 1 x 4 accumulation and 2 ranks
                     {"2 ranks x batch 2", 2, {"--batch_size", "2"}},
                     {"2 ranks x batch 2, ZeRO-2", 2, {"--batch_size", "2", "--zero_stage", "2"}}},
                pairs);
+  // ZeRO-3 keeps no whole copy of the model: the reference's log-probabilities are precomputed.
+  check_splits({"--precompute_ref_logps"},
+               {{"2 ranks x batch 2, ZeRO-3", 2, {"--batch_size", "2", "--zero_stage", "3"}}}, pairs);
 }

@@ -33,9 +33,16 @@ void Run::evaluate_figures(data::Loader& val, log::EvalReport& report) {
   auto loss_sum = torch::zeros({}, on_device.dtype(torch::kFloat64));
   auto units_sum = torch::zeros({}, on_device.dtype(torch::kInt64));
   torch::Tensor figures_sum;
+  data::Batch first;
   for (int64_t b = 0; b < report.batches; ++b) {
     const auto batch = val.next();
-    if (batch.targets.size(0) == 0) continue;  // this rank's part of the last batch is empty
+    if (batch.targets.size(0) == 0) {
+      // This rank's part of the last batch is empty. Where every rank takes part in each forward
+      // (ZeRO-3), the first batch again keeps this one in step, uncounted.
+      if (state_->forward_is_collective() && first.targets.defined()) objective.loss(first);
+      continue;
+    }
+    if (!first.targets.defined()) first = batch;
     const auto units = objective.units(batch);
     const auto out = objective.loss(batch);
     loss_sum.add_(out.loss.to(torch::kFloat64) * units);
@@ -43,6 +50,7 @@ void Run::evaluate_figures(data::Loader& val, log::EvalReport& report) {
     const auto figures = out.figures.to(torch::kFloat64);
     figures_sum = figures_sum.defined() ? figures_sum.add_(figures) : figures.clone();
   }
+  state_->release_gathered();
   // Means over the ranks: their ratios are those of the sums over all ranks' batches.
   const double units = dist_.mean(units_sum.to(torch::kFloat64)).item<double>();
   report.loss = dist_.mean(loss_sum).item<double>() / units;

@@ -83,6 +83,7 @@ torch::Tensor Run::reference_log_probs(std::string& note) {
     }
   }
   model_.module->train();
+  state_->release_gathered();  // ZeRO-3: the root, held through the pass
   const auto id = torch::cat(ids);
   auto table = torch::zeros({id.max().item<int64_t>() + 1, 2},
                             torch::dtype(torch::kFloat32).device(device_.device));
@@ -111,10 +112,12 @@ std::shared_ptr<Objective> Run::make_objective(const ReferenceStart& reference) 
         },
         splits_.spec.every_target_scored);
   }
-  if (config_.zero_stage == 3) {
-    throw UsageError(fmt::format("--objective {} does not run under zero_stage 3 yet: use "
-                                 "zero_stage 1 or 2",
-                                 config::to_string(config_.objective)));
+  if (config_.zero_stage == 3 && reference.model) {
+    throw UsageError(fmt::format(
+        "--objective {} under zero_stage 3 would hold its reference, a copy of the model, whole on "
+        "every rank: add --precompute_ref_logps (no reference model while training), or train "
+        "LoRA adapters (the reference is their base)",
+        config::to_string(config_.objective)));
   }
   PreferenceModels models;
   models.policy = [this](const data::Batch& batch) { return logits_of(model_, batch); };
