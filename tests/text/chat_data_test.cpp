@@ -258,7 +258,8 @@ TEST_CASE("chat data: a preference record is its chosen example, then its reject
   CHECK(mask == want_mask);
 
   // Conversational records go through the chat template, the prompt's turns ending in the
-  // assistant's prefix (TRL's add_generation_prompt) and each answer's turn scored.
+  // assistant's prefix (TRL's add_generation_prompt) and each answer's turn scored, ChatML's
+  // newline after it too (TRL's answer is everything after the prompt).
   write_file(dir + "/c.jsonl",
              R"({"prompt": [{"role": "user", "content": "Hi?"}], )"
              R"("chosen": [{"role": "assistant", "content": "Yes"}], )"
@@ -273,6 +274,9 @@ TEST_CASE("chat data: a preference record is its chosen example, then its reject
   const auto chosen_end = want_chat.size();
   encode_chat(tokenizer, chat, {{Role::user, "Hi?"}, {Role::assistant, "No"}}, want_chat, want_chat_mask);
   for (auto i = chosen_end; i < want_chat_mask.size(); ++i) want_chat_mask[i] |= kRejectedExample;
+  // The newline that ends each example.
+  want_chat_mask[chosen_end - 1] |= kScoredToken;
+  want_chat_mask.back() |= kScoredToken;
   CHECK(chat_ids == want_chat);
   CHECK(chat_mask == want_chat_mask);
 }

@@ -34,7 +34,8 @@ class TemplateIds {
 
 struct Example {
   std::vector<Turn> turns;
-  bool rejected = false;  // a preference record's rejected answer
+  bool preference = false;  // one answer of a preference record
+  bool rejected = false;    // the rejected one
 };
 
 // Appends `examples` to ids and mask, their contents encoded on `threads` threads.
@@ -54,12 +55,16 @@ void encode_examples(const Tokenizer& tokenizer, const ChatTemplate& chat,
   for (std::size_t e = 0; e < rendered.size(); ++e) {
     const std::size_t first = ids.size();
     const uint8_t kind = examples[e].rejected ? kRejectedExample : uint8_t{0};
+    // A preference answer is everything after its prompt, as TRL cuts it: ChatML's newline after
+    // the end of turn too.
+    bool answered = false;
     for (const ChatPiece& piece : rendered[e]) {
       const std::vector<int32_t>& piece_ids =
           piece.template_text ? templates.of(piece.text) : content_ids[next++];
+      answered = answered || (examples[e].preference && piece.scored);
       ids.insert(ids.end(), piece_ids.begin(), piece_ids.end());
       mask.insert(mask.end(), piece_ids.size(),
-                  static_cast<uint8_t>((piece.scored ? kScoredToken : uint8_t{0}) | kind));
+                  static_cast<uint8_t>((piece.scored || answered ? kScoredToken : uint8_t{0}) | kind));
     }
     if (ids.size() > first) mask[first] |= kExampleStart;
   }
@@ -120,7 +125,7 @@ ChatTemplate records_template(const std::vector<std::string>& paths, InputFormat
 void encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat, const std::vector<Turn>& turns,
                  std::vector<int32_t>& ids, std::vector<uint8_t>& mask) {
   TemplateIds templates(tokenizer);
-  const Example example{turns, false};
+  const Example example{turns};
   encode_examples(tokenizer, chat, std::span(&example, 1), 1, templates, ids, mask);
 }
 
@@ -167,11 +172,11 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
                                        place.prefix(), form_name(this_form), form_name(*form)));
       }
       if (this_form == PreferenceForm::none) {
-        records.push_back({chat_turns(record, place), false});
+        records.push_back({chat_turns(record, place)});
       } else {
         auto pair = preference_turns(record, place);
-        records.push_back({std::move(pair.chosen), false});
-        records.push_back({std::move(pair.rejected), true});
+        records.push_back({std::move(pair.chosen), true, false});
+        records.push_back({std::move(pair.rejected), true, true});
       }
       for (const Turn& turn : records.back().turns) bytes += 2 * turn.content.size();
       done = end;
