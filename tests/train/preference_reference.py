@@ -18,7 +18,7 @@ DATA.jsonl holds standard-format records, one a line: {"prompt": "...", "chosen"
                             --batch_size B --lr LR --beta1 B1 --beta2 B2 --eps E
                             [--label_smoothing E] [--simpo_gamma 0.5] [--orpo_lambda 0.1]
                             [--adapter DIR [--adapter_reference initial|base]]
-                            [--max_length 1024] [--dtype float32|float64]
+                            [--max_length 1024] [--dtype float32|float64] [--keep_bos]
         trains with TRL's trainer on the CPU (dpo: DPOTrainer loss_type sigmoid; ipo: DPOTrainer
         loss_type ipo; simpo: CPOTrainer loss_type simpo, cpo_alpha 0; orpo: ORPOTrainer with beta =
         orpo_lambda; --label_smoothing E in (0, 0.5): dpo becomes conservative DPO, made of TRL's
@@ -32,7 +32,9 @@ DATA.jsonl holds standard-format records, one a line: {"prompt": "...", "chosen"
         the frozen base (tests/hf/lora_reference.py init makes one). DPO's reference is the initial
         model: with --adapter, DPOTrainer (peft >= 0.20) keeps a frozen copy of the initial adapter;
         --adapter_reference base drops that copy, so the reference is the base with adapters
-        disabled. --dtype float64 loads the weights in float64, but TRL still rounds some values to
+        disabled. simpo and orpo run without the BOS that CPO and ORPO would prepend to every
+        prompt (DPOTrainer and ampt add none where the tokenizer adds none); --keep_bos keeps it.
+        --dtype float64 loads the weights in float64, but TRL still rounds some values to
         float32: DPO's per-token log-probs (its fused LM head), ORPO's sequence log-probs and the
         logged loss.
 """
