@@ -344,18 +344,18 @@ TEST_CASE("preference: pairs packed into windows, each sequence its own example,
       const auto out = dir + "/" + objective + packing.substr(10);
       const auto r = run_preference(gpt_preference_args(
           records, out, {"--objective", objective, "--val_fraction", "0", "--batch_size", "4",
-                         "--data_sampling", "sequential", packing}));
+                         "--data_sampling", "sequential", "--max_steps", "10", packing}));
       CHECK_THAT(r.out, Catch::Contains(packing == "--packing=true" ? "packed 4 pairs into 2 windows"
                                                                     : "each sequence padded to its own row"));
       runs.push_back(logged_steps(out));
     }
-    REQUIRE(runs[0].size() == 6);
-    REQUIRE(runs[1].size() == 6);
+    REQUIRE(runs[0].size() == 10);
+    REQUIRE(runs[1].size() == 10);
     // The first step's per-pair log-probabilities, before any update: only the summation order
     // differs.
     CHECK(runs[1][0].at("logps/chosen") == Approx(runs[0][0].at("logps/chosen")).epsilon(1e-5));
     CHECK(runs[1][0].at("logps/rejected") == Approx(runs[0][0].at("logps/rejected")).epsilon(1e-5));
-    for (size_t i = 0; i < 6; ++i) {
+    for (size_t i = 0; i < 10; ++i) {
       INFO("step " << i + 1);
       CHECK(runs[1][i].at("loss") == Approx(runs[0][i].at("loss")).epsilon(1e-4));
     }
