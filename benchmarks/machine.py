@@ -24,3 +24,11 @@ def vm_rss(pid):
         return None
     m = re.search(r"^VmRSS:\s+(\d+) kB", text, re.M)
     return int(m.group(1)) << 10 if m else None
+
+
+def device_line(device):
+    """The device a benchmark ran on, for its results file: the GPU's name, or the CPU's."""
+    if device == "cuda":
+        import torch
+        return torch.cuda.get_device_name(0)
+    return f"{cpu_model()} ({cpu_isa()}), CPU"

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from machine import cpu_isa, cpu_model
+from machine import device_line
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -133,13 +133,6 @@ def trl_run(model, pairs, args):
                              processing_class=tokenizer, callbacks=[timer], peft_config=peft_config)
         trainer.train()
     return {"pairs_per_sec": timer.steps * args.batch / (timer.end - timer.start)}
-
-
-def device_line(device):
-    import torch
-    if device == "cuda":
-        return torch.cuda.get_device_name(0)
-    return f"{cpu_model()} ({cpu_isa()}), CPU"
 
 
 def main():

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from machine import cpu_isa, cpu_model
+from machine import device_line
 from qlora_memory import make_llama
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -110,13 +110,6 @@ def peft_run(base, quantized, args):
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return {"tokens_per_sec": timed * args.batch * args.seq / seconds}
-
-
-def device_line(device):
-    import torch
-    if device == "cuda":
-        return torch.cuda.get_device_name(0)
-    return f"{cpu_model()} ({cpu_isa()}), CPU"
 
 
 def main():
