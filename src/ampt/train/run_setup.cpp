@@ -188,8 +188,10 @@ void Run::set_up_speed_features(const ReferenceStart& reference) {
   }
   const auto obstacle =
       dist_.active() ? std::string("a distributed step waits for the other ranks on the host")
-                     : cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout,
-                                           splits_.train->gather({0}).positions.defined());
+      : splits_.spec.preference
+          ? std::string("preference batches name their pairs, which a replay would not refresh")
+          : cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout,
+                                splits_.train->gather({0}).positions.defined());
   // O2 allocates its fp32 gradients per step and a schedule changes dtypes: both stay eager.
   const bool eager_precision = precision_.masters().enabled() || precision_.stages().size() > 1;
   const bool graphed = config_.cuda_graphs && obstacle.empty() && !eager_precision;
