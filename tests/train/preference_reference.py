@@ -14,6 +14,10 @@ DATA.jsonl holds standard-format records, one a line: {"prompt": "...", "chosen"
         prompt+completion to max_length). simpo (CPOTrainer) and orpo (ORPOTrainer): BOS prepended
         to the prompt, EOS id appended to each completion, the completion already truncated so that
         prompt+completion <= max_length.
+    preference_reference.py chat_tokenizer DIR
+        writes into DIR a Llama-3-style tokenizer (a byte-level BPE trained on a few sentences,
+        Llama-3's special tokens, its BOS, and Meta-Llama-3-8B-Instruct's chat template in
+        tokenizer_config.json) for conversational records, and prints its vocabulary size.
     preference_reference.py train MODEL_DIR DATA.jsonl --loss dpo|ipo|simpo|orpo --beta B --steps N
                             --batch_size B --lr LR --beta1 B1 --beta2 B2 --eps E
                             [--label_smoothing E] [--simpo_gamma 0.5] [--orpo_lambda 0.1]
@@ -157,6 +161,24 @@ def train(args):
     return logs.steps
 
 
+def chat_tokenizer(args):
+    import pathlib
+    text = pathlib.Path(__file__).resolve().parent.parent / "text"
+    sys.path.insert(0, str(text))
+    from chat_reference import LLAMA3_TEMPLATE, STYLES  # noqa: E402
+    from split_reference import train as train_bpe  # noqa: E402
+    pattern, specials, ignore_merges, bos, config, _ = STYLES["llama3"]
+    words = "the sky is blue green water boils at one hundred degrees paris rome hi hello yes no"
+    corpus = [words, "system user assistant\n\n", "What colour is the sky? It is blue."] * 4
+    tok = train_bpe(corpus, pattern, specials, ignore_merges, bos, False)
+    out = pathlib.Path(args.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tok.save(str(out / "tokenizer.json"))
+    (out / "tokenizer_config.json").write_text(json.dumps(
+        {**config, "chat_template": LLAMA3_TEMPLATE, "tokenizer_class": "PreTrainedTokenizerFast"}))
+    return tok.get_vocab_size()
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -176,12 +198,16 @@ def main():
         p.add_argument("--label_smoothing", type=float, default=0.0)
         p.add_argument("--simpo_gamma", type=float, default=0.5)
         p.add_argument("--orpo_lambda", type=float, default=0.1)
+    sub.add_parser("chat_tokenizer").add_argument("dir")
     tr = sub.choices["train"]
     for name in ("steps", "batch_size"):
         tr.add_argument(f"--{name}", type=int, required=True)
     for name in ("lr", "beta1", "beta2", "eps"):
         tr.add_argument(f"--{name}", type=float, required=True)
     args = parser.parse_args()
+    if args.command == "chat_tokenizer":
+        print(json.dumps(chat_tokenizer(args)))
+        return
     smoothing = args.label_smoothing
     if smoothing and not (args.loss in ("dpo", "simpo") and 0 < smoothing < 0.5):
         parser.error("--label_smoothing: in (0, 0.5), with dpo (conservative DPO) or simpo only; "

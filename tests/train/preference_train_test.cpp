@@ -137,17 +137,9 @@ void check_steps(const std::vector<StepFigures>& ours, const std::vector<StepFig
   }
 }
 
-}  // namespace
-
-TEST_CASE("preference: dpo and ipo fine-tune a tiny Llama as TRL's DPOTrainer does, its tokens too",
-          "[train][preference][reference][cli]") {
-  if (!have_trl()) AMPT_SKIP(reference, "skipping: transformers, peft, trl or .deps/gpt2.tiktoken missing");
-  const auto dir = make_temp_dir();
-  const auto records = write_records(dir);
-  const auto model = make_model("llama");
-
-  // The tokens: the cache ampt wrote holds TRL's prompt and answer ids, each answer's EOS scored.
-  const auto dpo = ampt_steps(model, records, dir + "/dpo", {"--objective", "dpo", "--beta", "0.1"});
+// The token cache of the run in `out` holds TRL's tokens of `records`: each record's prompt and
+// chosen answer, then its prompt and rejected answer, answers scored, rejected ones marked.
+void check_tokens(const std::string& model, const std::string& records, const std::string& out) {
   const auto tokenized = run_process({AMPT_PYTHON, kPreferenceReference, "tokenize", model, records});
   REQUIRE(tokenized.exit_code == 0);
   std::vector<int64_t> want;
@@ -165,7 +157,7 @@ TEST_CASE("preference: dpo and ipo fine-tune a tiny Llama as TRL's DPOTrainer do
     }
   }
   std::string shard;
-  for (const auto& entry : std::filesystem::directory_iterator(dir + "/dpo/token_cache")) {
+  for (const auto& entry : std::filesystem::directory_iterator(out + "/token_cache")) {
     if (entry.path().extension() == ".bin") shard = entry.path().string();
   }
   const auto file = ampt::data::open_token_file(shard);
@@ -175,7 +167,20 @@ TEST_CASE("preference: dpo and ipo fine-tune a tiny Llama as TRL's DPOTrainer do
   const auto* bits = static_cast<const uint8_t*>(mask.data);
   CHECK(std::vector<int64_t>(ids, ids + file.span.count) == want);
   CHECK(std::vector<uint8_t>(bits, bits + mask.count) == want_mask);
+}
 
+}  // namespace
+
+TEST_CASE("preference: dpo and ipo fine-tune a tiny Llama as TRL's DPOTrainer does, its tokens too",
+          "[train][preference][reference][cli]") {
+  if (!have_trl()) AMPT_SKIP(reference, "skipping: transformers, peft, trl or .deps/gpt2.tiktoken missing");
+  const auto dir = make_temp_dir();
+  const auto records = write_records(dir);
+  const auto model = make_model("llama");
+
+  // The tokens: the cache ampt wrote holds TRL's prompt and answer ids, each answer's EOS scored.
+  const auto dpo = ampt_steps(model, records, dir + "/dpo", {"--objective", "dpo", "--beta", "0.1"});
+  check_tokens(model, records, dir + "/dpo");
   {
     INFO("dpo");
     check_steps(dpo, trl_steps(model, records, "dpo", {"--beta", "0.1"}), 0.1);
@@ -183,6 +188,37 @@ TEST_CASE("preference: dpo and ipo fine-tune a tiny Llama as TRL's DPOTrainer do
   INFO("ipo");
   check_steps(ampt_steps(model, records, dir + "/ipo", {"--objective", "ipo", "--beta", "0.1"}),
               trl_steps(model, records, "ipo", {"--beta", "0.1"}), 0.1);
+}
+
+TEST_CASE("preference: conversational records through Llama-3's chat template follow TRL's "
+          "DPOTrainer, its tokens too",
+          "[train][preference][reference][cli]") {
+  if (!have_trl()) AMPT_SKIP(reference, "skipping: transformers, peft, trl or .deps/gpt2.tiktoken missing");
+  const auto dir = make_temp_dir();
+  const auto model = dir + "/model";
+  const auto made = run_process({AMPT_PYTHON, kPreferenceReference, "chat_tokenizer", model});
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  const auto vocab = std::to_string(static_cast<int64_t>(ampt::parse_json(made.out).number));
+  REQUIRE(run_process({AMPT_PYTHON, kLlamaMaker, "make", model, "--vocab", vocab}).exit_code == 0);
+  const auto records = dir + "/conversations.jsonl";
+  const auto turn = [](const std::string& role, const std::string& content) {
+    return fmt::format(R"({{"role": "{}", "content": "{}"}})", role, content);
+  };
+  std::string text;
+  for (const auto& [prompt, chosen, rejected] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {turn("user", "What colour is the sky?"), "It is blue.", "It is green."},
+           {turn("user", "Water boils at?"), "One hundred degrees.", "Paris."},
+           {turn("system", "Be brief.") + ", " + turn("user", "Hi"), "Hello.", "No."},
+           {turn("user", "Is the sky blue?"), "Yes.", "No, it is green."}}) {
+    text += fmt::format(R"({{"prompt": [{}], "chosen": [{}], "rejected": [{}]}})" "\n", prompt,
+                        turn("assistant", chosen), turn("assistant", rejected));
+  }
+  write_file(records, text);
+  const auto ours = ampt_steps(model, records, dir + "/run", {"--objective", "dpo"});
+  check_tokens(model, records, dir + "/run");
+  check_steps(ours, trl_steps(model, records, "dpo", {"--beta", "0.1"}), 0.1);
 }
 
 TEST_CASE("preference: cDPO continuing a peft adapter on a tiny Qwen2 follows TRL's DPOTrainer, "
