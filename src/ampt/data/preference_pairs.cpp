@@ -22,8 +22,13 @@ bool rejected(const TokenSpan& mask, const Document& example) {
 }  // namespace
 
 bool holds_pairs(const TokenSpan& mask) {
-  return std::any_of(mask_bytes(mask), mask_bytes(mask) + mask.count,
-                     [](uint8_t bits) { return (bits & text::kRejectedExample) != 0; });
+  // The second example is the first record's rejected answer: no need to read further.
+  const uint8_t* bits = mask_bytes(mask);
+  const uint8_t* end = bits + mask.count;
+  const uint8_t* second = std::find_if(bits + std::min<int64_t>(1, mask.count), end, [](uint8_t b) {
+    return (b & text::kExampleStart) != 0;
+  });
+  return second != end && (*second & text::kRejectedExample) != 0;
 }
 
 PreferencePairs::PreferencePairs(std::vector<TokenSpan> tokens, std::vector<TokenSpan> masks,

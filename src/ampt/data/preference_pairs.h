@@ -21,7 +21,7 @@
 
 namespace ampt::data {
 
-// Whether `mask` marks rejected examples: the mask of preference records.
+// Whether `mask` is the mask of preference records: its second example is marked rejected.
 bool holds_pairs(const TokenSpan& mask);
 
 struct PairCounts {

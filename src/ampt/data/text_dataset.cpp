@@ -122,7 +122,7 @@ Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string
     corpus.documents = mask_examples(mask, 0);
     documents = static_cast<int64_t>(corpus.documents.size());
     what = fmt::format("{} example", chat->name);
-    if (text::preference_form(files, options.format) != text::PreferenceForm::none) {
+    if (holds_pairs(mask)) {
       corpus.preference_mask = mask;
       documents /= 2;
       what = fmt::format("{} preference record", chat->name);

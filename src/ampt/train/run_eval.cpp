@@ -54,10 +54,13 @@ void Run::evaluate_figures(data::Loader& val, log::EvalReport& report) {
   // Means over the ranks: their ratios are those of the sums over all ranks' batches.
   const double units = dist_.mean(units_sum.to(torch::kFloat64)).item<double>();
   report.loss = dist_.mean(loss_sum).item<double>() / units;
-  if (!figures_sum.defined()) figures_sum = torch::zeros({static_cast<int64_t>(objective.figure_names().size())}, on_device.dtype(torch::kFloat64));
+  const auto& names = objective.figure_names();
+  if (!figures_sum.defined()) {
+    figures_sum = torch::zeros({static_cast<int64_t>(names.size())}, on_device.dtype(torch::kFloat64));
+  }
   const auto figures = (dist_.mean(figures_sum) / units).cpu();
-  for (std::size_t i = 0; i < objective.figure_names().size(); ++i) {
-    report.figures.emplace_back(objective.figure_names()[i], figures[static_cast<int64_t>(i)].item<double>());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    report.figures.emplace_back(names[i], figures[static_cast<int64_t>(i)].item<double>());
   }
 }
 
