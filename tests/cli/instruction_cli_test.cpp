@@ -113,7 +113,9 @@ TEST_CASE("cli: a bad instruction record stops the run with one line naming its 
     error("{\"prompt\": \"a\", \"completion\": \"b\"}\n{\"prompt\": \"c\"}\n", with_tokenizer, 1,
           dir + "/bad.jsonl: line 2: no \"completion\": expected a string");
     error("{\"messages\": [{\"role\": \"tool\", \"content\": \"x\"}]}\n", with_tokenizer, 1,
-          dir + "/bad.jsonl: line 1: messages[0]: unknown role \"tool\": expected system, user or assistant");
+          dir + "/bad.jsonl: line 1: messages[0]: role \"tool\" needs the model's own chat template: the "
+                "built-in ones render system, user and assistant (give the tokenizer a chat_template, "
+                "or pass --chat_template FILE.jinja)");
   }
   error("{\"prompt\": \"a\", \"completion\": \"b\"}\n", {}, 2,
         "jsonl:" + dir + "/bad.jsonl holds instruction records, which need a tokenizer for their chat "

@@ -69,3 +69,18 @@ TEST_CASE("text data options: bad values are one-line usage errors", "[config][t
   CHECK(yaml_error("data: {max_length: -3}\n") ==
         "invalid value '-3' for max_length (FILE:1): expected an integer >= 0");
 }
+
+TEST_CASE("instruction data options: --chat_template_kwargs takes a JSON object from every source",
+          "[config][text][chat]") {
+  CHECK(Config{}.chat_template_kwargs.empty());
+  const TempYaml yaml("data:\n  chat_template_kwargs: '{\"enable_thinking\": false}'\n");
+  CHECK(resolve_yaml(yaml).config().chat_template_kwargs == R"({"enable_thinking": false})");
+  const auto overridden = resolve_yaml(yaml, {"--chat_template_kwargs", R"({"date_string": "26 Jul 2024"})"}, {});
+  CHECK(overridden.config().chat_template_kwargs == R"({"date_string": "26 Jul 2024"})");
+  CHECK(resolve_error({"--chat_template_kwargs", "enable_thinking=false"}) ==
+        "invalid value 'enable_thinking=false' for chat_template_kwargs (flag --chat_template_kwargs): "
+        "expected a JSON object such as '{\"enable_thinking\": false}'");
+  CHECK(resolve_error({"--chat_template_kwargs", "[1]"}) ==
+        "invalid value '[1]' for chat_template_kwargs (flag --chat_template_kwargs): expected a JSON "
+        "object such as '{\"enable_thinking\": false}'");
+}

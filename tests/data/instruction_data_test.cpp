@@ -94,6 +94,26 @@ TEST_CASE("instruction data: prompt tokens carry no loss, checked against a hand
   CHECK(as_vector(every.train->gather({0}).targets) == padded(join({bytes("i? Yes"), {kEot}}), x));
 }
 
+TEST_CASE("instruction data: a chat_template.jinja beside the tokenizer renders the records, the data "
+          "line naming it",
+          "[data][text][chat][jinja]") {
+  const Fixture f;
+  write_file(f.dir + "/chat_template.jinja",
+             "{% for m in messages %}{{ m.role[0] }}{% if m.role == 'assistant' %}{% generation %}"
+             "{{ m.content }}{% endgeneration %}{% else %}{{ m.content }}{% endif %}{% endfor %}\n");
+  auto config = f.config();
+  config.packing = false;
+  const auto splits = open_dataset(config, kRequest);
+  CHECK_THAT(splits.description,
+             Catch::Contains("2 examples (chat template " + f.dir + "/chat_template.jinja), 19 tokens"));
+  const auto batch = splits.train->gather({0, 1});
+  // "u" "Hi?" "a" " Yes", then "s" "S" "u" "Q" "a" "A" "u" "R" "a" "B" (the template's last newline
+  // dropped, as jinja2 drops it): the generation blocks scored.
+  CHECK(as_vector(batch.inputs) == join({padded(bytes("uHi?a Ye"), kEot), padded(bytes("sSuQaAuRa"), kEot)}));
+  CHECK(as_vector(batch.targets) == join({padded({x, x, x, x, ' ', 'Y', 'e', 's'}, x),
+                                          padded({x, x, x, x, 'A', x, x, x, 'B'}, x)}));
+}
+
 TEST_CASE("instruction data: truncated to max_length + 1 tokens and an example with no answer left dropped",
           "[data][text][chat]") {
   const Fixture f;

@@ -1,16 +1,22 @@
 // Packed examples never see each other: on tiny GPT-2, Llama and Qwen2 models (fp32, CPU), a
 // batch of windows that each hold several instruction examples gives every example the loss it
 // has alone in a padded window, the same gradients for every parameter, and 20 AdamW steps on
-// packed windows follow the same steps on the examples one per window.
+// packed windows follow the same steps on the examples one per window; so do chats rendered by
+// Qwen3's own Jinja template (reasoning blocks, tool calls) on a tiny Qwen2 model.
 #include "ampt/data/document_examples.h"
 #include "ampt/models/packed_sequences.h"
 #include "ampt/models/registry.h"
+#include "ampt/text/chat_jinja.h"
+#include "ampt/text/tokenize_chats.h"
+#include "support/process.h"
 #include "support/skip.h"
+#include "text/text_fixtures.h"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +68,48 @@ Examples instruction_examples(int64_t vocab) {
   return {make(true), make(false)};
 }
 
+// Chats rendered by Qwen3's published template over a byte tokenizer with its special tokens,
+// packed greedily into windows of `window` and one per window; `vocab` is the tokenizer's.
+Examples qwen3_chat_examples(int64_t window, int64_t& vocab) {
+  auto v = ampt::test::toy_vocabulary({});
+  for (const char* special : {"<|im_start|>", "<|im_end|>"}) {
+    v.special_ids.push_back(static_cast<int32_t>(v.tokens.size()));
+    v.tokens.push_back(special);
+  }
+  const ampt::text::Tokenizer tokenizer(std::move(v));
+  vocab = tokenizer.vocab_size();
+  ampt::text::ChatTemplate chat;
+  chat.jinja = std::make_shared<const ampt::text::JinjaChat>(
+      ampt::text::read_jinja_chat(AMPT_SOURCE_DIR "/tests/text/chat_templates/qwen3.jinja", tokenizer, ""));
+  std::string records;
+  for (int e = 0; e < 12; ++e) {
+    const std::string n = std::to_string(e);
+    records += e % 3 == 0   ? R"({"messages": [{"role": "user", "content": "add )" + n + R"("}, {"role": "assistant", "content": ")" + n + R"(+1", "reasoning_content": "r"}]})"
+               : e % 3 == 1 ? R"({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a)" + n + R"("}, {"role": "user", "content": "b"}, {"role": "assistant", "content": "c"}]})"
+                            : R"({"messages": [{"role": "user", "content": "t"}, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"x": )" + n + R"(}}}]}, {"role": "tool", "content": "ok"}, {"role": "assistant", "content": "done"}]})";
+    records += "\n";
+  }
+  const std::string path = ampt::test::make_temp_dir() + "/chats.jsonl";
+  ampt::test::write_file(path, records);
+  std::vector<uint16_t> tokens;
+  std::vector<uint8_t> mask;
+  ampt::text::tokenize_chats(tokenizer, chat, {path}, {}, [&](std::span<const int32_t> i, std::span<const uint8_t> m) {
+    tokens.insert(tokens.end(), i.begin(), i.end());
+    mask.insert(mask.end(), m.begin(), m.end());
+  });
+  std::vector<Document> documents;
+  for (std::size_t t = 0; t < mask.size(); ++t) {
+    if ((mask[t] & ampt::text::kExampleStart) != 0) documents.push_back({0, static_cast<int64_t>(t), 0});
+    documents.back().length += 1;
+  }
+  const auto make = [&](bool packed) {
+    return std::make_unique<DocumentExamples>(
+        std::vector<TokenSpan>{span_of(tokens, "tokens")}, documents, window, std::nullopt, 0, vocab,
+        std::vector<TokenSpan>{span_of(mask, "mask")}, packed);
+  };
+  return {make(true), make(false)};
+}
+
 struct Family {
   std::string name;
   ampt::config::Config config;
@@ -97,6 +145,30 @@ std::vector<int64_t> examples_in(const DocumentExamples& packed, const std::vect
     for (int64_t e = first; e < first + count; ++e) examples.push_back(e);
   }
   return examples;
+}
+
+// 20 AdamW steps of two models built alike, one on the packed windows (`per_step` a step, in
+// turn), the other on the same examples one per window: the losses stay equal.
+void check_same_steps(const std::function<ampt::models::Model()>& build, const Examples& data, int64_t per_step) {
+  auto packed_model = build();
+  auto unpacked_model = build();
+  torch::optim::AdamW packed_optimizer(packed_model.module->parameters(), torch::optim::AdamWOptions(1e-2));
+  torch::optim::AdamW unpacked_optimizer(unpacked_model.module->parameters(), torch::optim::AdamWOptions(1e-2));
+  const int64_t windows = data.packed->size();
+  for (int64_t step = 0; step < 20; ++step) {
+    std::vector<int64_t> chosen;
+    for (int64_t k = 0; k < per_step; ++k) chosen.push_back((per_step * step + k) % windows);
+    packed_optimizer.zero_grad();
+    unpacked_optimizer.zero_grad();
+    const auto packed_loss = packed_model.loss(data.packed->gather(chosen));
+    const auto unpacked_loss = unpacked_model.loss(data.unpacked->gather(examples_in(*data.packed, chosen)));
+    packed_loss.backward();
+    unpacked_loss.backward();
+    packed_optimizer.step();
+    unpacked_optimizer.step();
+    INFO("step " << step + 1);
+    CHECK(packed_loss.item<double>() == Approx(unpacked_loss.item<double>()).epsilon(1e-4));
+  }
 }
 
 std::vector<torch::Tensor> gradients(ampt::models::Model& model, const Batch& batch) {
@@ -159,29 +231,25 @@ TEST_CASE("packing: 20 AdamW steps on packed windows follow the same examples on
           "[models][packing]") {
   for (const auto& family : families()) {
     INFO(family.name);
-    const auto data = instruction_examples(family.vocab);
-    auto packed_model = build_family_model(family);
-    auto unpacked_model = build_family_model(family);
-    torch::optim::AdamW packed_optimizer(packed_model.module->parameters(),
-                                         torch::optim::AdamWOptions(1e-2));
-    torch::optim::AdamW unpacked_optimizer(unpacked_model.module->parameters(),
-                                           torch::optim::AdamWOptions(1e-2));
-    const int64_t windows = data.packed->size();
-    for (int64_t step = 0; step < 20; ++step) {
-      const std::vector<int64_t> chosen{(2 * step) % windows, (2 * step + 1) % windows};
-      packed_optimizer.zero_grad();
-      unpacked_optimizer.zero_grad();
-      const auto packed_loss = packed_model.loss(data.packed->gather(chosen));
-      const auto unpacked_loss =
-          unpacked_model.loss(data.unpacked->gather(examples_in(*data.packed, chosen)));
-      packed_loss.backward();
-      unpacked_loss.backward();
-      packed_optimizer.step();
-      unpacked_optimizer.step();
-      INFO("step " << step + 1);
-      CHECK(packed_loss.item<double>() == Approx(unpacked_loss.item<double>()).epsilon(1e-4));
-    }
+    check_same_steps([&] { return build_family_model(family); }, instruction_examples(family.vocab), 2);
   }
+}
+
+TEST_CASE("packing: Qwen3-template chats packed follow the same 20 AdamW steps as one per window",
+          "[models][packing][chat][jinja]") {
+  constexpr int64_t kChatWindow = 256;
+  int64_t vocab = 0;
+  const auto data = qwen3_chat_examples(kChatWindow, vocab);
+  REQUIRE(data.packed->size() < data.unpacked->size());
+  ampt::config::Config qwen2;
+  qwen2.model = "qwen2";
+  qwen2.vocab_size = 320;  // the byte tokenizer's 259 ids, rounded up
+  qwen2.block_size = kChatWindow;
+  const auto build = [&] {
+    torch::manual_seed(4);
+    return ampt::models::make_model(qwen2, {ampt::data::Task::language_model, {kChatWindow}, vocab});
+  };
+  check_same_steps(build, data, 1);
 }
 
 TEST_CASE("packing: FlashAttention's variable-length path equals SDPA with the block-diagonal mask",

@@ -173,10 +173,12 @@ TEST_CASE("chat data: a bad record is one line naming its file, line and field",
   error(R"({"messages": ["hi"]})",
         "messages[0]: a string: expected an object with \"role\" and \"content\"");
   error(R"({"messages": [{"role": "user", "content": "a"}, {"role": "bot", "content": "b"}]})",
-        "messages[1]: unknown role \"bot\": expected system, user or assistant");
+        "messages[1]: role \"bot\" needs the model's own chat template: the built-in ones render "
+        "system, user and assistant (give the tokenizer a chat_template, or pass --chat_template "
+        "FILE.jinja)");
   error(R"({"messages": [{"content": "a"}]})", "messages[0]: no \"role\": expected a string");
   error(R"({"messages": [{"role": "user", "content": null}]})",
-        "messages[0]: \"content\" is null: expected a string");
+        "messages[0]: no \"content\": expected a string (or \"tool_calls\" on an assistant turn)");
   error(R"({"messages": [{"role": "system", "content": "a"}, {"role": "user", "content": "b"}]})",
         "\"messages\" has no assistant turn: nothing to learn from");
   write_file(path, "{\"prompt\": ");

@@ -12,6 +12,7 @@
 #include "ampt/data/loss_mask.h"
 #include "ampt/data/token_file.h"
 #include "ampt/text/tokenize_chats.h"
+#include "ampt/text/tokenizer_files.h"
 #include "support/json_field.h"
 #include "support/pretrained_reference.h"
 #include "support/process.h"
@@ -190,8 +191,8 @@ TEST_CASE("preference: dpo and ipo fine-tune a tiny Llama as TRL's DPOTrainer do
               trl_steps(model, records, "ipo", {"--beta", "0.1"}), 0.1);
 }
 
-TEST_CASE("preference: conversational records through Llama-3's chat template follow TRL's "
-          "DPOTrainer, its tokens too",
+TEST_CASE("preference: conversational records through the tokenizer's own Llama-3 chat template "
+          "follow TRL's DPOTrainer, its tokens too",
           "[train][preference][reference][cli]") {
   if (!have_trl()) AMPT_SKIP(reference, "skipping: transformers, peft, trl or .deps/gpt2.tiktoken missing");
   const auto dir = make_temp_dir();
@@ -216,6 +217,10 @@ TEST_CASE("preference: conversational records through Llama-3's chat template fo
                         turn("assistant", chosen), turn("assistant", rejected));
   }
   write_file(records, text);
+  // The tokenizer carries Llama-3's Jinja template, which renders the records, as in TRL.
+  CHECK(ampt::text::records_template({records}, ampt::text::InputFormat::json_lines,
+                                     ampt::text::load_tokenizer(model), "", records)
+            .jinja != nullptr);
   const auto ours = ampt_steps(model, records, dir + "/run", {"--objective", "dpo"});
   check_tokens(model, records, dir + "/run");
   check_steps(ours, trl_steps(model, records, "dpo", {"--beta", "0.1"}), 0.1);

@@ -37,7 +37,8 @@ cxxopts::Options tokenize_parser() {
       ("tokenizer", "GPT-2, Llama-3 or Qwen2 tokenizer: a directory with tokenizer.json (and tokenizer_config.json) or vocab.json + merges.txt, such a file, or a *.tiktoken file", cxxopts::value<std::string>(), "PATH")
       ("out", "shard to write (replaced whole when done)", cxxopts::value<std::string>(), "FILE")
       ("text_field", "the field of each JSON Lines record that holds its document", cxxopts::value<std::string>()->default_value("text"), "NAME")
-      ("chat_template", "JSON template file for instruction records (default: Llama-3's, ChatML or plain, by the tokenizer's special tokens)", cxxopts::value<std::string>(), "FILE")
+      ("chat_template", "chat template for instruction records: a .jinja file or a JSON one (default: the tokenizer's own Jinja template, else Llama-3's, ChatML or plain by its special tokens)", cxxopts::value<std::string>(), "FILE")
+      ("chat_template_kwargs", "JSON object of variables for a Jinja chat template, e.g. '{\"enable_thinking\": false}'", cxxopts::value<std::string>(), "JSON")
       ("threads", "encoding threads (0: one per core)", cxxopts::value<int>()->default_value("0"), "N")
       ("inputs", "text files, .jsonl files, directories of them, or quoted globs", cxxopts::value<std::vector<std::string>>(), "INPUT...")
       ("h,help", "show this help");
@@ -53,7 +54,8 @@ std::string tokenize_help() { return tokenize_parser().help(); }
 int run_tokenize(const std::vector<std::string>& args, const Environment&) {
   auto parser = tokenize_parser();
   const auto result = parse_own_flags(parser, "tokenize", args,
-                                      {"--tokenizer", "--out", "--text_field", "--chat_template", "--threads"});
+                                      {"--tokenizer", "--out", "--text_field", "--chat_template",
+                                       "--chat_template_kwargs", "--threads"});
   const auto tokenizer_path = required_flag(result, "tokenize", "tokenizer");
   const auto out = required_flag(result, "tokenize", "out");
   if (result.count("inputs") == 0) {
@@ -90,8 +92,9 @@ int run_tokenize(const std::vector<std::string>& args, const Environment&) {
     chat = text::records_template(
         inputs, options.format, tokenizer,
         result.count("chat_template") != 0 ? result["chat_template"].as<std::string>() : "",
-        fmt::format("{}", fmt::join(inputs, ", ")));
-  } else if (result.count("chat_template") != 0) {
+        fmt::format("{}", fmt::join(inputs, ", ")),
+        result.count("chat_template_kwargs") != 0 ? result["chat_template_kwargs"].as<std::string>() : "");
+  } else if (result.count("chat_template") != 0 || result.count("chat_template_kwargs") != 0) {
     throw UsageError("--chat_template renders instruction records (\"prompt\"/\"completion\" or "
                      "\"messages\"), but the first JSON Lines record is a document");
   }
@@ -102,7 +105,8 @@ int run_tokenize(const std::vector<std::string>& args, const Environment&) {
   fmt::print("wrote {}{}: {}, {} tokens from {} ({} bytes of text) in {:.2f} s (tokenizer {}, {} "
              "ids, {}; uint{} tokens)\n",
              out, chat ? fmt::format(" and its loss mask {}", data::loss_mask_path(out)) : "",
-             counted(stats.documents, chat ? chat->name + " example" : "document"),
+             counted(stats.documents, !chat ? "document" : chat->jinja ? "example" : chat->name + " example") +
+                 (chat && chat->jinja ? fmt::format(" (chat template {})", chat->name) : ""),
              stats.tokens,
              counted(inputs.size(), "file"), stats.bytes, seconds(), tokenizer.source(),
              tokenizer.vocab_size(), tokenizer.kind(),

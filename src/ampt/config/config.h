@@ -176,9 +176,11 @@ struct Config {
   bool document_mask = false;
   int64_t max_length = 0;  // tokens per sample (inputs); 0: the model's block_size
   std::string token_cache;  // where tokenized text is kept; empty: output_dir/token_cache
-  // Instruction records (prompt/completion or messages): a chat template file
-  // (text/chat_template.h); empty: the template the tokenizer's special tokens point to.
+  // Instruction records: a chat template file, .jinja or JSON (text/chat_template.h); empty: the
+  // tokenizer's own Jinja template, else the built-in one its special tokens point to.
   std::string chat_template;
+  // A JSON object of kwargs for a Jinja chat template ({"enable_thinking": false}); empty: none.
+  std::string chat_template_kwargs;
   bool train_on_prompt = false;  // score prompt tokens too; false: completion/assistant only
   Sampling data_sampling = Sampling::random;
   int64_t loader_workers = 2;  // 0: batches are gathered on the training thread

@@ -5,6 +5,7 @@
 #include "ampt/config/precision_schedule.h"
 #include "ampt/config/report_to.h"
 #include "ampt/config/step_range.h"
+#include "ampt/core/json_reader.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -12,6 +13,15 @@
 namespace ampt::config {
 
 namespace {
+
+bool is_json_object(std::string_view text) {
+  if (text.empty()) return true;
+  try {
+    return parse_json(text).kind == JsonValue::Kind::object;
+  } catch (const JsonError&) {
+    return false;
+  }
+}
 
 std::vector<Option> build_table() {
   const auto at_least_0 = Range::at_least(0);
@@ -325,9 +335,13 @@ std::vector<Option> build_table() {
                     "Directory keeping tokenized text: and jsonl: data for later runs (default: "
                     "output_dir/token_cache)"),
       string_option("chat_template", "data.chat_template", &C::chat_template, false, "FILE",
-                    "JSON file of per-role prefixes and suffixes rendering jsonl: instruction "
-                    "records (default: Llama-3's, ChatML or plain, by the tokenizer's special "
-                    "tokens)"),
+                    "Chat template rendering jsonl: instruction records: a .jinja file, or a JSON "
+                    "file of per-role prefixes and suffixes (default: the tokenizer's own Jinja "
+                    "template, else Llama-3's, ChatML or plain by its special tokens)"),
+      checked_string_option("chat_template_kwargs", "data.chat_template_kwargs", &C::chat_template_kwargs,
+                            is_json_object, "a JSON object such as '{\"enable_thinking\": false}'", "JSON",
+                            "Variables for a Jinja chat template, as apply_chat_template's kwargs "
+                            "(e.g. '{\"enable_thinking\": false}' for Qwen3)"),
       bool_option("train_on_prompt", "data.train_on_prompt", &C::train_on_prompt,
                   "Score the prompt (user and system) tokens of instruction records too; false: "
                   "only completion and assistant tokens"),

@@ -58,7 +58,7 @@ class Parser {
       case 't': value.kind = JsonValue::Kind::boolean; value.boolean = true; literal("true"); break;
       case 'f': value.kind = JsonValue::Kind::boolean; literal("false"); break;
       case 'n': literal("null"); break;
-      default: value.kind = JsonValue::Kind::number; value.number = parse_number(); break;
+      default: value.kind = JsonValue::Kind::number; value.number = parse_number(value.integral); break;
     }
     return value;
   }
@@ -98,11 +98,12 @@ class Parser {
     }
   }
 
-  double parse_number() {
+  double parse_number(bool& integral) {
     const char* begin = text_.data() + pos_;
     double number = 0;
     const auto [end, error] = std::from_chars(begin, text_.data() + text_.size(), number);
     if (error != std::errc() || end == begin) fail("expected a value");
+    integral = std::string_view(begin, end).find_first_of(".eE") == std::string_view::npos;
     pos_ += static_cast<std::size_t>(end - begin);
     return number;
   }

@@ -19,6 +19,7 @@ struct JsonValue {
   std::string string;
   std::vector<JsonValue> items;                              // array
   std::vector<std::pair<std::string, JsonValue>> members;    // object, in file order
+  bool integral = false;  // a number written without '.', 'e' or 'E': Python's int
 
   // The member named `key`, or nullptr (also when this is not an object).
   const JsonValue* find(std::string_view key) const;

@@ -116,16 +116,20 @@ Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string
   // Packed windows need only the count; a list of a large corpus's documents would not be small.
   int64_t documents = 0;
   std::string what = "document";
+  std::string rendered;  // which Jinja template rendered the examples
   if (chat != nullptr) {
     const TokenSpan mask = open_loss_mask(shard.mask, span);
     corpus.instruction = true;
     corpus.documents = mask_examples(mask, 0);
     documents = static_cast<int64_t>(corpus.documents.size());
-    what = fmt::format("{} example", chat->name);
+    // "Llama-3 example", or "example (chat template PATH)" for a model's own Jinja template.
+    const std::string styled = chat->jinja ? "" : chat->name + " ";
+    if (chat->jinja) rendered = fmt::format(" (chat template {})", chat->name);
+    what = styled + "example";
     if (holds_pairs(mask)) {
       corpus.preference_mask = mask;
       documents /= 2;
-      what = fmt::format("{} preference record", chat->name);
+      what = styled + "preference record";
     } else if (!config.train_on_prompt) {
       corpus.masks.push_back(mask);
     }
@@ -136,7 +140,7 @@ Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string
     documents = static_cast<int64_t>(corpus.documents.size());
   }
   corpus.summary = fmt::format(
-      "{}, {} tokens ({} from {}), {} {}", plural(documents, what),
+      "{}{}, {} tokens ({} from {}), {} {}", plural(documents, what), rendered,
       human_count(span.count), tokenizer.kind(),
       tokenizer.source(), shard.reused ? "reusing" : fmt::format("tokenized in {:.1f} s into", seconds),
       shard.path);
@@ -175,7 +179,7 @@ std::optional<text::ChatTemplate> chat_template(const std::vector<std::string>& 
         config.dataset));
   }
   return text::records_template(files, text::InputFormat::json_lines, *tokenizer,
-                                config.chat_template, config.dataset);
+                                config.chat_template, config.dataset, config.chat_template_kwargs);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
-// Instruction records of JSON Lines data, as Hugging Face TRL takes them: {"prompt", "completion"}
-// strings, or a "messages" list of {"role", "content"} turns. A record becomes its turns; a
-// prompt/completion record is a user turn and an assistant turn.
+// Instruction records of JSON Lines data in the shapes chat datasets come in: a "messages" list
+// (with tool turns, tool_calls, reasoning_content and a record-level "tools" list, as OpenAI and
+// TRL write them), ShareGPT's "conversations" of {"from", "value"}, Alpaca's "instruction",
+// "input" and "output", or TRL's "prompt" and "completion" strings. A record becomes the messages
+// a Jinja chat template renders (chat_messages), or the turns of a built-in template (chat_turns).
 #pragma once
 
 #include "ampt/core/json_reader.h"
@@ -21,13 +23,35 @@ struct Turn {
 
 // Whether `record` is an instruction record: an object without the string field `text_field`
 // (so a --text_field naming a record's "completion" keeps it a document) that has "messages",
-// "prompt" or "completion".
+// "conversations", "instruction", "prompt" or "completion".
 bool is_chat_record(const JsonValue& record, const std::string& text_field);
 
-// The turns of an instruction record. Throws RuntimeError "PATH: line N: ..." naming the field and
-// what it may be: a record that is not an object or has neither form, a prompt without a
-// completion (or the reverse), a field of the wrong type, an empty "messages", a message without
-// string "role" and "content", a role other than system, user and assistant, or no assistant turn.
+enum class RecordShape { messages, sharegpt, alpaca, prompt_completion };
+// The shape an instruction record's fields say; the first record of a dataset decides its shape
+// (TRL's two, messages and prompt/completion, may mix).
+RecordShape record_shape(const JsonValue& record);
+std::string_view shape_name(RecordShape shape);
+
+// A record as transformers' apply_chat_template takes it: the messages (objects with "role" and
+// the record's other fields; keys holding null dropped, and reasoning under "reasoning_content"
+// and "thinking" both, as transformers aliases it) and the "tools" list (null for none).
+// ShareGPT's human, gpt, system, function_call (an assistant turn of tool_calls) and observation
+// (a tool turn) map to user, assistant, system, assistant and tool; Alpaca's instruction, with
+// its input after a newline (as LLaMA-Factory joins them), is the user turn and its output the
+// assistant's, after an optional "system". Throws RuntimeError "PATH: line N: ..." naming the
+// field: a record of another shape than `shape`, a message without a string role, a content that
+// is not a string or list, a ShareGPT "from" that maps to nothing, a malformed tools or
+// tool_calls list, or no assistant turn.
+struct ChatMessages {
+  JsonValue messages;  // an array
+  JsonValue tools;     // an array, or null
+};
+ChatMessages chat_messages(const JsonValue& record, RecordShape shape, const RecordPlace& place);
+
+// The turns of an instruction record, for a built-in template. Throws RuntimeError
+// "PATH: line N: ..." naming the field and what it may be: chat_messages' errors, a content that
+// is not a string, or a role other than system, user and assistant (a tool turn needs the
+// model's own template).
 std::vector<Turn> chat_turns(const JsonValue& record, const RecordPlace& place);
 
 // A preference record, as TRL's DPO trainer takes them: "prompt", "chosen" and "rejected", in
@@ -44,6 +68,14 @@ struct PreferenceTurns {
   std::vector<Turn> rejected;
 };
 PreferenceTurns preference_turns(const JsonValue& record, const RecordPlace& place);
+
+// A conversational preference record's messages for a Jinja template: the prompt's, and each
+// answer's (chat_messages' form), with the record's "tools". Throws as preference_turns.
+struct PreferenceMessages {
+  JsonValue prompt, chosen, rejected;  // arrays
+  JsonValue tools;                     // an array, or null
+};
+PreferenceMessages preference_messages(const JsonValue& record, const RecordPlace& place);
 
 std::string_view role_name(Role role);
 

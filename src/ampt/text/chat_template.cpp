@@ -84,6 +84,7 @@ uint64_t ChatTemplate::fingerprint() const {
   hash.add_field(begin);
   for (const TurnFormat* f : {&system, &user, &assistant}) hash.add_field(f->prefix).add_field(f->suffix);
   hash.add_field(separator).add_field(default_system).add_int(trim ? 1 : 0);
+  hash.add_int(jinja ? jinja->fingerprint : 0);
   return hash.digest();
 }
 

@@ -1,13 +1,15 @@
-// How instruction turns become text, as a Hugging Face chat template renders them, without Jinja:
-// each role's content between a prefix and a suffix. The built-in templates are chosen by the
-// tokenizer's special tokens, since Hugging Face keeps a model's template with its tokenizer;
-// any other comes from a small JSON file (--chat_template).
+// How instruction turns become text. A model's own Jinja template (chat_jinja.h) where its
+// tokenizer has one or --chat_template names a .jinja file; else a built-in template, each role's
+// content between a prefix and a suffix, chosen by the tokenizer's special tokens (Llama-3's,
+// ChatML or plain), or read from a small JSON file (--chat_template).
 #pragma once
 
+#include "ampt/text/chat_jinja.h"
 #include "ampt/text/chat_record.h"
 #include "ampt/text/tokenizer.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +28,8 @@ struct ChatTemplate {
   std::string separator;       // after every turn's suffix, never scored (ChatML's "\n")
   std::string default_system;  // the system turn of a record that has none; empty: none
   bool trim = false;           // contents lose surrounding whitespace (Llama-3's `| trim`)
+  // The model's own template: when set, it renders the records and the fields above are unused.
+  std::shared_ptr<const JinjaChat> jinja;
 
   const TurnFormat& format(Role role) const;
   // A hash of every field: part of the key of tokenized data made with it.

@@ -33,10 +33,69 @@ class TemplateIds {
 };
 
 struct Example {
-  std::vector<Turn> turns;
+  std::vector<Turn> turns;                      // what a built-in template renders
+  std::vector<std::string> parts;               // what a Jinja template rendered, each encoded whole
+  std::vector<std::vector<ScoredSpan>> scored;  // per part
   bool preference = false;  // one answer of a preference record
   bool rejected = false;    // the rejected one
 };
+
+// Appends Jinja-rendered `examples`: each part encoded whole, special tokens recognised, as
+// apply_chat_template(tokenize=True) encodes a chat (a preference record's prompt and answer are
+// two parts, as TRL tokenizes them).
+void encode_rendered(const Tokenizer& tokenizer, std::span<const Example> examples, int threads,
+                     std::vector<int32_t>& ids, std::vector<uint8_t>& mask) {
+  std::vector<std::string_view> texts;
+  for (const auto& example : examples) texts.insert(texts.end(), example.parts.begin(), example.parts.end());
+  const auto part_ids = tokenizer.encode_batch(texts, threads, SpecialTokens::allowed);
+  std::size_t next = 0;
+  for (const auto& example : examples) {
+    const std::size_t first = ids.size();
+    const uint8_t kind = example.rejected ? kRejectedExample : uint8_t{0};
+    for (std::size_t p = 0; p < example.parts.size(); ++p) {
+      const std::vector<int32_t>& these = part_ids[next++];
+      const auto scored = scored_tokens(tokenizer, these, example.scored[p]);
+      ids.insert(ids.end(), these.begin(), these.end());
+      for (const bool s : scored) mask.push_back(static_cast<uint8_t>((s ? kScoredToken : uint8_t{0}) | kind));
+    }
+    if (ids.size() > first) mask[first] |= kExampleStart;
+  }
+}
+
+// A record rendered by the model's own template: an instruction record as one example, a
+// conversational preference record as two (its prompt with the generation prompt, then each
+// answer: what rendering the prompt and the answer adds to it, all scored).
+void render_record(const Tokenizer& tokenizer, const JinjaChat& chat, const JsonValue& record,
+                   PreferenceForm form, RecordShape shape, const RecordPlace& place,
+                   std::vector<Example>& examples) {
+  try {
+    if (form == PreferenceForm::none) {
+      const ChatMessages messages = chat_messages(record, shape, place);
+      RenderedChat rendered = render_jinja_chat(chat, tokenizer, messages.messages, messages.tools);
+      examples.push_back({{}, {std::move(rendered.text)}, {std::move(rendered.scored)}});
+      return;
+    }
+    const PreferenceMessages pair = preference_messages(record, place);
+    const std::string prompt = render_jinja_text(chat, pair.prompt, pair.tools, true);
+    for (const JsonValue* answer : {&pair.chosen, &pair.rejected}) {
+      JsonValue messages = pair.prompt;
+      messages.items.insert(messages.items.end(), answer->items.begin(), answer->items.end());
+      const std::string whole = render_jinja_text(chat, messages, pair.tools, false);
+      if (!whole.starts_with(prompt)) {
+        throw RuntimeError(fmt::format("{} renders the prompt otherwise when an answer follows it, so the "
+                                       "answer cannot be cut from it (as TRL cuts it)",
+                                       chat.file));
+      }
+      std::string rest = whole.substr(prompt.size());
+      const std::size_t size = rest.size();
+      examples.push_back({{}, {prompt, std::move(rest)}, {{}, {{0, size, false}}}, true, answer == &pair.rejected});
+    }
+  } catch (const RuntimeError& e) {
+    const std::string what = e.what();
+    if (what.starts_with(place.path)) throw;
+    throw RuntimeError(fmt::format("{}: {}", place.prefix(), what));
+  }
+}
 
 // Appends `examples` to ids and mask, their contents encoded on `threads` threads.
 void encode_examples(const Tokenizer& tokenizer, const ChatTemplate& chat,
@@ -109,15 +168,33 @@ PreferenceForm preference_form(const std::vector<std::string>& paths, InputForma
 
 ChatTemplate records_template(const std::vector<std::string>& paths, InputFormat format,
                               const Tokenizer& tokenizer, const std::string& file,
-                              const std::string& data) {
+                              const std::string& data, const std::string& kwargs) {
   if (preference_form(paths, format) == PreferenceForm::standard) {
-    if (!file.empty()) {
+    if (!file.empty() || !kwargs.empty()) {
       throw UsageError(fmt::format(
-          "--chat_template renders conversational records, and {} holds standard preference "
-          "records (strings), which are trained on as they are: drop --chat_template",
-          data));
+          "--{} renders conversational records, and {} holds standard preference "
+          "records (strings), which are trained on as they are: drop it",
+          file.empty() ? "chat_template_kwargs" : "chat_template", data));
     }
     return plain_chat_template(tokenizer);
+  }
+  std::optional<JinjaChat> jinja;
+  if (file.ends_with(".jinja")) {
+    jinja = read_jinja_chat(file, tokenizer, kwargs);
+  } else if (file.empty()) {
+    jinja = tokenizer_jinja_chat(tokenizer, kwargs);
+  }
+  if (jinja) {
+    ChatTemplate chat;
+    chat.name = jinja->file;
+    chat.jinja = std::make_shared<const JinjaChat>(std::move(*jinja));
+    return chat;
+  }
+  if (!kwargs.empty()) {
+    throw UsageError(fmt::format("--chat_template_kwargs '{}' are passed to a Jinja chat template, and {} "
+                                 "(the tokenizer of {}) has none: give it one, or pass --chat_template "
+                                 "FILE.jinja",
+                                 kwargs, tokenizer.source(), data));
   }
   return file.empty() ? builtin_chat_template(tokenizer) : read_chat_template(file);
 }
@@ -125,7 +202,7 @@ ChatTemplate records_template(const std::vector<std::string>& paths, InputFormat
 void encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat, const std::vector<Turn>& turns,
                  std::vector<int32_t>& ids, std::vector<uint8_t>& mask) {
   TemplateIds templates(tokenizer);
-  const Example example{turns};
+  const Example example{turns, {}, {}};
   encode_examples(tokenizer, chat, std::span(&example, 1), 1, templates, ids, mask);
 }
 
@@ -137,6 +214,7 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
   TokenizeFilesStats stats;
   std::vector<Example> records;
   std::optional<PreferenceForm> form;  // the first record's
+  std::optional<RecordShape> shape;    // the first instruction record's
   std::size_t bytes = 0;
   int64_t done = 0;
   std::vector<int32_t> ids;
@@ -145,7 +223,11 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
     if (records.empty()) return;
     ids.clear();
     mask.clear();
-    encode_examples(tokenizer, chat, records, options.threads, templates, ids, mask);
+    if (chat.jinja) {
+      encode_rendered(tokenizer, records, options.threads, ids, mask);
+    } else {
+      encode_examples(tokenizer, chat, records, options.threads, templates, ids, mask);
+    }
     sink(ids, mask);
     stats.documents += static_cast<int64_t>(records.size());
     stats.bytes += static_cast<int64_t>(bytes);
@@ -171,14 +253,23 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
                                        "record says",
                                        place.prefix(), form_name(this_form), form_name(*form)));
       }
-      if (this_form == PreferenceForm::none) {
-        records.push_back({chat_turns(record, place)});
+      if (!shape) shape = record_shape(record);
+      if (chat.jinja) {
+        render_record(tokenizer, *chat.jinja, record, this_form, *shape, place, records);
+        const std::size_t added = this_form == PreferenceForm::none ? 1 : 2;
+        for (std::size_t e = records.size() - added; e < records.size(); ++e) {
+          for (const std::string& part : records[e].parts) bytes += part.size();
+        }
+      } else if (this_form == PreferenceForm::none) {
+        records.push_back({chat_turns(record, place), {}, {}});
       } else {
         auto pair = preference_turns(record, place);
-        records.push_back({std::move(pair.chosen), true, false});
-        records.push_back({std::move(pair.rejected), true, true});
+        records.push_back({std::move(pair.chosen), {}, {}, true, false});
+        records.push_back({std::move(pair.rejected), {}, {}, true, true});
       }
-      for (const Turn& turn : records.back().turns) bytes += 2 * turn.content.size();
+      if (!chat.jinja) {
+        for (const Turn& turn : records.back().turns) bytes += 2 * turn.content.size();
+      }
       done = end;
       if (bytes >= kChatBatchBytes) flush();
     });

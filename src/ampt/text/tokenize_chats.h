@@ -27,12 +27,15 @@ inline constexpr uint8_t kRejectedExample = 4;
 enum class PreferenceForm { none, standard, conversational };
 PreferenceForm preference_form(const std::vector<std::string>& paths, InputFormat format);
 
-// The template that renders the records of `paths`: `file` (--chat_template) where given, else
-// the tokenizer's own (builtin_chat_template); standard preference records are rendered plain,
-// as TRL trains on them (a `file` is then refused: UsageError naming `data`).
+// The template that renders the records of `paths`: `file` (--chat_template: a .jinja file, or
+// a JSON one) where given, else the tokenizer's own Jinja template (tokenizer_jinja_chat), else
+// a built-in one (builtin_chat_template); `kwargs` (--chat_template_kwargs, a JSON object) go to
+// a Jinja template. Standard preference records are rendered plain, as TRL trains on them (a
+// `file` or `kwargs` is then refused: UsageError naming `data`, as are kwargs without a Jinja
+// template).
 ChatTemplate records_template(const std::vector<std::string>& paths, InputFormat format,
                               const Tokenizer& tokenizer, const std::string& file,
-                              const std::string& data);
+                              const std::string& data, const std::string& kwargs = "");
 
 // Whether `paths` hold instruction records rather than documents: the first record of the first
 // JSON Lines file says (is_chat_record); text files never do.
@@ -50,8 +53,11 @@ void encode_chat(const Tokenizer& tokenizer, const ChatTemplate& chat, const std
 
 using ChatSink = std::function<void(std::span<const int32_t> ids, std::span<const uint8_t> mask)>;
 
-// Every record of `paths` (JSON Lines; another file is refused by name) as encode_chat makes it,
-// in order, some examples at a time; options.text_field and .specials are not used. Preference
+// Every record of `paths` (JSON Lines; another file is refused by name) as encode_chat makes it
+// (a Jinja template's: the rendered chat encoded whole, special tokens recognised, and the tokens
+// of each assistant turn's span scored, render_jinja_chat), in order, some examples at a time;
+// options.text_field and .specials are not used. The first record decides the records' shape
+// (chat_record.h). Preference
 // records (chat_record.h), as the first record decides, become two examples each, chosen then
 // rejected (kRejectedExample). Throws RuntimeError "PATH: line N: ..." for a bad record
 // (chat_turns, preference_turns), one of another kind or form than the first, or a file that

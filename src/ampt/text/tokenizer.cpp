@@ -131,6 +131,35 @@ int32_t Tokenizer::special_id(std::string_view text) const {
   }
   return -1;
 }
+bool Tokenizer::is_special(int32_t id) const {
+  return std::ranges::find(model_->vocabulary.special_ids, id) != model_->vocabulary.special_ids.end();
+}
+
+std::vector<std::size_t> Tokenizer::token_ends(std::span<const int32_t> ids) const {
+  const auto& tokens = model_->vocabulary.tokens;
+  const bool metaspace = model_->vocabulary.pre_tokenizer == PreTokenizer::sentencepiece;
+  std::vector<std::size_t> ends;
+  ends.reserve(ids.size());
+  std::size_t end = 0;
+  bool first = true;  // decode drops a SentencePiece text's first space
+  for (const int32_t id : ids) {
+    const std::string& token = tokens.at(static_cast<std::size_t>(id));
+    std::size_t length = token.size();
+    if (metaspace) {
+      std::size_t spaces = 0;
+      for (std::size_t at = token.find(kMetaspace); at != std::string::npos; at = token.find(kMetaspace, at + kMetaspace.size())) {
+        ++spaces;
+      }
+      length -= spaces * (kMetaspace.size() - 1);
+      if (first && length > 0 && std::string_view(token).starts_with(kMetaspace)) --length;
+    }
+    if (length > 0) first = false;
+    end += length;
+    ends.push_back(end);
+  }
+  return ends;
+}
+
 PreTokenizer Tokenizer::pre_tokenizer() const { return model_->vocabulary.pre_tokenizer; }
 std::string Tokenizer::kind() const {
   return fmt::format("{} BPE", pre_tokenizer_name(pre_tokenizer()));

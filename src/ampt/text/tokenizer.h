@@ -46,6 +46,9 @@ class Tokenizer {
   // an id outside the vocabulary.
   std::string decode(std::span<const int32_t> ids) const;
 
+  // The byte offset in decode(ids) where each token's text ends: how a rendered chat's character
+  // spans become tokens.
+  std::vector<std::size_t> token_ends(std::span<const int32_t> ids) const;
   int32_t vocab_size() const;
   // The token that ends a text (EOS): GPT-2's <|endoftext|>, or tokenizer_config.json's
   // eos_token (Llama-3's <|end_of_text|>, Qwen2-Instruct's <|im_end|>). Generation stops at it
@@ -57,6 +60,7 @@ class Tokenizer {
   // The id of the special token whose text is `text` (<|im_start|>), -1 for none: what tells
   // which chat template the tokenizer was made for.
   int32_t special_id(std::string_view text) const;
+  bool is_special(int32_t id) const;
   PreTokenizer pre_tokenizer() const;
   // "GPT-2 BPE", "Llama-3 BPE", "Qwen2 BPE": what summaries call it.
   std::string kind() const;
