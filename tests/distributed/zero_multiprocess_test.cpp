@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <tuple>
+#include <vector>
 
 using namespace ampt::test;
 
@@ -64,17 +66,29 @@ std::map<std::string, torch::Tensor> state_of(const std::string& path) {
 }
 
 // Same names; every tensor within `rtol` relative and `atol` absolute (by default `rtol` x 1e-2,
-// for values near 0).
-void check_close(const std::string& a, const std::string& b, double rtol, double atol = -1.0) {
+// for values near 0), but a GPT attention's key bias (the middle third of c_attn.bias and of its
+// optimizer state), whose exact gradient is 0, within `key_bias_atol` (kNoiseAtol below).
+void check_close(const std::string& a, const std::string& b, double rtol, double atol = -1.0,
+                 double key_bias_atol = -1.0) {
   if (atol < 0.0) atol = rtol * 1e-2;
+  if (key_bias_atol < 0.0) key_bias_atol = atol;
   const auto left = state_of(a);
   const auto right = state_of(b);
   REQUIRE(left.size() == right.size());
   for (const auto& [name, tensor] : left) {
-    INFO(name << ": max difference "
-              << (tensor - right.at(name)).abs().max().item<double>());
     REQUIRE(right.count(name) == 1);
-    CHECK(torch::allclose(tensor, right.at(name), rtol, atol));
+    const auto& other = right.at(name);
+    INFO(name << ": max difference " << (tensor - other).abs().max().item<double>());
+    if (name.find("attn.c_attn.bias") == std::string::npos || tensor.dim() != 1) {
+      CHECK(torch::allclose(tensor, other, rtol, atol));
+      continue;
+    }
+    const int64_t third = tensor.size(0) / 3;
+    for (const auto& [from, to, tolerance] : std::vector<std::tuple<int64_t, int64_t, double>>{
+             {0, third, atol}, {third, 2 * third, key_bias_atol}, {2 * third, 3 * third, atol}}) {
+      INFO("elements " << from << " to " << to);
+      CHECK(torch::allclose(tensor.slice(0, from, to), other.slice(0, from, to), rtol, tolerance));
+    }
   }
 }
 
@@ -259,7 +273,10 @@ std::vector<std::string> gpt_args(const std::string& out, int64_t batch, int64_t
 // a shift common to every key) get rounding noise as their gradient, which AdamW divides by its
 // own root mean square: any change in summation order (stage 3 runs blocks one by one where
 // stage 0 fuses residual adds across them, and sums micro-batches and ranks in another order)
-// moves them by up to lr·steps·1e-4 here. Everything else agrees to `rtol`.
+// moves them by up to lr·steps·1e-4 here in fp32. In bf16 or fp16 the noise is far above
+// AdamW's eps, so each step moves them by up to lr whichever sign the noise takes: up to
+// lr·steps (seen: 0.0054 after 4 bf16 steps at lr 0.01 on a Xeon with AMX, under 2e-4 on an
+// EPYC). Everything else agrees to `rtol`.
 constexpr double kNoiseAtol = 1e-5;
 
 // Stage 3 against stage 0 on `world` ranks with `flags`: the same losses and final state within
@@ -277,8 +294,12 @@ void check_stage3(int world, const std::vector<std::string>& flags, double rtol)
   check_losses_close(losses(dir + "/stage3"), losses(dir + "/stage0"), rtol);
   CHECK(lines_with(out, "Skipped step") == lines_with(runs[0].out[0], "Skipped step"));
   CHECK(lines_with(out, "Skipped Steps:") == lines_with(runs[0].out[0], "Skipped Steps:"));
+  const bool half = std::ranges::any_of(flags, [](const std::string& f) {
+    return f.find("bf16") != std::string::npos || f.find("fp16") != std::string::npos;
+  });
+  const double lr = 0.01, steps = 6;
   check_close(dir + "/stage3/ckpt-00000006", dir + "/stage0/ckpt-00000006.pt", rtol,
-              std::max(kNoiseAtol, rtol * 1e-2));
+              std::max(kNoiseAtol, rtol * 1e-2), half ? lr * steps : kNoiseAtol);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from split_reference import LLAMA3, QWEN2, train  # noqa: E402
+from split_reference import LLAMA3, QWEN2, sentencepiece_spec, sentencepiece_tokenizer, train  # noqa: E402
 
 TEMPLATES = pathlib.Path(__file__).parent / "chat_templates"
 
@@ -44,9 +44,10 @@ STYLES = {
                                          "<｜tool▁sep｜>", "<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>",
                                          "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>"],
                                  "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
-    "mistral-7b-instruct-v0.3": (LLAMA3, ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[TOOL_CALLS]",
-                                          "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
-                                          "[/TOOL_RESULTS]"], "<s>", "</s>"),
+    # SentencePiece, as Mistral v0.3's own: Metaspace, byte fallback.
+    "mistral-7b-instruct-v0.3": ("sentencepiece", ["[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]",
+                                                   "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]"],
+                                 "<s>", "</s>"),
     "gemma-2-it": (LLAMA3, ["<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"], "<bos>", "<eos>"),
     "phi-3.5-mini-instruct": (LLAMA3, ["<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>",
                                        "<|end|>"], None, "<|endoftext|>"),
@@ -142,7 +143,11 @@ def main(work):
     reference = []
     for case in cases:
         pattern, specials, bos, eos = STYLES[case["style"]]
-        tok = train(corpus + ["system user assistant tool\n\n"] * 4, pattern, specials, True, bos, pattern == QWEN2)
+        if pattern == "sentencepiece":
+            tok = sentencepiece_tokenizer(sentencepiece_spec(corpus, specials), "mistral")
+        else:
+            tok = train(corpus + ["system user assistant tool\n\n"] * 4, pattern, specials, True, bos,
+                        pattern == QWEN2)
         out = work / case["name"]
         out.mkdir()
         tok.save(str(out / "tokenizer.json"))
@@ -150,7 +155,7 @@ def main(work):
         config = {"bos_token": bos, "eos_token": eos, "add_bos_token": False, "chat_template": template}
         (out / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
         hf = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=bos, eos_token=eos)
-        special_ids = {tok.token_to_id(s) for s in specials}
+        special_ids = {tok.token_to_id(s) for s in specials + [bos, eos] if s}
         results = []
         for record in case["chats"]:
             messages, tools = record_messages(record)

@@ -94,13 +94,12 @@ def hf(work, count):
 SP = "\u2581"
 
 
-def sentencepiece(work, count):
-    """Llama-2-style (normalizer Prepend + Replace) and Mistral-v0.3-style (Metaspace, prepend
-    first) tokenizer.json: a BPE trained word by word as SentencePiece trains, its byte-fallback
-    tokens <0x00>..<0xFF> after <unk>, <s>, </s> as in those vocabularies, "▁▁", "▁▁▁▁" and
-    "▁▁a" added, and the characters seen fewer times left to byte fallback."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-    corpus = texts(work, count)
+def sentencepiece_spec(corpus, specials=()):
+    """A SentencePiece-style BPE's tokenizer.json spec: trained word by word as SentencePiece
+    trains, its byte-fallback tokens <0x00>..<0xFF> after <unk>, <s>, </s> as in Llama-2's and
+    Mistral's vocabularies, "▁▁", "▁▁▁▁" and "▁▁a" added, the characters seen fewer times left to
+    byte fallback, and `specials` (added special tokens) last; Llama-2's normalizer, no decoder."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
     tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
     tok.normalizer = normalizers.Sequence([normalizers.Prepend(SP), normalizers.Replace(" ", SP)])
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SP, prepend_scheme="never", split=True)
@@ -119,6 +118,15 @@ def sentencepiece(work, count):
         if left + right not in vocab and "a" in vocab:
             vocab[left + right] = len(vocab)
             merges.append([left, right])
+    added = [t for t in spec["added_tokens"] if t["content"] in ("<unk>", "<s>", "</s>")]
+    for t in added:
+        t["id"] = vocab[t["content"]]
+    for special in specials:
+        if special not in vocab:
+            vocab[special] = len(vocab)
+            added.append({"id": vocab[special], "content": special, "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True})
+    spec["added_tokens"] = added
     spec["model"]["vocab"] = vocab
     spec["model"]["merges"] = merges
     spec["post_processor"] = {
@@ -127,19 +135,32 @@ def sentencepiece(work, count):
         "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
                  {"SpecialToken": {"id": "<s>", "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
         "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}}
-    # transformers' LlamaConverter writes this decoder for both.
+    return spec
+
+
+def sentencepiece_tokenizer(spec, style):
+    """`spec` as Llama-2's tokenizer.json has it (normalizer Prepend + Replace) or Mistral
+    v0.3's (Metaspace, prepend first), with the decoder transformers' LlamaConverter writes."""
+    from tokenizers import Tokenizer, decoders, pre_tokenizers
+    spec = dict(spec)
+    if style == "mistral":
+        spec["normalizer"] = None
+        spec["pre_tokenizer"] = json.loads(pre_tokenizers.Metaspace(SP, "first", split=False).__getstate__())
+    else:
+        spec["pre_tokenizer"] = None
     decoder = decoders.Sequence([decoders.Replace(SP, " "), decoders.ByteFallback(), decoders.Fuse(),
                                  decoders.Strip(" ", 1, 0)])
-    styles = {
-        "llama2": (spec["normalizer"], None),
-        "mistral": (None, json.loads(pre_tokenizers.Metaspace(SP, "first", split=False).__getstate__())),
-    }
+    spec["decoder"] = json.loads(decoder.__getstate__())
+    return Tokenizer.from_str(json.dumps(spec))
+
+
+def sentencepiece(work, count):
+    """Llama-2-style and Mistral-v0.3-style tokenizer.json files (sentencepiece_spec)."""
+    corpus = texts(work, count)
+    spec = sentencepiece_spec(corpus)
     reference = {}
-    for name, (normalizer, pre_tokenizer) in styles.items():
-        spec["normalizer"] = normalizer
-        spec["pre_tokenizer"] = pre_tokenizer
-        spec["decoder"] = json.loads(decoder.__getstate__())
-        tok = Tokenizer.from_str(json.dumps(spec))
+    for name in ("llama2", "mistral"):
+        tok = sentencepiece_tokenizer(spec, name)
         out = work / name
         out.mkdir()
         tok.save(str(out / "tokenizer.json"))

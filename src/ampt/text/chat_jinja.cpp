@@ -104,7 +104,7 @@ std::size_t common_prefix(std::string_view a, std::string_view b) {
 // Where the tokens of `text`, encoded alone, end: the places a match may stop without cutting a
 // special token's text (Phi-3.5's "<|endoftext|>" and "<|user|>" share "<|").
 std::vector<std::size_t> token_boundaries(const Tokenizer& tokenizer, std::string_view text) {
-  return tokenizer.token_ends(tokenizer.encode(text, SpecialTokens::allowed));
+  return tokenizer.token_ends(tokenizer.encode(text, SpecialTokens::allowed), text);
 }
 
 Value prefix(const jinja::ValueList& messages, std::size_t n) {
@@ -218,9 +218,9 @@ RenderedChat render_jinja_chat(const JinjaChat& chat, const Tokenizer& tokenizer
   return out;
 }
 
-std::vector<bool> scored_tokens(const Tokenizer& tokenizer, std::span<const int32_t> ids,
+std::vector<bool> scored_tokens(const Tokenizer& tokenizer, std::string_view text, std::span<const int32_t> ids,
                                 const std::vector<ScoredSpan>& spans) {
-  const auto ends = tokenizer.token_ends(ids);
+  const auto ends = tokenizer.token_ends(ids, text);
   std::vector<bool> scored(ids.size(), false);
   std::size_t t = 0;
   for (const ScoredSpan& span : spans) {

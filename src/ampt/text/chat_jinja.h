@@ -66,9 +66,9 @@ RenderedChat render_jinja_chat(const JinjaChat& chat, const Tokenizer& tokenizer
 std::string render_jinja_text(const JinjaChat& chat, const JsonValue& messages, const JsonValue& tools,
                               bool generation_prompt);
 
-// Token mask bits of `ids` (text's encoding with special tokens): `scored` for each token
-// overlapping a span.
-std::vector<bool> scored_tokens(const Tokenizer& tokenizer, std::span<const int32_t> ids,
+// Whether the loss scores each of `ids` (`text` encoded with special tokens): a token
+// overlapping a span is scored.
+std::vector<bool> scored_tokens(const Tokenizer& tokenizer, std::string_view text, std::span<const int32_t> ids,
                                 const std::vector<ScoredSpan>& spans);
 
 }  // namespace ampt::text

@@ -54,7 +54,7 @@ void encode_rendered(const Tokenizer& tokenizer, std::span<const Example> exampl
     const uint8_t kind = example.rejected ? kRejectedExample : uint8_t{0};
     for (std::size_t p = 0; p < example.parts.size(); ++p) {
       const std::vector<int32_t>& these = part_ids[next++];
-      const auto scored = scored_tokens(tokenizer, these, example.scored[p]);
+      const auto scored = scored_tokens(tokenizer, example.parts[p], these, example.scored[p]);
       ids.insert(ids.end(), these.begin(), these.end());
       for (const bool s : scored) mask.push_back(static_cast<uint8_t>((s ? kScoredToken : uint8_t{0}) | kind));
     }

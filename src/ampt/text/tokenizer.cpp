@@ -135,27 +135,26 @@ bool Tokenizer::is_special(int32_t id) const {
   return std::ranges::find(model_->vocabulary.special_ids, id) != model_->vocabulary.special_ids.end();
 }
 
-std::vector<std::size_t> Tokenizer::token_ends(std::span<const int32_t> ids) const {
+std::vector<std::size_t> Tokenizer::token_ends(std::span<const int32_t> ids, std::string_view text) const {
   const auto& tokens = model_->vocabulary.tokens;
   const bool metaspace = model_->vocabulary.pre_tokenizer == PreTokenizer::sentencepiece;
   std::vector<std::size_t> ends;
   ends.reserve(ids.size());
-  std::size_t end = 0;
-  bool first = true;  // decode drops a SentencePiece text's first space
+  std::size_t pos = 0;
+  std::string piece;
   for (const int32_t id : ids) {
-    const std::string& token = tokens.at(static_cast<std::size_t>(id));
-    std::size_t length = token.size();
+    piece = tokens.at(static_cast<std::size_t>(id));
     if (metaspace) {
-      std::size_t spaces = 0;
-      for (std::size_t at = token.find(kMetaspace); at != std::string::npos; at = token.find(kMetaspace, at + kMetaspace.size())) {
-        ++spaces;
+      for (std::size_t at = piece.find(kMetaspace); at != std::string::npos; at = piece.find(kMetaspace, at + 1)) {
+        piece.replace(at, kMetaspace.size(), " ");
       }
-      length -= spaces * (kMetaspace.size() - 1);
-      if (first && length > 0 && std::string_view(token).starts_with(kMetaspace)) --length;
+      const std::string_view rest = text.substr(pos);
+      if (!rest.starts_with(piece) && piece.starts_with(' ') && rest.starts_with(std::string_view(piece).substr(1))) {
+        piece.erase(0, 1);  // a prepended "▁"
+      }
     }
-    if (length > 0) first = false;
-    end += length;
-    ends.push_back(end);
+    pos = std::min(text.size(), pos + piece.size());
+    ends.push_back(pos);
   }
   return ends;
 }

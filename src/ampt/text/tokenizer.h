@@ -46,9 +46,11 @@ class Tokenizer {
   // an id outside the vocabulary.
   std::string decode(std::span<const int32_t> ids) const;
 
-  // The byte offset in decode(ids) where each token's text ends: how a rendered chat's character
-  // spans become tokens.
-  std::vector<std::size_t> token_ends(std::span<const int32_t> ids) const;
+  // The byte offset in `text` where the text of each of its `ids` (encode(text, ...)) ends: how a
+  // rendered chat's character spans become tokens. A SentencePiece "▁" that the encoding put
+  // before a text (Metaspace's prepend) stands for no byte of it. Text that normalization
+  // changed (NFC) is counted in its normalized bytes.
+  std::vector<std::size_t> token_ends(std::span<const int32_t> ids, std::string_view text) const;
   int32_t vocab_size() const;
   // The token that ends a text (EOS): GPT-2's <|endoftext|>, or tokenizer_config.json's
   // eos_token (Llama-3's <|end_of_text|>, Qwen2-Instruct's <|im_end|>). Generation stops at it
