@@ -6,8 +6,11 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <exception>
 #include <map>
 #include <optional>
+#include <thread>
 
 namespace ampt::text {
 namespace {
@@ -129,6 +132,43 @@ void encode_examples(const Tokenizer& tokenizer, const ChatTemplate& chat,
   }
 }
 
+// A record read, waiting to be rendered with the others of its batch.
+struct PendingRecord {
+  JsonValue record;
+  const std::string* path;
+  std::size_t line;
+  PreferenceForm form;
+};
+
+// render_record of each of `pending` on `threads` threads (rendering is most of a Jinja
+// template's cost), appended to `examples` in order; the first record's error in file order is
+// thrown.
+void render_pending(const Tokenizer& tokenizer, const JinjaChat& chat, std::span<const PendingRecord> pending,
+                    RecordShape shape, int threads, std::vector<Example>& examples) {
+  std::vector<std::vector<Example>> rendered(pending.size());
+  std::vector<std::exception_ptr> errors(pending.size());
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t i = next++; i < pending.size(); i = next++) {
+      try {
+        const RecordPlace place{*pending[i].path, pending[i].line};
+        render_record(tokenizer, chat, pending[i].record, pending[i].form, shape, place, rendered[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const auto workers = std::min<std::size_t>(static_cast<std::size_t>(resolve_threads(threads)), pending.size());
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (auto& thread : pool) thread.join();
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    for (Example& example : rendered[i]) examples.push_back(std::move(example));
+  }
+}
+
 PreferenceForm form_of(const JsonValue& record) {
   if (!is_preference_record(record)) return PreferenceForm::none;
   const JsonValue* prompt = record.find("prompt");
@@ -217,9 +257,14 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
   std::optional<RecordShape> shape;    // the first instruction record's
   std::size_t bytes = 0;
   int64_t done = 0;
+  std::vector<PendingRecord> pending;  // a Jinja template's, rendered at the flush
   std::vector<int32_t> ids;
   std::vector<uint8_t> mask;
   const auto flush = [&] {
+    if (chat.jinja && !pending.empty()) {
+      render_pending(tokenizer, *chat.jinja, pending, *shape, options.threads, records);
+      pending.clear();
+    }
     if (records.empty()) return;
     ids.clear();
     mask.clear();
@@ -255,11 +300,8 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
       }
       if (!shape) shape = record_shape(record);
       if (chat.jinja) {
-        render_record(tokenizer, *chat.jinja, record, this_form, *shape, place, records);
-        const std::size_t added = this_form == PreferenceForm::none ? 1 : 2;
-        for (std::size_t e = records.size() - added; e < records.size(); ++e) {
-          for (const std::string& part : records[e].parts) bytes += part.size();
-        }
+        pending.push_back({record, &path, place.line, this_form});
+        bytes += static_cast<std::size_t>(end - done);  // the record's line: its rendering is about as long
       } else if (this_form == PreferenceForm::none) {
         records.push_back({chat_turns(record, place), {}, {}});
       } else {
