@@ -12,10 +12,10 @@ transformers' apply_chat_template with published chat templates (tests/text/chat
 The ids are apply_chat_template(messages, tools=tools, **kwargs) encoded whole. The scored tokens
 are transformers' assistant_masks where the template has {% generation %} blocks; otherwise,
 per assistant turn, what rendering the chat through the turn adds to rendering it up to the turn
-with the generation prompt (from where the two part, past the turn's tokens the prompt already
-ends with), found in the whole chat: where the chat renders the turn otherwise, the turn's text
-found whole after the previous turn, else, from where the chat and the generation prompt part,
-the longer of the turn's leading and trailing tokens the chat holds there; every token
+with the generation prompt (from where the two part, past the turn's tokens that the rest of the
+prompt ends with), found in the whole chat: where the chat renders the turn otherwise, the turn's
+text found whole after the previous turn, else, from where the chat and the generation prompt
+part, the longer of the turn's leading and trailing tokens the chat holds there; every token
 overlapping it, less the whitespace tokens after the span's last special token.
 """
 import json
@@ -92,11 +92,13 @@ def scored_mask(hf, template, messages, tools, kwargs, specials):
         before = render(messages[:i], True)
         through = render(messages[:i + 1], False)
         start = common(before, through)
-        overlap = 0
-        for end in boundaries(through[start:]):
-            if before.endswith(through[start:start + end]):
-                overlap = end
-        start += overlap
+        if start < len(before):
+            head = through[start:len(before)]
+            overlap = 0
+            for end in boundaries(head):
+                if before.endswith(head[:end]):
+                    overlap = end
+            start += overlap
         turn = through[start:]
         span = (start, len(through))
         if not text.startswith(through):

@@ -174,16 +174,20 @@ RenderedChat render_jinja_chat(const JinjaChat& chat, const Tokenizer& tokenizer
     if (jinja::attribute(list[i], "role").str() != "assistant") continue;
     const std::string before = render(chat, prefix(list, i), tool_list, true);
     const std::string through = render(chat, prefix(list, i + 1), tool_list, false);
-    // The turn rendered alone starts where the two part, past what of it the prompt already
+    // The turn rendered alone starts where the two part, past what of it the rest of the prompt
     // ends with: Mistral v0.3 puts the system prompt in the last user turn, so a prompt holds it
     // and a chat through the turn does not; DeepSeek-R1's generation prompt opens a reasoning
     // block that a rendered turn does not have.
     std::size_t start = common_prefix(before, through);
-    std::size_t overlap = 0;
-    for (const std::size_t end : token_boundaries(tokenizer, std::string_view(through).substr(start))) {
-      if (std::string_view(before).ends_with(std::string_view(through).substr(start, end))) overlap = end;
+    if (start < before.size()) {
+      const std::string_view prompt_rest = std::string_view(before).substr(start);
+      const std::string_view head = std::string_view(through).substr(start, prompt_rest.size());
+      std::size_t overlap = 0;
+      for (const std::size_t end : token_boundaries(tokenizer, head)) {
+        if (prompt_rest.ends_with(head.substr(0, end))) overlap = end;
+      }
+      start += overlap;
     }
-    start += overlap;
     const std::string_view turn = std::string_view(through).substr(start);
     ScoredSpan span{start, through.size(), true};
     if (!out.text.starts_with(through)) {
@@ -202,7 +206,9 @@ RenderedChat render_jinja_chat(const JinjaChat& chat, const Tokenizer& tokenizer
         for (const std::size_t end : token_boundaries(tokenizer, turn)) {
           if (starts == token_start && rest.substr(0, end) == turn.substr(0, end)) starts = end;
           const std::size_t k = turn.size() - token_start;
-          if (ends == 0 && k <= rest.size() && rest.substr(0, k) == turn.substr(token_start)) ends = k;
+          if (ends == 0 && k <= rest.size() && rest[0] == turn[token_start] && rest.substr(0, k) == turn.substr(token_start)) {
+            ends = k;
+          }
           token_start = end;
         }
         if (std::max(starts, ends) == 0) {

@@ -52,7 +52,7 @@ struct RenderedChat {
 // array of message objects, `tools` an array or null), and each assistant turn's span: its
 // {% generation %} blocks where the template has them, else what rendering the conversation
 // through the turn adds to rendering it up to the turn with the generation prompt: from where the
-// two part, past what of the turn the prompt already ends with (Mistral v0.3 puts the system
+// two part, past what of the turn the rest of the prompt ends with (Mistral v0.3 puts the system
 // prompt in the last user turn). Where the chat renders the turn otherwise, that text found whole
 // after the previous turn, else, from where the chat and the generation prompt part, the longer
 // of the turn's leading and trailing tokens that the chat holds there (Qwen3 drops an earlier
