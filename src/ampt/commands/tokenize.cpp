@@ -105,8 +105,8 @@ int run_tokenize(const std::vector<std::string>& args, const Environment&) {
   fmt::print("wrote {}{}: {}, {} tokens from {} ({} bytes of text) in {:.2f} s (tokenizer {}, {} "
              "ids, {}; uint{} tokens)\n",
              out, chat ? fmt::format(" and its loss mask {}", data::loss_mask_path(out)) : "",
-             counted(stats.documents, !chat ? "document" : chat->jinja ? "example" : chat->name + " example") +
-                 (chat && chat->jinja ? fmt::format(" (chat template {})", chat->name) : ""),
+             counted(stats.documents, chat ? chat->style() + "example" : "document") +
+                 (chat ? chat->rendered_by() : ""),
              stats.tokens,
              counted(inputs.size(), "file"), stats.bytes, seconds(), tokenizer.source(),
              tokenizer.vocab_size(), tokenizer.kind(),

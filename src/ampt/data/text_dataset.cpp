@@ -122,14 +122,12 @@ Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string
     corpus.instruction = true;
     corpus.documents = mask_examples(mask, 0);
     documents = static_cast<int64_t>(corpus.documents.size());
-    // "Llama-3 example", or "example (chat template PATH)" for a model's own Jinja template.
-    const std::string styled = chat->jinja ? "" : chat->name + " ";
-    if (chat->jinja) rendered = fmt::format(" (chat template {})", chat->name);
-    what = styled + "example";
+    rendered = chat->rendered_by();
+    what = chat->style() + "example";
     if (holds_pairs(mask)) {
       corpus.preference_mask = mask;
       documents /= 2;
-      what = styled + "preference record";
+      what = chat->style() + "preference record";
     } else if (!config.train_on_prompt) {
       corpus.masks.push_back(mask);
     }

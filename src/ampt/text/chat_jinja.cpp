@@ -24,7 +24,11 @@ fs::path tokenizer_dir(const Tokenizer& tokenizer) {
   return fs::is_regular_file(source, error) ? source.parent_path() : fs::path();
 }
 
-JsonValue read_config(const fs::path& path) {
+// The tokenizer_config.json beside the tokenizer's file, where there is one.
+std::optional<JsonValue> tokenizer_config(const fs::path& dir) {
+  const fs::path path = dir / "tokenizer_config.json";
+  std::error_code error;
+  if (dir.empty() || !fs::is_regular_file(path, error)) return std::nullopt;
   try {
     return parse_json(read_text_file(path.string()));
   } catch (const JsonError& e) {
@@ -121,25 +125,22 @@ std::string render(const JinjaChat& chat, const Value& messages, const Value& to
 std::optional<JinjaChat> tokenizer_jinja_chat(const Tokenizer& tokenizer, const std::string& kwargs) {
   const fs::path dir = tokenizer_dir(tokenizer);
   if (dir.empty()) return std::nullopt;
-  const fs::path config_path = dir / "tokenizer_config.json";
+  const auto config = tokenizer_config(dir);
+  const JsonValue* tokens = config ? &*config : nullptr;
   std::error_code error;
-  const bool has_config = fs::is_regular_file(config_path, error);
-  const JsonValue config = has_config ? read_config(config_path) : JsonValue{};
   if (const fs::path file = dir / "chat_template.jinja"; fs::is_regular_file(file, error)) {
-    return make_chat(read_text_file(file.string()), file.string(), has_config ? &config : nullptr, kwargs);
+    return make_chat(read_text_file(file.string()), file.string(), tokens, kwargs);
   }
-  if (!has_config) return std::nullopt;
-  const std::string source = config_template(config_path, config);
+  if (!config) return std::nullopt;
+  const fs::path config_path = dir / "tokenizer_config.json";
+  const std::string source = config_template(config_path, *config);
   if (source.empty()) return std::nullopt;
-  return make_chat(source, config_path.string() + " chat_template", &config, kwargs);
+  return make_chat(source, config_path.string() + " chat_template", tokens, kwargs);
 }
 
 JinjaChat read_jinja_chat(const std::string& path, const Tokenizer& tokenizer, const std::string& kwargs) {
-  const fs::path config_path = tokenizer_dir(tokenizer) / "tokenizer_config.json";
-  std::error_code error;
-  const bool has_config = !tokenizer_dir(tokenizer).empty() && fs::is_regular_file(config_path, error);
-  const JsonValue config = has_config ? read_config(config_path) : JsonValue{};
-  return make_chat(read_text_file(path), path, has_config ? &config : nullptr, kwargs);
+  const auto config = tokenizer_config(tokenizer_dir(tokenizer));
+  return make_chat(read_text_file(path), path, config ? &*config : nullptr, kwargs);
 }
 
 std::string render_jinja_text(const JinjaChat& chat, const JsonValue& messages, const JsonValue& tools,

@@ -72,7 +72,6 @@ std::vector<Turn> answer_turns(const JsonValue& answer, std::string_view key,
   return turns;
 }
 
-
 // The field that says a record's shape, in the order they are looked for.
 const std::array<std::pair<std::string_view, RecordShape>, 4> kShapeFields = {{
     {"messages", RecordShape::messages},
@@ -94,6 +93,13 @@ JsonValue role_message(std::string role, std::string content) {
   m.members.emplace_back("role", string_json(std::move(role)));
   m.members.emplace_back("content", string_json(std::move(content)));
   return m;
+}
+
+// A ShareGPT or Alpaca record's "system" field, as the first turn.
+void add_record_system(const JsonValue& record, const RecordPlace& place, JsonValue& messages) {
+  if (const JsonValue* system = record.find("system"); system != nullptr && system->kind != Kind::null) {
+    messages.items.push_back(role_message("system", string_field(record, "system", place, "")));
+  }
 }
 
 void require_objects(const JsonValue& list, std::string_view where, std::string_view what,
@@ -131,8 +137,9 @@ JsonValue checked_message(const JsonValue& m, const std::string& where, const Re
     out.members.emplace_back(key, key == "thinking" && reasoning != nullptr ? *reasoning : value);
   }
   if (reasoning != nullptr) {
-    if (JsonValue* existing = const_cast<JsonValue*>(out.find("reasoning_content"))) {
-      *existing = *reasoning;
+    const auto existing = std::ranges::find_if(out.members, [](const auto& member) { return member.first == "reasoning_content"; });
+    if (existing != out.members.end()) {
+      existing->second = *reasoning;
     } else {
       out.members.emplace_back("reasoning_content", *reasoning);
     }
@@ -151,9 +158,7 @@ void sharegpt_messages(const JsonValue& record, const RecordPlace& place, JsonVa
     bad(place, fmt::format("\"conversations\" is {}: expected a list of {{\"from\", \"value\"}} objects",
                            turns.kind == Kind::array ? "empty" : turns.kind_name()));
   }
-  if (const JsonValue* system = record.find("system"); system != nullptr && system->kind != Kind::null) {
-    messages.items.push_back(role_message("system", string_field(record, "system", place, "")));
-  }
+  add_record_system(record, place, messages);
   for (std::size_t i = 0; i < turns.items.size(); ++i) {
     const JsonValue& turn = turns.items[i];
     const std::string where = fmt::format("conversations[{}]: ", i);
@@ -179,8 +184,9 @@ void sharegpt_messages(const JsonValue& record, const RecordPlace& place, JsonVa
       JsonValue calls;
       calls.kind = Kind::array;
       calls.items.push_back(std::move(tool_call));
-      JsonValue m = role_message("assistant", "");
-      m.members.pop_back();
+      JsonValue m;
+      m.kind = Kind::object;
+      m.members.emplace_back("role", string_json("assistant"));
       m.members.emplace_back("tool_calls", std::move(calls));
       messages.items.push_back(std::move(m));
       continue;
@@ -350,9 +356,7 @@ ChatMessages unchecked_messages(const JsonValue& record, RecordShape shape, cons
     }
     case RecordShape::sharegpt: sharegpt_messages(record, place, chat.messages); break;
     case RecordShape::alpaca: {
-      if (const JsonValue* system = record.find("system"); system != nullptr && system->kind != Kind::null) {
-        chat.messages.items.push_back(role_message("system", string_field(record, "system", place, "")));
-      }
+      add_record_system(record, place, chat.messages);
       std::string prompt = string_field(record, "instruction", place, "");
       if (const JsonValue* input = record.find("input"); input != nullptr && input->kind != Kind::null) {
         const std::string& text = string_field(record, "input", place, "");

@@ -79,6 +79,12 @@ const TurnFormat& ChatTemplate::format(Role role) const {
   return user;
 }
 
+std::string ChatTemplate::style() const { return jinja ? "" : name + " "; }
+
+std::string ChatTemplate::rendered_by() const {
+  return jinja ? fmt::format(" (chat template {})", name) : "";
+}
+
 uint64_t ChatTemplate::fingerprint() const {
   Fnv1a hash;
   hash.add_field(begin);

@@ -32,6 +32,10 @@ struct ChatTemplate {
   std::shared_ptr<const JinjaChat> jinja;
 
   const TurnFormat& format(Role role) const;
+  // How summaries name what it renders: a built-in or JSON template before the noun ("Llama-3 "
+  // example), a Jinja template after the count ("12 examples" " (chat template PATH)").
+  std::string style() const;
+  std::string rendered_by() const;
   // A hash of every field: part of the key of tokenized data made with it.
   uint64_t fingerprint() const;
 };

@@ -71,32 +71,35 @@ void encode_rendered(const Tokenizer& tokenizer, std::span<const Example> exampl
 void render_record(const Tokenizer& tokenizer, const JinjaChat& chat, const JsonValue& record,
                    PreferenceForm form, RecordShape shape, const RecordPlace& place,
                    std::vector<Example>& examples) {
-  try {
-    if (form == PreferenceForm::none) {
-      const ChatMessages messages = chat_messages(record, shape, place);
-      RenderedChat rendered = render_jinja_chat(chat, tokenizer, messages.messages, messages.tools);
-      examples.push_back({{}, {std::move(rendered.text)}, {std::move(rendered.scored)}});
-      return;
+  // The record's own errors name its place; the template's are given it here.
+  const auto rendering = [&](const auto& render) {
+    try {
+      return render();
+    } catch (const RuntimeError& e) {
+      throw RuntimeError(fmt::format("{}: {}", place.prefix(), e.what()));
     }
-    const PreferenceMessages pair = preference_messages(record, place);
-    const std::string prompt = render_jinja_text(chat, pair.prompt, pair.tools, true);
-    for (const JsonValue* answer : {&pair.chosen, &pair.rejected}) {
-      JsonValue messages = pair.prompt;
-      messages.items.insert(messages.items.end(), answer->items.begin(), answer->items.end());
-      const std::string whole = render_jinja_text(chat, messages, pair.tools, false);
-      if (!whole.starts_with(prompt)) {
-        throw RuntimeError(fmt::format("{} renders the prompt otherwise when an answer follows it, so the "
-                                       "answer cannot be cut from it (as TRL cuts it)",
-                                       chat.file));
-      }
-      std::string rest = whole.substr(prompt.size());
-      const std::size_t size = rest.size();
-      examples.push_back({{}, {prompt, std::move(rest)}, {{}, {{0, size, false}}}, true, answer == &pair.rejected});
+  };
+  if (form == PreferenceForm::none) {
+    const ChatMessages messages = chat_messages(record, shape, place);
+    RenderedChat rendered =
+        rendering([&] { return render_jinja_chat(chat, tokenizer, messages.messages, messages.tools); });
+    examples.push_back({{}, {std::move(rendered.text)}, {std::move(rendered.scored)}});
+    return;
+  }
+  const PreferenceMessages pair = preference_messages(record, place);
+  const std::string prompt = rendering([&] { return render_jinja_text(chat, pair.prompt, pair.tools, true); });
+  for (const JsonValue* answer : {&pair.chosen, &pair.rejected}) {
+    JsonValue messages = pair.prompt;
+    messages.items.insert(messages.items.end(), answer->items.begin(), answer->items.end());
+    const std::string whole = rendering([&] { return render_jinja_text(chat, messages, pair.tools, false); });
+    if (!whole.starts_with(prompt)) {
+      throw RuntimeError(fmt::format("{}: {} renders the prompt otherwise when an answer follows it, so the "
+                                     "answer cannot be cut from it (as TRL cuts it)",
+                                     place.prefix(), chat.file));
     }
-  } catch (const RuntimeError& e) {
-    const std::string what = e.what();
-    if (what.starts_with(place.path)) throw;
-    throw RuntimeError(fmt::format("{}: {}", place.prefix(), what));
+    std::string rest = whole.substr(prompt.size());
+    const std::size_t size = rest.size();
+    examples.push_back({{}, {prompt, std::move(rest)}, {{}, {{0, size, false}}}, true, answer == &pair.rejected});
   }
 }
 
