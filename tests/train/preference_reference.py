@@ -21,12 +21,14 @@ DATA.jsonl holds standard-format records, one a line: {"prompt": "...", "chosen"
     preference_reference.py train MODEL_DIR DATA.jsonl --loss dpo|ipo|simpo|orpo --beta B --steps N
                             --batch_size B --lr LR --beta1 B1 --beta2 B2 --eps E
                             [--label_smoothing E] [--simpo_gamma 0.5] [--orpo_lambda 0.1]
+                            [--rpo_alpha A]
                             [--adapter DIR [--adapter_reference initial|base]]
                             [--max_length 1024] [--dtype float32|float64] [--keep_bos]
         trains with TRL's trainer on the CPU (dpo: DPOTrainer loss_type sigmoid; ipo: DPOTrainer
         loss_type ipo; simpo: CPOTrainer loss_type simpo, cpo_alpha 0; orpo: ORPOTrainer with beta =
         orpo_lambda; --label_smoothing E in (0, 0.5): dpo becomes conservative DPO, made of TRL's
-        sigmoid and robust losses; simpo smooths as CPOTrainer does) and prints a JSON list with,
+        sigmoid and robust losses; --rpo_alpha A adds TRL's sft loss weighted A to dpo or ipo
+        (RPO); simpo smooths as CPOTrainer does) and prints a JSON list with,
         per optimizer step, the loss and TRL's logged rewards/chosen, rewards/rejected,
         rewards/accuracies, rewards/margins, logps/chosen, logps/rejected (orpo adds nll_loss,
         log_odds_ratio, log_odds_chosen), all from the forward before that step's update. torch
@@ -104,6 +106,9 @@ def make_trainer(args, steps=1, batch_size=1, lr=0.0, betas=(0.9, 0.999), eps=1e
             e = args.label_smoothing
             loss = dict(loss_type=["sigmoid", "robust"], loss_weights=[2 * (1 - e), -(1 - 2 * e)],
                         label_smoothing=e)
+        if args.rpo_alpha:
+            loss["loss_type"] = loss["loss_type"] + ["sft"]
+            loss["loss_weights"] = loss.get("loss_weights", [1.0]) + [args.rpo_alpha]
         config = DPOConfig(**common, **loss)
         cls = DPOTrainer
     elif args.loss == "simpo":
@@ -198,6 +203,7 @@ def main():
         p.add_argument("--label_smoothing", type=float, default=0.0)
         p.add_argument("--simpo_gamma", type=float, default=0.5)
         p.add_argument("--orpo_lambda", type=float, default=0.1)
+        p.add_argument("--rpo_alpha", type=float, default=0.0)
     sub.add_parser("chat_tokenizer").add_argument("dir")
     tr = sub.choices["train"]
     for name in ("steps", "batch_size"):
@@ -209,6 +215,8 @@ def main():
         print(json.dumps(chat_tokenizer(args)))
         return
     smoothing = args.label_smoothing
+    if getattr(args, "rpo_alpha", 0.0) and args.loss not in ("dpo", "ipo"):
+        parser.error("--rpo_alpha: with dpo or ipo only")
     if smoothing and not (args.loss in ("dpo", "simpo") and 0 < smoothing < 0.5):
         parser.error("--label_smoothing: in (0, 0.5), with dpo (conservative DPO) or simpo only; "
                      "TRL has none for ipo or orpo")

@@ -226,7 +226,8 @@ TEST_CASE("preference: conversational records through the tokenizer's own Llama-
   check_steps(ours, trl_steps(model, records, "dpo", {"--beta", "0.1"}), 0.1);
 }
 
-TEST_CASE("preference: cDPO continuing a peft adapter on a tiny Qwen2 follows TRL's DPOTrainer, "
+TEST_CASE("preference: cDPO with RPO's chosen NLL, continuing a peft adapter on a tiny Qwen2, "
+          "follows TRL's DPOTrainer, "
           "the adapter as it started the reference",
           "[train][preference][lora][reference][cli]") {
   if (!have_trl()) AMPT_SKIP(reference, "skipping: transformers, peft, trl or .deps/gpt2.tiktoken missing");
@@ -238,7 +239,9 @@ TEST_CASE("preference: cDPO continuing a peft adapter on a tiny Qwen2 follows TR
                                  "--alpha", "8", "--targets", "q_proj,v_proj"});
   INFO(made.out << made.err);
   REQUIRE(made.exit_code == 0);
-  const std::vector<std::string> loss{"--beta", "0.2", "--label_smoothing", "0.1"};
+  // cDPO and RPO's chosen NLL in one run: both are weighted sums of TRL's own losses.
+  const std::vector<std::string> loss{"--beta", "0.2", "--label_smoothing", "0.1", "--rpo_alpha",
+                                      "0.5"};
   auto flags = loss;
   flags.insert(flags.begin(), {"--objective", "dpo"});
   const auto ours = ampt_steps(adapter, records, dir + "/run", flags);
@@ -446,6 +449,9 @@ TEST_CASE("preference: bad records, objectives and options are one line each",
   refused(records, {"--objective", "simpo", "--precompute_ref_logps"},
           "precompute_ref_logps (flag --precompute_ref_logps) is an option of the dpo and ipo "
           "objectives, and this run's objective is simpo");
+  refused(records, {"--objective", "orpo", "--rpo_alpha", "1"},
+          "rpo_alpha (flag --rpo_alpha) is an option of the dpo and ipo objectives, and this run's "
+          "objective is orpo");
   refused(records, {"--objective", "dpo", "--zero_stage", "3"},
           "--objective dpo under zero_stage 3 would hold its reference, a copy of the model, whole "
           "on every rank: add --precompute_ref_logps");

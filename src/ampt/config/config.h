@@ -128,6 +128,8 @@ struct Config {
   double label_smoothing = 0.0;
   double simpo_gamma = 0.5;
   double orpo_lambda = 0.1;
+  // dpo, ipo: the weight of the chosen answer's NLL added to the loss (RPO); 0 leaves it out.
+  double rpo_alpha = 0.0;
   // dpo, ipo: the reference model's log-probabilities of every pair, computed in one pass before
   // training instead of a reference forward per step (no reference model while training).
   bool precompute_ref_logps = false;

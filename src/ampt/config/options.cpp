@@ -243,6 +243,9 @@ std::vector<Option> build_table() {
       float_option("orpo_lambda", "preference.orpo_lambda", &C::orpo_lambda, positive,
                    "orpo: the weight of the odds-ratio term beside the chosen answer's NLL (TRL's "
                    "beta)"),
+      float_option("rpo_alpha", "preference.rpo_alpha", &C::rpo_alpha, at_least_0,
+                   "dpo, ipo: the weight of the chosen answer's NLL per token added to the loss "
+                   "(RPO; TRL's loss_type [sigmoid, sft] with loss_weights [1, alpha]); 0 = off"),
       bool_option("precompute_ref_logps", "preference.precompute_ref_logps",
                   &C::precompute_ref_logps,
                   "dpo, ipo: the reference model's log-probabilities of every pair in one pass "

@@ -148,6 +148,7 @@ void check_objective_options(const Config& config, const std::vector<Source>& so
                          {"label_smoothing", {O::dpo, O::simpo}, "dpo and simpo"},
                          {"simpo_gamma", {O::simpo}, "simpo"},
                          {"orpo_lambda", {O::orpo}, "orpo"},
+                         {"rpo_alpha", {O::dpo, O::ipo}, "dpo and ipo"},
                          {"precompute_ref_logps", {O::dpo, O::ipo}, "dpo and ipo"}};
   for (const auto& [option, objectives, owners] : owned) {
     const Source& source = sources[index_of(*find_option(option))];

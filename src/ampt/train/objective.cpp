@@ -110,6 +110,7 @@ class PreferenceLoss : public Objective {
   PreferenceLoss(const config::Config& config, PreferenceModels models)
       : kind_(config.objective), beta_(config.beta), label_smoothing_(config.label_smoothing),
         simpo_gamma_(config.simpo_gamma), orpo_lambda_(config.orpo_lambda),
+        rpo_alpha_(needs_reference(config.objective) ? config.rpo_alpha : 0.0),
         models_(std::move(models)) {
     names_ = {"rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins",
               "logps/chosen",   "logps/rejected"};
@@ -118,6 +119,7 @@ class PreferenceLoss : public Objective {
       names_.emplace_back("log_odds_ratio");
       names_.emplace_back("log_odds_chosen");
     }
+    if (rpo_alpha_ > 0.0) names_.emplace_back("nll_loss");
   }
 
   torch::Tensor units(const data::Batch& batch) const override {
@@ -130,15 +132,15 @@ class PreferenceLoss : public Objective {
   std::string describe() const override {
     switch (kind_) {
       case Kind::dpo:
-        return fmt::format("dpo: DPO's sigmoid loss{}, beta {}; reference: {}",
+        return fmt::format("dpo: DPO's sigmoid loss{}, beta {}{}; reference: {}",
                            label_smoothing_ > 0.0
                                ? fmt::format(" with label_smoothing {} (cDPO)", label_smoothing_)
                                : "",
-                           beta_, models_.reference_description);
+                           beta_, rpo_term(), models_.reference_description);
       case Kind::ipo:
-        return fmt::format("ipo: the squared loss of length-normalised log-ratios, beta {}; "
+        return fmt::format("ipo: the squared loss of length-normalised log-ratios, beta {}{}; "
                            "reference: {}",
-                           beta_, models_.reference_description);
+                           beta_, rpo_term(), models_.reference_description);
       case Kind::simpo:
         return fmt::format("simpo: length-normalised log-probabilities, beta {}, margin gamma {}{}; "
                            "reference-free",
@@ -185,6 +187,13 @@ class PreferenceLoss : public Objective {
                            rejected_ratio / rejected_length.clamp_min(1.0);
         losses = (delta - 1.0 / (2.0 * beta_)).square();
       }
+      if (rpo_alpha_ > 0.0) {
+        // TRL's "sft" loss: one mean over the micro-batch's chosen answer tokens (ORPO's NLL also
+        // scores the prompt).
+        const auto nll = -chosen.sum() / chosen_length.sum().clamp_min(1.0);
+        losses = losses + rpo_alpha_ * nll;
+        extra = {nll.detach() * static_cast<double>(n)};
+      }
       chosen_reward = beta_ * chosen_ratio.detach();
       rejected_reward = beta_ * rejected_ratio.detach();
     } else {
@@ -220,6 +229,11 @@ class PreferenceLoss : public Objective {
   }
 
  private:
+  std::string rpo_term() const {
+    return rpo_alpha_ > 0.0 ? fmt::format(", plus {} times the chosen answer's NLL (RPO)", rpo_alpha_)
+                            : "";
+  }
+
   // -log σ(x), or cDPO's expectation over labels flipped with probability label_smoothing.
   torch::Tensor sigmoid_loss(const torch::Tensor& x) const {
     auto loss = -F::logsigmoid(x);
@@ -234,6 +248,7 @@ class PreferenceLoss : public Objective {
   double label_smoothing_;
   double simpo_gamma_;
   double orpo_lambda_;
+  double rpo_alpha_;
   PreferenceModels models_;
   std::vector<std::string> names_;
 };
