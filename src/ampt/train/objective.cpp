@@ -110,7 +110,7 @@ class PreferenceLoss : public Objective {
   PreferenceLoss(const config::Config& config, PreferenceModels models)
       : kind_(config.objective), beta_(config.beta), label_smoothing_(config.label_smoothing),
         simpo_gamma_(config.simpo_gamma), orpo_lambda_(config.orpo_lambda),
-        rpo_alpha_(needs_reference(config.objective) ? config.rpo_alpha : 0.0),
+        rpo_alpha_(config.rpo_alpha),
         models_(std::move(models)) {
     names_ = {"rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins",
               "logps/chosen",   "logps/rejected"};
@@ -230,8 +230,9 @@ class PreferenceLoss : public Objective {
 
  private:
   std::string rpo_term() const {
-    return rpo_alpha_ > 0.0 ? fmt::format(", plus {} times the chosen answer's NLL (RPO)", rpo_alpha_)
-                            : "";
+    return rpo_alpha_ > 0.0
+               ? fmt::format(", plus {} times the chosen answer's NLL (RPO)", rpo_alpha_)
+               : "";
   }
 
   // -log σ(x), or cDPO's expectation over labels flipped with probability label_smoothing.

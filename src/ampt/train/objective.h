@@ -62,8 +62,9 @@ struct PreferenceModels {
 // sigmoid loss (cDPO with label_smoothing), ipo the squared loss of length-normalised
 // log-ratios, simpo CPO's length-normalised sigmoid loss with margin simpo_gamma and no
 // reference, orpo the chosen answer's NLL minus orpo_lambda times the log-sigmoid of the log
-// odds ratio; dpo and ipo add rpo_alpha times the chosen answer's NLL per token (RPO). Figures: rewards/chosen, rewards/rejected, rewards/accuracies, rewards/margins,
-// logps/chosen, logps/rejected (orpo adds nll_loss, log_odds_ratio and log_odds_chosen; RPO nll_loss).
+// odds ratio; dpo and ipo add rpo_alpha times the chosen answer's NLL per token (RPO).
+// Figures: rewards/chosen, rewards/rejected, rewards/accuracies, rewards/margins, logps/chosen,
+// logps/rejected (orpo adds nll_loss, log_odds_ratio and log_odds_chosen; RPO adds nll_loss).
 std::unique_ptr<Objective> preference_objective(const config::Config& config,
                                                 PreferenceModels models);
 
