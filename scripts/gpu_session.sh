@@ -9,7 +9,10 @@
 #                                   # timeout 540 .venv/bin/python benchmarks/qlora_speed.py,
 #                                   # timeout 540 .venv/bin/python benchmarks/preference_speed.py
 #                                   #   --device cuda --layers 8 --hidden 1024 --intermediate 2816
-#                                   #   --heads 16 --kv_heads 4 --batch 8 --max_length 512)
+#                                   #   --heads 16 --kv_heads 4 --batch 8 --max_length 512,
+#                                   # timeout 540 .venv/bin/python benchmarks/moe_speed.py
+#                                   #   --device cuda --precision bf16 --layers 8 --hidden 1024
+#                                   #   --experts 64 --expert_width 512 --top_k 8 --batch 8 --block 1024)
 set -uo pipefail
 here=$(pwd)
 origin=$(sed -n 1p .gpu/origin)

@@ -248,7 +248,8 @@ TEST_CASE("llama import: a config, shard or index that does not fit is one line 
   refuse(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0})",
          "rope_type yarn is not one ampt's Llama implements (default or llama3)");
   refuse(R"(, "num_local_experts": 8)",
-         "num_local_experts is set: mixture-of-experts layers are not something ampt's Llama builds");
+         "num_local_experts is set: ampt builds experts for qwen3_moe and mixtral models, not "
+         "model_type llama");
   refuse(R"(, "hidden_act": "gelu")", "hidden_act gelu is not the SwiGLU activation ampt's Llama has (silu)");
   refuse(R"(, "layer_types": ["full_attention", "sliding_attention"])",
          "layer_types holds sliding_attention: ampt's Llama has full_attention layers only");
@@ -263,11 +264,11 @@ TEST_CASE("llama import: a config, shard or index that does not fit is one line 
                     path + ": num_attention_heads 4 is not a multiple of num_key_value_heads 3");
   ampt::test::write_file(path, R"({"model_type": "gemma"})");
   CHECK_THROWS_WITH(ampt::hf::read_llama_config(path),
-                    path + ": model_type is gemma, ampt's Llama loads llama, qwen2, qwen3 and "
-                           "mistral models");
+                    path + ": model_type is gemma, ampt's Llama loads llama, qwen2, qwen3, "
+                           "mistral, qwen3_moe and mixtral models");
   CHECK_THROWS_WITH(ampt::models::catalog().pretrained_model(dir, ""),
-                    path + ": model_type is gemma; ampt loads gpt2, llama, mistral, qwen2 and "
-                           "qwen3 models");
+                    path + ": model_type is gemma; ampt loads gpt2, llama, mistral, mixtral, "
+                           "qwen2, qwen3 and qwen3_moe models");
   // The hub's older spelling of llama3 rope settings reads as transformers 5's.
   ampt::test::write_file(path, "{" + dims + R"(, "rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
   const auto read = ampt::hf::read_llama_config(path);
@@ -314,9 +315,12 @@ TEST_CASE("llama presets: parameter counts equal the published ones, and the bui
     if (preset.published > 0) {
       INFO(preset.name);
       CHECK(preset.dims.parameters() == preset.published);
+      // With experts, what one token computes with; without, all of them.
+      CHECK(preset.dims.active_parameters() ==
+            (preset.published_active > 0 ? preset.published_active : preset.published));
     }
   }
-  for (const auto* name : {"llama", "qwen2", "qwen3", "mistral"}) {
+  for (const auto* name : {"llama", "qwen2", "qwen3", "mistral", "qwen3-moe", "mixtral"}) {
     INFO(name);
     ampt::config::Config config;
     config.model = name;

@@ -110,7 +110,7 @@ TEST_CASE("catalog: init_from makes the model its config.json's family unless --
   const auto dir = ampt::test::make_temp_dir();
   for (const auto& [model_type, model] : std::vector<std::pair<std::string, std::string>>{
            {"llama", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}, {"mistral", "mistral"},
-           {"gpt2", "gpt"}}) {
+           {"qwen3_moe", "qwen3-moe"}, {"mixtral", "mixtral"}, {"gpt2", "gpt"}}) {
     ampt::test::write_file(dir + "/config.json", "{\"model_type\": \"" + model_type + "\"}");
     CHECK(resolve({"--init_from", dir}, {}).config().model == model);
   }
@@ -120,7 +120,7 @@ TEST_CASE("catalog: init_from makes the model its config.json's family unless --
   ampt::test::write_file(dir + "/config.json", "{\"model_type\": \"mamba\"}");
   CHECK_THROWS_WITH(resolve({"--init_from", dir}, {}),
                     dir + "/config.json: model_type is mamba; ampt loads gpt2, llama, mistral, "
-                          "qwen2 and qwen3 models");
+                          "mixtral, qwen2, qwen3 and qwen3_moe models");
   CHECK(resolve({"--init_from", dir, "--model", "gpt"}, {}).config().model == "gpt");
   CHECK(resolve({"--init_from", "gpt2", "--model", "gpt2-124m"}, {}).config().model == "gpt2-124m");
   CHECK(ampt::models::catalog().models == ampt::models::model_names());

@@ -36,8 +36,9 @@ TEST_CASE("layer inventory: the blocks and Linear layers the built model has, in
           "[models][inventory]") {
   // GPT-2 (fused q/k/v, biases), Llama (grouped-query: k and v narrower), Qwen2 (q/k/v
   // biases, a tied head), Qwen3 (q_proj wider than the model, o_proj narrowing it back) and
-  // Mistral.
-  for (const auto* name : {"gpt", "llama", "qwen2", "qwen3", "mistral"}) {
+  // Mistral; Qwen3-MoE and Mixtral, whose sparse blocks list their attention only (the experts
+  // and the router are no Linear layers).
+  for (const auto* name : {"gpt", "llama", "qwen2", "qwen3", "mistral", "qwen3-moe", "mixtral"}) {
     INFO(name);
     const auto config = tiny_config(name);
     const auto dims = ampt::models::model_dims(config, {}, 0);

@@ -21,10 +21,11 @@ TEST_CASE("model families: --model takes exactly the families and their presets,
   CHECK_THAT(help, Catch::Contains("--model " + fmt::format("{}", fmt::join(model_names(), "|"))));
   CHECK(model_names() == std::vector<std::string>{"mlp", "cnn", "gpt", "gpt-tiny", "gpt2-124m",
                                                   "gpt2-350m", "gpt2-774m", "gpt2-1558m", "llama",
-                                                  "qwen2", "qwen3", "mistral", "llama-3.2-1b",
-                                                  "llama-3.1-8b", "qwen2.5-0.5b", "qwen2.5-7b",
-                                                  "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b",
-                                                  "mistral-7b-v0.3"});
+                                                  "qwen2", "qwen3", "mistral", "qwen3-moe",
+                                                  "mixtral", "llama-3.2-1b", "llama-3.1-8b",
+                                                  "qwen2.5-0.5b", "qwen2.5-7b", "qwen3-0.6b",
+                                                  "qwen3-1.7b", "qwen3-8b", "mistral-7b-v0.3",
+                                                  "qwen3-30b-a3b", "mixtral-8x7b"});
 }
 
 TEST_CASE("model families: lookups by name, and the error naming every model", "[models][family]") {
@@ -40,7 +41,7 @@ TEST_CASE("model families: lookups by name, and the error naming every model", "
   config.model = "resnet";
   CHECK_THROWS_WITH(family_of(config),
                     "unknown model 'resnet': expected one of mlp, cnn, gpt, gpt-tiny, gpt2-124m, "
-                    "gpt2-350m, gpt2-774m, gpt2-1558m, llama, qwen2, qwen3, mistral, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, mistral-7b-v0.3");
+                    "gpt2-350m, gpt2-774m, gpt2-1558m, llama, qwen2, qwen3, mistral, qwen3-moe, mixtral, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, mistral-7b-v0.3, qwen3-30b-a3b, mixtral-8x7b");
 }
 
 TEST_CASE("model families: what each family lets the rest of ampt do", "[models][family]") {
@@ -72,5 +73,6 @@ TEST_CASE("model families: the kinds built of transformer blocks, from the table
           "[models][family]") {
   // What zero_stage 3's refusal offers instead of an MLP or a CNN.
   CHECK(transformer_model_kinds() ==
-        std::vector<std::string>{"gpt", "llama", "mistral", "qwen2", "qwen3"});
+        std::vector<std::string>{"gpt", "llama", "mistral", "mixtral", "qwen2", "qwen3",
+                                 "qwen3-moe"});
 }

@@ -36,7 +36,7 @@ TEST_CASE("models: an unknown name is a usage error listing the models", "[model
                   ampt::UsageError);
   CHECK_THROWS_WITH(ampt::models::make_model(config, DataSpec{Task::classification, {4}, 3}),
                     "unknown model 'resnet': expected one of mlp, cnn, gpt, gpt-tiny, gpt2-124m, "
-                    "gpt2-350m, gpt2-774m, gpt2-1558m, llama, qwen2, qwen3, mistral, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, mistral-7b-v0.3");
+                    "gpt2-350m, gpt2-774m, gpt2-1558m, llama, qwen2, qwen3, mistral, qwen3-moe, mixtral, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, mistral-7b-v0.3, qwen3-30b-a3b, mixtral-8x7b");
 }
 
 TEST_CASE("models: what each model asks of the data", "[models]") {
@@ -71,5 +71,5 @@ TEST_CASE("models: what each model asks of the data", "[models]") {
   CHECK_THROWS_WITH(ampt::models::sample_request(config),
                     "dataset 'text:README.md' is language-model data but model mlp is not a "
                     "language model: use --model gpt, gpt-tiny, gpt2-124m, gpt2-350m, gpt2-774m, "
-                    "gpt2-1558m, llama, qwen2, qwen3, mistral, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, mistral-7b-v0.3");
+                    "gpt2-1558m, llama, qwen2, qwen3, mistral, qwen3-moe, mixtral, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, mistral-7b-v0.3, qwen3-30b-a3b, mixtral-8x7b");
 }

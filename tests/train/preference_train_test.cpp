@@ -312,7 +312,7 @@ TEST_CASE("preference: the log, metrics and summary carry TRL's figures, a resum
   CHECK_THAT(whole.out, Catch::Contains("preference pairs, packed 4 pairs into 2 windows of 32, "
                                         "each sequence its own example"));
   CHECK_THAT(whole.out, Catch::Contains("train 1 / val 1 windows of 32"));
-  CHECK_THAT(whole.out, Catch::Contains("[Preference] rewards/chosen 0.0000, rewards/rejected 0.0000, "
+  CHECK_THAT(whole.out, Catch::Contains("[Objective] rewards/chosen 0.0000, rewards/rejected 0.0000, "
                                         "rewards/accuracies 0.0000, rewards/margins 0.0000, logps/chosen"));
   CHECK_THAT(whole.out, Catch::Contains("Reward Accuracy:  "));
   const auto metrics = read_file(dir + "/whole/metrics.jsonl");

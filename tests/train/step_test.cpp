@@ -112,11 +112,11 @@ TEST_CASE("cuda_graphs: graphed steps equal eager steps on a GPU", "[train][step
       ampt::train::StepParts parts;
       auto net = s.net;
       parts.objective = ampt::train::token_cross_entropy(
-          [net, precision](const ampt::data::Batch& b) mutable {
+          [net, precision](const ampt::data::Batch& b, torch::Tensor*) mutable {
             ampt::precision::AutocastGuard autocast(c10::kCUDA, precision, precision != c10::kFloat);
             return torch::nn::functional::cross_entropy(net->forward(b.inputs), b.targets);
           },
-          /*every_target_scored=*/false);
+          /*every_target_scored=*/false, /*aux_loss=*/false);
       parts.parameters = s.net->parameters();
       parts.scaler = s.scaler.get();
       parts.optimizer = s.optimizer.get();
@@ -164,8 +164,8 @@ TEST_CASE("an unscaled step skips a non-finite gradient as a scaled one does", "
     ampt::precision::LossScaler scaler(options, torch::kCPU);
     ampt::train::StepParts parts;
     parts.objective = ampt::train::token_cross_entropy(
-        [&](const ampt::data::Batch& batch) { return (w * batch.inputs).sum() + b.sum(); },
-        /*every_target_scored=*/false);
+        [&](const ampt::data::Batch& batch, torch::Tensor*) { return (w * batch.inputs).sum() + b.sum(); },
+        /*every_target_scored=*/false, /*aux_loss=*/false);
     parts.parameters = {w, b};
     parts.scaler = &scaler;
     parts.optimizer = optimizer.get();

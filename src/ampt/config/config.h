@@ -147,6 +147,8 @@ struct Config {
   int64_t block_size = 0;  // context length: the longest token block the model accepts
   int64_t vocab_size = 0;
   double dropout = 0.0;  // on embeddings, attention weights and residual branches
+  // Mixture-of-Experts: the load-balancing loss's weight; -1: the model's own.
+  double router_aux_loss_coef = -1.0;
   // A Hugging Face GPT-2 to start from: a directory (config.json + model.safetensors) or a name
   // looked up offline in the Hugging Face cache (hf/pretrained.h); empty: random initialisation.
   std::string init_from;

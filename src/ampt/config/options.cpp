@@ -253,8 +253,9 @@ std::vector<Option> build_table() {
 
       // model
       catalog_option("model", "model.name", &C::model, &Catalog::models, "MODEL",
-                     "Model architecture; the gpt*, llama*, qwen* and mistral* presets fix the "
-                     "dimensions below (llama, qwen2, qwen3 and mistral alone: tiny ones)"),
+                     "Model architecture; the gpt*, llama*, qwen*, mistral* and mixtral* presets "
+                     "fix the dimensions below (llama, qwen2, qwen3, mistral, qwen3-moe and "
+                     "mixtral alone: tiny ones)"),
       integer_option("mlp_hidden", "model.mlp_hidden", &C::mlp_hidden, at_least_1,
                      "Width of each hidden layer of the MLP"),
       integer_option("mlp_layers", "model.mlp_layers", &C::mlp_layers, at_least_1,
@@ -279,6 +280,11 @@ std::vector<Option> build_table() {
                      "GPT vocabulary size (embedding rows); 0 takes the preset's"),
       float_option("dropout", "model.dropout", &C::dropout, unit_half_open,
                    "GPT dropout on embeddings, attention and residual branches"),
+      float_option("router_aux_loss_coef", "model.router_aux_loss_coef", &C::router_aux_loss_coef,
+                   Range::at_least(-1),
+                   "Mixture-of-Experts models (qwen3-moe, mixtral): the weight of the router's "
+                   "load-balancing loss in the training loss, >= 0; -1 takes the model's "
+                   "(config.json's router_aux_loss_coef, 0.001 in the presets)"),
 
       // lora
       integer_option("lora_rank", "lora.rank", &C::lora_rank, at_least_0,

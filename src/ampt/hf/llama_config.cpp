@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ampt::hf {
@@ -117,6 +118,38 @@ void read_rope(const ConfigFile& file, LlamaConfig& config) {
   config.llama3_scaling = s;
 }
 
+// The experts of a qwen3_moe or mixtral config: Qwen3-MoE's hub files say num_experts and
+// transformers 5 writes num_local_experts; Mixtral's experts are intermediate_size wide and
+// always renormalised, and every block has them.
+void read_experts(const ConfigFile& file, LlamaConfig& config) {
+  const bool mixtral = config.model_type == "mixtral";
+  const char* count = file.find("num_experts") && !mixtral ? "num_experts" : "num_local_experts";
+  config.num_experts = file.size(count);
+  config.num_experts_per_tok = file.size("num_experts_per_tok");
+  if (config.num_experts_per_tok > config.num_experts) {
+    file.fail(fmt::format("num_experts_per_tok {} exceeds {} {}", config.num_experts_per_tok, count,
+                          config.num_experts));
+  }
+  if (const JsonValue* coef = file.find("router_aux_loss_coef")) {
+    config.router_aux_loss_coef = file.number(*coef, "router_aux_loss_coef");
+  }
+  if (mixtral) {
+    config.moe_intermediate_size = config.intermediate_size;
+    config.norm_topk_prob = true;
+    return;
+  }
+  config.moe_intermediate_size = file.size("moe_intermediate_size");
+  config.norm_topk_prob = file.flag("norm_topk_prob", false);
+  if (file.find("decoder_sparse_step")) config.decoder_sparse_step = file.size("decoder_sparse_step");
+  config.mlp_only_layers = file.ids("mlp_only_layers");
+  for (const int64_t layer : config.mlp_only_layers) {
+    if (layer >= config.num_hidden_layers) {
+      file.fail(fmt::format("mlp_only_layers holds {}, past num_hidden_layers {}", layer,
+                            config.num_hidden_layers));
+    }
+  }
+}
+
 // Settings that change the architecture away from the one ampt builds, refused by name.
 void refuse_unsupported(const ConfigFile& file) {
   if (const auto act = file.text("hidden_act", "silu"); act != "silu") {
@@ -145,9 +178,23 @@ void refuse_unsupported(const ConfigFile& file) {
       }
     }
   }
-  for (const auto* key : {"num_experts", "num_local_experts", "n_routed_experts", "moe_intermediate_size"}) {
-    if (const JsonValue* experts = file.find(key); experts != nullptr && !(experts->kind == JsonValue::Kind::number && experts->number == 0)) {
-      file.fail(fmt::format("{} is set: mixture-of-experts layers are not something ampt's Llama builds", key));
+  const auto type = file.text("model_type", "");
+  if (type != "qwen3_moe" && type != "mixtral") {
+    for (const auto* key : {"num_experts", "num_local_experts", "n_routed_experts", "moe_intermediate_size"}) {
+      if (const JsonValue* experts = file.find(key); experts != nullptr && !(experts->kind == JsonValue::Kind::number && experts->number == 0)) {
+        file.fail(fmt::format("{} is set: ampt builds experts for qwen3_moe and mixtral models, "
+                              "not model_type {}",
+                              key, type));
+      }
+    }
+  }
+  // What other MoE routers add: a shared expert beside the routed ones (Qwen2-MoE), noise on
+  // the router's input (Mixtral's jitter).
+  for (const auto* key : {"shared_expert_intermediate_size", "n_shared_experts", "router_jitter_noise"}) {
+    if (const JsonValue* value = file.find(key); value != nullptr && file.number(*value, key) != 0) {
+      file.fail(fmt::format("{} is {:g}: ampt's router takes the routed experts alone, without "
+                            "shared experts or jitter (0)",
+                            key, value->number));
     }
   }
   if (const JsonValue* tp = file.find("pretraining_tp"); tp != nullptr && file.number(*tp, "pretraining_tp") != 1) {
@@ -160,22 +207,31 @@ const char* architecture(const std::string& model_type) {
   if (model_type == "qwen2") return "Qwen2ForCausalLM";
   if (model_type == "qwen3") return "Qwen3ForCausalLM";
   if (model_type == "mistral") return "MistralForCausalLM";
+  if (model_type == "qwen3_moe") return "Qwen3MoeForCausalLM";
+  if (model_type == "mixtral") return "MixtralForCausalLM";
   return "LlamaForCausalLM";
 }
 
 }  // namespace
+
+bool LlamaConfig::sparse_layer(int64_t i) const {
+  return num_experts > 0 && (i + 1) % decoder_sparse_step == 0 &&
+         std::ranges::find(mlp_only_layers, i) == mlp_only_layers.end();
+}
 
 LlamaConfig read_llama_config(const std::string& path) {
   const ConfigFile file(path);
   LlamaConfig config;
   config.model_type = file.text("model_type", "");
   const auto& type = config.model_type;
-  if (type != "llama" && type != "qwen2" && type != "qwen3" && type != "mistral") {
-    file.fail(fmt::format("model_type is {}, ampt's Llama loads llama, qwen2, qwen3 and mistral "
-                          "models",
+  if (type != "llama" && type != "qwen2" && type != "qwen3" && type != "mistral" &&
+      type != "qwen3_moe" && type != "mixtral") {
+    file.fail(fmt::format("model_type is {}, ampt's Llama loads llama, qwen2, qwen3, mistral, "
+                          "qwen3_moe and mixtral models",
                           type.empty() ? "missing" : type));
   }
-  const bool qwen2 = type == "qwen2", qwen3 = type == "qwen3", mistral = type == "mistral";
+  const bool qwen2 = type == "qwen2", qwen3 = type == "qwen3", qwen3_moe = type == "qwen3_moe",
+             mistral = type == "mistral" || type == "mixtral";
   config.hidden_size = file.size("hidden_size");
   config.intermediate_size = file.size("intermediate_size");
   config.num_hidden_layers = file.size("num_hidden_layers");
@@ -193,7 +249,8 @@ LlamaConfig read_llama_config(const std::string& path) {
   const bool attention_bias = !mistral && file.flag("attention_bias", false);
   config.qkv_bias = qwen2 || attention_bias;
   config.o_bias = !qwen2 && attention_bias;
-  config.qk_norm = qwen3;
+  config.qk_norm = qwen3 || qwen3_moe;
+  if (qwen3_moe || type == "mixtral") read_experts(file, config);
   config.tie_word_embeddings = file.flag("tie_word_embeddings", false);
   if (const auto bos = file.ids("bos_token_id"); !bos.empty()) config.bos_token_id = bos.front();
   config.eos_token_ids = file.ids("eos_token_id");
@@ -224,6 +281,20 @@ std::string llama_config_json(const LlamaConfig& c) {
                       c.qkv_bias ? "true" : "false");
   } else if (c.model_type == "mistral") {
     own = "  \"sliding_window\": null,\n";
+  } else if (c.model_type == "qwen3_moe") {
+    own = fmt::format(
+        "  \"attention_bias\": {},\n  \"use_sliding_window\": false,\n  \"sliding_window\": null,\n"
+        "  \"num_experts\": {},\n  \"num_experts_per_tok\": {},\n  \"moe_intermediate_size\": {},\n"
+        "  \"norm_topk_prob\": {},\n  \"decoder_sparse_step\": {},\n  \"mlp_only_layers\": [{}],\n"
+        "  \"router_aux_loss_coef\": {},\n",
+        c.qkv_bias ? "true" : "false", c.num_experts, c.num_experts_per_tok,
+        c.moe_intermediate_size, c.norm_topk_prob ? "true" : "false", c.decoder_sparse_step,
+        fmt::join(c.mlp_only_layers, ", "), json_number(c.router_aux_loss_coef));
+  } else if (c.model_type == "mixtral") {
+    own = fmt::format(
+        "  \"sliding_window\": null,\n  \"num_local_experts\": {},\n  \"num_experts_per_tok\": {},\n"
+        "  \"router_aux_loss_coef\": {},\n  \"router_jitter_noise\": 0.0,\n",
+        c.num_experts, c.num_experts_per_tok, json_number(c.router_aux_loss_coef));
   } else {
     own = fmt::format("  \"attention_bias\": {},\n  \"mlp_bias\": false,\n", c.qkv_bias ? "true" : "false");
   }

@@ -1,8 +1,12 @@
 // A Hugging Face config.json of the Llama architecture's families (LlamaForCausalLM,
-// Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM): the architecture ampt builds to load
-// its weights, and the file it writes when it hands one back. Qwen2 is Llama with biases on
-// q/k/v; Qwen3 adds an RMSNorm over each query and key head before the rotation and a head_dim of
-// its own (128 unless given); Mistral is Llama without biases, its sliding window refused. Both
+// Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM, Qwen3MoeForCausalLM,
+// MixtralForCausalLM): the architecture ampt builds to load its weights, and the file it writes
+// when it hands one back. Qwen2 is Llama with biases on q/k/v; Qwen3 adds an RMSNorm over each
+// query and key head before the rotation and a head_dim of its own (128 unless given); Mistral is
+// Llama without biases, its sliding window refused. Qwen3-MoE is Qwen3's attention (head_dim
+// hidden / heads unless given) with experts in every decoder_sparse_step-th block not in
+// mlp_only_layers; Mixtral is Mistral with experts in every block, intermediate_size their width.
+// Both
 // spellings of rotary settings are read: transformers 5's `rope_parameters` and the hub's older
 // `rope_theta` + `rope_scaling`.
 #pragma once
@@ -23,7 +27,8 @@ struct Llama3Scaling {
 };
 
 struct LlamaConfig {
-  std::string model_type = "llama";  // "llama", "qwen2", "qwen3" or "mistral"
+  // "llama", "qwen2", "qwen3", "mistral", "qwen3_moe" or "mixtral"
+  std::string model_type = "llama";
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
   int64_t num_hidden_layers = 0;
@@ -41,16 +46,28 @@ struct LlamaConfig {
   bool o_bias = false;
   bool qk_norm = false;  // Qwen3's q_norm and k_norm
   bool tie_word_embeddings = false;
+  // Mixture-of-Experts (qwen3_moe, mixtral; num_experts 0 otherwise): read from num_experts or
+  // num_local_experts; Mixtral's moe_intermediate_size is its intermediate_size.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;  // always true for Mixtral
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
+  double router_aux_loss_coef = 0.001;
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // config.json may give one id or a list
 
+  // Whether layer i has experts rather than the dense MLP.
+  bool sparse_layer(int64_t i) const;
   int64_t head_dim() const { return head_size > 0 ? head_size : hidden_size / num_attention_heads; }
 };
 
 // Reads `path`. A file that is not JSON, lacks a dimension, or asks for what ampt's Llama does
-// not build (another model_type, activation or rope_type, a sliding window, experts, an MLP
-// bias, an odd head_dim, tensor-parallel pretraining_tp) is one RuntimeError line naming the
-// file, the key and what is allowed.
+// not build (another model_type, activation or rope_type, a sliding window, experts outside
+// qwen3_moe and mixtral, more experts per token than experts, a router's jitter, an MLP bias, an
+// odd head_dim, tensor-parallel pretraining_tp) is one RuntimeError line naming the file, the key
+// and what is allowed.
 LlamaConfig read_llama_config(const std::string& path);
 
 // config.json text that transformers' AutoConfig reads back to `config`.

@@ -6,66 +6,194 @@
 #include <fmt/ranges.h>
 
 #include <map>
+#include <set>
 
 namespace ampt::hf {
 namespace {
 
+// One of ampt's parameters and how Hugging Face's files hold it: as the tensor `hf` (or one of
+// `aliases`), or, for experts, as `parts`: groups of per-expert tensors, each group stacked over
+// the experts and the groups joined along dim 1 (gate and up into gate_up_proj [E, 2I, C]).
 struct LlamaSpec {
   std::string name;  // ampt's
   std::vector<int64_t> shape;
+  std::string hf;                    // the name written; empty where `parts` are written
+  std::vector<std::string> aliases;  // further names it is read from
+  std::vector<std::vector<std::string>> parts;
 };
 
 std::string hf_name(const std::string& name) {
   return name.starts_with("lm_head.") ? name : "model." + name;
 }
 
+// A sparse block's router and experts as ampt holds them (transformers 5's module names), read
+// from the published per-expert tensors (Mixtral's under block_sparse_moe, w1/w3/w2) or from
+// transformers 5's fused ones.
+void add_expert_specs(const LlamaConfig& c, const std::string& block, std::vector<LlamaSpec>& specs) {
+  const int64_t C = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
+  const bool mixtral = c.model_type == "mixtral";
+  const auto published = hf_name(block + (mixtral ? "block_sparse_moe." : "mlp."));
+  const auto expert = [&](const char* qwen, const char* mixtral_name) {
+    std::vector<std::string> names;
+    for (int64_t e = 0; e < E; ++e) {
+      names.push_back(fmt::format("{}experts.{}.{}.weight", published, e, mixtral ? mixtral_name : qwen));
+    }
+    return names;
+  };
+  const auto fused = [&](const std::string& name, std::vector<int64_t> shape,
+                         std::vector<std::vector<std::string>> parts) {
+    specs.push_back({name, std::move(shape), "", {hf_name(name)}, std::move(parts)});
+  };
+  const auto router = block + "mlp.gate.weight";
+  specs.push_back({router, {E, C}, published + "gate.weight",
+                   mixtral ? std::vector<std::string>{hf_name(router)} : std::vector<std::string>{}, {}});
+  fused(block + "mlp.experts.gate_up_proj", {E, 2 * I, C},
+        {expert("gate_proj", "w1"), expert("up_proj", "w3")});
+  fused(block + "mlp.experts.down_proj", {E, C, I}, {expert("down_proj", "w2")});
+}
+
 std::vector<LlamaSpec> llama_specs(const LlamaConfig& c) {
   const int64_t C = c.hidden_size, D = c.head_dim(), q = c.num_attention_heads * D,
                 kv = c.num_key_value_heads * D, F = c.intermediate_size;
-  std::vector<LlamaSpec> specs = {{"embed_tokens.weight", {c.vocab_size, C}}};
+  std::vector<LlamaSpec> specs;
+  const auto add = [&](std::string name, std::vector<int64_t> shape) {
+    auto hf = hf_name(name);
+    specs.push_back({std::move(name), std::move(shape), std::move(hf), {}, {}});
+  };
+  add("embed_tokens.weight", {c.vocab_size, C});
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const auto p = fmt::format("layers.{}.", i);
-    specs.push_back({p + "input_layernorm.weight", {C}});
+    add(p + "input_layernorm.weight", {C});
     for (const auto& [proj, out] : {std::pair{"q_proj", q}, {"k_proj", kv}, {"v_proj", kv}}) {
-      specs.push_back({p + "self_attn." + proj + ".weight", {out, C}});
-      if (c.qkv_bias) specs.push_back({p + "self_attn." + proj + ".bias", {out}});
+      add(p + "self_attn." + proj + ".weight", {out, C});
+      if (c.qkv_bias) add(p + "self_attn." + proj + ".bias", {out});
     }
-    specs.push_back({p + "self_attn.o_proj.weight", {C, q}});
-    if (c.o_bias) specs.push_back({p + "self_attn.o_proj.bias", {C}});
+    add(p + "self_attn.o_proj.weight", {C, q});
+    if (c.o_bias) add(p + "self_attn.o_proj.bias", {C});
     if (c.qk_norm) {
-      specs.push_back({p + "self_attn.q_norm.weight", {D}});
-      specs.push_back({p + "self_attn.k_norm.weight", {D}});
+      add(p + "self_attn.q_norm.weight", {D});
+      add(p + "self_attn.k_norm.weight", {D});
     }
-    specs.push_back({p + "post_attention_layernorm.weight", {C}});
-    specs.push_back({p + "mlp.gate_proj.weight", {F, C}});
-    specs.push_back({p + "mlp.up_proj.weight", {F, C}});
-    specs.push_back({p + "mlp.down_proj.weight", {C, F}});
+    add(p + "post_attention_layernorm.weight", {C});
+    if (c.sparse_layer(i)) {
+      add_expert_specs(c, p, specs);
+      continue;
+    }
+    add(p + "mlp.gate_proj.weight", {F, C});
+    add(p + "mlp.up_proj.weight", {F, C});
+    add(p + "mlp.down_proj.weight", {C, F});
   }
-  specs.push_back({"norm.weight", {C}});
-  if (!c.tie_word_embeddings) specs.push_back({"lm_head.weight", {c.vocab_size, C}});
+  add("norm.weight", {C});
+  if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, C});
   return specs;
 }
 
 std::string describe(const LlamaConfig& c) {
-  const auto* name = c.model_type == "qwen2"     ? "Qwen2"
-                     : c.model_type == "qwen3"   ? "Qwen3"
-                     : c.model_type == "mistral" ? "Mistral"
-                                                 : "Llama";
-  return fmt::format("a {} of {} layers", name, c.num_hidden_layers);
+  const auto* name = c.model_type == "qwen2"       ? "Qwen2"
+                     : c.model_type == "qwen3"     ? "Qwen3"
+                     : c.model_type == "mistral"   ? "Mistral"
+                     : c.model_type == "qwen3_moe" ? "Qwen3-MoE"
+                     : c.model_type == "mixtral"   ? "Mixtral"
+                                                   : "Llama";
+  const auto experts = c.num_experts > 0 ? fmt::format(" and {} experts", c.num_experts) : "";
+  return fmt::format("a {} of {} layers{}", name, c.num_hidden_layers, experts);
 }
+
+// The checks every tensor read passes: its shape as config.json's dimensions give it, and
+// floating point.
+void check_tensor(const std::string& file, const std::string& name, const torch::Tensor& tensor,
+                  const std::vector<int64_t>& shape) {
+  if (tensor.sizes().vec() != shape) {
+    throw RuntimeError(fmt::format("{}: tensor {} has shape [{}], config.json's dimensions give [{}]",
+                                   file, name, fmt::join(tensor.sizes(), ", "),
+                                   fmt::join(shape, ", ")));
+  }
+  if (!tensor.is_floating_point()) {
+    throw RuntimeError(fmt::format("{}: tensor {} is {}, not floating point", file, name,
+                                   c10::toString(tensor.scalar_type())));
+  }
+}
+
+// An expert tensor's parts as they arrive: where each part name goes, and each spec's parts so
+// far (a block's experts are held until the last one is read).
+class ExpertParts {
+ public:
+  explicit ExpertParts(const std::vector<LlamaSpec>& specs) : specs_(specs) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      for (size_t g = 0; g < specs[i].parts.size(); ++g) {
+        for (size_t e = 0; e < specs[i].parts[g].size(); ++e) where_[specs[i].parts[g][e]] = {i, g, e};
+      }
+    }
+  }
+
+  // The spec `name` is a part of, or nullptr.
+  const LlamaSpec* owner(const std::string& name) const {
+    const auto it = where_.find(name);
+    return it == where_.end() ? nullptr : &specs_[it->second.spec];
+  }
+
+  // Holds part `name`; returns the whole tensor once its last part is in, else an undefined one.
+  torch::Tensor add(const std::string& name, const torch::Tensor& tensor) {
+    const auto [spec, group, member] = where_.at(name);
+    const auto& parts = specs_[spec].parts;
+    auto& held = held_[spec];
+    if (held.empty()) {
+      held.assign(parts.size(), std::vector<torch::Tensor>(parts.front().size()));
+    }
+    held[group][member] = tensor;
+    where_.erase(name);
+    for (const auto& g : held) {
+      for (const auto& t : g) {
+        if (!t.defined()) return {};
+      }
+    }
+    std::vector<torch::Tensor> stacked;
+    for (const auto& g : held) stacked.push_back(torch::stack(g));
+    held_.erase(spec);
+    return torch::cat(stacked, 1);
+  }
+
+  // The first part of `spec` not read, or "" when none was missing.
+  std::string missing(const LlamaSpec& spec) const {
+    for (const auto& group : spec.parts) {
+      for (const auto& name : group) {
+        if (where_.count(name) > 0) return name;
+      }
+    }
+    return "";
+  }
+
+ private:
+  struct Place {
+    size_t spec, group, member;
+  };
+  const std::vector<LlamaSpec>& specs_;
+  std::map<std::string, Place> where_;
+  std::map<size_t, std::vector<std::vector<torch::Tensor>>> held_;
+};
 
 }  // namespace
 
 void read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
                         const TensorSink& sink) {
-  std::map<std::string, LlamaSpec> wanted;
-  for (auto& spec : llama_specs(config)) wanted.emplace(hf_name(spec.name), std::move(spec));
+  const auto specs = llama_specs(config);
+  std::map<std::string, const LlamaSpec*> wanted;
+  for (const auto& spec : specs) {
+    if (!spec.hf.empty()) wanted.emplace(spec.hf, &spec);
+    for (const auto& alias : spec.aliases) wanted.emplace(alias, &spec);
+  }
+  std::set<std::string> done;
+  ExpertParts parts(specs);
   // A tied model's saved head is compared with the embedding once both are read; the embedding
   // is kept for that only where a head is there to compare (an index names it, or the one file
   // holds both).
   const bool tied = config.tie_word_embeddings;
   const bool head_saved = files.shard_of.empty() || files.shard_of.count("lm_head.weight") > 0;
   std::pair<torch::Tensor, std::string> embedding, head;
+  const auto give = [&](const LlamaSpec& spec, const torch::Tensor& tensor) {
+    sink(spec.name, tensor);
+    done.insert(spec.name);
+  };
   for_each_model_tensor(files, [&](const std::string& name, const torch::Tensor& tensor,
                                    const std::string& file) {
     if (name.ends_with("rotary_emb.inv_freq")) return;
@@ -73,31 +201,28 @@ void read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
       head = {tensor, file};
       return;
     }
+    if (const auto* spec = parts.owner(name); spec != nullptr && done.count(spec->name) == 0) {
+      const auto groups = static_cast<int64_t>(spec->parts.size());
+      check_tensor(file, name, tensor, {spec->shape[1] / groups, spec->shape[2]});
+      if (const auto whole = parts.add(name, tensor); whole.defined()) give(*spec, whole);
+      return;
+    }
     const auto it = wanted.find(name);
-    if (it == wanted.end()) {
-      throw RuntimeError(fmt::format("{}: tensor {} is not part of {}", file, name,
-                                     describe(config)));
+    if (it == wanted.end() || done.count(it->second->name) > 0) {
+      throw RuntimeError(fmt::format("{}: tensor {} is not part of {}{}", file, name,
+                                     describe(config),
+                                     it == wanted.end() ? "" : ", or comes twice"));
     }
-    const auto& spec = it->second;
-    if (tensor.sizes().vec() != spec.shape) {
-      throw RuntimeError(fmt::format("{}: tensor {} has shape [{}], config.json's dimensions give [{}]",
-                                     file, name, fmt::join(tensor.sizes(), ", "),
-                                     fmt::join(spec.shape, ", ")));
-    }
-    if (!tensor.is_floating_point()) {
-      throw RuntimeError(fmt::format("{}: tensor {} is {}, not floating point", file, name,
-                                     c10::toString(tensor.scalar_type())));
-    }
+    const auto& spec = *it->second;
+    check_tensor(file, name, tensor, spec.shape);
     if (tied && head_saved && spec.name == "embed_tokens.weight") embedding = {tensor, file};
-    sink(spec.name, tensor);
-    wanted.erase(it);
+    give(spec, tensor);
   });
   const auto where = files.weights.size() == 1 ? files.weights.front() : files.dir;
-  for (const auto& spec : llama_specs(config)) {
-    if (wanted.count(hf_name(spec.name)) > 0) {
-      throw RuntimeError(fmt::format("{}: no tensor {} ({} has one)", where, hf_name(spec.name),
-                                     describe(config)));
-    }
+  for (const auto& spec : specs) {
+    if (done.count(spec.name) > 0) continue;
+    const auto missing = spec.parts.empty() ? spec.hf : parts.missing(spec);
+    throw RuntimeError(fmt::format("{}: no tensor {} ({} has one)", where, missing, describe(config)));
   }
   if (head.first.defined() && !embedding.first.defined()) {
     throw RuntimeError(fmt::format("{}: holds lm_head.weight, which {} does not name",
@@ -132,7 +257,17 @@ NamedTensors to_llama_tensors(const NamedTensors& weights, const LlamaConfig& co
                                      spec.name, fmt::join(it->second.sizes(), ", "),
                                      describe(config), fmt::join(spec.shape, ", ")));
     }
-    out.emplace_back(hf_name(spec.name), it->second.detach().to(torch::kCPU).contiguous());
+    const auto tensor = it->second.detach().to(torch::kCPU);
+    if (spec.parts.empty()) {
+      out.emplace_back(spec.hf, tensor.contiguous());
+      continue;
+    }
+    // Expert by expert, as save_pretrained writes them: each group a slice along dim 1.
+    const auto groups = static_cast<int64_t>(spec.parts.size());
+    for (int64_t e = 0; e < spec.shape[0]; ++e) {
+      const auto slices = tensor.select(0, e).chunk(groups, 0);
+      for (int64_t g = 0; g < groups; ++g) out.emplace_back(spec.parts[g][e], slices[g].contiguous());
+    }
   }
   return out;
 }

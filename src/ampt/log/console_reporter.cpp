@@ -177,7 +177,7 @@ void ConsoleReporter::on_step(const StepReport& r) {
             r.step, fmt::formatted_size("{}", r.total_steps), r.total_steps, r.epoch, r.loss,
             r.lr, r.grad_norm, throughput,
             r.mfu > 0.0 ? fmt::format(" | MFU {:.1f}%", 100.0 * r.mfu) : "");
-  if (!r.figures.empty()) log::info("[Preference] {}", figure_list(r.figures));
+  if (!r.figures.empty()) log::info("[Objective] {}", figure_list(r.figures));
   std::string health;
   if (r.hysteresis >= 0) health += fmt::format(", Hysteresis: {}", r.hysteresis);
   if (r.grad_underflow >= 0.0) {

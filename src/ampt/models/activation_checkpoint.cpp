@@ -108,7 +108,7 @@ class RecomputingFlag {
 
 class RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
  public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const BlockFn& fn,
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const BlockFn& fn,
                                const torch::Tensor& x, torch::TensorList params,
                                bool preserve_rng) {
     auto call = c10::make_intrusive<SavedCall>();
@@ -126,7 +126,7 @@ class RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
     const auto call =
         c10::static_intrusive_pointer_cast<SavedCall>(ctx->saved_data["call"].toCapsule());
     const auto x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
-    torch::Tensor y;
+    BlockOutputs y;
     {
       std::optional<RngState> own_rng;
       if (call->rng) {
@@ -144,7 +144,15 @@ class RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
     for (const auto& p : call->params) {
       if (p.requires_grad()) inputs.push_back(p);
     }
-    auto grads = torch::autograd::grad({y}, inputs, {grad_outputs[0]}, /*retain_graph=*/false,
+    // The outputs a gradient reached (a block's reports may go unused).
+    torch::autograd::variable_list outputs, grads_in;
+    for (size_t i = 0; i < y.size(); ++i) {
+      if (grad_outputs[i].defined() && y[i].requires_grad()) {
+        outputs.push_back(y[i]);
+        grads_in.push_back(grad_outputs[i]);
+      }
+    }
+    auto grads = torch::autograd::grad(outputs, inputs, grads_in, /*retain_graph=*/false,
                                        /*create_graph=*/false, /*allow_unused=*/true);
     // One gradient per forward argument: none for fn and preserve_rng.
     torch::autograd::variable_list out{torch::Tensor(), grads[0]};
@@ -159,8 +167,8 @@ class RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
 
 }  // namespace
 
-torch::Tensor checkpoint(const BlockFn& fn, const torch::Tensor& x, torch::TensorList params,
-                         bool preserve_rng) {
+BlockOutputs checkpoint(const BlockFn& fn, const torch::Tensor& x, torch::TensorList params,
+                        bool preserve_rng) {
   if (!torch::GradMode::is_enabled()) return fn(x);
   return RecomputeFunction::apply(fn, x, params, preserve_rng);
 }

@@ -2,7 +2,7 @@
 
 namespace ampt::models {
 
-torch::Tensor run_block(BlockHooks* hooks, std::size_t index, const BlockFn& fn,
+BlockOutputs run_block(BlockHooks* hooks, std::size_t index, const BlockFn& fn,
                         const torch::Tensor& x, torch::TensorList params, bool checkpointed,
                         bool preserve_rng) {
   if (hooks == nullptr) return checkpointed ? checkpoint(fn, x, params, preserve_rng) : fn(x);
@@ -10,8 +10,9 @@ torch::Tensor run_block(BlockHooks* hooks, std::size_t index, const BlockFn& fn,
     hooks->before_forward(index);
     return fn(input);
   };
-  const auto y = checkpointed ? checkpoint(hooked, x, params, preserve_rng) : hooked(x);
-  return hooks->after_forward(index, y);
+  auto y = checkpointed ? checkpoint(hooked, x, params, preserve_rng) : hooked(x);
+  y.front() = hooks->after_forward(index, y.front());
+  return y;
 }
 
 }  // namespace ampt::models

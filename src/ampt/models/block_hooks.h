@@ -25,8 +25,8 @@ class BlockHooks {
 
 // Block `index`'s forward fn(x) through `hooks` (nullptr: none), recomputed in backward when
 // `checkpointed` (activation_checkpoint.h, with `params` and `preserve_rng`); the recomputation
-// runs before_forward again.
-torch::Tensor run_block(BlockHooks* hooks, std::size_t index, const BlockFn& fn,
+// runs before_forward again. after_forward sees the block's output, the first of its outputs.
+BlockOutputs run_block(BlockHooks* hooks, std::size_t index, const BlockFn& fn,
                         const torch::Tensor& x, torch::TensorList params, bool checkpointed,
                         bool preserve_rng);
 

@@ -14,7 +14,7 @@ using precision::IslandScope;
 using precision::through_island;
 
 torch::Tensor DecoderImpl::hidden(const torch::Tensor& tokens, const torch::Tensor& positions,
-                                  const torch::Tensor& starts) {
+                                  const torch::Tensor& starts, std::vector<torch::Tensor>* reports) {
   const int64_t time = tokens.size(1);
   if (time > context_) {
     throw RuntimeError(fmt::format("a block of {} tokens exceeds the model's context block_size {}",
@@ -36,12 +36,19 @@ torch::Tensor DecoderImpl::hidden(const torch::Tensor& tokens, const torch::Tens
     // A recomputation in backward may run on another thread: it takes this pass's islands.
     const auto run = [block, islands, context](const torch::Tensor& input) {
       IslandScope scope(islands);
-      return through_island(*block, input, [&](const torch::Tensor& in) {
-        return block->forward(in, context);
+      BlockOutputs out;
+      // A block's fp32 island casts its output; its reports pass as they are.
+      auto y = through_island(*block, input, [&](const torch::Tensor& in) {
+        out = block->forward(in, context);
+        return out.front();
       });
+      out.front() = std::move(y);
+      return out;
     };
-    x = run_block(block_hooks_, i, run, x, block->parameters(), checkpointed,
-                  /*preserve_rng=*/dropout_ > 0.0);
+    auto outputs = run_block(block_hooks_, i, run, x, block->parameters(), checkpointed,
+                             /*preserve_rng=*/dropout_ > 0.0);
+    x = outputs.front();
+    if (reports != nullptr) reports->insert(reports->end(), outputs.begin() + 1, outputs.end());
   }
   return final_norm(x);
 }
@@ -61,8 +68,14 @@ torch::Tensor DecoderImpl::logits(const torch::Tensor& tokens, const torch::Tens
 
 torch::Tensor DecoderImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets,
                                 const torch::Tensor& positions, const torch::Tensor& starts) {
-  const auto h = hidden(tokens, positions, starts);
-  return through_island(head_module(), h, [&](const torch::Tensor& x) {
+  return loss_terms(tokens, targets, positions, starts).loss;
+}
+
+LossTerms DecoderImpl::loss_terms(const torch::Tensor& tokens, const torch::Tensor& targets,
+                                  const torch::Tensor& positions, const torch::Tensor& starts) {
+  std::vector<torch::Tensor> reports;
+  const auto h = hidden(tokens, positions, starts, &reports);
+  auto loss = through_island(head_module(), h, [&](const torch::Tensor& x) {
     if (!fused_) {
       return kernels::checked_cross_entropy(kernels::linear(x, class_weight(), {}).flatten(0, -2),
                                             targets.flatten());
@@ -70,6 +83,9 @@ torch::Tensor DecoderImpl::loss(const torch::Tensor& tokens, const torch::Tensor
     return kernels::classifier_loss(x.flatten(0, -2), head_weight(), targets.flatten(),
                                     {classes(), 0, fp8_head_});
   });
+  auto aux = auxiliary_loss(reports);
+  if (aux.defined()) loss = loss + auxiliary_loss_weight() * aux;
+  return {std::move(loss), std::move(aux)};
 }
 
 torch::Tensor DecoderImpl::next_logits(const torch::Tensor& tokens, KvCache& cache) {

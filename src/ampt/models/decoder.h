@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace ampt::models {
 
@@ -36,10 +37,19 @@ struct BlockContext {
   RotaryAngles angles;
 };
 
+// A training loss and, apart, the auxiliary loss it includes weighted (a sparse model's load
+// balancing, unweighted here; undefined without one), for the log.
+struct LossTerms {
+  torch::Tensor loss;
+  torch::Tensor aux_loss;
+};
+
 // A family's block.
 class DecoderBlockImpl : public torch::nn::Module {
  public:
-  virtual torch::Tensor forward(const torch::Tensor& x, const BlockContext& context) = 0;
+  // The block's output [B, T, C], then what it reports beside it for the family's auxiliary
+  // loss (a sparse block's router logits; a dense block reports nothing).
+  virtual BlockOutputs forward(const torch::Tensor& x, const BlockContext& context) = 0;
   // forward for new positions after those whose keys and values `cache` holds, which it then
   // holds too (the whole prompt into an empty cache, then one position at a time).
   virtual torch::Tensor forward_cached(const torch::Tensor& x, const BlockContext& context,
@@ -63,6 +73,9 @@ class DecoderImpl : public torch::nn::Module {
   // example, which attends only within itself.
   torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets,
                      const torch::Tensor& positions = {}, const torch::Tensor& starts = {});
+  // The same loss with the family's auxiliary loss added at its weight, and that apart.
+  LossTerms loss_terms(const torch::Tensor& tokens, const torch::Tensor& targets,
+                       const torch::Tensor& positions = {}, const torch::Tensor& starts = {});
   // Generation: the logits [B, classes] of the position after `tokens` [B, T_new], which
   // follow the cache's positions; the cache grows by T_new. Throws RuntimeError past the
   // context.
@@ -98,6 +111,12 @@ class DecoderImpl : public torch::nn::Module {
     return std::nullopt;
   }
   virtual torch::Tensor final_norm(const torch::Tensor& x) = 0;
+  // The auxiliary loss of one forward from every block's reports, in block order (undefined:
+  // the family has none), and its weight in the training loss.
+  virtual torch::Tensor auxiliary_loss(const std::vector<torch::Tensor>& /*reports*/) const {
+    return {};
+  }
+  virtual double auxiliary_loss_weight() const { return 0.0; }
   // The head's weight [rows, C] (a padded vocabulary included), its first `classes()` rows the
   // real classes, and the module whose fp32 island (if any) the head shares.
   virtual torch::Tensor head_weight() const = 0;
@@ -108,9 +127,10 @@ class DecoderImpl : public torch::nn::Module {
   virtual c10::ScalarType activation_dtype() const = 0;
 
  private:
-  // The final norm's output [B, T, C]: what the head reads.
+  // The final norm's output [B, T, C]: what the head reads; the blocks' reports into
+  // `reports` where given.
   torch::Tensor hidden(const torch::Tensor& tokens, const torch::Tensor& positions,
-                       const torch::Tensor& starts);
+                       const torch::Tensor& starts, std::vector<torch::Tensor>* reports = nullptr);
   // head_weight's rows of real classes.
   torch::Tensor class_weight() const;
 

@@ -72,9 +72,9 @@ GptBlockImpl::GptBlockImpl(const GptDims& dims) {
   mlp = register_module("mlp", GptMlp(dims.n_embd, dims.dropout, dims.tanh_gelu));
 }
 
-torch::Tensor GptBlockImpl::forward(const torch::Tensor& x, const BlockContext& context) {
+BlockOutputs GptBlockImpl::forward(const torch::Tensor& x, const BlockContext& context) {
   const auto h = x + attend(attn, call(ln_1, x), context.packed);
-  return h + call(mlp, call(ln_2, h));
+  return {h + call(mlp, call(ln_2, h))};
 }
 
 torch::Tensor GptBlockImpl::forward_cached(const torch::Tensor& x, const BlockContext&,

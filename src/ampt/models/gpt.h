@@ -48,7 +48,7 @@ TORCH_MODULE(GptMlp);
 class GptBlockImpl : public DecoderBlockImpl {
  public:
   explicit GptBlockImpl(const GptDims& dims);
-  torch::Tensor forward(const torch::Tensor& x, const BlockContext& context) override;
+  BlockOutputs forward(const torch::Tensor& x, const BlockContext& context) override;
   // Attends through `cache` (CausalSelfAttention::forward_cached).
   torch::Tensor forward_cached(const torch::Tensor& x, const BlockContext& context,
                                std::pair<torch::Tensor, torch::Tensor>& cache) override;

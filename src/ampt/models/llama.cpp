@@ -100,34 +100,49 @@ torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x) {
   return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
 }
 
-LlamaBlockImpl::LlamaBlockImpl(const LlamaDims& dims) {
+LlamaBlockImpl::LlamaBlockImpl(const LlamaDims& dims, int64_t layer) {
   input_layernorm = register_module("input_layernorm", RmsNorm(dims.n_embd, dims.rms_norm_eps));
   self_attn = register_module("self_attn", LlamaAttention(dims));
   post_attention_layernorm =
       register_module("post_attention_layernorm", RmsNorm(dims.n_embd, dims.rms_norm_eps));
-  mlp = register_module("mlp", LlamaMlp(dims));
+  if (dims.moe.sparse(layer)) {
+    moe = register_module("mlp", SparseMoe(dims));
+  } else {
+    mlp = register_module("mlp", LlamaMlp(dims));
+  }
 }
 
-torch::Tensor LlamaBlockImpl::forward(const torch::Tensor& x, const BlockContext& context) {
+BlockOutputs LlamaBlockImpl::mlp_residual(const torch::Tensor& h) {
+  const auto normed = call(post_attention_layernorm, h);
+  if (!moe) return {h + call(mlp, normed)};
+  torch::Tensor router_logits;
+  const auto y = through_island(*moe, normed, [&](const torch::Tensor& in) {
+    auto out = moe->forward(in);
+    router_logits = std::move(out.router_logits);
+    return out.y;
+  });
+  return {h + y, router_logits};
+}
+
+BlockOutputs LlamaBlockImpl::forward(const torch::Tensor& x, const BlockContext& context) {
   const auto attended =
       through_island(*self_attn, call(input_layernorm, x), [&](const torch::Tensor& in) {
         return self_attn->forward(in, context.angles, context.packed);
       });
-  const auto h = x + attended;
-  return h + call(mlp, call(post_attention_layernorm, h));
+  return mlp_residual(x + attended);
 }
 
 torch::Tensor LlamaBlockImpl::forward_cached(const torch::Tensor& x, const BlockContext& context,
                                              std::pair<torch::Tensor, torch::Tensor>& cache) {
   const auto h =
       x + self_attn->forward_cached(call(input_layernorm, x), context.angles, cache);
-  return h + call(mlp, call(post_attention_layernorm, h));
+  return mlp_residual(h).front();
 }
 
 LlamaImpl::LlamaImpl(const LlamaDims& dims)
     : DecoderImpl(dims.block_size, dims.dropout), dims_(dims), inv_freq_(rope_inv_freq(dims)) {
   embed_tokens_ = register_module("embed_tokens", torch::nn::Embedding(dims.vocab_size, dims.n_embd));
-  for (int64_t i = 0; i < dims.n_layer; ++i) blocks_->push_back(LlamaBlock(dims));
+  for (int64_t i = 0; i < dims.n_layer; ++i) blocks_->push_back(LlamaBlock(dims, i));
   register_module("layers", blocks_);
   norm_ = register_module("norm", RmsNorm(dims.n_embd, dims.rms_norm_eps));
   if (!dims.tied_head) {
@@ -158,6 +173,11 @@ BlockContext LlamaImpl::block_context(const TokenPositions& at, PackedLayout pac
 }
 
 torch::Tensor LlamaImpl::final_norm(const torch::Tensor& x) { return call(norm_, x); }
+
+torch::Tensor LlamaImpl::auxiliary_loss(const std::vector<torch::Tensor>& reports) const {
+  if (reports.empty()) return {};
+  return load_balancing_loss(reports, dims_.moe.top_k);
+}
 
 const torch::Tensor& LlamaImpl::inv_freq_on(const torch::Device& device) {
   // Moved once, not copied to the GPU at every forward: it is no parameter or buffer, which

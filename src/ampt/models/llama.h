@@ -7,6 +7,7 @@
 #include "ampt/models/decoder.h"
 #include "ampt/models/linear.h"
 #include "ampt/models/llama_presets.h"
+#include "ampt/models/moe.h"
 #include "ampt/models/packed_sequences.h"
 #include "ampt/models/rotary.h"
 #include "ampt/precision/precision_islands.h"
@@ -82,11 +83,13 @@ class LlamaMlpImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LlamaMlp);
 
-// x + attn(input_layernorm(x)), then + mlp(post_attention_layernorm(·)).
+// x + attn(input_layernorm(x)), then + mlp(post_attention_layernorm(·)); block `layer`'s MLP is
+// the experts (SparseMoe, registered as mlp) where dims.moe makes it sparse, and its forward
+// reports their router logits.
 class LlamaBlockImpl : public DecoderBlockImpl {
  public:
-  explicit LlamaBlockImpl(const LlamaDims& dims);
-  torch::Tensor forward(const torch::Tensor& x, const BlockContext& context) override;
+  LlamaBlockImpl(const LlamaDims& dims, int64_t layer);
+  BlockOutputs forward(const torch::Tensor& x, const BlockContext& context) override;
   torch::Tensor forward_cached(const torch::Tensor& x, const BlockContext& context,
                                std::pair<torch::Tensor, torch::Tensor>& cache) override;
 
@@ -94,6 +97,11 @@ class LlamaBlockImpl : public DecoderBlockImpl {
   LlamaAttention self_attn{nullptr};
   RmsNorm post_attention_layernorm{nullptr};
   LlamaMlp mlp{nullptr};
+  SparseMoe moe{nullptr};  // instead of mlp
+
+ private:
+  // h + the MLP of post_attention_layernorm(h), and the router's logits where sparse.
+  BlockOutputs mlp_residual(const torch::Tensor& h);
 };
 TORCH_MODULE(LlamaBlock);
 
@@ -111,6 +119,9 @@ class LlamaImpl : public DecoderImpl {
   // The rotary angles of `at`'s positions, worked out once for every block.
   BlockContext block_context(const TokenPositions& at, PackedLayout packed) override;
   torch::Tensor final_norm(const torch::Tensor& x) override;
+  // The sparse blocks' load-balancing loss (load_balancing_loss), at router_aux_loss_coef.
+  torch::Tensor auxiliary_loss(const std::vector<torch::Tensor>& reports) const override;
+  double auxiliary_loss_weight() const override { return dims_.moe.aux_loss_coef; }
   // lm_head's weight, or embed_tokens' when tied.
   torch::Tensor head_weight() const override;
   int64_t classes() const override { return dims_.vocab_size; }

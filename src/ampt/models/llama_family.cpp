@@ -1,6 +1,7 @@
 // The Llama family: Llama 2/3, Qwen2, Qwen3 and Mistral (llama.h), their presets
 // (llama_presets.h), and Hugging Face LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and
 // MistralForCausalLM checkpoints in and out.
+#include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
 #include "ampt/hf/llama_config.h"
 #include "ampt/hf/llama_export.h"
@@ -24,18 +25,59 @@ data::SampleRequest llama_request(const config::Config& config) {
   return {data::SampleRequest::Form::tokens, llama_window(config, dims), dims.vocab_size};
 }
 
+std::string experts(const LlamaDims& d);
+
 std::string architecture(const LlamaDims& d, bool grad_ckpt) {
   std::string rope = fmt::format("rope_theta {:g}", d.rope_theta);
   if (d.rope_llama3) rope += fmt::format(" (llama3 scaling, factor {:g})", d.rope_llama3->factor);
   // A head width of the model's own (Qwen3's); config.json may repeat hidden / heads.
   const bool own_heads = d.query_width() != d.n_embd;
   const auto heads = own_heads ? fmt::format(", head_dim {}", d.head_dim()) : "";
-  return fmt::format("{}: n_layer {}, n_embd {}, n_head {}, n_kv_head {}{}, intermediate {}, "
+  const auto mlp = d.moe.active() ? experts(d) : fmt::format("intermediate {}", d.intermediate);
+  return fmt::format("{}: n_layer {}, n_embd {}, n_head {}, n_kv_head {}{}, {}, "
                      "block_size {}, vocab_size {}, {}{}{}{}{}",
-                     d.flavour, d.n_layer, d.n_embd, d.n_head, d.n_kv_head, heads, d.intermediate,
+                     d.flavour, d.n_layer, d.n_embd, d.n_head, d.n_kv_head, heads, mlp,
                      d.block_size, d.vocab_size, rope, d.qkv_bias ? ", q/k/v biases" : "",
                      d.qk_norm ? ", q/k norms" : "", d.tied_head ? ", tied head" : "",
                      grad_ckpt ? ", blocks recomputed in backward" : "");
+}
+
+// "8 experts of width 32, top 2 (renormalised), fp32 router, aux loss 0.001 ..."
+std::string experts(const LlamaDims& d) {
+  const auto& m = d.moe;
+  const int64_t sparse = d.sparse_blocks();
+  const auto dense = sparse == d.n_layer ? std::string()
+                                         : fmt::format(" in {} of {} blocks (the others dense, "
+                                                       "intermediate {})",
+                                                       sparse, d.n_layer, d.intermediate);
+  return fmt::format("{} experts of width {}{}, top {}{}, fp32 router, load-balancing loss x {:g}, "
+                     "{} of {} parameters active",
+                     m.experts, m.intermediate, dense, m.top_k,
+                     m.normalize_top_k ? " renormalised" : "", m.aux_loss_coef,
+                     d.active_parameters(), d.parameters());
+}
+
+// What a sparse model cannot do yet, refused in one line each.
+void refuse_for_experts(const config::Config& config, const LlamaDims& dims) {
+  if (!dims.moe.active()) return;
+  const auto refuse = [&](const std::string& what) {
+    throw UsageError(fmt::format("model {} has experts ({} per sparse block): {}", config.model,
+                                 dims.moe.experts, what));
+  };
+  if (config.zero_stage == 3) {
+    refuse("zero_stage 3 does not gather experts yet; use zero_stage 0, 1 or 2");
+  }
+  if (config.objective != config::Objective::lm) {
+    refuse(fmt::format("objective {} would leave out the router's load-balancing loss; only lm "
+                       "trains it for now",
+                       config::to_string(config.objective)));
+  }
+  if (config.base_dtype == config::BaseDtype::nf4 || config.base_dtype == config::BaseDtype::int8 ||
+      config.base_dtype == config::BaseDtype::fp8) {
+    refuse(fmt::format("base_dtype {} stores Linear layers quantized, and the experts are no "
+                       "Linear layers yet; use bf16, fp16 or auto",
+                       config::to_string(config.base_dtype)));
+  }
 }
 
 Model llama_build(const config::Config& config, const data::DataSpec& spec) {
@@ -64,6 +106,7 @@ Model llama_build(const config::Config& config, const data::DataSpec& spec) {
         config.model, dims.n_embd, kv, dims.intermediate, config.batch_size, tokens,
         config.batch_size * tokens));
   }
+  refuse_for_experts(config, dims);
   Llama llama(dims);
   llama->set_grad_ckpt(config.grad_ckpt);
   // auto builds it fused: the run may turn the kernels off once it has measured (set_fused).
@@ -73,6 +116,11 @@ Model llama_build(const config::Config& config, const data::DataSpec& spec) {
   model.flops_per_sample = llama_training_flops_per_token(dims, tokens) * tokens;
   model.architecture = architecture(dims, config.grad_ckpt);
   model.set_fused = [llama](bool fused) mutable { llama->set_fused(fused); };
+  if (dims.moe.active()) {
+    model.loss_terms = [llama](const data::Batch& batch) mutable {
+      return llama->loss_terms(batch.inputs, batch.targets, batch.positions, batch.starts);
+    };
+  }
   return model;
 }
 
@@ -86,10 +134,21 @@ int64_t llama_activations(const LlamaDims& m, const ModelDims& d, const Scheme& 
   const int64_t T = d.seq_len, C = m.n_embd, L = m.n_layer, kv = m.n_kv_head * m.head_dim();
   const int64_t q = m.query_width();
   const int64_t tokens = b * T;
-  const int64_t per_token = 2 * (4 * C + 4 + C * h) + 2 * (q + 2 * kv) * h + q * h +
-                            m.n_head * 4 + 4 * m.intermediate * h;
-  const int64_t block = tokens * per_token;
-  const int64_t blocks = checkpointed ? L * tokens * C * r + block : L * block;
+  const int64_t attention = 2 * (4 * C + 4 + C * h) + 2 * (q + 2 * kv) * h + q * h + m.n_head * 4;
+  // A sparse block keeps, per token, the same for each of its top_k experts (the gathered input
+  // row and the expert's output besides the SwiGLU's four) and the router's fp32 logits and
+  // probabilities.
+  const auto& e = m.moe;
+  const int64_t dense = attention + 4 * m.intermediate * h,
+                sparse = attention + e.top_k * (4 * e.intermediate + 2 * C) * h + 8 * e.experts;
+  const int64_t S = m.sparse_blocks();
+  const int64_t block = tokens * (S > 0 ? sparse : dense);
+  const int64_t all = tokens * ((L - S) * dense + S * sparse);
+  // The backward of one sparse block holds, for each token's top_k slots at once, the gradients
+  // of the gathered rows, of the experts' outputs in both orders and of the SwiGLU's halves
+  // (measured on the CPU: without them the estimate was 14% under a qwen3-moe run's peak).
+  const int64_t sparse_backward = S > 0 ? tokens * e.top_k * (3 * C + 4 * e.intermediate) * h : 0;
+  const int64_t blocks = (checkpointed ? L * tokens * C * r + block : all) + sparse_backward;
   return tokens * 2 * 8 + blocks + tokens * 4 + head_bytes(d, s, tokens, C, m.vocab_size) +
          // Frozen plain Linear layers keep neither the norms' outputs as the matmuls see them
          // nor down_proj's input.
@@ -101,14 +160,19 @@ int64_t llama_activations(const LlamaDims& m, const ModelDims& d, const Scheme& 
 // Qwen3's q/k norms, the final one), the embedding and an untied head; its activations as above.
 FamilyTerms llama_memory_terms(const LlamaDims& m, const ModelDims& d) {
   FamilyTerms t;
-  t.description = fmt::format(
-      "{} n_layer {}, n_embd {}, n_head {}, n_kv_head {}, intermediate {}, vocab_size {}, "
-      "seq_len {}",
-      m.flavour, m.n_layer, m.n_embd, m.n_head, m.n_kv_head, m.intermediate, m.vocab_size,
-      d.seq_len);
+  const auto mlp = m.moe.active()
+                       ? fmt::format("{} experts of width {} (top {}; {} parameters active)",
+                                     m.moe.experts, m.moe.intermediate, m.moe.top_k,
+                                     m.active_parameters())
+                       : fmt::format("intermediate {}", m.intermediate);
+  t.description = fmt::format("{} n_layer {}, n_embd {}, n_head {}, n_kv_head {}, {}, vocab_size {}, "
+                              "seq_len {}",
+                              m.flavour, m.n_layer, m.n_embd, m.n_head, m.n_kv_head, mlp,
+                              m.vocab_size, d.seq_len);
   t.block_norm = 2 * m.n_embd + (m.qk_norm ? 2 * m.head_dim() : 0);
   t.norm = m.n_layer * t.block_norm + m.n_embd;
   t.parameters = m.parameters();
+  t.other_matmul_weights = m.expert_parameters() + m.router_parameters();
   t.activations = [m](const ModelDims& dims, const Scheme& s, int64_t b, bool checkpointed) {
     return llama_activations(m, dims, s, b, checkpointed);
   };
@@ -152,6 +216,13 @@ hf::LlamaConfig hf_config(const LlamaDims& d) {
   c.o_bias = d.o_bias;
   c.qk_norm = d.qk_norm;
   c.tie_word_embeddings = d.tied_head;
+  c.num_experts = d.moe.experts;
+  c.num_experts_per_tok = d.moe.top_k;
+  c.moe_intermediate_size = d.moe.intermediate;
+  c.norm_topk_prob = d.moe.normalize_top_k;
+  c.decoder_sparse_step = d.moe.sparse_step;
+  c.mlp_only_layers = d.moe.dense_layers;
+  c.router_aux_loss_coef = d.moe.aux_loss_coef;
   return c;
 }
 
@@ -211,7 +282,8 @@ ModelFamily llama_family() {
           .hf_module_prefix = "model.",
           .hf_transposed = false,
           .hf_model_types = {{"llama", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"},
-                             {"mistral", "mistral"}},
+                             {"mistral", "mistral"}, {"qwen3_moe", "qwen3-moe"},
+                             {"mixtral", "mixtral"}},
           .load_pretrained = llama_load_pretrained,
           .write_hf = llama_write_hf};
 }

@@ -56,6 +56,22 @@ LlamaDims mistral(LlamaDims d) {
   return d;
 }
 
+// Qwen3's attention with sparse blocks throughout (Qwen3-MoE has no dense layers by default).
+LlamaDims qwen3_moe(LlamaDims d, int64_t head_size, int64_t experts, int64_t top_k,
+                    int64_t expert_width) {
+  d = qwen3(d, head_size);
+  d.flavour = "qwen3_moe";
+  d.moe = {experts, top_k, expert_width, /*normalize_top_k=*/true};
+  return d;
+}
+
+// Mistral's attention with every block sparse; intermediate is each expert's width.
+LlamaDims mixtral(LlamaDims d, int64_t experts, int64_t top_k) {
+  d.flavour = "mixtral";
+  d.moe = {experts, top_k, d.intermediate, /*normalize_top_k=*/true};
+  return d;
+}
+
 LlamaDims from_hf(const hf::LlamaConfig& c, double dropout) {
   LlamaDims d = dims_of(c.num_hidden_layers, c.hidden_size, c.num_attention_heads,
                         c.num_key_value_heads, c.intermediate_size, c.max_position_embeddings,
@@ -69,6 +85,8 @@ LlamaDims from_hf(const hf::LlamaConfig& c, double dropout) {
   d.qkv_bias = c.qkv_bias;
   d.o_bias = c.o_bias;
   d.qk_norm = c.qk_norm;
+  d.moe = {c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size, c.norm_topk_prob,
+           c.decoder_sparse_step, c.mlp_only_layers, c.router_aux_loss_coef};
   d.flavour = c.model_type;
   d.dropout = dropout;
   return d;
@@ -101,12 +119,35 @@ LlamaDims llama_pretrained_dims(const config::Config& config) {
 
 }  // namespace
 
+bool MoeDims::sparse(int64_t layer) const {
+  return active() && (layer + 1) % sparse_step == 0 &&
+         std::ranges::find(dense_layers, layer) == dense_layers.end();
+}
+
+int64_t LlamaDims::sparse_blocks() const {
+  int64_t sparse = 0;
+  for (int64_t i = 0; i < n_layer; ++i) sparse += moe.sparse(i) ? 1 : 0;
+  return sparse;
+}
+
+int64_t LlamaDims::expert_parameters() const {
+  return sparse_blocks() * moe.experts * 3 * n_embd * moe.intermediate;
+}
+
+int64_t LlamaDims::router_parameters() const { return sparse_blocks() * moe.experts * n_embd; }
+
 int64_t LlamaDims::parameters() const {
   // The blocks' Linear layers as the inventory lists them; per block the two RMSNorms and
-  // Qwen3's q/k norms; the final norm, the embedding and an untied head.
+  // Qwen3's q/k norms; the final norm, the embedding and an untied head; the experts and their
+  // routers.
   const int64_t norms = n_layer * (2 * n_embd + (qk_norm ? 2 * head_dim() : 0)) + n_embd;
   return linear_counts(layer_inventory(*this).linears).parameters() + norms +
-         vocab_size * n_embd * (tied_head ? 1 : 2);
+         vocab_size * n_embd * (tied_head ? 1 : 2) + expert_parameters() + router_parameters();
+}
+
+int64_t LlamaDims::active_parameters() const {
+  if (!moe.active()) return parameters();
+  return parameters() - expert_parameters() / moe.experts * (moe.experts - moe.top_k);
 }
 
 const std::vector<LlamaPreset>& llama_presets() {
@@ -115,6 +156,10 @@ const std::vector<LlamaPreset>& llama_presets() {
       {"qwen2", qwen2(dims_of(2, 64, 4, 2, 128, 64, 256, 1e-6, 10000.0, true)), 0},
       {"qwen3", qwen3(dims_of(2, 64, 4, 2, 128, 64, 256, 1e-6, 1e6, true), 32), 0},
       {"mistral", mistral(dims_of(2, 64, 4, 2, 128, 64, 256, 1e-5, 1e6, false)), 0},
+      // Tiny MoE models for tests and examples: 8 experts, 2 per token.
+      {"qwen3-moe", qwen3_moe(dims_of(2, 64, 4, 2, 128, 64, 256, 1e-6, 1e6, false), 32, 8, 2, 32),
+       0},
+      {"mixtral", mixtral(dims_of(2, 64, 4, 2, 128, 64, 256, 1e-5, 1e6, false), 8, 2), 0},
       // meta-llama/Llama-3.2-1B and Llama-3.1-8B; Qwen/Qwen2.5-0.5B and Qwen2.5-7B.
       {"llama-3.2-1b",
        llama3(dims_of(16, 2048, 32, 8, 8192, 131072, 128256, 1e-5, 500000.0, true), 32.0),
@@ -135,6 +180,14 @@ const std::vector<LlamaPreset>& llama_presets() {
        8'190'735'360},
       {"mistral-7b-v0.3",
        mistral(dims_of(32, 4096, 32, 8, 14336, 32768, 32768, 1e-5, 1e6, false)), 7'248'023'552},
+      // Qwen/Qwen3-30B-A3B and mistralai/Mixtral-8x7B-v0.1: total and active parameters as
+      // their model cards round them (30.5B / 3.3B, 46.7B / 12.9B), exactly.
+      {"qwen3-30b-a3b",
+       qwen3_moe(dims_of(48, 2048, 32, 4, 6144, 40960, 151936, 1e-6, 1e6, false), 128, 128, 8,
+                 768),
+       30'532'122'624, 3'353'032'704},
+      {"mixtral-8x7b", mixtral(dims_of(32, 4096, 32, 8, 14336, 32768, 32000, 1e-5, 1e6, false), 8, 2),
+       46'702'792'704, 12'879'925'248},
   };
   return presets;
 }
@@ -153,6 +206,7 @@ LayerInventory layer_inventory(const LlamaDims& dims) {
     layer("self_attn.k_proj", LinearRole::k, C, kv, dims.qkv_bias);
     layer("self_attn.v_proj", LinearRole::v, C, kv, dims.qkv_bias);
     layer("self_attn.o_proj", LinearRole::o, q, C, dims.o_bias);
+    if (dims.moe.sparse(i)) continue;
     layer("mlp.gate_proj", LinearRole::gate, C, I, false);
     layer("mlp.up_proj", LinearRole::up, C, I, false);
     layer("mlp.down_proj", LinearRole::down, I, C, false);
@@ -166,7 +220,9 @@ int64_t llama_window(const config::Config& config, const LlamaDims& dims) {
   return config.block_size > 0 ? config.block_size : std::min(dims.block_size, kDefaultWindow);
 }
 
-LlamaDims resolve_llama_dims(const config::Config& config) {
+namespace {
+
+LlamaDims option_dims(const config::Config& config) {
   const auto preset = std::ranges::find(llama_presets(), config.model, &LlamaPreset::name);
   if (preset == llama_presets().end()) throw std::invalid_argument("not a Llama model: " + config.model);
   if (!config.init_from.empty()) return llama_pretrained_dims(config);
@@ -174,6 +230,7 @@ LlamaDims resolve_llama_dims(const config::Config& config) {
   const int64_t group = dims.n_head / dims.n_kv_head;
   if (config.n_embd != 0) {
     dims.intermediate = dims.intermediate * config.n_embd / dims.n_embd;
+    dims.moe.intermediate = dims.moe.intermediate * config.n_embd / dims.n_embd;
     dims.n_embd = config.n_embd;
   }
   if (config.n_layer != 0) dims.n_layer = config.n_layer;
@@ -193,6 +250,26 @@ LlamaDims resolve_llama_dims(const config::Config& config) {
                                  dims.n_head, group, config.model));
   }
   dims.n_kv_head = dims.n_head / group;
+  return dims;
+}
+
+}  // namespace
+
+LlamaDims resolve_llama_dims(const config::Config& config) {
+  auto dims = option_dims(config);
+  if (config.router_aux_loss_coef < 0 && config.router_aux_loss_coef != -1) {
+    throw UsageError(fmt::format("router_aux_loss_coef {:g}: expected a weight >= 0, or -1 for "
+                                 "the model's",
+                                 config.router_aux_loss_coef));
+  }
+  if (config.router_aux_loss_coef >= 0) {
+    if (!dims.moe.active()) {
+      throw UsageError(fmt::format("router_aux_loss_coef is for models with experts; model {} has "
+                                   "none",
+                                   config.model));
+    }
+    dims.moe.aux_loss_coef = config.router_aux_loss_coef;
+  }
   return dims;
 }
 

@@ -22,6 +22,26 @@ struct RopeLlama3 {
   int64_t original_context = 8192;
 };
 
+// Mixture-of-Experts MLPs (Qwen3-MoE, Mixtral): in each sparse block a router scores every expert
+// for each token (a softmax in fp32), and the token goes through the `top_k` best of `experts`
+// SwiGLU MLPs, their outputs weighted by those probabilities. experts 0: every block is dense.
+struct MoeDims {
+  int64_t experts = 0;
+  int64_t top_k = 0;
+  int64_t intermediate = 0;  // each expert's width (Qwen3's moe_intermediate_size)
+  // The top_k probabilities rescaled to sum to 1 (Qwen3's norm_topk_prob; Mixtral always).
+  bool normalize_top_k = false;
+  // Block i is sparse when (i + 1) is a multiple of sparse_step and i is not one of
+  // dense_layers (Qwen3's decoder_sparse_step and mlp_only_layers; Mixtral: every block).
+  int64_t sparse_step = 1;
+  std::vector<int64_t> dense_layers;
+  // The load-balancing loss's weight in the training loss (router_aux_loss_coef).
+  double aux_loss_coef = 0.001;
+
+  bool active() const { return experts > 0; }
+  bool sparse(int64_t layer) const;
+};
+
 struct LlamaDims {
   int64_t n_layer = 0;
   int64_t n_embd = 0;        // hidden_size
@@ -39,19 +59,29 @@ struct LlamaDims {
   bool qk_norm = false;    // Qwen3's: an RMSNorm over each query and key head before the rotation
   bool tied_head = false;  // the head reuses embed_tokens (no lm_head parameter)
   double dropout = 0.0;   // on attention probabilities (attention_dropout); 0 in every release
-  // The Hugging Face model_type written back: "llama", "qwen2", "qwen3" or "mistral".
+  MoeDims moe;
+  // The Hugging Face model_type written back: "llama", "qwen2", "qwen3", "mistral", "qwen3_moe"
+  // or "mixtral".
   std::string flavour = "llama";
 
   int64_t head_dim() const { return head_size > 0 ? head_size : n_embd / n_head; }
   int64_t query_width() const { return n_head * head_dim(); }  // q_proj's out, o_proj's in
-  // Parameters of a model of these dimensions.
+  // Parameters of a model of these dimensions, and of those one token computes with (the same
+  // without experts; with them, only top_k of each sparse block's experts): what FLOPs and MFU
+  // count.
   int64_t parameters() const;
+  int64_t active_parameters() const;
+  // The blocks with experts; their experts' weights, and their router weights.
+  int64_t sparse_blocks() const;
+  int64_t expert_parameters() const;
+  int64_t router_parameters() const;
 };
 
 struct LlamaPreset {
   std::string name;  // the --model value
   LlamaDims dims;
   int64_t published = 0;  // the parameter count its model card states; 0: a tiny model
+  int64_t published_active = 0;  // with experts: the active count its model card states
 };
 
 // llama, qwen2, qwen3 and mistral (tiny models for tests and examples; qwen3's heads twice as
@@ -71,6 +101,7 @@ LlamaDims resolve_llama_dims(const config::Config& config);
 // The blocks layers.0 ... and each one's Linear layers, self_attn.q_proj [C → C], k_proj and
 // v_proj [C → n_kv_head · head_dim], o_proj, mlp.gate_proj and up_proj [C → intermediate] and
 // down_proj, biases as qkv_bias and o_bias say; the head is lm_head or the tied embed_tokens.
+// A sparse block's experts and router are no Linear layers: it lists its attention's only.
 LayerInventory layer_inventory(const LlamaDims& dims);
 
 // The token windows a Llama of `config` trains on: block_size when set, else the model's context.

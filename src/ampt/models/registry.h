@@ -5,6 +5,7 @@
 #include "ampt/data/dataset.h"
 #include "ampt/data/sample_request.h"
 #include "ampt/models/block_hooks.h"
+#include "ampt/models/decoder.h"
 #include "ampt/models/kv_cache.h"
 #include "ampt/models/layer_inventory.h"
 #include "ampt/precision/fp8_layers.h"
@@ -30,6 +31,9 @@ struct Model {
   // logits, or for a transformer the fused head and loss that never hold the logits whole
   // (config.fused_kernels), over packed examples where the batch has positions.
   std::function<torch::Tensor(const data::Batch&)> loss;
+  // Families whose loss includes an auxiliary loss (a sparse model's load balancing): the same
+  // loss with that apart, for the log; null otherwise.
+  std::function<LossTerms(const data::Batch&)> loss_terms;
   // Transformers: the logits [B, T, vocab] of a batch, packed examples included (the preference
   // losses read them).
   std::function<torch::Tensor(const data::Batch&)> logits;

@@ -17,21 +17,33 @@ namespace F = torch::nn::functional;
 
 class TokenCrossEntropy : public Objective {
  public:
-  TokenCrossEntropy(std::function<torch::Tensor(const data::Batch&)> loss, bool every_target_scored)
-      : loss_(std::move(loss)), every_target_scored_(every_target_scored) {}
+  TokenCrossEntropy(TokenLoss loss, bool every_target_scored, bool aux_loss)
+      : loss_(std::move(loss)), every_target_scored_(every_target_scored), aux_loss_(aux_loss) {}
 
   torch::Tensor units(const data::Batch& batch) const override {
     return batch.targets.ne(kernels::kIgnoreIndex).sum();
   }
-  ObjectiveLoss loss(const data::Batch& batch) override { return {loss_(batch), {}}; }
-  const std::vector<std::string>& figure_names() const override { return kNone; }
-  bool uniform_units() const override { return every_target_scored_; }
+  ObjectiveLoss loss(const data::Batch& batch) override {
+    if (!aux_loss_) return {loss_(batch, nullptr), {}};
+    torch::Tensor aux;
+    auto loss = loss_(batch, &aux);
+    // A sum over the units, as every figure: the log divides by them.
+    const auto figure = aux.detach().to(torch::kFloat32) * units(batch).to(torch::kFloat32);
+    return {std::move(loss), figure.reshape({1})};
+  }
+  const std::vector<std::string>& figure_names() const override {
+    return aux_loss_ ? kAuxLoss : kNone;
+  }
+  // The aux_loss figure is weighted by units, which are then counted.
+  bool uniform_units() const override { return every_target_scored_ && !aux_loss_; }
   std::string describe() const override { return ""; }
 
  private:
   static inline const std::vector<std::string> kNone;
-  std::function<torch::Tensor(const data::Batch&)> loss_;
+  static inline const std::vector<std::string> kAuxLoss{"aux_loss"};
+  TokenLoss loss_;
   bool every_target_scored_;
+  bool aux_loss_;
 };
 
 // log(1 - exp(x)) for x < 0, without cancellation on either side of -ln 2 (TRL's log1mexp).
@@ -256,9 +268,9 @@ class PreferenceLoss : public Objective {
 
 }  // namespace
 
-std::unique_ptr<Objective> token_cross_entropy(
-    std::function<torch::Tensor(const data::Batch&)> loss, bool every_target_scored) {
-  return std::make_unique<TokenCrossEntropy>(std::move(loss), every_target_scored);
+std::unique_ptr<Objective> token_cross_entropy(TokenLoss loss, bool every_target_scored,
+                                               bool aux_loss) {
+  return std::make_unique<TokenCrossEntropy>(std::move(loss), every_target_scored, aux_loss);
 }
 
 std::unique_ptr<Objective> preference_objective(const config::Config& config,

@@ -40,9 +40,11 @@ class Objective {
 };
 
 // Mean token cross-entropy over the scored targets, as `loss` computes it (the model's fused
-// head or its logits).
-std::unique_ptr<Objective> token_cross_entropy(std::function<torch::Tensor(const data::Batch&)> loss,
-                                               bool every_target_scored);
+// head or its logits), with the model's auxiliary loss where it has one (a sparse model's load
+// balancing: `aux_loss` then gives it into its out-parameter, the figure aux_loss).
+using TokenLoss = std::function<torch::Tensor(const data::Batch&, torch::Tensor* aux_loss)>;
+std::unique_ptr<Objective> token_cross_entropy(TokenLoss loss, bool every_target_scored,
+                                               bool aux_loss);
 
 // Forwards of a preference run's batches ([2n, T] rows: n chosen, then their n rejected).
 struct PreferenceModels {

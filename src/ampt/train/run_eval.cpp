@@ -13,12 +13,18 @@ namespace ampt::train {
 // The data pads targets with the value the loss skips.
 static_assert(data::kIgnoredTarget == kernels::kIgnoreIndex);
 
-torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct) {
+torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct,
+                           torch::Tensor* aux_loss) {
   const auto& policy = precision_.policy();
   precision::AutocastGuard autocast(device_.device.type(), policy.compute_dtype, policy.autocast,
                                     config_.autocast_cache);
   precision::IslandScope islands(&precision_.islands());
   state_->gather_root();
+  if (correct == nullptr && aux_loss != nullptr && model_.loss_terms) {
+    auto terms = model_.loss_terms(batch);
+    *aux_loss = std::move(terms.aux_loss);
+    return terms.loss;
+  }
   if (correct == nullptr) return model_.loss(batch);
   // A language model's [B, T, vocab] logits are scored per token, a classifier's per sample.
   const auto logits = model_.forward(batch.inputs).flatten(0, -2);

@@ -106,11 +106,11 @@ torch::Tensor Run::logits_of(const models::Model& model, const data::Batch& batc
 std::shared_ptr<Objective> Run::make_objective(const ReferenceStart& reference) {
   if (!splits_.spec.preference) {
     return token_cross_entropy(
-        [this](const data::Batch& batch) {
+        [this](const data::Batch& batch, torch::Tensor* aux_loss) {
           const kernels::TargetCheckScope deferred(&target_check_);
-          return loss_of(batch, nullptr);
+          return loss_of(batch, nullptr, aux_loss);
         },
-        splits_.spec.every_target_scored);
+        splits_.spec.every_target_scored, static_cast<bool>(model_.loss_terms));
   }
   if (config_.zero_stage == 3 && reference.model) {
     throw UsageError(fmt::format(

@@ -1,0 +1,123 @@
+#include "ampt/models/moe.h"
+
+#include <ATen/autocast_mode.h>
+#include <ATen/ops/_grouped_mm.h>
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/init.h>
+
+namespace ampt::models {
+namespace {
+
+constexpr double kInitStd = 0.02;  // transformers' initializer_range for experts and router
+
+// Whether the experts of x's batch run as one at::_grouped_mm: bf16 on a GPU (its CPU kernel
+// has no backward in torch 2.11).
+bool grouped_on(const torch::Tensor& x) {
+  return x.is_cuda() && (x.scalar_type() == torch::kBFloat16 ||
+                         (at::autocast::is_autocast_enabled(c10::kCUDA) &&
+                          at::autocast::get_autocast_dtype(c10::kCUDA) == torch::kBFloat16));
+}
+
+// x [rows, in] through each expert's weight [E, out, in] (as nn.Linear's) over its slice of
+// rows, the slices in expert order: one at::_grouped_mm over all of them (`offsets`, their int32
+// running ends on x's device), or one at::mm per expert with rows (`counts`).
+torch::Tensor grouped_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                             const std::vector<int64_t>& counts, const torch::Tensor& offsets) {
+  if (offsets.defined()) {
+    return at::_grouped_mm(x.to(torch::kBFloat16), weight.to(torch::kBFloat16).transpose(1, 2),
+                           offsets);
+  }
+  // split and unbind, not narrow and select: their backward is one cat and one stack, where
+  // each narrow's and select's would fill a zero tensor of the whole input or weight per expert.
+  const auto rows = x.split_with_sizes(counts);
+  const auto weights = weight.unbind(0);
+  std::vector<torch::Tensor> slices;
+  for (size_t e = 0; e < counts.size(); ++e) {
+    if (counts[e] > 0) slices.push_back(at::mm(rows[e], weights[e].t()));
+  }
+  if (slices.empty()) return at::mm(x, weights[0].t());  // no rows: [0, out]
+  return slices.size() == 1 ? slices.front() : torch::cat(slices);
+}
+
+}  // namespace
+
+Routing route(const torch::Tensor& logits, int64_t top_k, bool normalize_top_k) {
+  const auto probabilities = torch::softmax(logits.to(torch::kFloat32), -1);
+  auto [weights, experts] = probabilities.topk(top_k, -1);
+  if (normalize_top_k) weights = weights / weights.sum(-1, /*keepdim=*/true);
+  return {experts, weights};
+}
+
+ExpertsImpl::ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate) {
+  gate_up_proj = register_parameter("gate_up_proj", torch::empty({experts, 2 * intermediate, n_embd}));
+  down_proj = register_parameter("down_proj", torch::empty({experts, n_embd, intermediate}));
+  torch::NoGradGuard no_grad;
+  gate_up_proj.normal_(0.0, kInitStd);
+  down_proj.normal_(0.0, kInitStd);
+}
+
+torch::Tensor ExpertsImpl::forward(const torch::Tensor& x, const Routing& routing) {
+  const int64_t tokens = x.size(0), top_k = routing.experts.size(1), experts = gate_up_proj.size(0);
+  const auto picked = routing.experts.flatten();
+  // The (token, slot) pairs sorted by expert, stably: each expert's tokens keep their order.
+  const auto order = picked.argsort(/*stable=*/true);
+  const auto rows = x.index_select(0, order.div(top_k, "floor"));
+  const auto per_expert = picked.bincount({}, experts);
+  std::vector<int64_t> counts;
+  torch::Tensor offsets;
+  if (grouped_on(x)) {
+    offsets = per_expert.cumsum(0).to(torch::kInt32);
+  } else {
+    // The slice lengths drive the GEMMs from the host: one sync per block on a GPU.
+    const auto on_host = per_expert.to(torch::kCPU);
+    counts.assign(on_host.data_ptr<int64_t>(), on_host.data_ptr<int64_t>() + experts);
+  }
+  const auto halves = grouped_linear(rows, gate_up_proj, counts, offsets).chunk(2, -1);
+  const auto out = grouped_linear(torch::silu(halves[0]) * halves[1], down_proj, counts, offsets);
+  // Back to (token, slot) order by the inverse permutation, not an atomic index_add: the sum
+  // over a token's experts is then the same in every run; and a gather, which keeps only its
+  // index for backward (index_copy would keep a copy of `out`).
+  const auto inverse = torch::empty_like(order).scatter_(0, order, torch::arange(order.size(0), order.options()));
+  const auto unsorted = out.index_select(0, inverse);
+  return (unsorted.view({tokens, top_k, -1}) *
+          routing.weights.unsqueeze(-1).to(unsorted.scalar_type()))
+      .sum(1);
+}
+
+RouterImpl::RouterImpl(int64_t experts, int64_t n_embd) {
+  weight = register_parameter("weight", torch::empty({experts, n_embd}));
+  torch::NoGradGuard no_grad;
+  weight.normal_(0.0, kInitStd);
+}
+
+torch::Tensor RouterImpl::forward(const torch::Tensor& x) {
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+  return at::mm(x.to(torch::kFloat32), weight.to(torch::kFloat32).t());
+}
+
+SparseMoeImpl::SparseMoeImpl(const LlamaDims& dims)
+    : top_k_(dims.moe.top_k), normalize_top_k_(dims.moe.normalize_top_k) {
+  gate = register_module("gate", Router(dims.moe.experts, dims.n_embd));
+  experts = register_module("experts", Experts(dims.moe.experts, dims.n_embd, dims.moe.intermediate));
+}
+
+SparseMoeImpl::Output SparseMoeImpl::forward(const torch::Tensor& x) {
+  const auto tokens = x.reshape({-1, x.size(-1)});
+  auto logits = gate->forward(tokens);
+  const auto y = experts->forward(tokens, route(logits, top_k_, normalize_top_k_));
+  return {y.view(x.sizes()), std::move(logits)};
+}
+
+torch::Tensor load_balancing_loss(const std::vector<torch::Tensor>& router_logits, int64_t top_k) {
+  const auto logits = torch::cat(router_logits);
+  const int64_t experts = logits.size(1);
+  const auto probabilities = torch::softmax(logits.to(torch::kFloat32), -1);
+  const auto picked = std::get<1>(probabilities.topk(top_k, -1));
+  // [k, E]: per slot, the share of tokens that picked each expert (no gradient, as in
+  // transformers: a one-hot count).
+  const auto share = torch::one_hot(picked, experts).to(torch::kFloat32).mean(0);
+  const auto mean_probability = probabilities.mean(0);
+  return (share * mean_probability.unsqueeze(0)).sum() * static_cast<double>(experts);
+}
+
+}  // namespace ampt::models
