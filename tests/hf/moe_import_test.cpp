@@ -71,7 +71,9 @@ void check_family(const std::string& flavour, const std::string& model_name,
     torch::NoGradGuard no_grad;
     REQUIRE(model.loss_terms);
     const auto terms = model.loss_terms({tokens.narrow(1, 0, time), tokens.narrow(1, 1, time)});
-    CHECK(terms.aux_loss.item<double>() == Approx(reference["aux_loss"].as<double>()).epsilon(1e-5));
+    REQUIRE(model.loss_figures ==
+            std::vector<std::string>{"aux_loss", "expert_load/max", "expert_load/min"});
+    CHECK(terms.figures[0].item<double>() == Approx(reference["aux_loss"].as<double>()).epsilon(1e-5));
     CHECK(terms.loss.item<double>() ==
           Approx(reference["next_token_loss"].as<double>()).epsilon(1e-5));
   }

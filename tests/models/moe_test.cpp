@@ -101,7 +101,8 @@ TEST_CASE("moe router: top-k of an fp32 softmax, renormalised or not, and fp32 u
   CHECK(relative_error(bf16.y, fp32.y) < 0.02);
 }
 
-TEST_CASE("moe load-balancing loss: top_k when even, the expert count when two experts take all",
+TEST_CASE("moe router losses: the load-balancing loss top_k when even and the expert count when "
+          "two experts take all, the z-loss and the experts' load by hand",
           "[models][moe]") {
   // 8 tokens over 4 experts: each token's top 2 rotate, and every expert's mean probability is
   // the same, so f_e = 1/4 per slot and P_e = 1/4.
@@ -118,6 +119,15 @@ TEST_CASE("moe load-balancing loss: top_k when even, the expert count when two e
   // Every token picks experts 0 and 1 with half the probability each: E · (1 · ½ + 1 · ½) = E.
   const auto skewed = torch::tensor({100.0F, 100.0F, 0.0F, 0.0F}).repeat({6, 1});
   CHECK(ampt::models::load_balancing_loss({skewed}, 2).item<double>() == Approx(4.0));
+  // The experts' load: twice an even share for experts 0 and 1, none for 2 and 3; even.
+  CHECK(torch::equal(ampt::models::expert_load({skewed}, 2), torch::tensor({2.0F, 0.0F})));
+  CHECK(torch::equal(ampt::models::expert_load({even.narrow(0, 0, 4), even.narrow(0, 4, 4)}, 2),
+                     torch::tensor({1.0F, 1.0F})));
+  // z-loss: logsumexp of four zeros is ln 4, of (100, 100, 0, 0) 100 + ln 2; their squares'
+  // mean over all blocks' tokens.
+  const auto z = ampt::models::router_z_loss({torch::zeros({2, 4}), skewed.narrow(0, 0, 2)});
+  CHECK(z.item<double>() ==
+        Approx((2 * std::pow(std::log(4.0), 2) + 2 * std::pow(100 + std::log(2.0), 2)) / 4));
 }
 
 TEST_CASE("moe blocks: router logits reach the loss through activation checkpointing",
@@ -125,6 +135,7 @@ TEST_CASE("moe blocks: router logits reach the loss through activation checkpoin
   ampt::config::Config config;
   config.model = "qwen3-moe";
   config.router_aux_loss_coef = 0.5;  // large enough for the router's gradient to show it
+  config.router_z_loss_coef = 0.1;
   const ampt::data::DataSpec spec{ampt::data::Task::language_model, {16}, 256};
   const auto tokens = torch::randint(0, 256, {2, 17});
   const ampt::data::Batch batch{tokens.narrow(1, 0, 16), tokens.narrow(1, 1, 16)};
@@ -136,8 +147,18 @@ TEST_CASE("moe blocks: router logits reach the loss through activation checkpoin
     auto model = ampt::models::make_model(config, spec);
     model.module->train();
     const auto terms = model.loss_terms(batch);
+    REQUIRE(model.loss_figures ==
+            std::vector<std::string>{"aux_loss", "z_loss", "expert_load/max", "expert_load/min"});
+    // The loss is the cross-entropy plus the aux loss and the z-loss at their weights.
+    {
+      torch::NoGradGuard no_grad;
+      const auto ce = torch::nn::functional::cross_entropy(
+          model.forward(batch.inputs).flatten(0, 1), batch.targets.flatten());
+      CHECK(terms.loss.item<double>() ==
+            Approx((ce + 0.5 * terms.figures[0] + 0.1 * terms.figures[1]).item<double>()).epsilon(1e-6));
+    }
     terms.loss.backward();
-    aux.push_back(terms.aux_loss.item<double>());
+    aux.push_back(terms.figures[0].item<double>());
     router_grads.push_back(model.module->named_parameters()["layers.1.mlp.gate.weight"].grad().clone());
   }
   CHECK(aux[0] == aux[1]);
@@ -165,6 +186,14 @@ TEST_CASE("moe models: what a sparse model cannot do yet is refused in one line"
   dense.router_aux_loss_coef = 0.01;
   CHECK_THROWS_WITH(ampt::models::resolve_llama_dims(dense),
                     "router_aux_loss_coef is for models with experts; model qwen3 has none");
+  dense.router_aux_loss_coef = -1;
+  dense.router_z_loss_coef = 0.001;
+  CHECK_THROWS_WITH(ampt::models::resolve_llama_dims(dense),
+                    "router_z_loss_coef is for models with experts; model qwen3 has none");
+  dense.router_z_loss_coef = 0;
+  dense.router_aux_loss_coef = -0.5;
+  CHECK_THROWS_WITH(ampt::models::resolve_llama_dims(dense),
+                    "router_aux_loss_coef -0.5: expected a weight >= 0, or -1 for the model's");
 }
 
 TEST_CASE("moe experts: one _grouped_mm on a GPU in bf16 equals one GEMM per expert",

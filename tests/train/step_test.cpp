@@ -116,7 +116,7 @@ TEST_CASE("cuda_graphs: graphed steps equal eager steps on a GPU", "[train][step
             ampt::precision::AutocastGuard autocast(c10::kCUDA, precision, precision != c10::kFloat);
             return torch::nn::functional::cross_entropy(net->forward(b.inputs), b.targets);
           },
-          /*every_target_scored=*/false, /*aux_loss=*/false);
+          /*every_target_scored=*/false);
       parts.parameters = s.net->parameters();
       parts.scaler = s.scaler.get();
       parts.optimizer = s.optimizer.get();
@@ -165,7 +165,7 @@ TEST_CASE("an unscaled step skips a non-finite gradient as a scaled one does", "
     ampt::train::StepParts parts;
     parts.objective = ampt::train::token_cross_entropy(
         [&](const ampt::data::Batch& batch, torch::Tensor*) { return (w * batch.inputs).sum() + b.sum(); },
-        /*every_target_scored=*/false, /*aux_loss=*/false);
+        /*every_target_scored=*/false);
     parts.parameters = {w, b};
     parts.scaler = &scaler;
     parts.optimizer = optimizer.get();

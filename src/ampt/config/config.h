@@ -149,6 +149,7 @@ struct Config {
   double dropout = 0.0;  // on embeddings, attention weights and residual branches
   // Mixture-of-Experts: the load-balancing loss's weight; -1: the model's own.
   double router_aux_loss_coef = -1.0;
+  double router_z_loss_coef = 0.0;  // ST-MoE's router z-loss weight; 0: off
   // A Hugging Face GPT-2 to start from: a directory (config.json + model.safetensors) or a name
   // looked up offline in the Hugging Face cache (hf/pretrained.h); empty: random initialisation.
   std::string init_from;

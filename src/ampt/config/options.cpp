@@ -285,6 +285,10 @@ std::vector<Option> build_table() {
                    "Mixture-of-Experts models (qwen3-moe, mixtral): the weight of the router's "
                    "load-balancing loss in the training loss, >= 0; -1 takes the model's "
                    "(config.json's router_aux_loss_coef, 0.001 in the presets)"),
+      float_option("router_z_loss_coef", "model.router_z_loss_coef", &C::router_z_loss_coef,
+                   at_least_0,
+                   "Mixture-of-Experts models: the weight of ST-MoE's router z-loss, the mean "
+                   "squared logsumexp of the router's logits, in the training loss; 0 = off"),
 
       // lora
       integer_option("lora_rank", "lora.rank", &C::lora_rank, at_least_0,

@@ -84,8 +84,8 @@ LossTerms DecoderImpl::loss_terms(const torch::Tensor& tokens, const torch::Tens
                                     {classes(), 0, fp8_head_});
   });
   auto aux = auxiliary_loss(reports);
-  if (aux.defined()) loss = loss + auxiliary_loss_weight() * aux;
-  return {std::move(loss), std::move(aux)};
+  if (aux.loss.defined()) loss = loss + aux.loss;
+  return {std::move(loss), std::move(aux.figures)};
 }
 
 torch::Tensor DecoderImpl::next_logits(const torch::Tensor& tokens, KvCache& cache) {

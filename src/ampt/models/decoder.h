@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -37,11 +38,18 @@ struct BlockContext {
   RotaryAngles angles;
 };
 
-// A training loss and, apart, the auxiliary loss it includes weighted (a sparse model's load
-// balancing, unweighted here; undefined without one), for the log.
+// A training loss with the family's auxiliary losses added at their weights, and the figures
+// the log shows of them (the family's auxiliary_figure_names; undefined without any).
 struct LossTerms {
   torch::Tensor loss;
-  torch::Tensor aux_loss;
+  torch::Tensor figures;  // [names] float32, detached
+};
+
+// What a family adds to the training loss from its blocks' reports: `loss`, weighted (undefined:
+// nothing), and the figures of it for the log.
+struct AuxiliaryLoss {
+  torch::Tensor loss;
+  torch::Tensor figures;
 };
 
 // A family's block.
@@ -73,9 +81,11 @@ class DecoderImpl : public torch::nn::Module {
   // example, which attends only within itself.
   torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets,
                      const torch::Tensor& positions = {}, const torch::Tensor& starts = {});
-  // The same loss with the family's auxiliary loss added at its weight, and that apart.
+  // The same loss with the family's auxiliary losses added, and their figures apart.
   LossTerms loss_terms(const torch::Tensor& tokens, const torch::Tensor& targets,
                        const torch::Tensor& positions = {}, const torch::Tensor& starts = {});
+  // The names of LossTerms::figures (empty: the family has no auxiliary loss).
+  virtual std::vector<std::string> auxiliary_figure_names() const { return {}; }
   // Generation: the logits [B, classes] of the position after `tokens` [B, T_new], which
   // follow the cache's positions; the cache grows by T_new. Throws RuntimeError past the
   // context.
@@ -111,12 +121,11 @@ class DecoderImpl : public torch::nn::Module {
     return std::nullopt;
   }
   virtual torch::Tensor final_norm(const torch::Tensor& x) = 0;
-  // The auxiliary loss of one forward from every block's reports, in block order (undefined:
-  // the family has none), and its weight in the training loss.
-  virtual torch::Tensor auxiliary_loss(const std::vector<torch::Tensor>& /*reports*/) const {
+  // The auxiliary losses of one forward from every block's reports, in block order.
+  virtual AuxiliaryLoss auxiliary_loss(const std::vector<torch::Tensor>& /*reports*/) const {
     return {};
   }
-  virtual double auxiliary_loss_weight() const { return 0.0; }
+
   // The head's weight [rows, C] (a padded vocabulary included), its first `classes()` rows the
   // real classes, and the module whose fp32 island (if any) the head shares.
   virtual torch::Tensor head_weight() const = 0;

@@ -174,9 +174,28 @@ BlockContext LlamaImpl::block_context(const TokenPositions& at, PackedLayout pac
 
 torch::Tensor LlamaImpl::final_norm(const torch::Tensor& x) { return call(norm_, x); }
 
-torch::Tensor LlamaImpl::auxiliary_loss(const std::vector<torch::Tensor>& reports) const {
+std::vector<std::string> LlamaImpl::auxiliary_figure_names() const {
+  const auto& moe = dims_.moe;
+  if (!moe.active()) return {};
+  if (moe.z_loss_coef == 0) return {"aux_loss", "expert_load/max", "expert_load/min"};
+  return {"aux_loss", "z_loss", "expert_load/max", "expert_load/min"};
+}
+
+AuxiliaryLoss LlamaImpl::auxiliary_loss(const std::vector<torch::Tensor>& reports) const {
   if (reports.empty()) return {};
-  return load_balancing_loss(reports, dims_.moe.top_k);
+  const auto& moe = dims_.moe;
+  const auto balance = load_balancing_loss(reports, moe.top_k);
+  auto loss = moe.aux_loss_coef * balance;
+  std::vector<torch::Tensor> figures{balance.detach()};
+  if (moe.z_loss_coef != 0) {
+    const auto z = router_z_loss(reports);
+    loss = loss + moe.z_loss_coef * z;
+    figures.push_back(z.detach());
+  }
+  const auto load = expert_load(reports, moe.top_k);
+  figures.push_back(load[0]);
+  figures.push_back(load[1]);
+  return {loss, torch::stack(figures)};
 }
 
 const torch::Tensor& LlamaImpl::inv_freq_on(const torch::Device& device) {

@@ -113,15 +113,19 @@ class LlamaImpl : public DecoderImpl {
   explicit LlamaImpl(const LlamaDims& dims);
 
   const LlamaDims& dims() const { return dims_; }
+  // aux_loss, z_loss (where its weight is not 0), expert_load/max and expert_load/min; none
+  // without experts.
+  std::vector<std::string> auxiliary_figure_names() const override;
 
  protected:
   torch::Tensor embed(const torch::Tensor& tokens, const TokenPositions& at) override;
   // The rotary angles of `at`'s positions, worked out once for every block.
   BlockContext block_context(const TokenPositions& at, PackedLayout packed) override;
   torch::Tensor final_norm(const torch::Tensor& x) override;
-  // The sparse blocks' load-balancing loss (load_balancing_loss), at router_aux_loss_coef.
-  torch::Tensor auxiliary_loss(const std::vector<torch::Tensor>& reports) const override;
-  double auxiliary_loss_weight() const override { return dims_.moe.aux_loss_coef; }
+  // The sparse blocks' load-balancing loss at router_aux_loss_coef and z-loss at
+  // router_z_loss_coef (moe.h); their figures and the experts' load.
+  AuxiliaryLoss auxiliary_loss(const std::vector<torch::Tensor>& reports) const override;
+
   // lm_head's weight, or embed_tokens' when tied.
   torch::Tensor head_weight() const override;
   int64_t classes() const override { return dims_.vocab_size; }

@@ -50,10 +50,11 @@ std::string experts(const LlamaDims& d) {
                                          : fmt::format(" in {} of {} blocks (the others dense, "
                                                        "intermediate {})",
                                                        sparse, d.n_layer, d.intermediate);
-  return fmt::format("{} experts of width {}{}, top {}{}, fp32 router, load-balancing loss x {:g}, "
+  const auto z = m.z_loss_coef > 0 ? fmt::format(", z-loss x {:g}", m.z_loss_coef) : "";
+  return fmt::format("{} experts of width {}{}, top {}{}, fp32 router, load-balancing loss x {:g}{}, "
                      "{} of {} parameters active",
                      m.experts, m.intermediate, dense, m.top_k,
-                     m.normalize_top_k ? " renormalised" : "", m.aux_loss_coef,
+                     m.normalize_top_k ? " renormalised" : "", m.aux_loss_coef, z,
                      d.active_parameters(), d.parameters());
 }
 
@@ -120,6 +121,7 @@ Model llama_build(const config::Config& config, const data::DataSpec& spec) {
     model.loss_terms = [llama](const data::Batch& batch) mutable {
       return llama->loss_terms(batch.inputs, batch.targets, batch.positions, batch.starts);
     };
+    model.loss_figures = llama->auxiliary_figure_names();
   }
   return model;
 }

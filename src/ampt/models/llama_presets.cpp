@@ -270,6 +270,14 @@ LlamaDims resolve_llama_dims(const config::Config& config) {
     }
     dims.moe.aux_loss_coef = config.router_aux_loss_coef;
   }
+  if (config.router_z_loss_coef > 0) {
+    if (!dims.moe.active()) {
+      throw UsageError(fmt::format("router_z_loss_coef is for models with experts; model {} has "
+                                   "none",
+                                   config.model));
+    }
+    dims.moe.z_loss_coef = config.router_z_loss_coef;
+  }
   return dims;
 }
 

@@ -35,8 +35,10 @@ struct MoeDims {
   // dense_layers (Qwen3's decoder_sparse_step and mlp_only_layers; Mixtral: every block).
   int64_t sparse_step = 1;
   std::vector<int64_t> dense_layers;
-  // The load-balancing loss's weight in the training loss (router_aux_loss_coef).
+  // The load-balancing loss's weight in the training loss (router_aux_loss_coef), and the
+  // router z-loss's (--router_z_loss_coef; 0: off).
   double aux_loss_coef = 0.001;
+  double z_loss_coef = 0.0;
 
   bool active() const { return experts > 0; }
   bool sparse(int64_t layer) const;

@@ -120,4 +120,21 @@ torch::Tensor load_balancing_loss(const std::vector<torch::Tensor>& router_logit
   return (share * mean_probability.unsqueeze(0)).sum() * static_cast<double>(experts);
 }
 
+torch::Tensor router_z_loss(const std::vector<torch::Tensor>& router_logits) {
+  return torch::cat(router_logits).to(torch::kFloat32).logsumexp(-1).square().mean();
+}
+
+torch::Tensor expert_load(const std::vector<torch::Tensor>& router_logits, int64_t top_k) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> shares;
+  for (const auto& logits : router_logits) {
+    const int64_t experts = logits.size(1);
+    const auto picked = std::get<1>(logits.topk(top_k, -1)).flatten();
+    shares.push_back(picked.bincount({}, experts).to(torch::kFloat32) *
+                     (static_cast<double>(experts) / static_cast<double>(picked.numel())));
+  }
+  const auto all = torch::stack(shares);
+  return torch::stack({all.max(), all.min()});
+}
+
 }  // namespace ampt::models

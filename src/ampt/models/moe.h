@@ -81,4 +81,13 @@ TORCH_MODULE(SparseMoe);
 torch::Tensor load_balancing_loss(const std::vector<torch::Tensor>& router_logits,
                                   int64_t top_k);
 
+// ST-MoE's router z-loss: the mean over every sparse block's tokens of logsumexp(logits)², which
+// keeps the logits small enough for fp32's softmax to stay exact. 0-dim float32.
+torch::Tensor router_z_loss(const std::vector<torch::Tensor>& router_logits);
+
+// The experts' load for the log: the busiest and the idlest expert's share of its block's
+// (token, slot) picks, over all sparse blocks, times the expert count (1 is an even load, 0 an
+// expert no token picked). [max, min] float32, no gradient.
+torch::Tensor expert_load(const std::vector<torch::Tensor>& router_logits, int64_t top_k);
+
 }  // namespace ampt::models

@@ -31,9 +31,10 @@ struct Model {
   // logits, or for a transformer the fused head and loss that never hold the logits whole
   // (config.fused_kernels), over packed examples where the batch has positions.
   std::function<torch::Tensor(const data::Batch&)> loss;
-  // Families whose loss includes an auxiliary loss (a sparse model's load balancing): the same
-  // loss with that apart, for the log; null otherwise.
+  // Families whose loss includes auxiliary losses (a sparse model's load balancing): the same
+  // loss with their figures apart, for the log, and the figures' names; null otherwise.
   std::function<LossTerms(const data::Batch&)> loss_terms;
+  std::vector<std::string> loss_figures;
   // Transformers: the logits [B, T, vocab] of a batch, packed examples included (the preference
   // losses read them).
   std::function<torch::Tensor(const data::Batch&)> logits;

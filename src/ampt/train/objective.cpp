@@ -17,33 +17,29 @@ namespace F = torch::nn::functional;
 
 class TokenCrossEntropy : public Objective {
  public:
-  TokenCrossEntropy(TokenLoss loss, bool every_target_scored, bool aux_loss)
-      : loss_(std::move(loss)), every_target_scored_(every_target_scored), aux_loss_(aux_loss) {}
+  TokenCrossEntropy(TokenLoss loss, bool every_target_scored, std::vector<std::string> figure_names)
+      : loss_(std::move(loss)), every_target_scored_(every_target_scored),
+        figure_names_(std::move(figure_names)) {}
 
   torch::Tensor units(const data::Batch& batch) const override {
     return batch.targets.ne(kernels::kIgnoreIndex).sum();
   }
   ObjectiveLoss loss(const data::Batch& batch) override {
-    if (!aux_loss_) return {loss_(batch, nullptr), {}};
-    torch::Tensor aux;
-    auto loss = loss_(batch, &aux);
-    // A sum over the units, as every figure: the log divides by them.
-    const auto figure = aux.detach().to(torch::kFloat32) * units(batch).to(torch::kFloat32);
-    return {std::move(loss), figure.reshape({1})};
+    if (figure_names_.empty()) return {loss_(batch, nullptr), {}};
+    torch::Tensor figures;
+    auto loss = loss_(batch, &figures);
+    // Sums over the units, as every figure: the log divides by them.
+    return {std::move(loss), figures.detach().to(torch::kFloat32) * units(batch).to(torch::kFloat32)};
   }
-  const std::vector<std::string>& figure_names() const override {
-    return aux_loss_ ? kAuxLoss : kNone;
-  }
-  // The aux_loss figure is weighted by units, which are then counted.
-  bool uniform_units() const override { return every_target_scored_ && !aux_loss_; }
+  const std::vector<std::string>& figure_names() const override { return figure_names_; }
+  // Figures are weighted by units, which are then counted.
+  bool uniform_units() const override { return every_target_scored_ && figure_names_.empty(); }
   std::string describe() const override { return ""; }
 
  private:
-  static inline const std::vector<std::string> kNone;
-  static inline const std::vector<std::string> kAuxLoss{"aux_loss"};
   TokenLoss loss_;
   bool every_target_scored_;
-  bool aux_loss_;
+  std::vector<std::string> figure_names_;
 };
 
 // log(1 - exp(x)) for x < 0, without cancellation on either side of -ln 2 (TRL's log1mexp).
@@ -269,8 +265,9 @@ class PreferenceLoss : public Objective {
 }  // namespace
 
 std::unique_ptr<Objective> token_cross_entropy(TokenLoss loss, bool every_target_scored,
-                                               bool aux_loss) {
-  return std::make_unique<TokenCrossEntropy>(std::move(loss), every_target_scored, aux_loss);
+                                               std::vector<std::string> figure_names) {
+  return std::make_unique<TokenCrossEntropy>(std::move(loss), every_target_scored,
+                                             std::move(figure_names));
 }
 
 std::unique_ptr<Objective> preference_objective(const config::Config& config,

@@ -40,11 +40,12 @@ class Objective {
 };
 
 // Mean token cross-entropy over the scored targets, as `loss` computes it (the model's fused
-// head or its logits), with the model's auxiliary loss where it has one (a sparse model's load
-// balancing: `aux_loss` then gives it into its out-parameter, the figure aux_loss).
-using TokenLoss = std::function<torch::Tensor(const data::Batch&, torch::Tensor* aux_loss)>;
+// head or its logits), with the model's auxiliary losses where it has them (a sparse model's
+// load balancing): `loss` then gives their figures, named `figure_names`, into its
+// out-parameter.
+using TokenLoss = std::function<torch::Tensor(const data::Batch&, torch::Tensor* figures)>;
 std::unique_ptr<Objective> token_cross_entropy(TokenLoss loss, bool every_target_scored,
-                                               bool aux_loss);
+                                               std::vector<std::string> figure_names = {});
 
 // Forwards of a preference run's batches ([2n, T] rows: n chosen, then their n rejected).
 struct PreferenceModels {

@@ -137,10 +137,10 @@ class Run {
 
   // run_eval.cpp
   // The batch's loss under the run's precision; with `correct`, also the count of right argmax
-  // predictions (classifiers), which needs the logits; with `aux_loss`, the auxiliary loss it
-  // includes, where the model has one (Model::loss_terms).
+  // predictions (classifiers), which needs the logits; with `figures`, those of the auxiliary
+  // losses it includes, where the model has them (Model::loss_terms).
   torch::Tensor loss_of(const data::Batch& batch, torch::Tensor* correct,
-                        torch::Tensor* aux_loss = nullptr);
+                        torch::Tensor* figures = nullptr);
   log::EvalReport evaluate(int64_t step);
   // The loss and the objective's figures over report.batches of `val`, means per unit.
   void evaluate_figures(data::Loader& val, log::EvalReport& report);

@@ -14,15 +14,15 @@ namespace ampt::train {
 static_assert(data::kIgnoredTarget == kernels::kIgnoreIndex);
 
 torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct,
-                           torch::Tensor* aux_loss) {
+                           torch::Tensor* figures) {
   const auto& policy = precision_.policy();
   precision::AutocastGuard autocast(device_.device.type(), policy.compute_dtype, policy.autocast,
                                     config_.autocast_cache);
   precision::IslandScope islands(&precision_.islands());
   state_->gather_root();
-  if (correct == nullptr && aux_loss != nullptr && model_.loss_terms) {
+  if (correct == nullptr && figures != nullptr && model_.loss_terms) {
     auto terms = model_.loss_terms(batch);
-    *aux_loss = std::move(terms.aux_loss);
+    *figures = std::move(terms.figures);
     return terms.loss;
   }
   if (correct == nullptr) return model_.loss(batch);

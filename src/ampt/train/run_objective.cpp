@@ -106,11 +106,11 @@ torch::Tensor Run::logits_of(const models::Model& model, const data::Batch& batc
 std::shared_ptr<Objective> Run::make_objective(const ReferenceStart& reference) {
   if (!splits_.spec.preference) {
     return token_cross_entropy(
-        [this](const data::Batch& batch, torch::Tensor* aux_loss) {
+        [this](const data::Batch& batch, torch::Tensor* figures) {
           const kernels::TargetCheckScope deferred(&target_check_);
-          return loss_of(batch, nullptr, aux_loss);
+          return loss_of(batch, nullptr, figures);
         },
-        splits_.spec.every_target_scored, static_cast<bool>(model_.loss_terms));
+        splits_.spec.every_target_scored, model_.loss_figures);
   }
   if (config_.zero_stage == 3 && reference.model) {
     throw UsageError(fmt::format(
