@@ -213,6 +213,49 @@ TEST_CASE("split invariance: packed examples under ZeRO-3 with activation checkp
                  {"--batch_size", "2", "--grad_ckpt"}}});
 }
 
+// A sparse model's routing is per token, so its cross-entropy splits as a dense model's does.
+// The load-balancing loss does not: it is a product of one forward's own means (transformers
+// computes it per forward too), so these runs leave it out; the next case keeps it on.
+TEST_CASE("split invariance: a sparse model (qwen3-moe, no aux loss) under batch 1 x 4 and 2 ranks "
+          "x 2 with ZeRO-3 and activation checkpointing makes batch 4's fp32 updates",
+          "[train][sft][moe][dist][cli]") {
+  check_splits({"--model", "qwen3-moe", "--router_aux_loss_coef", "0"},
+               {{"batch 1 x accumulation 4", 1, {"--batch_size", "1", "--grad_accum_steps", "4"}},
+                {"2 ranks x batch 2, ZeRO-3, activation checkpointing", 2,
+                 {"--batch_size", "2", "--zero_stage", "3", "--grad_ckpt"}}});
+}
+
+// ZeRO-3 gathers a block's weights when the gradient of its output arrives; the router's logits
+// also take a gradient from the aux loss and the z-loss, computed after every block. Both reach
+// the router's GEMM only together with the block's own, once its weights are back.
+TEST_CASE("zero3: a sparse model with its aux loss and z-loss makes plain data parallel's updates",
+          "[train][moe][zero][dist][cli]") {
+  const auto dir = make_temp_dir();
+  const auto shard = shard_data(write_instruction_shard(dir));
+  const std::vector<std::string> common{"--model", "qwen3-moe", "--router_aux_loss_coef", "0.5",
+                                        "--router_z_loss_coef", "0.01", "--batch_size", "2"};
+  auto with = [&](std::vector<std::string> flags) {
+    flags.insert(flags.begin(), common.begin(), common.end());
+    return flags;
+  };
+  const auto start = weights(train(shard, dir + "/start", 2, with({"--lr", "1e-30"})));
+  const auto plain = weights(train(shard, dir + "/plain", 2, with({})));
+  const auto sharded = weights(train(shard, dir + "/zero3", 2, with({"--zero_stage", "3", "--grad_ckpt"})));
+  const double change = largest_difference(plain, start);
+  REQUIRE(change > 1e-3);
+  const double apart = largest_difference(sharded, plain);
+  INFO("largest difference " << apart << ", largest change " << change);
+  CHECK(apart <= 1e-5 * change);
+  const auto plain_metrics = read_file(dir + "/plain/metrics.jsonl");
+  const auto zero3_metrics = read_file(dir + "/zero3/metrics.jsonl");
+  const auto plain_losses = step_losses(plain_metrics), zero3_losses = step_losses(zero3_metrics);
+  REQUIRE(plain_losses.size() == 6);
+  REQUIRE(zero3_losses.size() == 6);
+  for (size_t i = 0; i < 6; ++i) CHECK(zero3_losses[i] == Approx(plain_losses[i]).epsilon(1e-6));
+  const auto logged = lines_with(zero3_metrics, "\"z_loss\"");
+  CHECK(logged.size() == 6);
+}
+
 // A preference objective's loss is the mean over the step's pairs: 24 pairs whose answers run
 // from 1 to 30 words, packed into windows that hold 1 to several pairs each, so that a mean per
 // micro-batch would weigh a window's pairs by how many share it. beta 0.02 keeps DPO's loss away

@@ -65,9 +65,6 @@ void refuse_for_experts(const config::Config& config, const LlamaDims& dims) {
     throw UsageError(fmt::format("model {} has experts ({} per sparse block): {}", config.model,
                                  dims.moe.experts, what));
   };
-  if (config.zero_stage == 3) {
-    refuse("zero_stage 3 does not gather experts yet; use zero_stage 0, 1 or 2");
-  }
   if (config.objective != config::Objective::lm) {
     refuse(fmt::format("objective {} would leave out the router's load-balancing loss; only lm "
                        "trains it for now",
