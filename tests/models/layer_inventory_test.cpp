@@ -58,6 +58,8 @@ TEST_CASE("layer inventory: the blocks and Linear layers the built model has, in
       CHECK(l.name.starts_with(l.block + "."));
     }
     CHECK(listed == built);
+    // What fp8 and adapters do not reach is said, for the fp8 layers table.
+    CHECK(dims.layers.other_matmuls.empty() == (std::string(name) != "qwen3-moe" && std::string(name) != "mixtral"));
     CHECK(dims.layers.block_linears().size() == dims.layers.linears.size() / 3);
     // Every block is a module of that name, which ZeRO-3 gathers by.
     for (const auto& block : dims.layers.blocks) {

@@ -47,6 +47,9 @@ struct LayerInventory {
   // Layers of one block that run as one operation only in one precision: fp8 gives each pair
   // one choice (GPT-2's MLP, fused with its GELU).
   std::vector<std::pair<LinearRole, LinearRole>> one_precision;
+  // The blocks' matmuls that are no Linear layers, which fp8 and adapters do not reach (a sparse
+  // block's experts and router), said in one line for the fp8 layers table; empty: none.
+  std::string other_matmuls;
 
   // Whether this is a transformer's (it has blocks).
   bool transformer() const { return !blocks.empty(); }

@@ -213,6 +213,12 @@ LayerInventory layer_inventory(const LlamaDims& dims) {
   }
   inventory.head_in = C;
   inventory.head_out = dims.vocab_size;
+  if (dims.moe.active()) {
+    inventory.other_matmuls = fmt::format(
+        "layers.*.mlp.experts ({} experts' grouped GEMMs, in the autocast dtype) and "
+        "layers.*.mlp.gate (the router, in fp32)",
+        dims.moe.experts);
+  }
   return inventory;
 }
 

@@ -10,12 +10,14 @@ namespace {
 
 constexpr double kInitStd = 0.02;  // transformers' initializer_range for experts and router
 
-// Whether the experts of x's batch run as one at::_grouped_mm: bf16 on a GPU (its CPU kernel
-// has no backward in torch 2.11).
-bool grouped_on(const torch::Tensor& x) {
-  return x.is_cuda() && (x.scalar_type() == torch::kBFloat16 ||
-                         (at::autocast::is_autocast_enabled(c10::kCUDA) &&
-                          at::autocast::get_autocast_dtype(c10::kCUDA) == torch::kBFloat16));
+// Whether the experts of x's batch run as one at::_grouped_mm: bf16 on a GPU (the CPU kernel's
+// bf16 backward fails in torch 2.11), where every row of both operands starts 16 bytes apart,
+// as its kernel needs.
+bool grouped_on(const torch::Tensor& x, int64_t n_embd, int64_t intermediate) {
+  return x.is_cuda() && n_embd % 8 == 0 && intermediate % 8 == 0 &&
+         (x.scalar_type() == torch::kBFloat16 ||
+          (at::autocast::is_autocast_enabled(c10::kCUDA) &&
+           at::autocast::get_autocast_dtype(c10::kCUDA) == torch::kBFloat16));
 }
 
 // x [rows, in] through each expert's weight [E, out, in] (as nn.Linear's) over its slice of
@@ -65,7 +67,7 @@ torch::Tensor ExpertsImpl::forward(const torch::Tensor& x, const Routing& routin
   const auto per_expert = picked.bincount({}, experts);
   std::vector<int64_t> counts;
   torch::Tensor offsets;
-  if (grouped_on(x)) {
+  if (grouped_on(x, down_proj.size(1), down_proj.size(2))) {
     offsets = per_expert.cumsum(0).to(torch::kInt32);
   } else {
     // The slice lengths drive the GEMMs from the host: one sync per block on a GPU.

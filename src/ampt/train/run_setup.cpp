@@ -364,6 +364,9 @@ void Run::use_fp8() {
   }
   const auto table = plan.table();
   notes_.speed.insert(notes_.speed.end(), table.begin(), table.end());
+  if (!model_.layers.other_matmuls.empty()) {
+    notes_.speed.push_back("Not in fp8: " + model_.layers.other_matmuls);
+  }
   models::attach_fp8(*model_.module, recipe,
                      [&plan](const std::string& layer) { return plan.fp8(layer); });
   model_.set_fp8_head(plan.fp8("head"));
