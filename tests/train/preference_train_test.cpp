@@ -459,3 +459,23 @@ TEST_CASE("preference: bad records, objectives and options are one line each",
           "--train_on_prompt scores the prompts of instruction records; a preference objective "
           "compares answers only: drop it");
 }
+
+TEST_CASE("preference: a sparse model trains on its logits alone, without the router's losses, as "
+          "TRL's trainers do by default",
+          "[train][preference][moe][cli]") {
+  if (!std::filesystem::exists(kGpt2Tiktoken)) {
+    AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
+  }
+  const auto dir = make_temp_dir();
+  const auto r = run_ampt({"train", "--model", "qwen3-moe", "--vocab_size", "50304", "--tokenizer",
+                           kGpt2Tiktoken, "--dataset", "jsonl:" + write_records(dir), "--objective",
+                           "dpo", "--max_steps", "3", "--batch_size", "4", "--block_size", "64",
+                           "--val_fraction", "0", "--log_every", "1", "--device", "cpu",
+                           "--output_dir", dir + "/run"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("no router losses under a preference objective"));
+  const auto metrics = read_file(dir + "/run/metrics.jsonl");
+  CHECK_THAT(metrics, Catch::Contains("\"rewards/margins\""));
+  CHECK_THAT(metrics, !Catch::Contains("aux_loss"));
+}

@@ -25,15 +25,18 @@ data::SampleRequest llama_request(const config::Config& config) {
   return {data::SampleRequest::Form::tokens, llama_window(config, dims), dims.vocab_size};
 }
 
-std::string experts(const LlamaDims& d);
+std::string experts(const LlamaDims& d, bool router_losses);
 
-std::string architecture(const LlamaDims& d, bool grad_ckpt) {
+// `router_losses`: the objective adds a sparse model's router losses (lm does, the preference
+// losses do not).
+std::string architecture(const LlamaDims& d, bool grad_ckpt, bool router_losses) {
   std::string rope = fmt::format("rope_theta {:g}", d.rope_theta);
   if (d.rope_llama3) rope += fmt::format(" (llama3 scaling, factor {:g})", d.rope_llama3->factor);
   // A head width of the model's own (Qwen3's); config.json may repeat hidden / heads.
   const bool own_heads = d.query_width() != d.n_embd;
   const auto heads = own_heads ? fmt::format(", head_dim {}", d.head_dim()) : "";
-  const auto mlp = d.moe.active() ? experts(d) : fmt::format("intermediate {}", d.intermediate);
+  const auto mlp = d.moe.active() ? experts(d, router_losses)
+                                  : fmt::format("intermediate {}", d.intermediate);
   return fmt::format("{}: n_layer {}, n_embd {}, n_head {}, n_kv_head {}{}, {}, "
                      "block_size {}, vocab_size {}, {}{}{}{}{}",
                      d.flavour, d.n_layer, d.n_embd, d.n_head, d.n_kv_head, heads, mlp,
@@ -42,8 +45,8 @@ std::string architecture(const LlamaDims& d, bool grad_ckpt) {
                      grad_ckpt ? ", blocks recomputed in backward" : "");
 }
 
-// "8 experts of width 32, top 2 (renormalised), fp32 router, aux loss 0.001 ..."
-std::string experts(const LlamaDims& d) {
+// "8 experts of width 32, top 2 renormalised, fp32 router, load-balancing loss x 0.001, ..."
+std::string experts(const LlamaDims& d, bool router_losses) {
   const auto& m = d.moe;
   const int64_t sparse = d.sparse_blocks();
   const auto dense = sparse == d.n_layer ? std::string()
@@ -51,11 +54,15 @@ std::string experts(const LlamaDims& d) {
                                                        "intermediate {})",
                                                        sparse, d.n_layer, d.intermediate);
   const auto z = m.z_loss_coef > 0 ? fmt::format(", z-loss x {:g}", m.z_loss_coef) : "";
-  return fmt::format("{} experts of width {}{}, top {}{}, fp32 router, load-balancing loss x {:g}{}, "
-                     "{} of {} parameters active",
+  // A preference loss reads the policy's logits alone, as TRL's trainers do unless the model's
+  // config sets output_router_logits.
+  const auto losses = router_losses ? fmt::format("load-balancing loss x {:g}{}", m.aux_loss_coef, z)
+                                    : std::string("no router losses under a preference objective");
+  return fmt::format("{} experts of width {}{}, top {}{}, fp32 router, {}, {} of {} parameters "
+                     "active",
                      m.experts, m.intermediate, dense, m.top_k,
-                     m.normalize_top_k ? " renormalised" : "", m.aux_loss_coef, z,
-                     d.active_parameters(), d.parameters());
+                     m.normalize_top_k ? " renormalised" : "", losses, d.active_parameters(),
+                     d.parameters());
 }
 
 // What a sparse model cannot do yet, refused in one line each.
@@ -65,11 +72,6 @@ void refuse_for_experts(const config::Config& config, const LlamaDims& dims) {
     throw UsageError(fmt::format("model {} has experts ({} per sparse block): {}", config.model,
                                  dims.moe.experts, what));
   };
-  if (config.objective != config::Objective::lm) {
-    refuse(fmt::format("objective {} would leave out the router's load-balancing loss; only lm "
-                       "trains it for now",
-                       config::to_string(config.objective)));
-  }
   if (config.base_dtype == config::BaseDtype::nf4 || config.base_dtype == config::BaseDtype::int8 ||
       config.base_dtype == config::BaseDtype::fp8) {
     refuse(fmt::format("base_dtype {} stores Linear layers quantized, and the experts are no "
@@ -112,7 +114,8 @@ Model llama_build(const config::Config& config, const data::DataSpec& spec) {
   llama->set_fused(fused);
   auto model = decoder_model(llama, layer_inventory(dims), tokens);
   model.flops_per_sample = llama_training_flops_per_token(dims, tokens) * tokens;
-  model.architecture = architecture(dims, config.grad_ckpt);
+  model.architecture =
+      architecture(dims, config.grad_ckpt, config.objective == config::Objective::lm);
   model.set_fused = [llama](bool fused) mutable { llama->set_fused(fused); };
   if (dims.moe.active()) {
     model.loss_terms = [llama](const data::Batch& batch) mutable {
