@@ -114,14 +114,14 @@ TEST_CASE("moe router losses: the load-balancing loss top_k when even and the ex
     rows.push_back(row);
   }
   const auto even = torch::stack(rows) * 5.0;
-  CHECK(ampt::models::load_balancing_loss({even.narrow(0, 0, 4), even.narrow(0, 4, 4)}, 2).item<double>() ==
+  CHECK(ampt::models::load_balance({even.narrow(0, 0, 4), even.narrow(0, 4, 4)}, 2).loss.item<double>() ==
         Approx(2.0));
   // Every token picks experts 0 and 1 with half the probability each: E · (1 · ½ + 1 · ½) = E.
   const auto skewed = torch::tensor({100.0F, 100.0F, 0.0F, 0.0F}).repeat({6, 1});
-  CHECK(ampt::models::load_balancing_loss({skewed}, 2).item<double>() == Approx(4.0));
+  CHECK(ampt::models::load_balance({skewed}, 2).loss.item<double>() == Approx(4.0));
   // The experts' load: twice an even share for experts 0 and 1, none for 2 and 3; even.
-  CHECK(torch::equal(ampt::models::expert_load({skewed}, 2), torch::tensor({2.0F, 0.0F})));
-  CHECK(torch::equal(ampt::models::expert_load({even.narrow(0, 0, 4), even.narrow(0, 4, 4)}, 2),
+  CHECK(torch::equal(ampt::models::load_balance({skewed}, 2).load, torch::tensor({2.0F, 0.0F})));
+  CHECK(torch::equal(ampt::models::load_balance({even.narrow(0, 0, 4), even.narrow(0, 4, 4)}, 2).load,
                      torch::tensor({1.0F, 1.0F})));
   // z-loss: logsumexp of four zeros is ln 4, of (100, 100, 0, 0) 100 + ln 2; their squares'
   // mean over all blocks' tokens.

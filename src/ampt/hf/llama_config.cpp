@@ -214,9 +214,14 @@ const char* architecture(const std::string& model_type) {
 
 }  // namespace
 
+bool sparse_layer(int64_t layer, int64_t experts, int64_t decoder_sparse_step,
+                  const std::vector<int64_t>& mlp_only_layers) {
+  return experts > 0 && (layer + 1) % decoder_sparse_step == 0 &&
+         std::ranges::find(mlp_only_layers, layer) == mlp_only_layers.end();
+}
+
 bool LlamaConfig::sparse_layer(int64_t i) const {
-  return num_experts > 0 && (i + 1) % decoder_sparse_step == 0 &&
-         std::ranges::find(mlp_only_layers, i) == mlp_only_layers.end();
+  return hf::sparse_layer(i, num_experts, decoder_sparse_step, mlp_only_layers);
 }
 
 LlamaConfig read_llama_config(const std::string& path) {
@@ -231,7 +236,7 @@ LlamaConfig read_llama_config(const std::string& path) {
                           type.empty() ? "missing" : type));
   }
   const bool qwen2 = type == "qwen2", qwen3 = type == "qwen3", qwen3_moe = type == "qwen3_moe",
-             mistral = type == "mistral" || type == "mixtral";
+             mixtral = type == "mixtral", mistral = type == "mistral" || mixtral;
   config.hidden_size = file.size("hidden_size");
   config.intermediate_size = file.size("intermediate_size");
   config.num_hidden_layers = file.size("num_hidden_layers");
@@ -250,7 +255,7 @@ LlamaConfig read_llama_config(const std::string& path) {
   config.qkv_bias = qwen2 || attention_bias;
   config.o_bias = !qwen2 && attention_bias;
   config.qk_norm = qwen3 || qwen3_moe;
-  if (qwen3_moe || type == "mixtral") read_experts(file, config);
+  if (qwen3_moe || mixtral) read_experts(file, config);
   config.tie_word_embeddings = file.flag("tie_word_embeddings", false);
   if (const auto bos = file.ids("bos_token_id"); !bos.empty()) config.bos_token_id = bos.front();
   config.eos_token_ids = file.ids("eos_token_id");

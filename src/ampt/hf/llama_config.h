@@ -63,6 +63,12 @@ struct LlamaConfig {
   int64_t head_dim() const { return head_size > 0 ? head_size : hidden_size / num_attention_heads; }
 };
 
+// transformers' Qwen3MoeDecoderLayer rule: layer i has experts rather than the dense MLP when
+// there are experts, (i + 1) is a multiple of decoder_sparse_step and i is not one of
+// mlp_only_layers (Mixtral: step 1, none dense).
+bool sparse_layer(int64_t layer, int64_t experts, int64_t decoder_sparse_step,
+                  const std::vector<int64_t>& mlp_only_layers);
+
 // Reads `path`. A file that is not JSON, lacks a dimension, or asks for what ampt's Llama does
 // not build (another model_type, activation or rope_type, a sliding window, experts outside
 // qwen3_moe and mixtral, more experts per token than experts, a router's jitter, an MLP bias, an

@@ -89,6 +89,13 @@ Model decoder_model(Holder holder, LayerInventory layers, int64_t tokens) {
   model.module = holder.ptr();
   model.forward = forward_of(holder);
   model.loss = token_loss_of(holder);
+  // A family with auxiliary losses (a sparse model's router losses) gives them apart too.
+  if (auto names = holder->auxiliary_figure_names(); !names.empty()) {
+    model.loss_terms = [holder](const data::Batch& batch) mutable {
+      return holder->loss_terms(batch.inputs, batch.targets, batch.positions, batch.starts);
+    };
+    model.loss_figures = std::move(names);
+  }
   model.logits = [holder](const data::Batch& batch) mutable {
     return holder->logits(batch.inputs, batch.positions, batch.starts);
   };

@@ -11,11 +11,9 @@ int64_t gpt_training_flops_per_token(int64_t parameters, const GptDims& dims, in
 int64_t llama_training_flops_per_token(const LlamaDims& dims, int64_t seq_len) {
   // The blocks' Linear weights and biases and the head's weight (the embedding is a lookup).
   // With experts, those a token goes through (top_k of each sparse block's) and the routers.
-  const int64_t active_experts =
-      dims.moe.active() ? dims.expert_parameters() / dims.moe.experts * dims.moe.top_k : 0;
   const int64_t matmul = dims.vocab_size * dims.n_embd +
                          linear_counts(layer_inventory(dims).linears).parameters() +
-                         active_experts + dims.router_parameters();
+                         dims.active_expert_parameters() + dims.router_parameters();
   return 6 * matmul + 6 * dims.n_layer * dims.query_width() * seq_len;
 }
 

@@ -184,17 +184,16 @@ std::vector<std::string> LlamaImpl::auxiliary_figure_names() const {
 AuxiliaryLoss LlamaImpl::auxiliary_loss(const std::vector<torch::Tensor>& reports) const {
   if (reports.empty()) return {};
   const auto& moe = dims_.moe;
-  const auto balance = load_balancing_loss(reports, moe.top_k);
-  auto loss = moe.aux_loss_coef * balance;
-  std::vector<torch::Tensor> figures{balance.detach()};
+  const auto balance = load_balance(reports, moe.top_k);
+  auto loss = moe.aux_loss_coef * balance.loss;
+  std::vector<torch::Tensor> figures{balance.loss.detach()};
   if (moe.z_loss_coef != 0) {
     const auto z = router_z_loss(reports);
     loss = loss + moe.z_loss_coef * z;
     figures.push_back(z.detach());
   }
-  const auto load = expert_load(reports, moe.top_k);
-  figures.push_back(load[0]);
-  figures.push_back(load[1]);
+  figures.push_back(balance.load[0]);
+  figures.push_back(balance.load[1]);
   return {loss, torch::stack(figures)};
 }
 

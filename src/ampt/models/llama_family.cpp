@@ -1,6 +1,7 @@
-// The Llama family: Llama 2/3, Qwen2, Qwen3 and Mistral (llama.h), their presets
-// (llama_presets.h), and Hugging Face LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and
-// MistralForCausalLM checkpoints in and out.
+// The Llama family: Llama 2/3, Qwen2, Qwen3, Mistral, Qwen3-MoE and Mixtral (llama.h), their
+// presets (llama_presets.h), and Hugging Face LlamaForCausalLM, Qwen2ForCausalLM,
+// Qwen3ForCausalLM, MistralForCausalLM, Qwen3MoeForCausalLM and MixtralForCausalLM checkpoints in
+// and out.
 #include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
 #include "ampt/hf/llama_config.h"
@@ -25,26 +26,6 @@ data::SampleRequest llama_request(const config::Config& config) {
   return {data::SampleRequest::Form::tokens, llama_window(config, dims), dims.vocab_size};
 }
 
-std::string experts(const LlamaDims& d, bool router_losses);
-
-// `router_losses`: the objective adds a sparse model's router losses (lm does, the preference
-// losses do not).
-std::string architecture(const LlamaDims& d, bool grad_ckpt, bool router_losses) {
-  std::string rope = fmt::format("rope_theta {:g}", d.rope_theta);
-  if (d.rope_llama3) rope += fmt::format(" (llama3 scaling, factor {:g})", d.rope_llama3->factor);
-  // A head width of the model's own (Qwen3's); config.json may repeat hidden / heads.
-  const bool own_heads = d.query_width() != d.n_embd;
-  const auto heads = own_heads ? fmt::format(", head_dim {}", d.head_dim()) : "";
-  const auto mlp = d.moe.active() ? experts(d, router_losses)
-                                  : fmt::format("intermediate {}", d.intermediate);
-  return fmt::format("{}: n_layer {}, n_embd {}, n_head {}, n_kv_head {}{}, {}, "
-                     "block_size {}, vocab_size {}, {}{}{}{}{}",
-                     d.flavour, d.n_layer, d.n_embd, d.n_head, d.n_kv_head, heads, mlp,
-                     d.block_size, d.vocab_size, rope, d.qkv_bias ? ", q/k/v biases" : "",
-                     d.qk_norm ? ", q/k norms" : "", d.tied_head ? ", tied head" : "",
-                     grad_ckpt ? ", blocks recomputed in backward" : "");
-}
-
 // "8 experts of width 32, top 2 renormalised, fp32 router, load-balancing loss x 0.001, ..."
 std::string experts(const LlamaDims& d, bool router_losses) {
   const auto& m = d.moe;
@@ -65,18 +46,34 @@ std::string experts(const LlamaDims& d, bool router_losses) {
                      d.parameters());
 }
 
-// What a sparse model cannot do yet, refused in one line each.
+// `router_losses`: the objective adds a sparse model's router losses (lm does, the preference
+// losses do not).
+std::string architecture(const LlamaDims& d, bool grad_ckpt, bool router_losses) {
+  std::string rope = fmt::format("rope_theta {:g}", d.rope_theta);
+  if (d.rope_llama3) rope += fmt::format(" (llama3 scaling, factor {:g})", d.rope_llama3->factor);
+  // A head width of the model's own (Qwen3's); config.json may repeat hidden / heads.
+  const bool own_heads = d.query_width() != d.n_embd;
+  const auto heads = own_heads ? fmt::format(", head_dim {}", d.head_dim()) : "";
+  const auto mlp = d.moe.active() ? experts(d, router_losses)
+                                  : fmt::format("intermediate {}", d.intermediate);
+  return fmt::format("{}: n_layer {}, n_embd {}, n_head {}, n_kv_head {}{}, {}, "
+                     "block_size {}, vocab_size {}, {}{}{}{}{}",
+                     d.flavour, d.n_layer, d.n_embd, d.n_head, d.n_kv_head, heads, mlp,
+                     d.block_size, d.vocab_size, rope, d.qkv_bias ? ", q/k/v biases" : "",
+                     d.qk_norm ? ", q/k norms" : "", d.tied_head ? ", tied head" : "",
+                     grad_ckpt ? ", blocks recomputed in backward" : "");
+}
+
+// What a sparse model cannot do yet: a quantized base, whose storage only Linear layers have.
 void refuse_for_experts(const config::Config& config, const LlamaDims& dims) {
-  if (!dims.moe.active()) return;
-  const auto refuse = [&](const std::string& what) {
-    throw UsageError(fmt::format("model {} has experts ({} per sparse block): {}", config.model,
-                                 dims.moe.experts, what));
-  };
-  if (config.base_dtype == config::BaseDtype::nf4 || config.base_dtype == config::BaseDtype::int8 ||
-      config.base_dtype == config::BaseDtype::fp8) {
-    refuse(fmt::format("base_dtype {} stores Linear layers quantized, and the experts are no "
-                       "Linear layers yet; use bf16, fp16 or auto",
-                       config::to_string(config.base_dtype)));
+  if (dims.moe.active() &&
+      (config.base_dtype == config::BaseDtype::nf4 || config.base_dtype == config::BaseDtype::int8 ||
+       config.base_dtype == config::BaseDtype::fp8)) {
+    throw UsageError(fmt::format("model {} has experts ({} per sparse block): base_dtype {} stores "
+                                 "Linear layers quantized, and the experts are no Linear layers "
+                                 "yet; use bf16, fp16 or auto",
+                                 config.model, dims.moe.experts,
+                                 config::to_string(config.base_dtype)));
   }
 }
 
@@ -117,12 +114,6 @@ Model llama_build(const config::Config& config, const data::DataSpec& spec) {
   model.architecture =
       architecture(dims, config.grad_ckpt, config.objective == config::Objective::lm);
   model.set_fused = [llama](bool fused) mutable { llama->set_fused(fused); };
-  if (dims.moe.active()) {
-    model.loss_terms = [llama](const data::Batch& batch) mutable {
-      return llama->loss_terms(batch.inputs, batch.targets, batch.positions, batch.starts);
-    };
-    model.loss_figures = llama->auxiliary_figure_names();
-  }
   return model;
 }
 

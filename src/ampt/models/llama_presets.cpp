@@ -120,8 +120,7 @@ LlamaDims llama_pretrained_dims(const config::Config& config) {
 }  // namespace
 
 bool MoeDims::sparse(int64_t layer) const {
-  return active() && (layer + 1) % sparse_step == 0 &&
-         std::ranges::find(dense_layers, layer) == dense_layers.end();
+  return hf::sparse_layer(layer, experts, sparse_step, dense_layers);
 }
 
 int64_t LlamaDims::sparse_blocks() const {
@@ -132,6 +131,10 @@ int64_t LlamaDims::sparse_blocks() const {
 
 int64_t LlamaDims::expert_parameters() const {
   return sparse_blocks() * moe.experts * 3 * n_embd * moe.intermediate;
+}
+
+int64_t LlamaDims::active_expert_parameters() const {
+  return sparse_blocks() * moe.top_k * 3 * n_embd * moe.intermediate;
 }
 
 int64_t LlamaDims::router_parameters() const { return sparse_blocks() * moe.experts * n_embd; }
@@ -146,8 +149,7 @@ int64_t LlamaDims::parameters() const {
 }
 
 int64_t LlamaDims::active_parameters() const {
-  if (!moe.active()) return parameters();
-  return parameters() - expert_parameters() / moe.experts * (moe.experts - moe.top_k);
+  return parameters() - expert_parameters() + active_expert_parameters();
 }
 
 const std::vector<LlamaPreset>& llama_presets() {
@@ -268,20 +270,17 @@ LlamaDims resolve_llama_dims(const config::Config& config) {
                                  "the model's",
                                  config.router_aux_loss_coef));
   }
+  const auto require_experts = [&](const char* option) {
+    if (dims.moe.active()) return;
+    throw UsageError(fmt::format("{} is for models with experts; model {} has none", option,
+                                 config.model));
+  };
   if (config.router_aux_loss_coef >= 0) {
-    if (!dims.moe.active()) {
-      throw UsageError(fmt::format("router_aux_loss_coef is for models with experts; model {} has "
-                                   "none",
-                                   config.model));
-    }
+    require_experts("router_aux_loss_coef");
     dims.moe.aux_loss_coef = config.router_aux_loss_coef;
   }
   if (config.router_z_loss_coef > 0) {
-    if (!dims.moe.active()) {
-      throw UsageError(fmt::format("router_z_loss_coef is for models with experts; model {} has "
-                                   "none",
-                                   config.model));
-    }
+    require_experts("router_z_loss_coef");
     dims.moe.z_loss_coef = config.router_z_loss_coef;
   }
   return dims;

@@ -73,9 +73,11 @@ struct LlamaDims {
   // count.
   int64_t parameters() const;
   int64_t active_parameters() const;
-  // The blocks with experts; their experts' weights, and their router weights.
+  // The blocks with experts; their experts' weights, those a token goes through (top_k of each
+  // block's), and their router weights.
   int64_t sparse_blocks() const;
   int64_t expert_parameters() const;
+  int64_t active_expert_parameters() const;
   int64_t router_parameters() const;
 };
 

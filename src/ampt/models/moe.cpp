@@ -110,7 +110,7 @@ SparseMoeImpl::Output SparseMoeImpl::forward(const torch::Tensor& x) {
   return {y.view(x.sizes()), std::move(logits)};
 }
 
-torch::Tensor load_balancing_loss(const std::vector<torch::Tensor>& router_logits, int64_t top_k) {
+LoadBalance load_balance(const std::vector<torch::Tensor>& router_logits, int64_t top_k) {
   const auto logits = torch::cat(router_logits);
   const int64_t experts = logits.size(1);
   const auto probabilities = torch::softmax(logits.to(torch::kFloat32), -1);
@@ -119,24 +119,20 @@ torch::Tensor load_balancing_loss(const std::vector<torch::Tensor>& router_logit
   // transformers: a one-hot count).
   const auto share = torch::one_hot(picked, experts).to(torch::kFloat32).mean(0);
   const auto mean_probability = probabilities.mean(0);
-  return (share * mean_probability.unsqueeze(0)).sum() * static_cast<double>(experts);
+  const auto loss = (share * mean_probability.unsqueeze(0)).sum() * static_cast<double>(experts);
+  std::vector<int64_t> rows;
+  for (const auto& block : router_logits) rows.push_back(block.size(0));
+  std::vector<torch::Tensor> shares;
+  for (const auto& block : picked.split_with_sizes(rows)) {
+    shares.push_back(block.flatten().bincount({}, experts).to(torch::kFloat32) *
+                     (static_cast<double>(experts) / static_cast<double>(block.numel())));
+  }
+  const auto all = torch::stack(shares);
+  return {loss, torch::stack({all.max(), all.min()})};
 }
 
 torch::Tensor router_z_loss(const std::vector<torch::Tensor>& router_logits) {
   return torch::cat(router_logits).to(torch::kFloat32).logsumexp(-1).square().mean();
-}
-
-torch::Tensor expert_load(const std::vector<torch::Tensor>& router_logits, int64_t top_k) {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> shares;
-  for (const auto& logits : router_logits) {
-    const int64_t experts = logits.size(1);
-    const auto picked = std::get<1>(logits.topk(top_k, -1)).flatten();
-    shares.push_back(picked.bincount({}, experts).to(torch::kFloat32) *
-                     (static_cast<double>(experts) / static_cast<double>(picked.numel())));
-  }
-  const auto all = torch::stack(shares);
-  return torch::stack({all.max(), all.min()});
 }
 
 }  // namespace ampt::models

@@ -74,20 +74,23 @@ class SparseMoeImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SparseMoe);
 
-// transformers' load_balancing_loss_func over every sparse block's router logits of one
-// forward (each [N, E]): E · Σ_e f_e · P_e, where f_e is the share of (token, slot) picks that
-// went to expert e and P_e the mean router probability of e, both over all blocks' tokens
-// together. 1 · top_k when the load is even. 0-dim float32.
-torch::Tensor load_balancing_loss(const std::vector<torch::Tensor>& router_logits,
-                                  int64_t top_k);
+// The experts' balance over every sparse block's router logits of one forward (each [N, E]),
+// from one softmax and top-k of them all:
+// - `loss`: transformers' load_balancing_loss_func, E · Σ_e f_e · P_e, where f_e is the share of
+//   (token, slot) picks that went to expert e and P_e the mean router probability of e, both
+//   over all blocks' tokens together; top_k when the load is even. 0-dim float32.
+// - `load`, for the log: the busiest and the idlest expert's share of its block's picks, over
+//   all sparse blocks, times the expert count (1 is an even load, 0 an expert no token picked).
+//   [max, min] float32, no gradient.
+struct LoadBalance {
+  torch::Tensor loss;
+  torch::Tensor load;
+};
+LoadBalance load_balance(const std::vector<torch::Tensor>& router_logits, int64_t top_k);
 
 // ST-MoE's router z-loss: the mean over every sparse block's tokens of logsumexp(logits)², which
 // keeps the logits small enough for fp32's softmax to stay exact. 0-dim float32.
 torch::Tensor router_z_loss(const std::vector<torch::Tensor>& router_logits);
 
-// The experts' load for the log: the busiest and the idlest expert's share of its block's
-// (token, slot) picks, over all sparse blocks, times the expert count (1 is an even load, 0 an
-// expert no token picked). [max, min] float32, no gradient.
-torch::Tensor expert_load(const std::vector<torch::Tensor>& router_logits, int64_t top_k);
 
 }  // namespace ampt::models
