@@ -67,7 +67,10 @@ TEST_CASE("bucketed gradient all-reduce equals one process with the global batch
     // A tiny cap puts every parameter in a bucket of its own: buckets start in order as
     // backward produces them.
     GradSync sync(group, local.params(), ampt::config::ReduceDtype::grad, /*bucket_bytes=*/64);
-    CHECK(sync.bucket_count() == 3);
+    {
+      std::lock_guard lock(mutex);  // Catch's assertions are not thread-safe
+      CHECK(sync.bucket_count() == 3);
+    }
     // Micro-batch m of the step is global batch m; this rank takes slice `rank` of it.
     const auto xs = x.chunk(micro * world), ys = y.chunk(micro * world);
     for (int64_t m = 0; m < micro; ++m) {
@@ -78,6 +81,7 @@ TEST_CASE("bucketed gradient all-reduce equals one process with the global batch
         // No communication before the last micro-batch: the gradient is still this rank's own.
         Net alone = net.copy();
         (alone.loss(xs[part], ys[part]) / static_cast<double>(micro)).backward();
+        std::lock_guard lock(mutex);
         CHECK(torch::equal(local.w1.grad(), alone.w1.grad()));
       }
     }
@@ -104,7 +108,10 @@ TEST_CASE("a bf16 all-reduce rounds the average but keeps every rank identical",
   run_ranks(2, [&](Group& group) {
     Net local = net.copy();
     GradSync sync(group, local.params(), ampt::config::ReduceDtype::bf16);
-    CHECK(sync.bucket_count() == 1);
+    {
+      std::lock_guard lock(mutex);  // Catch's assertions are not thread-safe
+      CHECK(sync.bucket_count() == 1);
+    }
     sync.arm(true);
     local.loss(x.chunk(2)[group.rank()], y.chunk(2)[group.rank()]).backward();
     sync.finish();

@@ -248,9 +248,10 @@ TEST_CASE("zero3: micro-batches accumulate in the gradient shard and a new step 
       }
       rank.sync->finish();
       rank.sharded->release_all();
-      // Three micro-batches of the same batch: three times its gradient, in both steps.
-      INFO("step " << step);
+      // Three micro-batches of the same batch: three times its gradient, in both steps. INFO
+      // too is Catch's and not thread-safe: the lock comes first and outlives it.
       std::lock_guard lock(report);
+      INFO("step " << step);
       rank.check_grads(reference_once.grads, 3.0, 1e-5);
     }
   });
