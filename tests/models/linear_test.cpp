@@ -2,6 +2,7 @@
 // dense weights.
 #include "ampt/models/linear.h"
 #include "ampt/models/registry.h"
+#include "ampt/precision/nf4.h"
 #include "ampt/precision/placeholder.h"
 
 #include <catch2/catch.hpp>
@@ -52,11 +53,33 @@ TEST_CASE("linear: deferred weights are placeholders that keep shapes, counts an
     CHECK(ampt::precision::is_placeholder(item.value()) != item.value().requires_grad());
   }
   // Quantizing gives the layer its values; it no longer awaits them.
-  auto* layer = awaiting.at("layers.0.self_attn.q_proj.weight");
+  const auto& layer = awaiting.at("layers.0.self_attn.q_proj.weight");
   const auto values = plain_params["layers.0.self_attn.q_proj.weight"].to(torch::kBFloat16);
-  layer->quantize(values, ampt::config::BaseDtype::int8);
-  CHECK_FALSE(layer->awaiting());
-  CHECK(ampt::precision::is_placeholder(layer->weight));
-  CHECK(torch::allclose(layer->quantized()->dequantize(torch::kFloat), values.to(torch::kFloat),
+  layer.owner->quantize(layer.index, values, ampt::config::BaseDtype::int8);
+  CHECK_FALSE(layer.owner->awaiting(layer.index));
+  CHECK(ampt::precision::is_placeholder(layer.parameter()));
+  CHECK(torch::allclose(layer.quantized()->dequantize(torch::kFloat), values.to(torch::kFloat),
                         0.0, values.abs().max().item<double>() / 127.0));
+}
+
+TEST_CASE("linear: a sparse model's deferred experts await their values as the Linears do",
+          "[models][qlora][moe]") {
+  ampt::config::Config config;
+  config.model = "qwen3-moe";
+  config.lora_rank = 4;
+  const ampt::models::DeferredWeights guard(true);
+  const auto model = ampt::models::make_model(config, {ampt::data::Task::language_model, {16}, 256});
+  const auto awaiting = ampt::models::awaiting_weights(*model.module);
+  for (const auto* name : {"layers.0.mlp.experts.gate_up_proj", "layers.1.mlp.experts.down_proj",
+                           "layers.0.self_attn.o_proj.weight"}) {
+    INFO(name);
+    CHECK(awaiting.count(name) == 1);
+  }
+  CHECK(awaiting.count("layers.0.mlp.gate.weight") == 0);  // the router is no quantizable weight
+  const auto& experts = awaiting.at("layers.0.mlp.experts.gate_up_proj");
+  CHECK(ampt::precision::is_placeholder(experts.parameter()));
+  const auto values = torch::randn(experts.parameter().sizes());
+  experts.owner->quantize(experts.index, values, ampt::config::BaseDtype::nf4);
+  CHECK(torch::equal(experts.quantized()->dequantize(torch::kFloat),
+                     ampt::precision::dequantize_nf4(ampt::precision::quantize_nf4(values), torch::kFloat)));
 }

@@ -498,6 +498,45 @@ TEST_CASE("memory estimate: a quantized base by hand, and QLoRA's 8B under 16 Gi
   CHECK(ampt::plan::gib(bf16_base.total_checkpointed()) > 16.0);
 }
 
+TEST_CASE("memory estimate: a sparse model's experts stored as the Linears are, by hand, and "
+          "Qwen3-30B-A3B's QLoRA under 22 GiB",
+          "[memory][lora][qlora][moe]") {
+  using ampt::plan::estimate_memory;
+  const ampt::models::Scheme o1{Precision::bf16, OptLevel::O1};
+  auto config = with_lora("qwen3-moe", 4);
+  const auto plain = estimate_memory(ampt::models::model_dims(config, {}, 0), o1,
+                                     OptimizerKind::adamw, 0.9, 4);
+  // qwen3-moe's 2 sparse blocks: q 64x128, k and v 64x64, o 128x64, and 8 experts' gate_up
+  // [8, 64, 64] and down [8, 64, 32], each stack one storage; their bf16 bytes replaced by nf4's,
+  // plus the largest (a gate_up stack) dequantized in bf16. The router stays as it was.
+  const auto nf4 = [](int64_t n) { return n / 2 + n / 64 + 4 * ((n / 64 + 255) / 256) + 4; };
+  const std::vector<int64_t> stored{64 * 128, 64 * 64, 64 * 64, 128 * 64, 8 * 64 * 64, 8 * 64 * 32};
+  int64_t bf16 = 0, quantized = 0;
+  for (const auto n : stored) {
+    bf16 += 2 * 2 * n;
+    quantized += 2 * nf4(n);
+  }
+  config.base_dtype = ampt::config::BaseDtype::nf4;
+  const auto m = estimate_memory(ampt::models::model_dims(config, {}, 0), o1, OptimizerKind::adamw,
+                                 0.9, 4);
+  CHECK(m.frozen_weights == plain.frozen_weights - bf16 + quantized + 2 * 8 * 64 * 64);
+
+  // The issue's target: LoRA r16 on an nf4 base, activation checkpointing, one sequence of 2048,
+  // on one 24 GB card (a bf16 base needs over twice that).
+  auto big = with_lora("qwen3-30b-a3b", 16);
+  big.base_dtype = ampt::config::BaseDtype::nf4;
+  const auto qlora = estimate_memory(ampt::models::model_dims(big, {}, 2048), o1,
+                                     OptimizerKind::adamw, 0.9, 1);
+  CHECK(ampt::plan::gib(qlora.total_checkpointed()) < 22.0);
+  big.base_dtype = ampt::config::BaseDtype::auto_select;
+  const auto dims = ampt::models::model_dims(big, {}, 2048);
+  const auto bf16_base = estimate_memory(dims, o1, OptimizerKind::adamw, 0.9, 1);
+  CHECK(ampt::plan::gib(bf16_base.total_checkpointed()) > 44.0);
+  // ZeRO-3 shards the experts with their blocks: on 8 ranks one keeps under a fifth of the base.
+  CHECK(ampt::plan::shard_memory(bf16_base, dims, o1, {8, 3}).frozen_weights <
+        bf16_base.frozen_weights / 5);
+}
+
 TEST_CASE("memory estimate: LoRA settings training refuses are usage errors", "[memory][lora]") {
   // Word for word what training says when it attaches the adapters to the built model.
   const std::string no_match =

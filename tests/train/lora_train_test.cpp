@@ -1,7 +1,14 @@
 // LoRA runs as whole programs: checkpoints that hold only the adapters and resume exactly onto
 // the same base and never another, the frozen base held in the compute dtype, O2 and fp16's
-// scaler, activation checkpointing, and ZeRO on Gloo ranks (stage 3 with bf16 and nf4 bases).
+// scaler, activation checkpointing, and ZeRO on Gloo ranks (stage 3 with bf16 and nf4 bases, and
+// a sparse model's experts in nf4).
 #include "ampt/checkpoint/checkpoint.h"
+#include "ampt/commands/run_model.h"
+#include "ampt/hf/llama_config.h"
+#include "ampt/hf/llama_weights.h"
+#include "ampt/hf/pretrained.h"
+#include "ampt/models/quantizable.h"
+#include "ampt/precision/nf4.h"
 #include "distributed/rank_processes.h"
 #include "support/json_field.h"
 #include "support/process.h"
@@ -18,14 +25,20 @@ using namespace ampt::test;
 
 namespace {
 
-// A tiny random GPT with rank-4 adapters on c_attn and c_proj; `extra` flags come last.
-std::vector<std::string> lora_args(const std::string& out, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{
-      "train", "--model", "gpt", "--n_layer", "2", "--n_embd", "32", "--n_head", "4",
-      "--block_size", "16", "--vocab_size", "64", "--synthetic_samples", "256", "--batch_size",
-      "8", "--lora_rank", "4", "--lora_targets", "c_attn,c_proj", "--lr", "1e-2",
-      "--warmup_steps", "0", "--max_steps", "6", "--log_every", "1", "--loader_workers", "0",
-      "--device", "cpu", "--seed", "3", "--output_dir", out};
+// A tiny random GPT with rank-4 adapters on c_attn and c_proj.
+const std::vector<std::string> kGpt{"--model", "gpt", "--n_layer", "2", "--n_embd", "32",
+                                    "--n_head", "4", "--block_size", "16", "--vocab_size", "64",
+                                    "--lora_targets", "c_attn,c_proj"};
+
+// Six steps of rank-4 adapters on `model`; `extra` flags come last.
+std::vector<std::string> lora_args(const std::string& out, std::vector<std::string> extra = {},
+                                   const std::vector<std::string>& model = kGpt) {
+  std::vector<std::string> args{"train"};
+  args.insert(args.end(), model.begin(), model.end());
+  args.insert(args.end(), {"--synthetic_samples", "256", "--batch_size", "8", "--lora_rank", "4",
+                           "--lr", "1e-2", "--warmup_steps", "0", "--max_steps", "6",
+                           "--log_every", "1", "--loader_workers", "0", "--device", "cpu",
+                           "--seed", "3", "--output_dir", out});
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -175,11 +188,11 @@ struct RanksRun {
   std::string log;  // rank 0's standard output
 };
 
-// `ranks` Gloo ranks of lora_args(dir/out, extra).
+// `ranks` Gloo ranks of lora_args(dir/out, extra, model).
 RanksRun on_ranks(int ranks, const std::string& dir, const std::string& out,
-                  std::vector<std::string> extra) {
+                  std::vector<std::string> extra, const std::vector<std::string>& model = kGpt) {
   extra.insert(extra.end(), {"--dist_timeout", "30"});
-  auto args = lora_args(dir + "/" + out, extra);
+  auto args = lora_args(dir + "/" + out, extra, model);
   args.insert(args.begin(), AMPT_BINARY);
   const auto run = run_rank_processes(ranks, args, dir + "/" + out + "-logs");
   for (size_t r = 0; r < run.status.size(); ++r) {
@@ -245,4 +258,68 @@ TEST_CASE("lora train: ZeRO 3 shards the frozen base as bytes and trains like st
         on_ranks(2, dir, "from0", flags("3", "--resume", dir + "/zero/ckpt-00000003.pt")).losses,
         tail(zero), 1e-5);
   }
+}
+
+TEST_CASE("lora train: a sparse model's experts stored in nf4 load from Hugging Face files, shard "
+          "under ZeRO 3 like stage 0, and export merged",
+          "[train][lora][qlora][moe][dist][zero3][cli]") {
+  // The base: a random Qwen3-MoE after one step, in Hugging Face's per-expert layout, which the
+  // LoRA runs load expert by expert into nf4 storage (never whole in fp32).
+  const auto dir = make_temp_dir();
+  const std::vector<std::string> tiny{"--model", "qwen3-moe", "--block_size", "16"};
+  auto base = lora_args(dir + "/base", {"--lora_rank", "0", "--max_steps", "1"}, tiny);
+  train_lora(base);
+  auto r = run_ampt({"export", "--format", "hf", "--checkpoint", dir + "/base/ckpt-00000001.pt",
+                     "--out", dir + "/hf"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+
+  auto moe = tiny;
+  moe.insert(moe.end(), {"--init_from", dir + "/hf"});
+  const std::vector<std::string> nf4{"--mixed_precision", "no", "--batch_size", "4",
+                                     "--base_dtype", "nf4"};
+  auto zero3 = nf4;
+  zero3.insert(zero3.end(), {"--zero_stage", "3"});
+  const auto sharded = on_ranks(2, dir, "nf4-3", zero3, moe);
+  CHECK_THAT(sharded.log, Catch::Contains("with the block Linear weights and the experts in nf4 ("));
+  const auto plain = on_ranks(2, dir, "nf4-0", nf4, moe);
+  check_same(sharded.losses, plain.losses, 1e-5);
+
+  // The adapters trained (lora_B starts at zero), and the run's model holds each expert group as the nf4 storage of the published tensors, and the
+  // merged export writes them dequantized.
+  const auto path = dir + "/nf4-0/ckpt-00000006.pt";
+  const auto saved = ampt::checkpoint::load(path);
+  int adapters = 0;
+  for (const auto& [name, tensor] : saved.model) {
+    if (name.find(".lora_B.") == std::string::npos) continue;
+    ++adapters;
+    CHECK(tensor.abs().max().item<double>() > 0.0);
+  }
+  CHECK(adapters == 4);  // q_proj and v_proj in both blocks
+  auto model = ampt::commands::load_run_model(ampt::commands::run_config(saved, {}, {}), saved,
+                                              path, torch::kCPU);
+  const auto hf_config = ampt::hf::read_llama_config(dir + "/hf/config.json");
+  r = run_ampt({"export", "--format", "hf", "--merge", "--checkpoint", path, "--out", dir + "/merged"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::map<std::string, torch::Tensor> published, merged;
+  for (auto& [name, t] : ampt::hf::read_llama_weights(ampt::hf::model_files(dir + "/hf"), hf_config)) {
+    published[name] = t;
+  }
+  for (auto& [name, t] : ampt::hf::read_llama_weights(ampt::hf::model_files(dir + "/merged"), hf_config)) {
+    merged[name] = t;
+  }
+  int groups = 0;
+  for (const auto& weight : ampt::models::quantizable_weights(*model.module)) {
+    if (weight.name.find(".experts.") == std::string::npos) continue;
+    INFO(weight.name);
+    ++groups;
+    REQUIRE(weight.quantized());
+    const auto values = weight.quantized()->dequantize(torch::kFloat);
+    CHECK(torch::equal(values, ampt::precision::dequantize_nf4(
+                                   ampt::precision::quantize_nf4(published.at(weight.name)),
+                                   torch::kFloat)));
+    CHECK(torch::equal(merged.at(weight.name), values));
+  }
+  CHECK(groups == 2 * 2);  // gate_up_proj and down_proj in both blocks
 }

@@ -152,8 +152,9 @@ std::string lora_text(const models::ModelDims& d, const plan::ParameterCounts& p
   if (!d.lora.active()) return "";
   const auto held = d.lora.base_dtype == config::BaseDtype::auto_select
                         ? std::string("held in the precision's half dtype (fp32 in fp32/O0)")
-                        : fmt::format("the block Linear weights held in {}, the rest in the "
+                        : fmt::format("the block Linear weights{} held in {}, the rest in the "
                                       "precision's half dtype (fp32 in fp32/O0)",
+                                      d.terms.stacked_weights.empty() ? "" : " and the experts",
                                       config::to_string(d.lora.base_dtype));
   return fmt::format(
       "LoRA rank {} on {} Linear layers ({}): {} trainable parameters ({:.2f}%) with fp32 "

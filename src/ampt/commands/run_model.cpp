@@ -3,7 +3,7 @@
 #include "ampt/config/describe.h"
 #include "ampt/config/resolve.h"
 #include "ampt/models/catalog.h"
-#include "ampt/models/linear.h"
+#include "ampt/models/quantizable.h"
 #include "ampt/precision/master_weights.h"
 #include "ampt/precision/precision_islands.h"
 #include "ampt/precision/precision_state.h"

@@ -34,13 +34,9 @@ LinearImpl::LinearImpl(int64_t in, int64_t out, bool bias)
   if (defer_weights) weight.set_data(precision::placeholder(weight.sizes(), weight.options()));
 }
 
-bool LinearImpl::awaiting() const { return !quantized_ && precision::is_placeholder(weight); }
-
-void LinearImpl::quantize(const torch::Tensor& value, config::BaseDtype format) {
-  torch::NoGradGuard no_grad;
-  const auto device = weight.device();
-  quantized_ = c10::make_intrusive<precision::QuantizedWeight>(value, format, device);
-  weight.set_data(precision::placeholder(weight.sizes(), value.options().device(device)));
+const std::vector<std::string>& LinearImpl::quantizable_names() const {
+  static const std::vector<std::string> names{"weight"};
+  return names;
 }
 
 DeferredWeights::DeferredWeights(bool active) : previous_(defer_weights) {
@@ -48,6 +44,8 @@ DeferredWeights::DeferredWeights(bool active) : previous_(defer_weights) {
 }
 
 DeferredWeights::~DeferredWeights() { defer_weights = previous_; }
+
+bool weights_deferred() { return defer_weights; }
 
 void init_normal(const torch::Tensor& weight, double std) {
   torch::NoGradGuard no_grad;
@@ -58,23 +56,14 @@ void init_normal(const torch::Tensor& weight, double std) {
   }
 }
 
-std::map<std::string, LinearImpl*> awaiting_weights(torch::nn::Module& root) {
-  std::map<std::string, LinearImpl*> out;
-  for (const auto& item : root.named_modules("", /*include_self=*/false)) {
-    auto* linear = dynamic_cast<LinearImpl*>(item.value().get());
-    if (linear != nullptr && linear->awaiting()) out.emplace(item.key() + ".weight", linear);
-  }
-  return out;
-}
-
 bool LinearImpl::plain() const {
-  return !fp8_ && !quantized_ && !lora_adapter(*this) && !is_island(*this);
+  return !fp8_ && !quantized() && !lora_adapter(*this) && !is_island(*this);
 }
 
 torch::Tensor LinearImpl::base(const torch::Tensor& x, bool epilogues, bool island) {
-  if (quantized_) {
+  if (const auto& stored = quantized()) {
     return precision::through_island(*this, x, [&](const torch::Tensor& in) {
-      return precision::quantized_linear(in, quantized_, bias);
+      return precision::quantized_linear(in, stored, bias);
     });
   }
   if (fp8_) return fp8_->forward(x, weight, bias, /*record=*/!recomputing());
@@ -97,18 +86,6 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x, bool epilogues) {
          precision::through_island(*this, in, [&](const torch::Tensor& input) {
            return lora_update(adapter, input, is_training());
          });
-}
-
-int64_t quantize_base(torch::nn::Module& root, config::BaseDtype format) {
-  int64_t bytes = 0;
-  torch::NoGradGuard no_grad;
-  for (const auto& item : root.named_modules("", /*include_self=*/false)) {
-    auto* linear = dynamic_cast<LinearImpl*>(item.value().get());
-    if (linear == nullptr || linear->weight.requires_grad()) continue;
-    if (!linear->quantized()) linear->quantize(linear->weight, format);
-    bytes += linear->quantized()->bytes();
-  }
-  return bytes;
 }
 
 void attach_fp8(torch::nn::Module& root, const precision::Fp8Recipe& recipe,

@@ -13,7 +13,7 @@
 
 #include "ampt/precision/fp8_layers.h"
 #include "ampt/precision/fp8_linear.h"
-#include "ampt/precision/quantized_weight.h"
+#include "ampt/models/quantizable.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
@@ -24,7 +24,7 @@
 
 namespace ampt::models {
 
-class LinearImpl : public torch::nn::LinearImpl {
+class LinearImpl : public torch::nn::LinearImpl, public QuantizableWeights {
  public:
   LinearImpl(int64_t in, int64_t out, bool bias);
 
@@ -39,27 +39,26 @@ class LinearImpl : public torch::nn::LinearImpl {
   // The fp8 state attach_fp8 gave it (none: the layer runs in the autocast dtype).
   const c10::intrusive_ptr<precision::Fp8Linear>& fp8() const { return fp8_; }
   void set_fp8(c10::intrusive_ptr<precision::Fp8Linear> state) { fp8_ = std::move(state); }
+  // Its one quantizable weight, "weight" (quantizable.h).
+  const std::vector<std::string>& quantizable_names() const override;
+  torch::Tensor& quantizable_parameter(size_t) override { return weight; }
   // The quantized storage quantize_base gave its frozen weight (none: the weight itself).
-  const c10::intrusive_ptr<precision::QuantizedWeight>& quantized() const { return quantized_; }
-  // Whether its weight awaits its values: a placeholder (made under a DeferredWeights) that no
-  // quantized storage stands for.
-  bool awaiting() const;
-  // Stores `value` (the frozen weight's values, in the dtype the base is held in) in `format`
-  // on the weight's device, and leaves the weight a placeholder (precision/placeholder.h).
-  void quantize(const torch::Tensor& value, config::BaseDtype format);
+  const c10::intrusive_ptr<precision::QuantizedWeight>& quantized() const {
+    return QuantizableWeights::quantized(0);
+  }
 
  private:
   // The base's GEMM, without the adapter.
   torch::Tensor base(const torch::Tensor& x, bool epilogues, bool island);
 
   c10::intrusive_ptr<precision::Fp8Linear> fp8_;
-  c10::intrusive_ptr<precision::QuantizedWeight> quantized_;
 };
 TORCH_MODULE(Linear);
 
-// While one lives on this thread, each Linear made takes a placeholder weight as soon as its
-// constructor has initialized it (accelerate's init_empty_weights, one layer at a time): a LoRA
-// base whose values a checkpoint gives never holds its block weights in fp32.
+// While one lives on this thread, each Linear (and expert group, moe.h) made takes placeholder
+// weights as soon as its constructor has initialized them (accelerate's init_empty_weights, one
+// layer at a time): a LoRA base whose values a checkpoint gives never holds its block weights in
+// fp32.
 class DeferredWeights {
  public:
   explicit DeferredWeights(bool active);
@@ -71,17 +70,12 @@ class DeferredWeights {
   bool previous_;
 };
 
+// Whether a DeferredWeights lives on this thread.
+bool weights_deferred();
+
 // normal_(weight, 0, std) as a model initializes its weights; a placeholder's draws go to a
 // scratch tensor that is dropped, so that the random stream stays what it would be.
 void init_normal(const torch::Tensor& weight, double std);
-
-// The Linear layers under `root` whose weights await their values, by the weight's dotted name.
-std::map<std::string, LinearImpl*> awaiting_weights(torch::nn::Module& root);
-
-// --base_dtype nf4 or int8: stores each seam Linear's frozen weight under `root` that is not
-// quantized yet in `format` and lets its dense tensor go (LinearImpl::quantize). Returns the
-// bytes all the quantized weights hold.
-int64_t quantize_base(torch::nn::Module& root, config::BaseDtype format);
 
 // Gives each seam Linear under `root` whose dotted name `selected` names a fresh fp8 state of
 // `recipe`, and takes it from the others.

@@ -64,19 +64,6 @@ std::string architecture(const LlamaDims& d, bool grad_ckpt, bool router_losses)
                      grad_ckpt ? ", blocks recomputed in backward" : "");
 }
 
-// What a sparse model cannot do yet: a quantized base, whose storage only Linear layers have.
-void refuse_for_experts(const config::Config& config, const LlamaDims& dims) {
-  if (dims.moe.active() &&
-      (config.base_dtype == config::BaseDtype::nf4 || config.base_dtype == config::BaseDtype::int8 ||
-       config.base_dtype == config::BaseDtype::fp8)) {
-    throw UsageError(fmt::format("model {} has experts ({} per sparse block): base_dtype {} stores "
-                                 "Linear layers quantized, and the experts are no Linear layers "
-                                 "yet; use bf16, fp16 or auto",
-                                 config.model, dims.moe.experts,
-                                 config::to_string(config.base_dtype)));
-  }
-}
-
 Model llama_build(const config::Config& config, const data::DataSpec& spec) {
   const LlamaDims dims = resolve_llama_dims(config);
   require_data(spec.task == data::Task::language_model && spec.sample_shape.size() == 1,
@@ -103,7 +90,6 @@ Model llama_build(const config::Config& config, const data::DataSpec& spec) {
         config.model, dims.n_embd, kv, dims.intermediate, config.batch_size, tokens,
         config.batch_size * tokens));
   }
-  refuse_for_experts(config, dims);
   Llama llama(dims);
   llama->set_grad_ckpt(config.grad_ckpt);
   // auto builds it fused: the run may turn the kernels off once it has measured (set_fused).
@@ -166,6 +152,15 @@ FamilyTerms llama_memory_terms(const LlamaDims& m, const ModelDims& d) {
   t.norm = m.n_layer * t.block_norm + m.n_embd;
   t.parameters = m.parameters();
   t.other_matmul_weights = m.expert_parameters() + m.router_parameters();
+  for (int64_t i = 0; i < m.n_layer; ++i) {
+    if (!m.moe.active() || !m.moe.sparse(i)) continue;
+    const auto block = fmt::format("layers.{}", i);
+    const int64_t e = m.moe.experts, width = m.moe.intermediate;
+    t.stacked_weights.push_back({block + ".mlp.experts.gate_up_proj", block, LinearRole::up,
+                                 m.n_embd, e * 2 * width, false});
+    t.stacked_weights.push_back(
+        {block + ".mlp.experts.down_proj", block, LinearRole::down, width, e * m.n_embd, false});
+  }
   t.activations = [m](const ModelDims& dims, const Scheme& s, int64_t b, bool checkpointed) {
     return llama_activations(m, dims, s, b, checkpointed);
   };

@@ -122,25 +122,28 @@ void attach_lora(torch::nn::Module& root, const LoraOptions& options) {
 
 NamedTensors merged_lora_weights(const torch::nn::Module& root) {
   torch::NoGradGuard no_grad;
+  // A quantized base's weights (a Linear's, an expert group's) are their dequantized storage,
+  // rounded once to the dtype the base is held in, with the adapter's update where there is one.
   std::map<std::string, torch::Tensor> merged;
+  std::map<std::string, c10::ScalarType> dtypes;
+  for (const auto& weight : quantizable_weights(root)) {
+    if (!weight.quantized()) continue;
+    merged[weight.name] = weight.quantized()->dequantize(torch::kFloat);
+    dtypes[weight.name] = weight.parameter().scalar_type();
+  }
   for (const auto& item : root.named_modules("", /*include_self=*/false)) {
     const auto* linear = dynamic_cast<const torch::nn::LinearImpl*>(item.value().get());
     if (linear == nullptr) continue;
-    // A quantized base's weight is its dequantized storage, in the dtype the base is held in.
-    const auto* seam = dynamic_cast<const LinearImpl*>(linear);
-    const auto& quantized = seam != nullptr ? seam->quantized() : nullptr;
-    const auto dtype = linear->weight.scalar_type();
-    const auto w =
-        quantized ? quantized->dequantize(torch::kFloat) : linear->weight.to(torch::kFloat);
-    if (const auto adapter = lora_adapter(*linear)) {
-      merged[item.key() + ".weight"] =
-          (w + adapter.up->weight.to(torch::kFloat).mm(adapter.down->weight.to(torch::kFloat)) *
-                   adapter.up->scaling)
-              .to(dtype);
-    } else if (quantized) {
-      merged[item.key() + ".weight"] = w.to(dtype);
-    }
+    const auto adapter = lora_adapter(*linear);
+    if (!adapter) continue;
+    const auto name = item.key() + ".weight";
+    auto& w = merged[name];
+    if (!w.defined()) w = linear->weight.to(torch::kFloat);
+    w = w + adapter.up->weight.to(torch::kFloat).mm(adapter.down->weight.to(torch::kFloat)) *
+                adapter.up->scaling;
+    dtypes[name] = linear->weight.scalar_type();
   }
+  for (auto& [name, w] : merged) w = w.to(dtypes.at(name));
   NamedTensors out;
   for (const auto& item : root.named_parameters()) {
     if (is_lora_parameter(item.key())) continue;

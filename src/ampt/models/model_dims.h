@@ -48,6 +48,10 @@ struct FamilyTerms {
   // Matmul weights outside the inventory's Linear layers and head (an MLP's layers, a CNN's
   // convolutions and classifier).
   int64_t other_matmul_weights = 0;
+  // Of those, the ones a LoRA base stores as --base_dtype stores the Linears': a sparse block's
+  // expert weights, each [E, out, in] stack as one [E·out, in] matrix (its storage and its
+  // dequantized copy are the whole stack's).
+  std::vector<LinearLayer> stacked_weights;
   int64_t norm = 0;        // norm weights and biases (fp32 under O2)
   int64_t block_norm = 0;  // of those, one block's (transformers)
   // Bytes saved for backward at `micro_batch` samples, with the loss's and the backward's

@@ -1,7 +1,12 @@
 #include "ampt/models/moe.h"
 
+#include "ampt/core/autocast_dtype.h"
+#include "ampt/models/linear.h"
+#include "ampt/precision/placeholder.h"
+
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/_grouped_mm.h>
+#include <torch/autograd.h>
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/init.h>
 
@@ -41,6 +46,30 @@ torch::Tensor grouped_linear(const torch::Tensor& x, const torch::Tensor& weight
   return slices.size() == 1 ? slices.front() : torch::cat(slices);
 }
 
+// grouped_linear over a stored (quantized) weight: its storage is saved, not the dequantized
+// weight, and the backward dequantizes again for the input's gradient; the weight, frozen, gets
+// none.
+struct StoredGroupedLinear : public torch::autograd::Function<StoredGroupedLinear> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const c10::intrusive_ptr<precision::QuantizedWeight>& weight,
+                               const std::vector<int64_t>& counts) {
+    ctx->saved_data["weight"] = c10::IValue::make_capsule(weight);
+    ctx->saved_data["counts"] = counts;
+    return grouped_linear(x, weight->dequantize(x.scalar_type()), counts, {});
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    const auto weight = c10::static_intrusive_pointer_cast<precision::QuantizedWeight>(
+        ctx->saved_data["weight"].toCapsule());
+    const auto counts = ctx->saved_data["counts"].toIntVector();
+    const auto& grad = grads[0];
+    // dy_e · W_e for each expert: the transposed group through the same per-expert GEMMs.
+    return {grouped_linear(grad, weight->dequantize(grad.scalar_type()).transpose(1, 2), counts, {}),
+            torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 Routing route(const torch::Tensor& logits, int64_t top_k, bool normalize_top_k) {
@@ -56,6 +85,14 @@ ExpertsImpl::ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate) 
   torch::NoGradGuard no_grad;
   gate_up_proj.normal_(0.0, kInitStd);
   down_proj.normal_(0.0, kInitStd);
+  if (weights_deferred()) {
+    for (auto* p : {&gate_up_proj, &down_proj}) p->set_data(precision::placeholder(p->sizes(), p->options()));
+  }
+}
+
+const std::vector<std::string>& ExpertsImpl::quantizable_names() const {
+  static const std::vector<std::string> names{"gate_up_proj", "down_proj"};
+  return names;
 }
 
 torch::Tensor ExpertsImpl::forward(const torch::Tensor& x, const Routing& routing) {
@@ -67,15 +104,25 @@ torch::Tensor ExpertsImpl::forward(const torch::Tensor& x, const Routing& routin
   const auto per_expert = picked.bincount({}, experts);
   std::vector<int64_t> counts;
   torch::Tensor offsets;
-  if (grouped_on(x, down_proj.size(1), down_proj.size(2))) {
+  const bool stored = quantized(0) || quantized(1);
+  if (!stored && grouped_on(x, down_proj.size(1), down_proj.size(2))) {
     offsets = per_expert.cumsum(0).to(torch::kInt32);
   } else {
     // The slice lengths drive the GEMMs from the host: one sync per block on a GPU.
     const auto on_host = per_expert.to(torch::kCPU);
     counts.assign(on_host.data_ptr<int64_t>(), on_host.data_ptr<int64_t>() + experts);
   }
-  const auto halves = grouped_linear(rows, gate_up_proj, counts, offsets).chunk(2, -1);
-  const auto out = grouped_linear(torch::silu(halves[0]) * halves[1], down_proj, counts, offsets);
+  const auto project = [&](const torch::Tensor& in, size_t i) {
+    const auto& weight = quantized(i);
+    if (!weight) return grouped_linear(in, quantizable_parameter(i), counts, offsets);
+    // In the dtype autocast would compute a matmul in, as a stored Linear is.
+    const auto dtype = in.scalar_type() == torch::kFloat
+                           ? autocast_dtype(in.device().type()).value_or(torch::kFloat)
+                           : in.scalar_type();
+    return StoredGroupedLinear::apply(in.to(dtype), weight, counts);
+  };
+  const auto halves = project(rows, 0).chunk(2, -1);
+  const auto out = project(torch::silu(halves[0]) * halves[1], 1);
   // Back to (token, slot) order by the inverse permutation, not an atomic index_add: the sum
   // over a token's experts is then the same in every run; and a gather, which keeps only its
   // index for backward (index_copy would keep a copy of `out`).

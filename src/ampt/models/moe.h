@@ -6,6 +6,7 @@
 #pragma once
 
 #include "ampt/models/llama_presets.h"
+#include "ampt/models/quantizable.h"
 
 #include <torch/nn/module.h>
 #include <torch/types.h>
@@ -26,15 +27,21 @@ struct Routing {
 Routing route(const torch::Tensor& logits, int64_t top_k, bool normalize_top_k);
 
 // The experts' SwiGLU MLPs: gate_up_proj [E, 2I, C] (each expert's gate rows, then its up rows)
-// and down_proj [E, C, I], as nn.Linear weights ([out, in]).
-class ExpertsImpl : public torch::nn::Module {
+// and down_proj [E, C, I], as nn.Linear weights ([out, in]). A LoRA base's frozen experts can be
+// stored quantized (--base_dtype, quantizable.h), each 3-D weight as one storage.
+class ExpertsImpl : public torch::nn::Module, public QuantizableWeights {
  public:
   ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate);
   // x [N, C] → Σ_k weights[:, k] · expert_{experts[:, k]}(x) [N, C]. The N · top_k (token,
   // expert) pairs are sorted by expert once; each expert's contiguous slice goes through its
   // weights as one GEMM (on a GPU in bf16, all of them as one at::_grouped_mm), and the results
-  // are added back to their tokens.
+  // are added back to their tokens. A stored weight is dequantized whole in the compute dtype
+  // for the GEMMs and again for the input's gradient, never kept for backward (QLoRA's
+  // MatMul4Bit, over the group).
   torch::Tensor forward(const torch::Tensor& x, const Routing& routing);
+
+  const std::vector<std::string>& quantizable_names() const override;
+  torch::Tensor& quantizable_parameter(size_t i) override { return i == 0 ? gate_up_proj : down_proj; }
 
   torch::Tensor gate_up_proj, down_proj;
 };

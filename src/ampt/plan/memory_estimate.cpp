@@ -29,6 +29,13 @@ int64_t quantized_bytes(const models::LinearLayer& layer, config::BaseDtype form
   }
 }
 
+// The matrices --base_dtype stores: the blocks' Linear weights and the stacked expert weights.
+std::vector<models::LinearLayer> stored_matrices(const ModelDims& d) {
+  auto out = d.layers.linears;
+  out.insert(out.end(), d.terms.stacked_weights.begin(), d.terms.stacked_weights.end());
+  return out;
+}
+
 }  // namespace
 
 ParameterCounts count_parameters(const ModelDims& d) {
@@ -89,10 +96,10 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
     const int64_t base = p.total - p.trainable;
     m.frozen_weights = frozen_width(scheme) * (base - p.norm) + 4 * p.norm;
     if (dims.lora.base_dtype != config::BaseDtype::auto_select) {
-      // The block Linear weights quantized, and one of them dequantized at a time (the largest)
-      // in the dtype the GEMM runs in.
+      // The block Linear (and expert) weights quantized, and one of them dequantized at a time
+      // (the largest) in the dtype the GEMM runs in.
       int64_t largest = 0;
-      for (const auto& layer : dims.layers.linears) {
+      for (const auto& layer : stored_matrices(dims)) {
         m.frozen_weights += quantized_bytes(layer, dims.lora.base_dtype) -
                             frozen_width(scheme) * layer.in * layer.out;
         largest = std::max(largest, layer.in * layer.out);
@@ -168,7 +175,7 @@ int64_t frozen_per_rank(const MemoryEstimate& whole, const ModelDims& dims, cons
   const int64_t width = frozen_width(scheme);
   const auto format = dims.lora.base_dtype;
   int64_t linears = 0, largest = 0;
-  for (const auto& layer : dims.layers.linears) {
+  for (const auto& layer : stored_matrices(dims)) {
     linears += format == config::BaseDtype::auto_select ? width * layer.in * layer.out
                                                         : quantized_bytes(layer, format);
     largest = std::max(largest, layer.in * layer.out);

@@ -77,7 +77,7 @@ struct QuantizedLinear : public torch::autograd::Function<QuantizedLinear> {
 
 QuantizedWeight::QuantizedWeight(const torch::Tensor& weight, config::BaseDtype format,
                                  c10::Device device)
-    : format_(format) {
+    : format_(format), shape_(weight.sizes().vec()) {
   switch (format) {
     case config::BaseDtype::nf4: {
       auto q = quantize_nf4(weight);
@@ -90,7 +90,7 @@ QuantizedWeight::QuantizedWeight(const torch::Tensor& weight, config::BaseDtype 
     case config::BaseDtype::int8:
     case config::BaseDtype::fp8: {
       const auto code = format == config::BaseDtype::int8 ? RowCode::int8 : RowCode::e4m3;
-      auto q = quantize_rows(weight, code);
+      auto q = quantize_rows(weight.reshape({-1, weight.size(-1)}), code);
       rows_ = RowScaled{q.values.to(device), q.scales.to(device)};
       break;
     }
@@ -103,7 +103,7 @@ QuantizedWeight::QuantizedWeight(const torch::Tensor& weight, config::BaseDtype 
 
 torch::Tensor QuantizedWeight::dequantize(c10::ScalarType dtype) const {
   if (nf4_) return dequantize_nf4(*nf4_, dtype);
-  if (rows_) return dequantize_rows(*rows_, dtype);
+  if (rows_) return dequantize_rows(*rows_, dtype).view(shape_);
   return half_.to(dtype);
 }
 

@@ -20,7 +20,9 @@ namespace ampt::precision {
 class QuantizedWeight : public torch::CustomClassHolder {
  public:
   // `format` nf4, int8, fp8, bf16 or fp16; the storage is kept on `device` (nf4 quantizes on the
-  // CPU, where its bytes are bitsandbytes').
+  // CPU, where its bytes are bitsandbytes'). `weight` is a matrix [out, in], or a stack of them
+  // (an expert group's [E, out, in]), which int8 and fp8 scale by each matrix's rows and nf4
+  // takes as the flat row-major sequence it always quantizes.
   QuantizedWeight(const torch::Tensor& weight, config::BaseDtype format, c10::Device device);
 
   torch::Tensor dequantize(c10::ScalarType dtype) const;
@@ -31,6 +33,7 @@ class QuantizedWeight : public torch::CustomClassHolder {
 
  private:
   config::BaseDtype format_;
+  std::vector<int64_t> shape_;
   std::optional<Nf4Weight> nf4_;
   std::optional<RowScaled> rows_;  // int8, fp8
   torch::Tensor half_;             // bf16, fp16

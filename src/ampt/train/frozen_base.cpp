@@ -2,6 +2,7 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/models/linear.h"
+#include "ampt/models/quantizable.h"
 #include "ampt/models/lora.h"
 #include "ampt/models/model_family.h"
 
@@ -24,8 +25,12 @@ FrozenBase freeze_base(const config::Config& config, precision::PrecisionState& 
   if (config.base_dtype != config::BaseDtype::auto_select) {
     // Quantized from the frozen dtype, as transformers quantizes the weights it loaded.
     const int64_t bytes = models::quantize_base(model, config.base_dtype);
-    storage = fmt::format("with the block Linear weights in {} ({:.1f} MiB), the rest {}",
-                          config::to_string(config.base_dtype),
+    bool experts = false;  // a sparse model's expert groups (moe.h) are stored too
+    for (const auto& weight : models::quantizable_weights(model)) {
+      experts |= weight.quantized() && dynamic_cast<models::LinearImpl*>(weight.owner) == nullptr;
+    }
+    storage = fmt::format("with the block Linear weights{} in {} ({:.1f} MiB), the rest {}",
+                          experts ? " and the experts" : "", config::to_string(config.base_dtype),
                           static_cast<double>(bytes) / (1 << 20), storage);
   }
   base.note = fmt::format(

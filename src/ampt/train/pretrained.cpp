@@ -3,6 +3,7 @@
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/hf/peft_adapter.h"
 #include "ampt/models/linear.h"
+#include "ampt/models/quantizable.h"
 #include "ampt/models/lora.h"
 #include "ampt/models/model_family.h"
 #include "ampt/precision/placeholder.h"
@@ -38,7 +39,7 @@ LoadedWeights load_pretrained(const config::Config& config, const NamedTensors& 
     const bool deferred = base_loads_deferred(config);
     const auto quantized = deferred && config.base_dtype != config::BaseDtype::auto_select
                                ? models::awaiting_weights(model)
-                               : std::map<std::string, models::LinearImpl*>{};
+                               : std::map<std::string, models::QuantizableWeight>{};
     checkpoint::TensorMatch match(base, "pretrained model", config.init_from);
     loaded.description = family.load_pretrained(
         config, [&](const std::string& name, const torch::Tensor& tensor) {
@@ -47,7 +48,8 @@ LoadedWeights load_pretrained(const config::Config& config, const NamedTensors& 
           if (deferred) {
             loaded.digests.emplace(name, tensor_digest(tensor));
             if (const auto it = quantized.find(name); it != quantized.end()) {
-              return it->second->quantize(tensor.to(target.scalar_type()), config.base_dtype);
+              return it->second.owner->quantize(it->second.index, tensor.to(target.scalar_type()),
+                                                config.base_dtype);
             }
             if (precision::is_placeholder(target)) {
               return target.set_data(tensor.to(target.device(), target.scalar_type()).contiguous());

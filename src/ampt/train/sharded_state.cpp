@@ -3,7 +3,7 @@
 #include "ampt/checkpoint/sharded_save.h"
 #include "ampt/core/errors.h"
 #include "ampt/distributed/sharded_parameters.h"
-#include "ampt/models/linear.h"
+#include "ampt/models/quantizable.h"
 #include "ampt/models/model_family.h"
 #include "ampt/precision/placeholder.h"
 #include "ampt/train/block_gather.h"
@@ -28,12 +28,11 @@ distributed::FrozenTensors frozen_tensors(const TrainStateParts& parts) {
     out.tensors.push_back(tensor);
     out.block.push_back(block_index(name, blocks));
   }
-  for (const auto& item : parts.model.module->named_modules("", /*include_self=*/false)) {
-    const auto* linear = dynamic_cast<const models::LinearImpl*>(item.value().get());
-    if (linear == nullptr || !linear->quantized()) continue;
-    for (const auto& tensor : linear->quantized()->tensors()) {
+  for (const auto& weight : models::quantizable_weights(*parts.model.module)) {
+    if (!weight.quantized()) continue;
+    for (const auto& tensor : weight.quantized()->tensors()) {
       out.tensors.push_back(tensor);
-      out.block.push_back(block_index(item.key() + ".weight", blocks));
+      out.block.push_back(block_index(weight.name, blocks));
     }
   }
   return out;
