@@ -345,6 +345,42 @@ TEST_CASE("preference: the log, metrics and summary carry TRL's figures, a resum
   const auto from_table = step_losses(read_file(dir + "/precomputed/metrics.jsonl"));
   REQUIRE(from_table.size() == full.size());
   for (size_t i = 0; i < full.size(); ++i) CHECK(from_table[i] == Approx(full[i]).epsilon(1e-6));
+  // The table is kept beside the token cache: a run of the same pairs from the same weights reads
+  // it instead of making the pass again, and takes the same steps.
+  const auto cache = dir + "/precomputed/token_cache";
+  std::vector<std::string> tables;
+  for (const auto& entry : std::filesystem::directory_iterator(cache)) {
+    if (entry.path().filename().string().starts_with("ref-logps-")) tables.push_back(entry.path().string());
+  }
+  REQUIRE(tables.size() == 1);
+  CHECK_THAT(precomputed.out, Catch::Contains("kept in " + tables[0]));
+  const std::vector<std::string> cached{"--objective", "dpo", "--val_fraction", "0.5",
+                                        "--eval_every", "3", "--precompute_ref_logps",
+                                        "--token_cache", cache, "--save_every", "3"};
+  const auto reread = run_preference(gpt_preference_args(records, dir + "/reread", cached));
+  CHECK_THAT(reread.out, Catch::Contains("log-probabilities of the pairs read from " + tables[0]));
+  CHECK(step_losses(read_file(dir + "/reread/metrics.jsonl")) == from_table);
+  // Resumed on the same pairs, it reads the table again and continues the same steps.
+  auto same = gpt_preference_args(records, dir + "/same", cached);
+  same.insert(same.end(), {"--resume", dir + "/reread/ckpt-00000003.pt"});
+  CHECK_THAT(run_preference(same).out, Catch::Contains("read from " + tables[0]));
+  const auto continued = step_losses(read_file(dir + "/same/metrics.jsonl"));
+  REQUIRE(continued.size() == 3);
+  for (int i = 0; i < 3; ++i) CHECK(continued[i] == from_table[3 + i]);
+  // A resume onto other pairs would train against another reference: refused in one line,
+  // before any pass over them.
+  auto other_records = read_file(records);
+  other_records.replace(other_records.find(" blue."), 6, " azure.");
+  write_file(dir + "/other.jsonl", other_records);
+  auto onto_other = gpt_preference_args(dir + "/other.jsonl", dir + "/other", cached);
+  onto_other.insert(onto_other.end(), {"--resume", dir + "/reread/ckpt-00000003.pt"});
+  const auto refused_resume = run_ampt(onto_other);
+  CHECK(refused_resume.exit_code != 0);
+  CHECK_THAT(refused_resume.err,
+             Catch::Contains("checkpoint '" + dir + "/reread/ckpt-00000003.pt' trained against "
+                             "reference log-probabilities of other preference pairs (data "));
+  CHECK_THAT(refused_resume.err, Catch::Contains("resume with the data it trained on"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/other/metrics.jsonl"));
 
   // A fresh adapter (B = 0) starts as its base: the base with the adapters off is the reference.
   const auto lora = run_preference(gpt_preference_args(

@@ -193,6 +193,7 @@ void write_checkpoint_file(const std::string& path, const Checkpoint& c) {
     root.insert("base_model", c.base_model);
     root.insert("base_fingerprint", c.base_fingerprint);
   }
+  if (!c.reference_data.empty()) root.insert("reference_data", c.reference_data);
   if (c.scaler) {
     root.insert("scaler_scale", static_cast<double>(c.scaler->scale));
     root.insert("scaler_growth_tracker", static_cast<int64_t>(c.scaler->growth_tracker));
@@ -268,6 +269,7 @@ Checkpoint load_file(const std::string& path) {
     c.base_model = r.text("base_model");
     c.base_fingerprint = r.text("base_fingerprint");
   }
+  if (r.has("reference_data")) c.reference_data = r.text("reference_data");
   if (r.has("scaler_scale")) {
     c.scaler = SavedScaler{static_cast<float>(r.number("scaler_scale")),
                            static_cast<int32_t>(r.integer("scaler_growth_tracker"))};

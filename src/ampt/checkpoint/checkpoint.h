@@ -53,6 +53,9 @@ struct Checkpoint {
   // (train/base_fingerprint.h). Both empty without LoRA.
   std::string base_model;
   std::string base_fingerprint;
+  // A run with --precompute_ref_logps: the digest of the preference pairs its reference
+  // log-probabilities were of (train/reference_cache.h); empty otherwise.
+  std::string reference_data;
 };
 
 // "ckpt-00000050.pt"

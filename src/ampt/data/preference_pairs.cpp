@@ -2,6 +2,7 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
+#include "ampt/core/fnv1a.h"
 #include "ampt/data/loss_mask.h"
 #include "ampt/text/tokenize_chats.h"
 
@@ -114,6 +115,23 @@ std::string PreferencePairs::packing_summary() const {
                      "sequence tokens, {:.0f}% padding (unpacked: {:.0f}% padding)",
                      counts_.pairs, counts_.windows, length_, 100.0 - padding(counts_.windows),
                      padding(counts_.windows), padding(2 * counts_.pairs));
+}
+
+uint64_t PreferencePairs::digest() const {
+  Fnv1a hash;
+  hash.add_int(length_).add_int(packed_ ? 1 : 0);
+  for (const auto& pair : pairs_) {
+    hash.add_int(pair.id);
+    for (const auto* sequence : {&pair.chosen, &pair.rejected}) {
+      const auto& span = tokens_[sequence->span];
+      hash.add_int(sequence->length).add_int(span.bytes_per_token);
+      hash.add({static_cast<const char*>(span.data) + sequence->begin * span.bytes_per_token,
+                static_cast<size_t>(sequence->length * span.bytes_per_token)});
+      const auto* mask = mask_bytes(masks_[sequence->span]) + sequence->begin;
+      hash.add({reinterpret_cast<const char*>(mask), static_cast<size_t>(sequence->length)});
+    }
+  }
+  return hash.digest();
 }
 
 bool PreferencePairs::any_scored(const Document& sequence) const {

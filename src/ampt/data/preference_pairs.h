@@ -51,6 +51,10 @@ class PreferencePairs : public Dataset {
   // The pairs at `indices` (below counts().pairs), packed as these are: a held-out split by
   // pair, the same whether or not they are packed.
   std::shared_ptr<PreferencePairs> select(const std::vector<int64_t>& indices) const;
+  // A hash of the pairs as the batches give them: each pair's id, its two sequences' tokens and
+  // loss masks, the length and whether they are packed. What --precompute_ref_logps's table is of
+  // (train/reference_cache.h).
+  uint64_t digest() const;
   // "packed 500 pairs into 120 windows of 1024: 91% sequence tokens, 9% padding (unpacked: 64%
   // padding)"; unpacked: "each sequence padded to its own row".
   std::string packing_summary() const;

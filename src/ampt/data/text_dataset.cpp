@@ -96,9 +96,7 @@ Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string
                                                            : text::InputFormat::text;
   options.text_field = config.text_field;
   options.progress = progress;
-  const auto cache_dir = config.token_cache.empty()
-                             ? (fs::path(config.output_dir) / "token_cache").string()
-                             : config.token_cache;
+  const auto cache_dir = token_cache_dir(config);
   auto named = fs::path(spec.path).lexically_normal();
   if (named.filename().empty()) named = named.parent_path();  // "data/stories/"
   const auto name = fmt::format("{}-{}", spec.kind == config::DatasetKind::jsonl ? "jsonl" : "text",

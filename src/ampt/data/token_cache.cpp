@@ -12,6 +12,12 @@
 #include <system_error>
 
 namespace ampt::data {
+
+std::string token_cache_dir(const config::Config& config) {
+  return config.token_cache.empty()
+             ? (std::filesystem::path(config.output_dir) / "token_cache").string()
+             : config.token_cache;
+}
 namespace {
 
 namespace fs = std::filesystem;

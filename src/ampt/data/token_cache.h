@@ -2,6 +2,7 @@
 // tokenized once, and again only when the tokenizer or an input changes.
 #pragma once
 
+#include "ampt/config/config.h"
 #include "ampt/text/chat_template.h"
 #include "ampt/text/tokenize_files.h"
 #include "ampt/text/tokenizer.h"
@@ -10,6 +11,10 @@
 #include <vector>
 
 namespace ampt::data {
+
+// Where a run keeps tokenized text (and what else is computed once from its data, such as
+// --precompute_ref_logps's table): config.token_cache, or output_dir/token_cache.
+std::string token_cache_dir(const config::Config& config);
 
 struct CachedShard {
   std::string path;

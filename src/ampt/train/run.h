@@ -124,7 +124,9 @@ class Run {
   // reference_start()'s, from ReferenceStart.
   ReferenceStart reference_start();
   // The model's (chosen, rejected) log-probabilities of every pair of both splits, as it is now,
-  // [pairs, 2] on the device by Batch::pair_ids; `note` says how many and how long it took.
+  // [pairs, 2] on the device by Batch::pair_ids: read from the token cache where an earlier run
+  // kept them (reference_cache.h), else computed and kept there; `note` says which, and how many
+  // and how long it took.
   torch::Tensor reference_log_probs(std::string& note);
   // What the run minimises (objective.h): token cross-entropy (loss_of), or config.objective's
   // preference loss with its reference model. Throws UsageError for a preference objective the
@@ -170,6 +172,9 @@ class Run {
   // The training step's target check, on the device (the monitor carries its record).
   kernels::TargetCheck target_check_;
   FrozenBase frozen_base_;
+  // --precompute_ref_logps: the digest of the pairs its table is of, and the fingerprint of the
+  // weights it is computed from, taken before ZeRO cuts them (reference_cache.h).
+  std::string reference_data_, reference_weights_;
   // Built once the weights are loaded; it holds ZeRO-3's hooks, which the model calls.
   std::unique_ptr<TrainState> state_;
   Progress progress_;

@@ -114,6 +114,7 @@ checkpoint::Checkpoint Run::checkpoint_meta(int64_t steps_done) const {
   c.optimizer_kind = state_->optimizer().kind();
   c.base_model = config_.init_from;
   c.base_fingerprint = frozen_base_.fingerprint;
+  c.reference_data = reference_data_;
   if (precision_.scaler().enabled()) {
     const auto state = precision_.scaler().state();
     c.scaler = checkpoint::SavedScaler{state.scale, state.growth_tracker, state.hysteresis};

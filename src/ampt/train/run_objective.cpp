@@ -4,7 +4,9 @@
 #include "ampt/core/errors.h"
 #include "ampt/models/lora.h"
 #include "ampt/precision/autocast_guard.h"
+#include "ampt/data/token_cache.h"
 #include "ampt/train/pretrained.h"
+#include "ampt/train/reference_cache.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
@@ -62,6 +64,18 @@ Run::ReferenceStart Run::reference_start() {
 }
 
 torch::Tensor Run::reference_log_probs(std::string& note) {
+  const auto& policy = precision_.policy();
+  const auto cached = reference_cache_path(
+      data::token_cache_dir(config_), reference_data_, reference_weights_,
+      fmt::format("{} {} autocast {} fused_kernels {}", c10::DeviceTypeName(device_.device.type()),
+                  policy.name(), policy.autocast, static_cast<int>(config_.fused_kernels)));
+  if (auto table = read_reference_table(cached); table.defined()) {
+    note = fmt::format("the model as training starts, its log-probabilities of the pairs read from "
+                       "{}, which an earlier run of the same data and weights computed (no "
+                       "reference model while training)",
+                       cached);
+    return table.to(device_.device);
+  }
   const auto started = Clock::now();
   std::vector<torch::Tensor> ids;
   std::vector<torch::Tensor> values;
@@ -89,8 +103,9 @@ torch::Tensor Run::reference_log_probs(std::string& note) {
                             torch::dtype(torch::kFloat32).device(device_.device));
   table.index_copy_(0, id, torch::cat(values));
   note = fmt::format("the model as training starts, its log-probabilities of the {} pairs "
-                     "precomputed in {:.1f} s (no reference model while training)",
-                     id.numel(), seconds_since(started));
+                     "precomputed in {:.1f} s and kept in {} (no reference model while training)",
+                     id.numel(), seconds_since(started), cached);
+  if (dist_.rank() == 0) write_reference_table(cached, table);
   return table;
 }
 

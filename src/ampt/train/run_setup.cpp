@@ -1,4 +1,5 @@
 #include "ampt/train/run.h"
+#include "ampt/train/reference_cache.h"
 
 #include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
@@ -113,15 +114,22 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
     digests = std::move(loaded.digests);
   }
   frozen_base_ = freeze_base(config_, precision_, parameters_, *model_.module, digests);
+  if (config_.precompute_ref_logps && splits_.spec.preference) {
+    reference_data_ = preference_data_digest(splits_);
+    reference_weights_ = starting_weights_fingerprint(*model_.module);
+  }
   // Attached to the ranks, with ZeRO's shards cut, before a resume: each rank then reads only
   // what it holds of the checkpoint.
   state_ = make_train_state(parts);
   // The reference holds the weights training starts from, not a resumed checkpoint's.
+  std::string note;
+  const auto resume = checkpoint_to_resume(config, note);
+  // Before the reference's pass over the data, which a resume onto other pairs would waste.
+  if (resume && !reference_data_.empty()) require_same_reference_data(*resume, reference_data_);
   const auto reference = reference_start();
   // Resume before the loader exists: the checkpoint says where the data continues.
-  std::string note;
   data::LoaderState data_start;
-  if (const auto resume = checkpoint_to_resume(config, note)) data_start = restore(*resume, note);
+  if (resume) data_start = restore(*resume, note);
   progress_.loading = data::train_loader_options(config_, device_.device);
   progress_.loading.batch_size = progress_.batch_size;
   progress_.batches.emplace(splits_.train, progress_.loading, data_start);
