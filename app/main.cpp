@@ -6,6 +6,7 @@
 #include "ampt/core/allocator.h"
 #include "ampt/core/errors.h"
 #include "ampt/core/version.h"
+#include "ampt/device/cpu_math.h"
 #include "ampt/log/logger.h"
 
 #include <c10/util/Exception.h>
@@ -81,6 +82,7 @@ int dispatch(const std::vector<std::string>& argv) {
 
 int main(int argc, char** argv) {
   try {
+    ampt::device::initialize_cpu_math();
     return dispatch(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const ampt::UsageError& e) {
     std::fprintf(stderr, "ampt: error: %s\n", e.what());
