@@ -214,7 +214,7 @@ TEST_CASE("moe experts stored quantized: the dense experts' outputs and input gr
   }
 }
 
-TEST_CASE("moe models: what a sparse model cannot do yet is refused in one line", "[models][moe]") {
+TEST_CASE("moe options: the router losses on a model without experts are refused in one line", "[models][moe]") {
   ampt::config::Config dense;
   dense.model = "qwen3";
   dense.router_aux_loss_coef = 0.01;

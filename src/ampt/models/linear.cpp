@@ -20,9 +20,7 @@ bool is_island(const torch::nn::Module& module) {
 // x in autocast's dtype where autocast would cast it for an ordinary Linear: the base's GEMM and
 // the adapter's then share one cast copy (each would otherwise keep its own for the backward).
 torch::Tensor cast_once(const torch::Tensor& x, bool island) {
-  if (island || x.scalar_type() != torch::kFloat) return x;
-  const auto dtype = autocast_dtype(x.device().type());
-  return dtype ? x.to(*dtype) : x;
+  return island ? x : x.to(matmul_dtype(x));
 }
 
 }  // namespace
@@ -31,7 +29,7 @@ LinearImpl::LinearImpl(int64_t in, int64_t out, bool bias)
     : torch::nn::LinearImpl(torch::nn::LinearOptions(in, out).bias(bias)) {
   // After the initialization, so that the random stream, and with it every later layer's and
   // adapter's initial values, is the same as without deferring.
-  if (defer_weights) weight.set_data(precision::placeholder(weight.sizes(), weight.options()));
+  defer_if_asked(weight);
 }
 
 const std::vector<std::string>& LinearImpl::quantizable_names() const {
@@ -45,7 +43,9 @@ DeferredWeights::DeferredWeights(bool active) : previous_(defer_weights) {
 
 DeferredWeights::~DeferredWeights() { defer_weights = previous_; }
 
-bool weights_deferred() { return defer_weights; }
+void defer_if_asked(torch::Tensor& weight) {
+  if (defer_weights) weight.set_data(precision::placeholder(weight.sizes(), weight.options()));
+}
 
 void init_normal(const torch::Tensor& weight, double std) {
   torch::NoGradGuard no_grad;

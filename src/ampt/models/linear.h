@@ -70,8 +70,9 @@ class DeferredWeights {
   bool previous_;
 };
 
-// Whether a DeferredWeights lives on this thread.
-bool weights_deferred();
+// Makes `weight` (just initialized) a placeholder of its shape while a DeferredWeights lives on
+// this thread: each Linear's and expert group's constructor calls it last.
+void defer_if_asked(torch::Tensor& weight);
 
 // normal_(weight, 0, std) as a model initializes its weights; a placeholder's draws go to a
 // scratch tensor that is dropped, so that the random stream stays what it would be.

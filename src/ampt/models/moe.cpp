@@ -2,7 +2,6 @@
 
 #include "ampt/core/autocast_dtype.h"
 #include "ampt/models/linear.h"
-#include "ampt/precision/placeholder.h"
 
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/_grouped_mm.h>
@@ -85,9 +84,8 @@ ExpertsImpl::ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate) 
   torch::NoGradGuard no_grad;
   gate_up_proj.normal_(0.0, kInitStd);
   down_proj.normal_(0.0, kInitStd);
-  if (weights_deferred()) {
-    for (auto* p : {&gate_up_proj, &down_proj}) p->set_data(precision::placeholder(p->sizes(), p->options()));
-  }
+  defer_if_asked(gate_up_proj);
+  defer_if_asked(down_proj);
 }
 
 const std::vector<std::string>& ExpertsImpl::quantizable_names() const {
@@ -116,10 +114,7 @@ torch::Tensor ExpertsImpl::forward(const torch::Tensor& x, const Routing& routin
     const auto& weight = quantized(i);
     if (!weight) return grouped_linear(in, quantizable_parameter(i), counts, offsets);
     // In the dtype autocast would compute a matmul in, as a stored Linear is.
-    const auto dtype = in.scalar_type() == torch::kFloat
-                           ? autocast_dtype(in.device().type()).value_or(torch::kFloat)
-                           : in.scalar_type();
-    return StoredGroupedLinear::apply(in.to(dtype), weight, counts);
+    return StoredGroupedLinear::apply(in.to(matmul_dtype(in)), weight, counts);
   };
   const auto halves = project(rows, 0).chunk(2, -1);
   const auto out = project(torch::silu(halves[0]) * halves[1], 1);

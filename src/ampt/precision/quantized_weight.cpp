@@ -18,12 +18,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-// The dtype a Linear computes x in: autocast's where it would cast x, else x's own.
-c10::ScalarType compute_dtype(const torch::Tensor& x) {
-  if (x.scalar_type() != torch::kFloat) return x.scalar_type();
-  return autocast_dtype(x.device().type()).value_or(x.scalar_type());
-}
-
 // x [M, K] · Wᵀ for fp8 storage where the row-wise fp8 GEMM runs (Ada, Hopper: kernel_support's
 // fp8_rowwise_gemm) and the GEMM is bf16's: x quantized row-wise to e4m3 and multiplied with the
 // stored codes by _scaled_mm, each product dequantized there by x's row factor and the weight's
@@ -123,7 +117,7 @@ torch::Tensor quantized_linear(const torch::Tensor& x,
                                const c10::intrusive_ptr<QuantizedWeight>& weight,
                                const torch::Tensor& bias) {
   return QuantizedLinear::apply(
-      x.to(compute_dtype(x)), weight,
+      x.to(matmul_dtype(x)), weight,
       bias.defined() ? std::optional<torch::Tensor>(bias.detach()) : std::nullopt);
 }
 
