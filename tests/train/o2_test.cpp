@@ -124,6 +124,15 @@ TEST_CASE("O2 and fp16 runs report fp32 modules and this model's risky ops at st
   CHECK_THAT(joined, Catch::Contains("residual stream in bf16: 4 attention and MLP branches"));
   CHECK_THAT(joined, Catch::Contains("cross-entropy over 256 logits"));
 
+  // Any transformer family, read from its layer inventory: a Llama's attention and residual
+  // stream, named as its modules are.
+  Recorder llama;
+  ampt::train::run_training(run_of("llama", MixedPrecision::bf16, OptLevel::O2, 1), {}, llama);
+  const auto llama_joined = fmt::format("{}", fmt::join(llama.info.compat_report, "\n"));
+  CHECK_THAT(llama_joined, Catch::Contains("attention softmax in bf16 (layers.0.self_attn, layers.1.self_attn)"));
+  CHECK_THAT(llama_joined, Catch::Contains("residual stream in bf16: 4 attention and MLP branches"));
+  CHECK_THAT(llama_joined, Catch::Contains("cross-entropy over 256 logits"));
+
   auto cnn_config = run_of("cnn", MixedPrecision::fp16, OptLevel::O1, 1);
   cnn_config.synthetic_samples = 512;
   cnn_config.batch_size = 16;

@@ -1,8 +1,6 @@
 #include "ampt/models/compat_report.h"
 
-#include "ampt/models/attention.h"
 #include "ampt/models/cnn.h"
-#include "ampt/models/gpt.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,6 +9,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include <map>
+#include <set>
 
 namespace ampt::models {
 namespace {
@@ -41,9 +40,11 @@ bool wants_compat_report(const std::vector<precision::PrecisionPolicy>& stages) 
   return false;
 }
 
-std::vector<std::string> compat_report(const torch::nn::Module& root,
+std::vector<std::string> compat_report(const Model& model,
                                        const precision::PrecisionIslands& islands,
                                        const precision::PrecisionPolicy& policy) {
+  const auto& root = *model.module;
+  const auto& layers = model.layers;
   const bool fp16 = policy.compute_dtype == c10::kHalf;
   const std::string half = fp16 ? "fp16" : "bf16";
   const bool o2 = policy.weight_dtype != c10::kFloat;
@@ -64,7 +65,14 @@ std::vector<std::string> compat_report(const torch::nn::Module& root,
                                 fmt::join(groups, "; ")));
   }
 
-  // Risky operations, by what the module tree holds.
+  // Risky operations, by what the module tree holds. A block's attention is the module that holds
+  // its query projection.
+  std::set<std::string> attention_modules;
+  for (const auto& linear : layers.linears) {
+    if (linear.role == LinearRole::qkv || linear.role == LinearRole::q) {
+      attention_modules.insert(linear.name.substr(0, linear.name.rfind('.')));
+    }
+  }
   std::vector<std::string> batch_norms;
   std::vector<std::string> attention;
   for (const auto& item : root.named_modules("", /*include_self=*/false)) {
@@ -81,7 +89,7 @@ std::vector<std::string> compat_report(const torch::nn::Module& root,
       }
     }
     if (is_batch_norm(module)) batch_norms.push_back(name);
-    if (module.as<models::CausalSelfAttention>() && !fp32) attention.push_back(name);
+    if (attention_modules.contains(name) && !fp32) attention.push_back(name);
   }
   if (!batch_norms.empty()) {
     lines.push_back(fmt::format(
@@ -98,17 +106,16 @@ std::vector<std::string> compat_report(const torch::nn::Module& root,
         "the fused kernels accumulate in fp32, the math fallback (CPU) exponentiates in {}",
         half, some(attention, 2), half, half));
   }
-  if (const auto* gpt = root.as<models::Gpt>()) {
-    const auto& dims = gpt->dims();
+  if (layers.transformer()) {
     if (o2) {
       lines.push_back(fmt::format(
           "risky: residual stream in {}: {} attention and MLP branches are added into one {} "
           "tensor of width {}",
-          half, 2 * dims.n_layer, half, dims.n_embd));
+          half, 2 * layers.blocks.size(), half, layers.head_in));
     }
     lines.push_back(fmt::format(
         "loss: log_softmax and cross-entropy over {} logits run in fp32 (autocast's fp32 list){}",
-        dims.vocab_size, fp16 ? "; the tied head's logits themselves are fp16 and overflow past 65504" : ""));
+        layers.head_out, fp16 ? "; the head's logits themselves are fp16 and overflow past 65504" : ""));
   } else {
     if (root.as<models::Cnn>()) {
       lines.push_back(fmt::format(

@@ -2,6 +2,7 @@
 // which operations of this particular model are known to be fragile in the half dtype.
 #pragma once
 
+#include "ampt/models/registry.h"
 #include "ampt/precision/precision_islands.h"
 #include "ampt/precision/policy.h"
 
@@ -15,9 +16,10 @@ namespace ampt::models {
 // Whether a run with these policies gets the report: any O2 half stage or any fp16 stage.
 bool wants_compat_report(const std::vector<precision::PrecisionPolicy>& stages);
 
-// One line per finding, derived from `root`'s module tree (module types and sizes), the islands
-// the run keeps in fp32 and the half dtype of `policy` (the riskiest stage's policy).
-std::vector<std::string> compat_report(const torch::nn::Module& root,
+// One line per finding, derived from the model's module tree (module types and sizes) and, for a
+// transformer, its layer inventory (blocks, width, vocabulary), the islands the run keeps in fp32
+// and the half dtype of `policy` (the riskiest stage's policy).
+std::vector<std::string> compat_report(const Model& model,
                                        const precision::PrecisionIslands& islands,
                                        const precision::PrecisionPolicy& policy);
 

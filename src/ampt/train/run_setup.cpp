@@ -418,7 +418,7 @@ log::RunInfo Run::describe() const {
     if (riskiest == policies.end()) {
       riskiest = std::ranges::find_if(policies, [](const auto& p) { return p.autocast; });
     }
-    info.compat_report = models::compat_report(*model_.module, precision_.islands(), *riskiest);
+    info.compat_report = models::compat_report(model_, precision_.islands(), *riskiest);
   }
   info.loss_scaling = precision_.scaler().enabled();
   info.init_scale = config_.grad_scaler_init;

@@ -38,6 +38,33 @@ distributed::FrozenTensors frozen_tensors(const TrainStateParts& parts) {
   return out;
 }
 
+// This rank's shard of the gradients, their norms the whole parameters', and the stepped shards
+// all-gathered into every rank's weights (O1's half copies then follow them).
+class ShardGradients final : public StepGradients {
+ public:
+  ShardGradients(distributed::ZeroShards& zero, precision::HalfWeights& half)
+      : zero_(zero), half_(half) {}
+  Collected collect(const std::vector<torch::Tensor>&) override {
+    return {zero_.collect_grads(), zero_.sharded_parameters()};
+  }
+  torch::Tensor norms(const std::vector<torch::Tensor>& grads) override {
+    return zero_.grad_norms(grads);
+  }
+  torch::Tensor whole_counts(torch::Tensor counts) override {
+    counts = counts.to(zero_.master_shard().device());
+    zero_.sum(counts, "the all-reduce of the underflow counts");
+    return counts;
+  }
+  void weights_stepped() override {
+    zero_.gather_weights();
+    half_.refresh();
+  }
+
+ private:
+  distributed::ZeroShards& zero_;
+  precision::HalfWeights& half_;
+};
+
 // ZeRO: each rank holds its shard of the fp32 masters and of the optimizer's state (and at stage
 // 2 and 3 of the gradients; at stage 3 of the weights, gathered block by block), and saves it.
 class ShardedState final : public TrainState {
@@ -55,8 +82,7 @@ class ShardedState final : public TrainState {
 
   void step_parts(StepParts& parts) override {
     parts.optimizer = optimizer_.get();
-    parts.zero = parts_.dist.zero();
-    parts.weights_gathered = [this] { parts_.precision.half_weights().refresh(); };
+    parts.gradients = gradients_.get();
   }
   // The AdamW kernel's O1 half copies need whole parameters: the shard's optimizer is ATen's.
   std::vector<kernels::FusedPath> fused_paths() const override { return {}; }
@@ -88,6 +114,7 @@ class ShardedState final : public TrainState {
   int64_t saves_started_ = 0;
   // Stage 3's hooks on the model's blocks; the model calls them until this state is destroyed.
   std::unique_ptr<BlockGather> block_gather_;
+  std::unique_ptr<ShardGradients> gradients_;  // once attached to the ranks
 };
 
 ShardedState::ShardedState(TrainStateParts parts) : TrainState(parts) {
@@ -117,6 +144,7 @@ ShardedState::ShardedState(TrainStateParts parts) : TrainState(parts) {
     masters.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
   }
   masters.release_masters();
+  gradients_ = std::make_unique<ShardGradients>(*dist.zero(), parts_.precision.half_weights());
   auto zero = make_zero_optimizer(parts_.config, *dist.zero(), names_, decay);
   optimizer_ = std::move(zero.optimizer);
   state_ = std::move(zero.state);

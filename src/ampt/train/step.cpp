@@ -33,7 +33,23 @@ void wait_for(const c10::cuda::CUDAStream& waiter, const c10::cuda::CUDAStream& 
   event.block(waiter);
 }
 
+class OwnGradients final : public StepGradients {
+ public:
+  Collected collect(const std::vector<torch::Tensor>& parameters) override {
+    Collected out;
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      if (!parameters[i].grad().defined()) continue;
+      out.grads.push_back(parameters[i].grad());
+      out.params.push_back(static_cast<int64_t>(i));
+    }
+    return out;
+  }
+  torch::Tensor norms(const std::vector<torch::Tensor>& grads) override { return grad_norms(grads); }
+};
+
 }  // namespace
+
+std::unique_ptr<StepGradients> own_gradients() { return std::make_unique<OwnGradients>(); }
 
 struct TrainStep::Graph {
   at::cuda::CUDAGraph graph;
@@ -46,6 +62,10 @@ struct TrainStep::Graph {
 };
 
 TrainStep::TrainStep(StepParts parts, bool graphed) : parts_(std::move(parts)) {
+  if (parts_.gradients == nullptr) {
+    own_ = own_gradients();
+    parts_.gradients = own_.get();
+  }
   if (graphed) graph_ = std::make_unique<Graph>();
 }
 
@@ -99,30 +119,13 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
     }
     parts_.gradients_ready(made);
   }
-  std::vector<torch::Tensor> grads;
-  std::vector<int64_t> grad_params;  // the parameter each gradient (and norm) belongs to
-  if (parts_.zero != nullptr) {
-    grads = parts_.zero->collect_grads();
-    grad_params = parts_.zero->sharded_parameters();
-  } else {
-    for (size_t i = 0; i < parts_.parameters.size(); ++i) {
-      if (parts_.parameters[i].grad().defined()) grad_params.push_back(static_cast<int64_t>(i));
-    }
-    if (parts_.masters != nullptr) {
-      grads = parts_.masters->master_grads();
-    } else {
-      for (const auto i : grad_params) grads.push_back(parts_.parameters[i].grad());
-    }
-  }
+  auto [grads, grad_params] = parts_.gradients->collect(parts_.parameters);
   // Before unscaling: underflow is about the values backward produced, scale included.
   const auto underflow_dtype = want_underflow && parts_.underflow_dtype ? parts_.underflow_dtype()
                                                                         : c10::kFloat;
   if (underflow_dtype != c10::kFloat) {
-    result.underflow = precision::underflow_counts(grads, underflow_dtype);
-    if (parts_.zero != nullptr) {
-      result.underflow = result.underflow.to(parts_.zero->master_shard().device());
-      parts_.zero->sum(result.underflow, "the all-reduce of the underflow counts");
-    }
+    result.underflow =
+        parts_.gradients->whole_counts(precision::underflow_counts(grads, underflow_dtype));
   }
   // A scaled step's gradients are divided by the scale, which GradScaler's fused kernel does while
   // it looks for inf and NaN. An unscaled one (bf16, fp32) has nothing to divide: the per-gradient
@@ -130,7 +133,7 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   // that rewrites every gradient times 1 (eager's bf16 loop has none).
   auto found_inf = parts_.scaler->enabled() ? parts_.scaler->unscale_(grads) : torch::Tensor();
   // Per-gradient norms, shared by clipping and the monitor (a non-finite norm marks the gradient).
-  const auto norms = parts_.zero != nullptr ? parts_.zero->grad_norms(grads) : grad_norms(grads);
+  const auto norms = parts_.gradients->norms(grads);
   if (!found_inf.defined()) found_inf = any_nonfinite(norms);
   // A non-finite loss skips the step as non-finite gradients do.
   auto skip = parts_.monitor ? parts_.monitor->skip_flag(result.loss, found_inf) : found_inf;
@@ -146,12 +149,7 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   clip.end();
   StepPhase optimizer("ampt::optimizer");
   parts_.optimizer->step(lr, skip);
-  if (parts_.zero != nullptr) {
-    parts_.zero->gather_weights();
-    if (parts_.weights_gathered) parts_.weights_gathered();
-  } else if (parts_.masters != nullptr) {
-    parts_.masters->refresh_model();
-  }
+  parts_.gradients->weights_stepped();
   optimizer.end();
   StepPhase scaler("ampt::scaler_update");
   const auto floor_hit = parts_.scaler->update(skip);

@@ -4,10 +4,8 @@
 #pragma once
 
 #include "ampt/data/batch.h"
-#include "ampt/distributed/zero_shards.h"
 #include "ampt/precision/loss_scaler.h"
 #include "ampt/precision/stability_monitor.h"
-#include "ampt/precision/master_weights.h"
 #include "ampt/train/objective.h"
 #include "ampt/train/optimizer.h"
 
@@ -20,15 +18,37 @@
 
 namespace ampt::train {
 
+// Where the gradients the optimizer steps with live, and what follows its step: the parameters'
+// own gradients (O2: their fp32 masters') over whole weights, this rank's shard of them under
+// ZeRO. The TrainState gives the step one (train_state.h); the step never asks which.
+class StepGradients {
+ public:
+  virtual ~StepGradients() = default;
+  struct Collected {
+    std::vector<torch::Tensor> grads;
+    std::vector<int64_t> params;  // the parameter each gradient (and its norm) belongs to
+  };
+  // After the last backward of the step.
+  virtual Collected collect(const std::vector<torch::Tensor>& parameters) = 0;
+  // Per-gradient norms of whole parameters (grad_clip.h's grad_norms; ZeRO: over every shard).
+  virtual torch::Tensor norms(const std::vector<torch::Tensor>& grads) = 0;
+  // Per-gradient counts made the whole parameters' (ZeRO: summed over the ranks' shards).
+  virtual torch::Tensor whole_counts(torch::Tensor counts) { return counts; }
+  // After the optimizer's step: the model's weights follow the stepped ones.
+  virtual void weights_stepped() {}
+};
+
+// The parameters' own gradients, stepped in place: what a step without a TrainState (tests) uses.
+std::unique_ptr<StepGradients> own_gradients();
+
 // What a step works on; the run owns all of it and outlives the step.
 struct StepParts {
   // The forward under autocast: each micro-batch's loss, the mean over its units (objective.h).
   std::shared_ptr<Objective> objective;
   std::vector<torch::Tensor> parameters;
   precision::LossScaler* scaler = nullptr;
-  // The gradients the optimizer steps with (O2: fp32 master gradients) and the refresh of the
-  // half weights after the step; transparent below O2; null: the parameters' own gradients.
-  precision::MasterWeights* masters = nullptr;
+  // Null: the parameters' own gradients (own_gradients()).
+  StepGradients* gradients = nullptr;
   Optimizer* optimizer = nullptr;
   double max_grad_norm = 0.0;   // 0: no clipping
   torch::Tensor overflow_steps;  // 0-dim, += found_inf every step
@@ -51,11 +71,6 @@ struct StepParts {
   // Optional: told each step's gradients once backward has made them (--profile's census).
   std::function<void(const std::vector<torch::Tensor>& gradients)> gradients_ready;
   std::function<void(torch::Tensor& found_inf)> agree_found_inf;
-  // ZeRO (optional): the step works on this rank's shard of the gradients, their norms are the
-  // global ones, and the stepped weights are all-gathered instead of refreshed from `masters`;
-  // then `weights_gathered` (O1's half copies follow the gathered weights).
-  distributed::ZeroShards* zero = nullptr;
-  std::function<void()> weights_gathered;
 };
 
 // Device tensors, valid until the next step (a graph's replay overwrites them in place).
@@ -107,6 +122,7 @@ class TrainStep {
 
   struct Graph;  // CUDA-only state, defined in step.cpp
   StepParts parts_;
+  std::unique_ptr<StepGradients> own_;  // where parts_ names no gradients
   std::unique_ptr<Graph> graph_;
 };
 

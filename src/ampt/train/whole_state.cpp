@@ -1,5 +1,7 @@
 #include "ampt/train/train_state.h"
 
+#include "ampt/train/grad_clip.h"
+
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -7,6 +9,26 @@
 
 namespace ampt::train {
 namespace {
+
+// The parameters' gradients, or O2's fp32 master gradients made from them; the half weights are
+// refreshed from the stepped masters (a no-op below O2).
+class MasterGradients final : public StepGradients {
+ public:
+  explicit MasterGradients(precision::MasterWeights& masters) : masters_(masters) {}
+  Collected collect(const std::vector<torch::Tensor>& parameters) override {
+    Collected out;
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      if (parameters[i].grad().defined()) out.params.push_back(static_cast<int64_t>(i));
+    }
+    out.grads = masters_.master_grads();
+    return out;
+  }
+  torch::Tensor norms(const std::vector<torch::Tensor>& grads) override { return grad_norms(grads); }
+  void weights_stepped() override { masters_.refresh_model(); }
+
+ private:
+  precision::MasterWeights& masters_;
+};
 
 // Every rank holds every parameter and the optimizer's state for all of them: rank 0 saves them.
 class WholeState final : public TrainState {
@@ -49,7 +71,7 @@ class WholeState final : public TrainState {
 
   void step_parts(StepParts& parts) override {
     parts.optimizer = optimizer_.get();
-    parts.masters = &parts_.precision.masters();
+    parts.gradients = &gradients_;
   }
 
   std::vector<kernels::FusedPath> fused_paths() const override {
@@ -67,6 +89,9 @@ class WholeState final : public TrainState {
                        "whole",
                        parts_.config.zero_stage);
   }
+
+ private:
+  MasterGradients gradients_{parts_.precision.masters()};
 };
 
 }  // namespace
