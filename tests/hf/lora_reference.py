@@ -2,9 +2,10 @@
 """Reference LoRA adapters for ampt's tests, made and trained with peft on a transformers base
 (tests/hf/gpt2_reference.py or llama_reference.py make it; no hub).
 
-    lora_reference.py init BASE OUT --rank R --alpha A --targets t1,t2 [--seed 0]
+    lora_reference.py init BASE OUT --rank R --alpha A --targets t1,t2 [--parameters p1,p2] [--seed 0]
         writes a peft LoRA adapter of BASE (A from peft's init under the seed; B random too, so
-        that the adapter changes the logits from the first step) with save_pretrained.
+        that the adapter changes the logits from the first step) with save_pretrained; with
+        --parameters, adapters on those 3-D expert weights too (peft's target_parameters).
     lora_reference.py finetune BASE ADAPTER TOKENS.bin BLOCK STEPS LR BETA1 BETA2 EPS [--base_dtype nf4]
         trains the adapter in float32 (PeftModel.from_pretrained(..., is_trainable=True)) on every
         window of BLOCK + 1 tokens of the uint16 file (one batch, as ampt cuts them) with
@@ -38,6 +39,7 @@ def init(args):
     base = base_model(args.base)
     config = LoraConfig(r=args.rank, lora_alpha=args.alpha, lora_dropout=0.0,
                         target_modules=args.targets.split(","), task_type="CAUSAL_LM",
+                        target_parameters=args.parameters.split(",") if args.parameters else None,
                         fan_in_fan_out=base.config.model_type == "gpt2")
     model = get_peft_model(base, config)
     with torch.no_grad():
@@ -113,6 +115,7 @@ def main():
     i.add_argument("--rank", type=int, required=True)
     i.add_argument("--alpha", type=float, required=True)
     i.add_argument("--targets", required=True)
+    i.add_argument("--parameters", default="")
     i.add_argument("--seed", type=int, default=0)
     ft = sub.add_parser("finetune")
     ft.add_argument("base")

@@ -2,6 +2,7 @@
 // hand computation, the merged weights, a frozen base, and activation checkpointing.
 #include "ampt/core/errors.h"
 #include "ampt/models/lora.h"
+#include "ampt/models/moe.h"
 #include "ampt/models/registry.h"
 
 #include <catch2/catch.hpp>
@@ -172,4 +173,77 @@ TEST_CASE("lora: activation checkpointing gives the adapters the same gradients,
       CHECK(torch::allclose(g, grads[1].at(name), 1e-5, 1e-7));
     }
   }
+}
+
+// peft's ParamWrapper on an expert group: one adapter per 3-D weight, A [r·E, in] and B
+// [out, r·E], expert e's update s · B.view(out, r, E)[:, :, e] A.view(E, r, in)[e] added to its
+// weight; named after the weight; merged into it; no dropout; a target parameter must name one.
+TEST_CASE("lora: an expert group weight takes one adapter in peft's layout, merged per expert",
+          "[models][lora][moe]") {
+  static constexpr int64_t kExperts = 4, kWidth = 16, kInner = 8, kRank = 2;
+  const auto make_root = [] {
+    torch::manual_seed(4);
+    auto root = std::make_shared<torch::nn::Module>();
+    root->register_module("experts", ampt::models::Experts(kExperts, kWidth, kInner));
+    return root;
+  };
+  const auto adapted_names = [](const torch::nn::Module& root) {
+    std::vector<std::string> names;
+    for (const auto& item : root.named_parameters()) {
+      if (ampt::models::is_lora_parameter(item.key())) names.push_back(item.key());
+    }
+    return names;
+  };
+  ampt::models::LoraOptions options{kRank, 6.0, 0.0, {}, {"gate_up_proj"}};
+  auto root = make_root();
+  ampt::models::attach_lora(*root, options);
+  CHECK(adapted_names(*root) == std::vector<std::string>{"experts.gate_up_proj.lora_A.weight",
+                                                         "experts.gate_up_proj.lora_B.weight"});
+  auto params = root->named_parameters();
+  CHECK(params["experts.gate_up_proj.lora_A.weight"].sizes() == torch::IntArrayRef{kRank * kExperts, kWidth});
+  CHECK(params["experts.gate_up_proj.lora_B.weight"].sizes() == torch::IntArrayRef{2 * kInner, kRank * kExperts});
+  // --lora_targets reach an expert weight by the end of its name too.
+  auto by_target = make_root();
+  ampt::models::attach_lora(*by_target, {kRank, 6.0, 0.0, {"experts.down_proj"}, {}});
+  CHECK(adapted_names(*by_target) == std::vector<std::string>{"experts.down_proj.lora_A.weight",
+                                                              "experts.down_proj.lora_B.weight"});
+
+  torch::NoGradGuard no_grad;
+  auto& b = params["experts.gate_up_proj.lora_B.weight"];
+  b.copy_(torch::randn_like(b));
+  const auto& a = params["experts.gate_up_proj.lora_A.weight"];
+  auto* experts = root->named_modules()["experts"]->as<ampt::models::Experts>();
+  auto expected = experts->gate_up_proj.clone();
+  for (int64_t e = 0; e < kExperts; ++e) {
+    const auto b_e = b.view({2 * kInner, kRank, kExperts}).select(2, e);
+    const auto a_e = a.view({kExperts, kRank, kWidth})[e];
+    expected[e] += b_e.mm(a_e) * (6.0 / kRank);
+  }
+  const auto merged = ampt::models::merged_lora_weights(*root);
+  REQUIRE(merged.size() == 2);
+  CHECK(merged[0].first == "experts.gate_up_proj");
+  CHECK(torch::allclose(merged[0].second, expected, 1e-5, 1e-6));
+  // The forward reads the adapted weights: as a plain group holding the merged ones.
+  auto plain = make_root();
+  auto* plain_experts = plain->named_modules()["experts"]->as<ampt::models::Experts>();
+  plain_experts->gate_up_proj.copy_(expected);
+  const auto x = torch::randn({6, kWidth});
+  const auto routing = ampt::models::route(torch::randn({6, kExperts}), 2, true);
+  CHECK(torch::allclose(experts->forward(x, routing), plain_experts->forward(x, routing), 1e-5, 1e-6));
+  {
+    const ampt::models::AdaptersOff off;
+    CHECK(torch::allclose(experts->forward(x, routing), make_root()->named_modules()["experts"]
+                                                            ->as<ampt::models::Experts>()
+                                                            ->forward(x, routing)));
+  }
+
+  auto with_dropout = options;
+  with_dropout.dropout = 0.1;
+  CHECK_THROWS_WITH(ampt::models::attach_lora(*make_root(), with_dropout),
+                    Catch::StartsWith("lora_dropout 0.1 with lora_targets naming the expert weight "
+                                      "experts.gate_up_proj"));
+  CHECK_THROWS_WITH(ampt::models::attach_lora(*make_root(), {kRank, 6.0, 0.0, {}, {"up_proj"}}),
+                    Catch::StartsWith("lora_target_parameters 'up_proj' matches no expert group "
+                                      "weight of the model") &&
+                        Catch::Contains("experts.gate_up_proj, experts.down_proj"));
 }

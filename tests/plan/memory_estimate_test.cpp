@@ -333,11 +333,22 @@ TEST_CASE("memory estimate: LoRA's trainable parameters are r·(in + out) per ad
   CHECK(count_parameters(model_dims(with_lora("gpt-tiny", 4, "h.1.mlp.c_fc"), {}, 0)).trainable ==
         4 * (64 + 256));
 
+  // An expert group's adapter, peft's ParamWrapper: r·E·(in + out) for the group. qwen3-moe's
+  // 2 sparse blocks hold 8 experts' down_proj [8, 64, 32].
+  auto experts = with_lora("qwen3-moe", 4);
+  experts.lora_target_parameters = "experts.down_proj";
+  const auto moe = model_dims(experts, {}, 0);
+  CHECK(count_parameters(moe).trainable ==
+        2 * (4 * (64 + 128) + 4 * (64 + 64)) + 2 * 4 * 8 * (32 + 64));
+
   // The same layers, names and counts as the adapters training attaches to the built model.
   const auto every_llama_linear = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj";
+  auto moe_every = with_lora("qwen3-moe", 2, "q_proj,experts.gate_up_proj");
+  moe_every.lora_target_parameters = "down_proj";
   for (const auto& config : {with_lora("gpt-tiny", 4, "c_attn,c_proj,c_fc"),
                              with_lora("llama", 2, every_llama_linear),
-                             with_lora("qwen2", 8), with_lora("gpt2-124m", 16)}) {
+                             with_lora("qwen2", 8), with_lora("gpt2-124m", 16), experts,
+                             moe_every}) {
     INFO(config.model);
     const auto dims = model_dims(config, {}, 0);
     const auto model = ampt::models::make_model(config, data_spec(dims));
@@ -352,6 +363,9 @@ TEST_CASE("memory estimate: LoRA's trainable parameters are r·(in + out) per ad
     }
     std::vector<std::string> expected;
     for (const auto& layer : dims.lora.adapted) expected.push_back(layer.name);
+    // The estimate lists a block's expert weights after every Linear.
+    std::ranges::sort(adapted);
+    std::ranges::sort(expected);
     CHECK(adapted == expected);
     CHECK(count_parameters(dims).trainable == trainable);
     CHECK(count_parameters(dims).total == ampt::models::parameter_count(*model.module));

@@ -43,6 +43,14 @@ std::vector<std::string> lora_args(const std::string& out, std::vector<std::stri
   return args;
 }
 
+torch::Tensor saved_tensor(const ampt::checkpoint::Checkpoint& saved, const std::string& name) {
+  for (const auto& [tensor_name, tensor] : saved.model) {
+    if (tensor_name == name) return tensor;
+  }
+  FAIL("no tensor " << name);
+  return {};
+}
+
 std::vector<double> losses(const std::string& dir) {
   return step_losses(read_file(dir + "/metrics.jsonl"));
 }
@@ -260,8 +268,8 @@ TEST_CASE("lora train: ZeRO 3 shards the frozen base as bytes and trains like st
   }
 }
 
-TEST_CASE("lora train: a sparse model's experts stored in nf4 load from Hugging Face files, shard "
-          "under ZeRO 3 like stage 0, and export merged",
+TEST_CASE("lora train: a sparse model's experts stored in nf4 load from Hugging Face files, take "
+          "adapters, shard under ZeRO 3 like stage 0, and export merged",
           "[train][lora][qlora][moe][dist][zero3][cli]") {
   // The base: a random Qwen3-MoE after one step, in Hugging Face's per-expert layout, which the
   // LoRA runs load expert by expert into nf4 storage (never whole in fp32).
@@ -274,14 +282,18 @@ TEST_CASE("lora train: a sparse model's experts stored in nf4 load from Hugging 
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
 
+  // Adapters on attention (the default) and on the experts' down_proj, over their nf4 storage.
   auto moe = tiny;
-  moe.insert(moe.end(), {"--init_from", dir + "/hf"});
+  moe.insert(moe.end(), {"--init_from", dir + "/hf", "--lora_target_parameters",
+                         "mlp.experts.down_proj"});
   const std::vector<std::string> nf4{"--mixed_precision", "no", "--batch_size", "4",
                                      "--base_dtype", "nf4"};
   auto zero3 = nf4;
   zero3.insert(zero3.end(), {"--zero_stage", "3"});
   const auto sharded = on_ranks(2, dir, "nf4-3", zero3, moe);
   CHECK_THAT(sharded.log, Catch::Contains("with the block Linear weights and the experts in nf4 ("));
+  CHECK_THAT(sharded.log, Catch::Contains("on 4 Linear layers and 2 expert weights (q_proj,v_proj; "
+                                          "mlp.experts.down_proj)"));
   const auto plain = on_ranks(2, dir, "nf4-0", nf4, moe);
   check_same(sharded.losses, plain.losses, 1e-5);
 
@@ -295,7 +307,7 @@ TEST_CASE("lora train: a sparse model's experts stored in nf4 load from Hugging 
     ++adapters;
     CHECK(tensor.abs().max().item<double>() > 0.0);
   }
-  CHECK(adapters == 4);  // q_proj and v_proj in both blocks
+  CHECK(adapters == 6);  // q_proj, v_proj and the experts' down_proj in both blocks
   auto model = ampt::commands::load_run_model(ampt::commands::run_config(saved, {}, {}), saved,
                                               path, torch::kCPU);
   const auto hf_config = ampt::hf::read_llama_config(dir + "/hf/config.json");
@@ -319,7 +331,20 @@ TEST_CASE("lora train: a sparse model's experts stored in nf4 load from Hugging 
     CHECK(torch::equal(values, ampt::precision::dequantize_nf4(
                                    ampt::precision::quantize_nf4(published.at(weight.name)),
                                    torch::kFloat)));
-    CHECK(torch::equal(merged.at(weight.name), values));
+    if (weight.name.ends_with("gate_up_proj")) {
+      CHECK(torch::equal(merged.at(weight.name), values));
+      continue;
+    }
+    // The adapter's update, by hand from its factors (peft's layout, scale 16 / 4), folded in.
+    const auto a = saved_tensor(saved, weight.name + ".lora_A.weight");
+    const auto b = saved_tensor(saved, weight.name + ".lora_B.weight");
+    const int64_t experts = values.size(0), rank = 4;
+    auto expected = values.clone();
+    for (int64_t e = 0; e < experts; ++e) {
+      expected[e] += b.view({b.size(0), rank, experts}).select(2, e).mm(
+                         a.view({experts, rank, a.size(1)})[e]) * 4.0;
+    }
+    CHECK(torch::allclose(merged.at(weight.name), expected, 1e-5, 1e-6));
   }
   CHECK(groups == 2 * 2);  // gate_up_proj and down_proj in both blocks
 }

@@ -156,10 +156,15 @@ std::string lora_text(const models::ModelDims& d, const plan::ParameterCounts& p
                                       "precision's half dtype (fp32 in fp32/O0)",
                                       d.terms.stacked_weights.empty() ? "" : " and the experts",
                                       config::to_string(d.lora.base_dtype));
+  const auto experts = std::ranges::count_if(d.lora.adapted, [](const auto& l) { return l.experts > 1; });
   return fmt::format(
-      "LoRA rank {} on {} Linear layers ({}): {} trainable parameters ({:.2f}%) with fp32 "
+      "LoRA rank {} on {} Linear layers{} ({}{}): {} trainable parameters ({:.2f}%) with fp32 "
       "masters and optimizer state; {} frozen, {}, with no gradients or optimizer state\n",
-      d.lora.rank, d.lora.adapted.size(), fmt::join(d.lora.targets, ","), grouped(p.trainable),
+      d.lora.rank, static_cast<int64_t>(d.lora.adapted.size()) - experts,
+      experts > 0 ? fmt::format(" and {} expert weights", experts) : "",
+      fmt::join(d.lora.targets, ","),
+      d.lora.parameters.empty() ? "" : fmt::format("; {}", fmt::join(d.lora.parameters, ",")),
+      grouped(p.trainable),
       100.0 * static_cast<double>(p.trainable) / static_cast<double>(p.total),
       grouped(p.total - p.trainable), held);
 }

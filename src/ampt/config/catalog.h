@@ -19,6 +19,7 @@ struct AdapterSettings {
   double alpha = 0.0;      // lora_alpha
   double dropout = 0.0;    // lora_dropout
   std::vector<std::string> targets;  // target_modules
+  std::vector<std::string> parameters;  // target_parameters
 };
 
 struct Catalog {

@@ -159,6 +159,8 @@ struct Config {
   double lora_alpha = 16.0;    // the adapter's output is scaled by lora_alpha / lora_rank
   double lora_dropout = 0.0;   // on the adapter's input only
   std::string lora_targets;    // comma-separated module names; empty: the family's default
+  // Comma-separated expert group weight names, as peft's target_parameters; empty: none.
+  std::string lora_target_parameters;
   // How a LoRA run stores its frozen base's block Linear weights: auto in the dtype it computes
   // in; nf4 (QLoRA, bitsandbytes' format) or int8 rows, dequantized where each GEMM runs.
   BaseDtype base_dtype = BaseDtype::auto_select;

@@ -302,7 +302,13 @@ std::vector<Option> build_table() {
                     "LoRA: the Linear layers that get adapters, comma-separated module names "
                     "matched as peft's target_modules (c_attn,c_proj or q_proj,v_proj,...); "
                     "default: the family's (gpt: c_attn; llama, qwen2, qwen3, mistral: "
-                    "q_proj,v_proj)")),
+                    "q_proj,v_proj); a name may end an expert group's weight too "
+                    "(experts.down_proj)")),
+      list_option(string_option("lora_target_parameters", "lora.target_parameters",
+                                &C::lora_target_parameters, false, "LIST",
+                    "LoRA: expert group weights that get one adapter each, comma-separated, "
+                    "matched as peft's target_parameters (mlp.experts.gate_up_proj,"
+                    "mlp.experts.down_proj); none by default")),
       enum_option("base_dtype", "lora.base_dtype", &C::base_dtype,
                   "LoRA: how the frozen base's block Linear weights are stored: auto = the "
                   "dtype the run computes in; nf4 = QLoRA's 4-bit NormalFloat with double "

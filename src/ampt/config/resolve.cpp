@@ -96,6 +96,10 @@ void apply_adapter(Config& config, std::vector<Source>& sources, const Catalog& 
   for (const auto& t : peft.targets) targets += (targets.empty() ? "" : ",") + t;
   agree("lora_targets", config.lora_targets == targets, config.lora_targets,
         "target_modules " + targets);
+  std::string parameters;
+  for (const auto& p : peft.parameters) parameters += (parameters.empty() ? "" : ",") + p;
+  agree("lora_target_parameters", config.lora_target_parameters == parameters,
+        config.lora_target_parameters, "target_parameters " + parameters);
   // Recorded as set by the file, so that a checkpoint's settings (describe.h) carry them.
   const auto take = [&](const char* name) {
     sources[index_of(*find_option(name))] = Source{Source::Kind::file, file};
@@ -103,7 +107,10 @@ void apply_adapter(Config& config, std::vector<Source>& sources, const Catalog& 
   config.lora_rank = peft.rank;
   config.lora_alpha = peft.alpha;
   config.lora_targets = targets;
-  for (const char* name : {"lora_rank", "lora_alpha", "lora_targets"}) take(name);
+  config.lora_target_parameters = parameters;
+  for (const char* name : {"lora_rank", "lora_alpha", "lora_targets", "lora_target_parameters"}) {
+    take(name);
+  }
   if (source("lora_dropout").kind == Source::Kind::default_value) {
     config.lora_dropout = peft.dropout;
     take("lora_dropout");

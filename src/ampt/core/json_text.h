@@ -15,6 +15,14 @@ inline std::string json_number(double value) {
   return std::isfinite(value) ? fmt::format("{}", value) : "null";
 }
 
+// A number that a typed reader takes for a float only (transformers' strict config fields):
+// json_number with ".0" after a whole value.
+inline std::string json_float(double value) {
+  auto text = json_number(value);
+  if (std::isfinite(value) && text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
 // An integer that may be absent (a config.json's bos_token_id): null when it is.
 inline std::string json_optional_int(const std::optional<int64_t>& value) {
   return value ? std::to_string(*value) : "null";

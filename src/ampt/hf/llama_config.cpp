@@ -294,12 +294,12 @@ std::string llama_config_json(const LlamaConfig& c) {
         "  \"router_aux_loss_coef\": {},\n",
         c.qkv_bias ? "true" : "false", c.num_experts, c.num_experts_per_tok,
         c.moe_intermediate_size, c.norm_topk_prob ? "true" : "false", c.decoder_sparse_step,
-        fmt::join(c.mlp_only_layers, ", "), json_number(c.router_aux_loss_coef));
+        fmt::join(c.mlp_only_layers, ", "), json_float(c.router_aux_loss_coef));
   } else if (c.model_type == "mixtral") {
     own = fmt::format(
         "  \"sliding_window\": null,\n  \"num_local_experts\": {},\n  \"num_experts_per_tok\": {},\n"
         "  \"router_aux_loss_coef\": {},\n  \"router_jitter_noise\": 0.0,\n",
-        c.num_experts, c.num_experts_per_tok, json_number(c.router_aux_loss_coef));
+        c.num_experts, c.num_experts_per_tok, json_float(c.router_aux_loss_coef));
   } else {
     own = fmt::format("  \"attention_bias\": {},\n  \"mlp_bias\": false,\n", c.qkv_bias ? "true" : "false");
   }

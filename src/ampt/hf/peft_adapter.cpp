@@ -10,7 +10,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <map>
 
 namespace ampt::hf {
 namespace {
@@ -32,9 +35,79 @@ bool is_unset(const JsonValue* value) {
   }
 }
 
+constexpr std::string_view kDownSuffix = ".lora_A.weight";
+constexpr std::string_view kUpSuffix = ".lora_B.weight";
+
+// The adapted module or weight of an adapter tensor's name; empty when it is none.
+std::string adapted_of(const std::string& name) {
+  for (const auto suffix : {kDownSuffix, kUpSuffix}) {
+    if (name.ends_with(suffix)) return name.substr(0, name.size() - suffix.size());
+  }
+  return "";
+}
+
+// The adapted expert weights among `adapters` (A's rows are r · E, not r), in order.
+std::vector<std::string> expert_weights(const NamedTensors& adapters, int64_t rank) {
+  std::vector<std::string> out;
+  for (const auto& [name, tensor] : adapters) {
+    if (name.ends_with(kDownSuffix) && tensor.size(0) != rank) out.push_back(adapted_of(name));
+  }
+  return out;
+}
+
+std::string json_list(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ", ") + json_string(item);
+  return text;
+}
+
+// A list field of strings (or one string), appended to `out`; absent: nothing.
+void read_names(const JsonValue* value, const char* field, std::vector<std::string>& out,
+                const std::function<RuntimeError(const std::string&, const std::string&)>& bad) {
+  if (value == nullptr || value->kind == JsonValue::Kind::null) return;
+  if (value->kind == JsonValue::Kind::string) {
+    out.push_back(value->string);
+    return;
+  }
+  if (value->kind != JsonValue::Kind::array) throw bad(field, "is not a list of names");
+  for (const auto& item : value->items) {
+    if (item.kind != JsonValue::Kind::string) throw bad(field, "holds a non-string item");
+    out.push_back(item.string);
+  }
+}
+
 }  // namespace
 
-NamedTensors read_peft_adapter(const std::string& dir, const std::string& module_prefix) {
+bool peft_target_matches(const std::string& module, const std::string& target) {
+  return module == target || (module.size() > target.size() && module.ends_with(target) &&
+                              module[module.size() - target.size() - 1] == '.');
+}
+
+std::vector<std::string> peft_tensor_names(const NamedTensors& adapters, int64_t rank) {
+  const auto experts = expert_weights(adapters, rank);
+  const auto owner = [](const std::string& weight) { return weight.substr(0, weight.rfind('.')); };
+  std::vector<std::string> out;
+  for (const auto& [name, tensor] : adapters) {
+    const auto adapted = adapted_of(name);
+    const auto it = std::ranges::find(experts, adapted);
+    if (it == experts.end()) {
+      out.push_back(name);
+      continue;
+    }
+    // Wrapped later by peft, so outside: the adapted weights of the same module after this one.
+    const auto module = owner(adapted);
+    const auto later = std::count_if(it + 1, experts.end(), [&](const std::string& w) {
+      return owner(w) == module;
+    });
+    std::string peft = module + ".";
+    for (int64_t i = 0; i < later; ++i) peft += "base_layer.";
+    out.push_back(peft + name.substr(adapted.size() + 1));
+  }
+  return out;
+}
+
+NamedTensors read_peft_adapter(const std::string& dir, const std::string& module_prefix,
+                               const NamedTensors& expected, int64_t rank) {
   const auto path = (fs::path(dir) / "adapter_model.safetensors").string();
   if (!fs::exists(path)) {
     throw RuntimeError(fmt::format("{} not found: a peft adapter directory holds "
@@ -42,6 +115,11 @@ NamedTensors read_peft_adapter(const std::string& dir, const std::string& module
                                    path));
   }
   const std::string prefix = std::string(kPeftPrefix) + module_prefix;
+  std::map<std::string, std::string> ours_of;  // peft's name → ampt's, where they differ
+  const auto peft_names = peft_tensor_names(expected, rank);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (peft_names[i] != expected[i].first) ours_of.emplace(peft_names[i], expected[i].first);
+  }
   NamedTensors out;
   for (auto& [name, tensor] : checkpoint::read_safetensors(path)) {
     std::string ours = name;
@@ -55,7 +133,9 @@ NamedTensors read_peft_adapter(const std::string& dir, const std::string& module
           "or .lora_B.weight)",
           path, name, prefix));
     }
-    out.emplace_back(ours.substr(prefix.size()), tensor.to(torch::kFloat));
+    ours = ours.substr(prefix.size());
+    if (const auto it = ours_of.find(ours); it != ours_of.end()) ours = it->second;
+    out.emplace_back(ours, tensor.to(torch::kFloat));
   }
   return out;
 }
@@ -67,13 +147,35 @@ void write_peft_adapter(const std::string& dir, const NamedTensors& weights,
   fs::create_directories(dir, error);
   if (error) throw RuntimeError(fmt::format("cannot create '{}': {}", dir, error.message()));
   NamedTensors renamed;
-  for (const auto& [name, tensor] : weights) {
-    renamed.emplace_back(std::string(kPeftPrefix) + module_prefix + name, tensor);
+  const auto peft_names = peft_tensor_names(weights, config.rank);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    renamed.emplace_back(std::string(kPeftPrefix) + module_prefix + peft_names[i],
+                         weights[i].second);
   }
   checkpoint::write_safetensors((fs::path(dir) / "adapter_model.safetensors").string(), renamed,
                                 metadata);
-  std::string targets;
-  for (const auto& t : config.targets) targets += (targets.empty() ? "" : ", ") + json_string(t);
+  // The targets that name an adapted Linear are peft's target_modules; the adapted expert
+  // weights, by their module's last two names and their own, its target_parameters.
+  const auto experts = expert_weights(weights, config.rank);
+  std::vector<std::string> modules, parameters;
+  for (const auto& target : config.targets) {
+    if (std::ranges::any_of(weights, [&](const auto& item) {
+          const auto adapted = adapted_of(item.first);
+          return std::ranges::find(experts, adapted) == experts.end() &&
+                 peft_target_matches(adapted, target);
+        })) {
+      modules.push_back(target);
+    }
+  }
+  for (const auto& weight : experts) {
+    auto at = std::string::npos;
+    for (int dots = 0; dots < 3; ++dots) {
+      at = weight.rfind('.', at == std::string::npos ? at : at - 1);
+      if (at == std::string::npos) break;
+    }
+    const auto suffix = at == std::string::npos ? weight : weight.substr(at + 1);
+    if (std::ranges::find(parameters, suffix) == parameters.end()) parameters.push_back(suffix);
+  }
   const auto json = fmt::format(
       "{{\n"
       "  \"peft_type\": \"LORA\",\n"
@@ -83,6 +185,7 @@ void write_peft_adapter(const std::string& dir, const NamedTensors& weights,
       "  \"lora_alpha\": {},\n"
       "  \"lora_dropout\": {},\n"
       "  \"target_modules\": [{}],\n"
+      "  \"target_parameters\": {},\n"
       "  \"fan_in_fan_out\": {},\n"
       "  \"bias\": \"none\",\n"
       "  \"init_lora_weights\": true,\n"
@@ -92,7 +195,9 @@ void write_peft_adapter(const std::string& dir, const NamedTensors& weights,
       "  \"modules_to_save\": null\n"
       "}}\n",
       json_string(config.base_model), config.rank, json_number(config.alpha),
-      json_number(config.dropout), targets, fan_in_fan_out ? "true" : "false");
+      json_number(config.dropout), json_list(modules),
+      parameters.empty() ? std::string("null") : "[" + json_list(parameters) + "]",
+      fan_in_fan_out ? "true" : "false");
   checkpoint::write_file_atomically((fs::path(dir) / "adapter_config.json").string(), json);
 }
 
@@ -134,15 +239,11 @@ config::AdapterSettings read_peft_adapter_config(const std::string& dir) {
   config.alpha = number("lora_alpha");
   if (const auto* dropout = root.find("lora_dropout"); dropout != nullptr) config.dropout = number("lora_dropout");
   const auto* targets = root.find("target_modules");
-  if (targets != nullptr && targets->kind == JsonValue::Kind::string) {
-    config.targets = {targets->string};
-  } else if (targets != nullptr && targets->kind == JsonValue::Kind::array) {
-    for (const auto& item : targets->items) {
-      if (item.kind != JsonValue::Kind::string) throw bad("target_modules", "holds a non-string item");
-      config.targets.push_back(item.string);
-    }
-  } else {
-    throw bad("target_modules", targets == nullptr ? "is missing" : "is not a list of module names");
+  if (targets == nullptr) throw bad("target_modules", "is missing");
+  read_names(targets, "target_modules", config.targets, bad);
+  read_names(root.find("target_parameters"), "target_parameters", config.parameters, bad);
+  if (config.targets.empty() && config.parameters.empty()) {
+    throw bad("target_modules", "names no module, and target_parameters no weight");
   }
   if (const auto* base = root.find("base_model_name_or_path");
       base != nullptr && base->kind == JsonValue::Kind::string) {
@@ -151,7 +252,7 @@ config::AdapterSettings read_peft_adapter_config(const std::string& dir) {
   for (const char* field :
        {"use_dora", "use_rslora", "use_qalora", "lora_bias", "modules_to_save",
         "layers_to_transform", "rank_pattern", "alpha_pattern", "exclude_modules",
-        "target_parameters", "trainable_token_indices", "layer_replication"}) {
+        "trainable_token_indices", "layer_replication"}) {
     if (!is_unset(root.find(field))) throw bad(field, "is set: ampt trains plain LoRA adapters only");
   }
   if (const auto* bias = root.find("bias");

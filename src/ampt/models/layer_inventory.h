@@ -32,10 +32,15 @@ struct LinearLayer {
   LinearRole role = LinearRole::q;
   int64_t in = 0, out = 0;
   bool bias = false;
+  // An expert group's weight stack, as one [experts · out_e, in] matrix (out = experts · out_e).
+  int64_t experts = 1;
 
   // Its input is a norm's output (fp32 under O1's autocast): the attention's input projections
   // and the MLP's first ones.
   bool reads_norm() const;
+  // A rank-r adapter's parameters on it: r (in + out) for a Linear, r · E (in + out_e) for an
+  // expert group (lora.h).
+  int64_t lora_parameters(int64_t rank) const { return rank * (experts * in + out); }
 };
 
 struct LayerInventory {

@@ -157,9 +157,9 @@ FamilyTerms llama_memory_terms(const LlamaDims& m, const ModelDims& d) {
     const auto block = fmt::format("layers.{}", i);
     const int64_t e = m.moe.experts, width = m.moe.intermediate;
     t.stacked_weights.push_back({block + ".mlp.experts.gate_up_proj", block, LinearRole::up,
-                                 m.n_embd, e * 2 * width, false});
-    t.stacked_weights.push_back(
-        {block + ".mlp.experts.down_proj", block, LinearRole::down, width, e * m.n_embd, false});
+                                 m.n_embd, e * 2 * width, false, e});
+    t.stacked_weights.push_back({block + ".mlp.experts.down_proj", block, LinearRole::down, width,
+                                 e * m.n_embd, false, e});
   }
   t.activations = [m](const ModelDims& dims, const Scheme& s, int64_t b, bool checkpointed) {
     return llama_activations(m, dims, s, b, checkpointed);

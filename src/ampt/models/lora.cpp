@@ -4,8 +4,10 @@
 
 #include "ampt/config/precision_schedule.h"
 #include "ampt/core/errors.h"
+#include "ampt/hf/peft_adapter.h"
 #include "ampt/kernels/fused_linear.h"
 #include "ampt/models/linear.h"
+#include "ampt/models/quantizable.h"
 
 #include <torch/nn/functional/dropout.h>
 #include <torch/nn/init.h>
@@ -26,8 +28,7 @@ constexpr const char* kUp = "lora_B";
 }  // namespace
 
 bool lora_target_matches(const std::string& module, const std::string& target) {
-  return module == target || (module.size() > target.size() && module.ends_with(target) &&
-                              module[module.size() - target.size() - 1] == '.');
+  return hf::peft_target_matches(module, target);
 }
 
 LoraFactorImpl::LoraFactorImpl(int64_t out_features, int64_t in_features) {
@@ -60,11 +61,12 @@ AdaptersReplaced::AdaptersReplaced(const torch::nn::Module& root, const NamedTen
 
 AdaptersReplaced::~AdaptersReplaced() { replaced = previous_; }
 
-LoraAdapter lora_adapter(const torch::nn::LinearImpl& linear) {
-  // Most Linears have no children: the common case costs one empty check per forward.
-  if (linear.children().empty() || adapters_off) return {};
+namespace {
+
+// The factors among `holder`'s children.
+LoraAdapter factors_of(const torch::nn::Module& holder) {
   LoraAdapter adapter;
-  for (const auto& item : linear.named_children()) {
+  for (const auto& item : holder.named_children()) {
     auto* factor = dynamic_cast<LoraFactorImpl*>(item.value().get());
     if (factor == nullptr) continue;
     if (item.key() == kDown) adapter.down = factor;
@@ -72,6 +74,30 @@ LoraAdapter lora_adapter(const torch::nn::LinearImpl& linear) {
   }
   if (adapter.up == nullptr) return {};
   return adapter;
+}
+
+}  // namespace
+
+LoraAdapter lora_adapter(const torch::nn::LinearImpl& linear) {
+  // Most Linears have no children: the common case costs one empty check per forward.
+  if (linear.children().empty() || adapters_off) return {};
+  return factors_of(linear);
+}
+
+LoraAdapter expert_lora_adapter(const torch::nn::Module& owner, const std::string& weight) {
+  if (adapters_off) return {};
+  for (const auto& item : owner.named_children()) {
+    if (item.key() == weight) return factors_of(*item.value());
+  }
+  return {};
+}
+
+torch::Tensor expert_lora_delta(const LoraAdapter& adapter, int64_t experts) {
+  const auto& a = factor_weight(*adapter.down);  // [r·E, in]
+  const auto& b = factor_weight(*adapter.up);    // [out, r·E], columns (r, e), e fastest
+  const auto down = a.view({experts, -1, a.size(1)});
+  const auto up = b.view({b.size(0), -1, experts}).permute({2, 0, 1});
+  return at::bmm(up, down) * adapter.up->scaling;
 }
 
 torch::Tensor lora_update(const LoraAdapter& adapter, const torch::Tensor& x, bool training) {
@@ -84,18 +110,65 @@ torch::Tensor lora_update(const LoraAdapter& adapter, const torch::Tensor& x, bo
          adapter.up->scaling;
 }
 
+namespace {
+
+// The pair of factors, A [down_rows, in] from kaiming_uniform(a = sqrt(5)) and B [out, up_cols]
+// zero, registered on `holder` on w's device.
+void add_factors(torch::nn::Module& holder, int64_t down_rows, int64_t in, int64_t out,
+                 int64_t up_cols, const torch::Device& device, const LoraOptions& options) {
+  auto down = LoraFactor(down_rows, in);
+  auto up = LoraFactor(out, up_cols);
+  {
+    // On the host, then moved: the same seed gives the same adapters on every device.
+    torch::NoGradGuard no_grad;
+    torch::nn::init::kaiming_uniform_(down->weight, std::sqrt(5.0));
+  }
+  down->to(device);
+  up->to(device);
+  up->scaling = options.alpha / static_cast<double>(options.rank);
+  up->dropout = options.dropout;
+  holder.register_module(kDown, down);
+  holder.register_module(kUp, up);
+}
+
+bool matches_any(const std::string& name, const std::vector<std::string>& targets) {
+  return std::ranges::any_of(
+      targets, [&](const std::string& target) { return lora_target_matches(name, target); });
+}
+
+}  // namespace
+
 void attach_lora(torch::nn::Module& root, const LoraOptions& options) {
   for (auto& p : root.parameters()) p.set_requires_grad(false);
-  std::vector<std::string> linears;
+  std::vector<std::string> linears, expert_weights;
+  // Expert groups first: the holders they gain are modules the walk below must not meet.
+  for (const auto& item : root.named_modules("", /*include_self=*/false)) {
+    auto* group = dynamic_cast<QuantizableWeights*>(item.value().get());
+    if (group == nullptr) continue;
+    for (size_t i = 0; i < group->quantizable_names().size(); ++i) {
+      const auto& w = group->quantizable_parameter(i);
+      if (w.dim() != 3) continue;
+      const auto name = item.key() + "." + group->quantizable_names()[i];
+      expert_weights.push_back(name);
+      if (!matches_any(name, options.targets) && !matches_any(name, options.parameters)) continue;
+      if (options.dropout > 0.0) {
+        throw UsageError(fmt::format(
+            "lora_dropout {} with lora_targets naming the expert weight {}: an expert group's "
+            "adapter is added to its weights, where no input dropout can go (peft refuses it "
+            "too); use lora_dropout 0 or leave the experts out",
+            options.dropout, name));
+      }
+      const int64_t experts = w.size(0), r = options.rank;
+      auto holder = std::make_shared<torch::nn::Module>();
+      add_factors(*holder, r * experts, w.size(2), w.size(1), r * experts, w.device(), options);
+      item.value()->register_module(group->quantizable_names()[i], holder);
+    }
+  }
   for (const auto& item : root.named_modules("", /*include_self=*/false)) {
     auto* linear = dynamic_cast<torch::nn::LinearImpl*>(item.value().get());
     if (linear == nullptr) continue;
     linears.push_back(item.key());
-    if (std::ranges::none_of(options.targets, [&](const std::string& target) {
-          return lora_target_matches(item.key(), target);
-        })) {
-      continue;
-    }
+    if (!matches_any(item.key(), options.targets)) continue;
     if (item.key() == "lm_head") {
       // The head feeds the fused loss as a weight, never through a Linear layer: an adapter there
       // would train and change nothing.
@@ -103,21 +176,18 @@ void attach_lora(torch::nn::Module& root, const LoraOptions& options) {
                        "a weight: adapters go on the blocks' Linear layers");
     }
     const auto& w = linear->weight;
-    auto down = LoraFactor(options.rank, w.size(1));
-    auto up = LoraFactor(w.size(0), options.rank);
-    {
-      // On the host, then moved: the same seed gives the same adapters on every device.
-      torch::NoGradGuard no_grad;
-      torch::nn::init::kaiming_uniform_(down->weight, std::sqrt(5.0));
-    }
-    down->to(w.device());
-    up->to(w.device());
-    up->scaling = options.alpha / static_cast<double>(options.rank);
-    up->dropout = options.dropout;
-    linear->register_module(kDown, down);
-    linear->register_module(kUp, up);
+    add_factors(*linear, options.rank, w.size(1), w.size(0), options.rank, w.device(), options);
   }
+  require_parameters_match(options.parameters, expert_weights);
+  linears.insert(linears.end(), expert_weights.begin(), expert_weights.end());
   require_targets_match(options.targets, linears);
+}
+
+LoraOptions lora_options(const config::Config& config,
+                         const std::vector<std::string>& family_defaults) {
+  return {config.lora_rank, config.lora_alpha, config.lora_dropout,
+          lora_targets_of(config, family_defaults),
+          split_lora_targets(config.lora_target_parameters)};
 }
 
 NamedTensors merged_lora_weights(const torch::nn::Module& root) {
@@ -127,9 +197,20 @@ NamedTensors merged_lora_weights(const torch::nn::Module& root) {
   std::map<std::string, torch::Tensor> merged;
   std::map<std::string, c10::ScalarType> dtypes;
   for (const auto& weight : quantizable_weights(root)) {
-    if (!weight.quantized()) continue;
-    merged[weight.name] = weight.quantized()->dequantize(torch::kFloat);
-    dtypes[weight.name] = weight.parameter().scalar_type();
+    if (weight.quantized()) {
+      merged[weight.name] = weight.quantized()->dequantize(torch::kFloat);
+      dtypes[weight.name] = weight.parameter().scalar_type();
+    }
+    const auto& w = weight.parameter();
+    if (w.dim() != 3) continue;
+    const auto* owner = dynamic_cast<const torch::nn::Module*>(weight.owner);
+    const auto adapter =
+        expert_lora_adapter(*owner, weight.owner->quantizable_names()[weight.index]);
+    if (!adapter) continue;
+    auto& m = merged[weight.name];
+    if (!m.defined()) m = w.to(torch::kFloat);
+    m = m + expert_lora_delta(adapter, w.size(0)).to(torch::kFloat);
+    dtypes[weight.name] = w.scalar_type();
   }
   for (const auto& item : root.named_modules("", /*include_self=*/false)) {
     const auto* linear = dynamic_cast<const torch::nn::LinearImpl*>(item.value().get());
@@ -201,6 +282,27 @@ void require_targets_match(const std::vector<std::string>& targets,
         "lora_targets '{}' matches no Linear layer of the model (a name, or the end of one after "
         "a '.'); its Linear layers include {}",
         target, fmt::join(some, ", ")));
+  }
+}
+
+void require_parameters_match(const std::vector<std::string>& parameters,
+                              const std::vector<std::string>& expert_weights) {
+  for (const auto& target : parameters) {
+    if (std::ranges::any_of(expert_weights,
+                            [&](const auto& name) { return lora_target_matches(name, target); })) {
+      continue;
+    }
+    throw UsageError(fmt::format(
+        "lora_target_parameters '{}' matches no expert group weight of the model (a name, or the "
+        "end of one after a '.'){}",
+        target,
+        expert_weights.empty()
+            ? std::string(": it has no experts")
+            : fmt::format("; its expert weights include {}",
+                          fmt::join(std::vector(expert_weights.begin(),
+                                                expert_weights.begin() +
+                                                    std::min<size_t>(expert_weights.size(), 4)),
+                                    ", "))));
   }
 }
 

@@ -4,6 +4,13 @@
 // `lora_B` of the Linear they adapt, so their names are peft's without its adapter name
 // ("h.0.attn.c_attn.lora_A.weight"), and the Linear seam (linear.h), through which every block
 // Linear of a transformer runs, adds the update.
+//
+// An expert group's 3-D weight [E, out, in] (moe.h) takes one adapter for all its experts, as
+// peft's ParamWrapper (target_parameters) does: A [r·E, in] and B [out, r·E], expert e's update
+// (alpha / r) · B_e A_e with A_e = A.view(E, r, in)[e] and B_e = B.view(out, r, E)[:, :, e],
+// added to its weight before the GEMMs (no dropout: peft refuses it there too). Its factors are
+// children of a module named as the weight ("layers.1.mlp.experts.gate_up_proj.lora_A.weight");
+// hf/peft_adapter.h writes and reads them under peft's names.
 #pragma once
 
 #include "ampt/config/config.h"
@@ -26,8 +33,12 @@ struct LoraOptions {
   int64_t rank = 0;  // 0: no adapters
   double alpha = 16.0;
   double dropout = 0.0;
-  // Module names matched as peft's target_modules: a name equal to one, or ending in "." + one.
+  // Module names matched as peft's target_modules: a name equal to one, or ending in "." + one;
+  // they match an expert group's weights' names ("layers.1.mlp.experts.down_proj") too.
   std::vector<std::string> targets;
+  // Expert group weights' names matched the same way, as peft's target_parameters (and only
+  // those: "down_proj" here leaves a dense MLP's down_proj alone).
+  std::vector<std::string> parameters;
 };
 
 // One factor of an adapter: a bias-free matrix `weight`, as peft's nn.Linear lora_A and lora_B.
@@ -78,15 +89,21 @@ class AdaptersReplaced {
   const std::unordered_map<const LoraFactorImpl*, torch::Tensor>* previous_;
 };
 
+// The adapter on `owner`'s expert group weight `weight` ("gate_up_proj"), or none.
+LoraAdapter expert_lora_adapter(const torch::nn::Module& owner, const std::string& weight);
+// Its update of every expert's weight: (alpha / r) · B_e A_e stacked, [E, out, in].
+torch::Tensor expert_lora_delta(const LoraAdapter& adapter, int64_t experts);
+
 // The adapter's update of `x` (the Linear's input): (alpha / r) · B A dropout(x), with dropout
 // only while `training`.
 torch::Tensor lora_update(const LoraAdapter& adapter, const torch::Tensor& x, bool training);
 
-// Freezes every parameter of `root` and gives each Linear that options.targets names an
-// adapter: A from kaiming_uniform(a = sqrt(5)) under the torch seed (peft's default), B zero, so
-// the adapted model starts as the base. Throws UsageError naming a target that matches no
-// Linear, and listing some of the model's Linear names, and one naming the output head
-// (lm_head), which the fused loss reads as a weight.
+// Freezes every parameter of `root` and gives each Linear and each expert group weight that
+// options.targets names an adapter: A from kaiming_uniform(a = sqrt(5)) under the torch seed
+// (peft's default), B zero, so the adapted model starts as the base. Throws UsageError naming a
+// target that matches no Linear or expert weight, and listing some of the model's names, one
+// naming the output head (lm_head), which the fused loss reads as a weight, and one for dropout
+// on an expert group's adapter.
 void attach_lora(torch::nn::Module& root, const LoraOptions& options);
 
 // The base's parameters with every adapter folded into its Linear, W + (alpha / r) · B A, named
@@ -96,6 +113,15 @@ NamedTensors merged_lora_weights(const torch::nn::Module& root);
 
 // Whether `name` is an adapter's parameter ("....lora_A.weight").
 bool is_lora_parameter(const std::string& name);
+
+// config's LoRA settings: rank, alpha, dropout, lora_targets_of and --lora_target_parameters.
+LoraOptions lora_options(const config::Config& config,
+                         const std::vector<std::string>& family_defaults);
+
+// UsageError naming the first of --lora_target_parameters' `parameters` that matches none of
+// `expert_weights` (expert group weights' names), and some of those.
+void require_parameters_match(const std::vector<std::string>& parameters,
+                              const std::vector<std::string>& expert_weights);
 
 // --lora_targets' comma-separated names, trimmed, empty items left out.
 std::vector<std::string> split_lora_targets(const std::string& text);
@@ -109,8 +135,8 @@ void require_base_dtype(const config::Config& config);
 std::vector<std::string> lora_targets_of(const config::Config& config,
                                          const std::vector<std::string>& family_defaults);
 
-// UsageError naming the first of `targets` that matches none of `linears` (module names), and
-// some of those.
+// UsageError naming the first of `targets` that matches none of `linears` (module names, then
+// expert group weights' names), and some of those.
 void require_targets_match(const std::vector<std::string>& targets,
                            const std::vector<std::string>& linears);
 

@@ -35,6 +35,12 @@ int64_t lora_activations(const ModelDims& d, const Scheme& s, int64_t tokens, bo
   int64_t bytes = plain_frozen ? -blocks * tokens * frozen_inputs : 0;
   std::set<std::string> kept;  // the inputs an adapter already keeps: module path, norm or not
   for (const auto& layer : d.lora.adapted) {
+    if (layer.experts > 1) {
+      // An expert group's adapter is added to the weights: the sum, the size of the whole stack,
+      // is what its GEMMs keep for backward.
+      bytes += layer.in * layer.out * h;
+      continue;
+    }
     bytes += tokens * d.lora.rank * h;
     const auto input =
         layer.name.substr(0, layer.name.rfind('.')) + (layer.reads_norm() ? "+norm" : "");

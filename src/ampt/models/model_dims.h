@@ -20,6 +20,7 @@ struct LoraDims {
   int64_t rank = 0;  // 0: no adapters, every parameter trains
   double dropout = 0.0;
   std::vector<std::string> targets;  // --lora_targets, or the family's default
+  std::vector<std::string> parameters;  // --lora_target_parameters
   std::vector<LinearLayer> adapted;
   // How the frozen base's block Linear weights are stored (--base_dtype).
   config::BaseDtype base_dtype = config::BaseDtype::auto_select;

@@ -2,6 +2,7 @@
 
 #include "ampt/core/autocast_dtype.h"
 #include "ampt/models/linear.h"
+#include "ampt/models/lora.h"
 
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/_grouped_mm.h>
@@ -112,6 +113,12 @@ torch::Tensor ExpertsImpl::forward(const torch::Tensor& x, const Routing& routin
   }
   const auto project = [&](const torch::Tensor& in, size_t i) {
     const auto& weight = quantized(i);
+    if (const auto adapter = expert_lora_adapter(*this, quantizable_names()[i])) {
+      // peft's ParamWrapper: the adapter's update added to the (dequantized) weights, which the
+      // GEMMs then read; its factors get their gradients through that sum.
+      const auto base = weight ? weight->dequantize(matmul_dtype(in)) : quantizable_parameter(i);
+      return grouped_linear(in, base + expert_lora_delta(adapter, experts), counts, offsets);
+    }
     if (!weight) return grouped_linear(in, quantizable_parameter(i), counts, offsets);
     // In the dtype autocast would compute a matmul in, as a stored Linear is.
     return StoredGroupedLinear::apply(in.to(matmul_dtype(in)), weight, counts);

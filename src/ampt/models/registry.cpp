@@ -66,10 +66,9 @@ Model make_model(const config::Config& config, const data::DataSpec& spec) {
   if (!family.transformer_blocks) require_transformer(config);
   require_base_dtype(config);
   if (config.lora_rank == 0) return family.build(config, spec);
-  auto targets = lora_targets_of(config, family.lora_targets);
+  auto options = lora_options(config, family.lora_targets);
   auto model = family.build(config, spec);
-  attach_lora(*model.module,
-              {config.lora_rank, config.lora_alpha, config.lora_dropout, std::move(targets)});
+  attach_lora(*model.module, options);
   return model;
 }
 

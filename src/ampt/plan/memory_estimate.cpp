@@ -50,7 +50,7 @@ ParameterCounts count_parameters(const ModelDims& d) {
   p.trainable = p.total;
   if (d.lora.active()) {
     p.trainable = 0;
-    for (const auto& layer : d.lora.adapted) p.trainable += d.lora.rank * (layer.in + layer.out);
+    for (const auto& layer : d.lora.adapted) p.trainable += layer.lora_parameters(d.lora.rank);
     p.total += p.trainable;
   }
   return p;
@@ -148,10 +148,11 @@ BlockSplit split_blocks(const ModelDims& d) {
   BlockSplit s;
   s.blocks = static_cast<int64_t>(d.layers.blocks.size());
   if (d.lora.active()) {
-    // The adapters: A [r, in] and B [out, r] per adapted layer, matmul weights without biases.
+    // The adapters: A [r, in] and B [out, r] per adapted layer (r · E rows and columns on an
+    // expert group), matmul weights without biases.
     int64_t in_blocks = 0;
     for (const auto& layer : d.lora.adapted) {
-      const int64_t adapter = d.lora.rank * (layer.in + layer.out);
+      const int64_t adapter = layer.lora_parameters(d.lora.rank);
       (!layer.block.empty() && s.blocks > 0 ? in_blocks : s.root) += adapter;
     }
     if (s.blocks > 0) s.block_linear = s.block_linear_weights = (in_blocks + s.blocks - 1) / s.blocks;

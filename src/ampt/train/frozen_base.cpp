@@ -33,13 +33,26 @@ FrozenBase freeze_base(const config::Config& config, precision::PrecisionState& 
                           experts ? " and the experts" : "", config::to_string(config.base_dtype),
                           static_cast<double>(bytes) / (1 << 20), storage);
   }
+  // An expert group weight's adapter (lora.h) is a pair of factors as a Linear's is.
+  int64_t expert_adapters = 0;
+  for (const auto& weight : models::quantizable_weights(model)) {
+    const auto* owner = dynamic_cast<const torch::nn::Module*>(weight.owner);
+    expert_adapters += weight.parameter().dim() == 3 &&
+                       models::expert_lora_adapter(
+                           *owner, weight.owner->quantizable_names()[weight.index]);
+  }
+  const auto linear_adapters = static_cast<int64_t>(trained.size() / 2) - expert_adapters;
+  const auto parameters = config.lora_target_parameters.empty()
+                              ? std::string()
+                              : "; " + config.lora_target_parameters;
   base.note = fmt::format(
-      "rank {}, alpha {:g} (scale {:g}), dropout {:g} on {} Linear layers ({}): {} trainable "
+      "rank {}, alpha {:g} (scale {:g}), dropout {:g} on {} Linear layers{} ({}{}): {} trainable "
       "parameters with fp32 masters, {} frozen {} (base fingerprint {})",
       config.lora_rank, config.lora_alpha, config.lora_alpha / config.lora_rank,
-      config.lora_dropout, trained.size() / 2,
+      config.lora_dropout, linear_adapters,
+      expert_adapters > 0 ? fmt::format(" and {} expert weights", expert_adapters) : "",
       fmt::join(models::lora_targets_of(config, models::family_of(config).lora_targets), ","),
-      trained_count, frozen, storage, base.fingerprint);
+      parameters, trained_count, frozen, storage, base.fingerprint);
   return base;
 }
 

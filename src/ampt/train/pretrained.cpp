@@ -60,7 +60,8 @@ LoadedWeights load_pretrained(const config::Config& config, const NamedTensors& 
     match.finish();
   }
   if (!config.init_adapter.empty()) {
-    checkpoint::copy_into(hf::read_peft_adapter(config.init_adapter, family.hf_module_prefix),
+    checkpoint::copy_into(hf::read_peft_adapter(config.init_adapter, family.hf_module_prefix, adapters,
+                                                config.lora_rank),
                           adapters, "LoRA adapter", config.init_adapter);
     loaded.description += fmt::format(", LoRA adapters from {}", config.init_adapter);
   }
