@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -53,6 +53,18 @@ std::vector<std::string> expert_weights(const NamedTensors& adapters, int64_t ra
     if (name.ends_with(kDownSuffix) && tensor.size(0) != rank) out.push_back(adapted_of(name));
   }
   return out;
+}
+
+// The last `n` dotted names of `name` ("mlp.experts.down_proj" of
+// "layers.1.mlp.experts.down_proj"); all of it when it has fewer.
+std::string last_names(const std::string& name, int n) {
+  auto start = name.size();
+  for (int i = 0; i < n; ++i) {
+    const auto dot = start == 0 ? std::string::npos : name.rfind('.', start - 1);
+    if (dot == std::string::npos) return name;
+    start = dot;
+  }
+  return name.substr(start + 1);
 }
 
 std::string json_list(const std::vector<std::string>& items) {
@@ -168,12 +180,7 @@ void write_peft_adapter(const std::string& dir, const NamedTensors& weights,
     }
   }
   for (const auto& weight : experts) {
-    auto at = std::string::npos;
-    for (int dots = 0; dots < 3; ++dots) {
-      at = weight.rfind('.', at == std::string::npos ? at : at - 1);
-      if (at == std::string::npos) break;
-    }
-    const auto suffix = at == std::string::npos ? weight : weight.substr(at + 1);
+    const auto suffix = last_names(weight, 3);
     if (std::ranges::find(parameters, suffix) == parameters.end()) parameters.push_back(suffix);
   }
   const auto json = fmt::format(

@@ -7,7 +7,6 @@
 #include "ampt/hf/peft_adapter.h"
 #include "ampt/kernels/fused_linear.h"
 #include "ampt/models/linear.h"
-#include "ampt/models/quantizable.h"
 
 #include <torch/nn/functional/dropout.h>
 #include <torch/nn/init.h>
@@ -90,6 +89,12 @@ LoraAdapter expert_lora_adapter(const torch::nn::Module& owner, const std::strin
     if (item.key() == weight) return factors_of(*item.value());
   }
   return {};
+}
+
+LoraAdapter expert_lora_adapter(const QuantizableWeight& weight) {
+  if (weight.parameter().dim() != 3) return {};
+  const auto* owner = dynamic_cast<const torch::nn::Module*>(weight.owner);
+  return expert_lora_adapter(*owner, weight.owner->quantizable_names()[weight.index]);
 }
 
 torch::Tensor expert_lora_delta(const LoraAdapter& adapter, int64_t experts) {
@@ -201,12 +206,9 @@ NamedTensors merged_lora_weights(const torch::nn::Module& root) {
       merged[weight.name] = weight.quantized()->dequantize(torch::kFloat);
       dtypes[weight.name] = weight.parameter().scalar_type();
     }
-    const auto& w = weight.parameter();
-    if (w.dim() != 3) continue;
-    const auto* owner = dynamic_cast<const torch::nn::Module*>(weight.owner);
-    const auto adapter =
-        expert_lora_adapter(*owner, weight.owner->quantizable_names()[weight.index]);
+    const auto adapter = expert_lora_adapter(weight);
     if (!adapter) continue;
+    const auto& w = weight.parameter();
     auto& m = merged[weight.name];
     if (!m.defined()) m = w.to(torch::kFloat);
     m = m + expert_lora_delta(adapter, w.size(0)).to(torch::kFloat);

@@ -15,6 +15,7 @@
 
 #include "ampt/config/config.h"
 #include "ampt/core/named_tensors.h"
+#include "ampt/models/quantizable.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
@@ -91,6 +92,8 @@ class AdaptersReplaced {
 
 // The adapter on `owner`'s expert group weight `weight` ("gate_up_proj"), or none.
 LoraAdapter expert_lora_adapter(const torch::nn::Module& owner, const std::string& weight);
+// The same for one of quantizable_weights(root): none unless it is an expert group's (3-D).
+LoraAdapter expert_lora_adapter(const QuantizableWeight& weight);
 // Its update of every expert's weight: (alpha / r) · B_e A_e stacked, [E, out, in].
 torch::Tensor expert_lora_delta(const LoraAdapter& adapter, int64_t experts);
 

@@ -36,10 +36,7 @@ FrozenBase freeze_base(const config::Config& config, precision::PrecisionState& 
   // An expert group weight's adapter (lora.h) is a pair of factors as a Linear's is.
   int64_t expert_adapters = 0;
   for (const auto& weight : models::quantizable_weights(model)) {
-    const auto* owner = dynamic_cast<const torch::nn::Module*>(weight.owner);
-    expert_adapters += weight.parameter().dim() == 3 &&
-                       models::expert_lora_adapter(
-                           *owner, weight.owner->quantizable_names()[weight.index]);
+    expert_adapters += static_cast<bool>(models::expert_lora_adapter(weight));
   }
   const auto linear_adapters = static_cast<int64_t>(trained.size() / 2) - expert_adapters;
   const auto parameters = config.lora_target_parameters.empty()
