@@ -115,6 +115,15 @@ TEST_CASE("cli recommend: ZeRO stage 3 per rank, and the fewest ranks that fit",
                         "71.0 GiB usable of the 80 GiB GPU from 4 ranks (per rank 46.0 GiB on 4; "
                         "75.9 GiB on 2)\n"));
 
+  // The recommended command names --grad_ckpt once, at its end, though the user gave it too.
+  r = ampt::test::run_ampt({"recommend", "--gpu_memory_gb", "24", "--model", "qwen3-30b-a3b",
+                            "--lora_rank", "16", "--base_dtype", "nf4", "--grad_ckpt",
+                            "--batch_size", "1", "--block_size", "2048"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("  ampt train --model qwen3-30b-a3b --lora_rank 16 --base_dtype "
+                                    "nf4 --block_size 2048 --mixed_precision bf16 --amp_opt_level "
+                                    "O1 --batch_size 1 --grad_accum_steps 1 --grad_ckpt\n"));
+
   // gpt2-1558m at 128 samples of 1024 tokens: its activations exceed the GPU without
   // checkpointing (the blocks' saved tensors alone, 28 bytes per token and channel in each of 48
   // blocks, 48 · 128 · 1024 · 1600 · 28 bytes, are 262.5 GiB), and the line names --grad_ckpt

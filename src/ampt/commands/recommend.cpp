@@ -298,6 +298,9 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
         {"amp_opt_level", "L", "", ""}};
     std::string command = "ampt train";
     for (const auto& arg : config::split_subcommand_flags(split.rest, replaced).rest) {
+      // The recommendation says whether to checkpoint, at the end: the user's switch would be a
+      // second --grad_ckpt.
+      if (arg == "--grad_ckpt" || arg.starts_with("--grad_ckpt=")) continue;
       command += arg.find(' ') == std::string::npos ? " " + arg : " '" + arg + "'";
     }
     text += fmt::format(
