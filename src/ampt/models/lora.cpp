@@ -30,6 +30,11 @@ bool lora_target_matches(const std::string& module, const std::string& target) {
   return hf::peft_target_matches(module, target);
 }
 
+bool lora_target_matches_any(const std::string& module, const std::vector<std::string>& targets) {
+  return std::ranges::any_of(
+      targets, [&](const std::string& target) { return lora_target_matches(module, target); });
+}
+
 LoraFactorImpl::LoraFactorImpl(int64_t out_features, int64_t in_features) {
   weight = register_parameter("weight", torch::zeros({out_features, in_features}));
 }
@@ -136,11 +141,6 @@ void add_factors(torch::nn::Module& holder, int64_t down_rows, int64_t in, int64
   holder.register_module(kUp, up);
 }
 
-bool matches_any(const std::string& name, const std::vector<std::string>& targets) {
-  return std::ranges::any_of(
-      targets, [&](const std::string& target) { return lora_target_matches(name, target); });
-}
-
 }  // namespace
 
 void attach_lora(torch::nn::Module& root, const LoraOptions& options) {
@@ -155,7 +155,10 @@ void attach_lora(torch::nn::Module& root, const LoraOptions& options) {
       if (w.dim() != 3) continue;
       const auto name = item.key() + "." + group->quantizable_names()[i];
       expert_weights.push_back(name);
-      if (!matches_any(name, options.targets) && !matches_any(name, options.parameters)) continue;
+      if (!lora_target_matches_any(name, options.targets) &&
+          !lora_target_matches_any(name, options.parameters)) {
+        continue;
+      }
       if (options.dropout > 0.0) {
         throw UsageError(fmt::format(
             "lora_dropout {} with lora_targets naming the expert weight {}: an expert group's "
@@ -173,7 +176,7 @@ void attach_lora(torch::nn::Module& root, const LoraOptions& options) {
     auto* linear = dynamic_cast<torch::nn::LinearImpl*>(item.value().get());
     if (linear == nullptr) continue;
     linears.push_back(item.key());
-    if (!matches_any(item.key(), options.targets)) continue;
+    if (!lora_target_matches_any(item.key(), options.targets)) continue;
     if (item.key() == "lm_head") {
       // The head feeds the fused loss as a weight, never through a Linear layer: an adapter there
       // would train and change nothing.

@@ -29,6 +29,8 @@ namespace ampt::models {
 
 // peft's target_modules rule: `module` is `target`, or ends in "." + target.
 bool lora_target_matches(const std::string& module, const std::string& target);
+// Whether any of `targets` matches `module` by that rule.
+bool lora_target_matches_any(const std::string& module, const std::vector<std::string>& targets);
 
 struct LoraOptions {
   int64_t rank = 0;  // 0: no adapters

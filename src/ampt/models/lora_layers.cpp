@@ -20,26 +20,21 @@ LoraDims lora_dims(const config::Config& config, const ModelDims& dims) {
   lora.base_dtype = config.base_dtype;
   lora.dropout = config.lora_dropout;
   lora.parameters = split_lora_targets(config.lora_target_parameters);
-  const auto& parameters = lora.parameters;
-  const auto matches = [](const std::string& name, const std::vector<std::string>& targets) {
-    return std::ranges::any_of(targets,
-                               [&](const auto& t) { return lora_target_matches(name, t); });
-  };
-  std::vector<std::string> names;
+  std::vector<std::string> names, expert_weights;
   // The block Linears, then the expert groups' weight stacks, as attach_lora walks them.
   for (const auto& layer : dims.layers.linears) {
     names.push_back(layer.name);
-    if (matches(layer.name, lora.targets)) lora.adapted.push_back(layer);
+    if (lora_target_matches_any(layer.name, lora.targets)) lora.adapted.push_back(layer);
   }
   for (const auto& layer : dims.terms.stacked_weights) {
     names.push_back(layer.name);
-    if (matches(layer.name, lora.targets) || matches(layer.name, parameters)) {
+    expert_weights.push_back(layer.name);
+    if (lora_target_matches_any(layer.name, lora.targets) ||
+        lora_target_matches_any(layer.name, lora.parameters)) {
       lora.adapted.push_back(layer);
     }
   }
-  std::vector<std::string> expert_weights;
-  for (const auto& layer : dims.terms.stacked_weights) expert_weights.push_back(layer.name);
-  require_parameters_match(parameters, expert_weights);
+  require_parameters_match(lora.parameters, expert_weights);
   require_targets_match(lora.targets, names);
   return lora;
 }

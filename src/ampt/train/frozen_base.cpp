@@ -39,16 +39,16 @@ FrozenBase freeze_base(const config::Config& config, precision::PrecisionState& 
     expert_adapters += static_cast<bool>(models::expert_lora_adapter(weight));
   }
   const auto linear_adapters = static_cast<int64_t>(trained.size() / 2) - expert_adapters;
-  const auto parameters = config.lora_target_parameters.empty()
-                              ? std::string()
-                              : "; " + config.lora_target_parameters;
+  const auto options = models::lora_options(config, models::family_of(config).lora_targets);
+  const auto parameters =
+      options.parameters.empty() ? std::string() : fmt::format("; {}", fmt::join(options.parameters, ","));
   base.note = fmt::format(
       "rank {}, alpha {:g} (scale {:g}), dropout {:g} on {} Linear layers{} ({}{}): {} trainable "
       "parameters with fp32 masters, {} frozen {} (base fingerprint {})",
       config.lora_rank, config.lora_alpha, config.lora_alpha / config.lora_rank,
       config.lora_dropout, linear_adapters,
       expert_adapters > 0 ? fmt::format(" and {} expert weights", expert_adapters) : "",
-      fmt::join(models::lora_targets_of(config, models::family_of(config).lora_targets), ","),
+      fmt::join(options.targets, ","),
       parameters, trained_count, frozen, storage, base.fingerprint);
   return base;
 }

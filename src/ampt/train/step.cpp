@@ -36,20 +36,27 @@ void wait_for(const c10::cuda::CUDAStream& waiter, const c10::cuda::CUDAStream& 
 class OwnGradients final : public StepGradients {
  public:
   Collected collect(const std::vector<torch::Tensor>& parameters) override {
-    Collected out;
-    for (size_t i = 0; i < parameters.size(); ++i) {
-      if (!parameters[i].grad().defined()) continue;
-      out.grads.push_back(parameters[i].grad());
-      out.params.push_back(static_cast<int64_t>(i));
-    }
+    Collected out{{}, parameters_with_gradients(parameters)};
+    for (const auto i : out.params) out.grads.push_back(parameters[i].grad());
     return out;
   }
-  torch::Tensor norms(const std::vector<torch::Tensor>& grads) override { return grad_norms(grads); }
 };
 
 }  // namespace
 
+torch::Tensor StepGradients::norms(const std::vector<torch::Tensor>& grads) {
+  return grad_norms(grads);
+}
+
 std::unique_ptr<StepGradients> own_gradients() { return std::make_unique<OwnGradients>(); }
+
+std::vector<int64_t> parameters_with_gradients(const std::vector<torch::Tensor>& parameters) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    if (parameters[i].grad().defined()) out.push_back(static_cast<int64_t>(i));
+  }
+  return out;
+}
 
 struct TrainStep::Graph {
   at::cuda::CUDAGraph graph;

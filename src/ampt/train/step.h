@@ -31,7 +31,7 @@ class StepGradients {
   // After the last backward of the step.
   virtual Collected collect(const std::vector<torch::Tensor>& parameters) = 0;
   // Per-gradient norms of whole parameters (grad_clip.h's grad_norms; ZeRO: over every shard).
-  virtual torch::Tensor norms(const std::vector<torch::Tensor>& grads) = 0;
+  virtual torch::Tensor norms(const std::vector<torch::Tensor>& grads);
   // Per-gradient counts made the whole parameters' (ZeRO: summed over the ranks' shards).
   virtual torch::Tensor whole_counts(torch::Tensor counts) { return counts; }
   // After the optimizer's step: the model's weights follow the stepped ones.
@@ -40,6 +40,8 @@ class StepGradients {
 
 // The parameters' own gradients, stepped in place: what a step without a TrainState (tests) uses.
 std::unique_ptr<StepGradients> own_gradients();
+// The indices of `parameters` that hold a gradient (a parameter the forward did not use has none).
+std::vector<int64_t> parameters_with_gradients(const std::vector<torch::Tensor>& parameters);
 
 // What a step works on; the run owns all of it and outlives the step.
 struct StepParts {

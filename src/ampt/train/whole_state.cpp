@@ -1,7 +1,5 @@
 #include "ampt/train/train_state.h"
 
-#include "ampt/train/grad_clip.h"
-
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -16,14 +14,10 @@ class MasterGradients final : public StepGradients {
  public:
   explicit MasterGradients(precision::MasterWeights& masters) : masters_(masters) {}
   Collected collect(const std::vector<torch::Tensor>& parameters) override {
-    Collected out;
-    for (size_t i = 0; i < parameters.size(); ++i) {
-      if (parameters[i].grad().defined()) out.params.push_back(static_cast<int64_t>(i));
-    }
-    out.grads = masters_.master_grads();
-    return out;
+    // Indices first: master_grads() releases O2's half gradients.
+    auto params = parameters_with_gradients(parameters);
+    return {masters_.master_grads(), std::move(params)};
   }
-  torch::Tensor norms(const std::vector<torch::Tensor>& grads) override { return grad_norms(grads); }
   void weights_stepped() override { masters_.refresh_model(); }
 
  private:
