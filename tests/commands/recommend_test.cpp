@@ -77,6 +77,34 @@ TEST_CASE("cli recommend: per-rank memory with --world_size and --zero_stage", "
   CHECK(bad.err == "ampt: error: --global_batch 64 does not divide among --world_size 3 ranks\n");
 }
 
+// qwen3-30b-a3b on 8 ranks with --expert_parallel 8: each holds 16 of the 128 experts of each
+// of its 48 sparse blocks, 48 · 16 · 3 · 2048 · 768 = 3,623,878,656 expert weights, beside the
+// 1,541,093,376 others (30,532,122,624 − 48 · 128 · 3 · 2048 · 768), 5,164,972,032 in all:
+// 19.24 GiB in fp32. The all-reduce buckets copy the others' gradients only: 19.24 + 5.74.
+TEST_CASE("cli recommend: expert parallelism plans one rank's share of the experts",
+          "[recommend][cli][moe]") {
+  auto r = ampt::test::run_ampt({"recommend", "--model", "qwen3-30b-a3b", "--world_size", "8",
+                                 "--expert_parallel", "8", "--batch_size", "1", "--block_size",
+                                 "2048"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Model qwen3-30b-a3b: 30,532,122,624 parameters"));
+  CHECK_THAT(r.out, Catch::Contains("16 experts per rank under expert parallel 8: 5164972032 "
+                                    "parameters per rank"));
+  CHECK_THAT(r.out, Catch::Contains("Data parallel: 8 ranks, expert parallel 8"));
+  CHECK_THAT(r.out, Catch::Contains("| fp32/O0 | 19.24 | 24.98 | 0.00 | 38.48 |"));
+
+  r = ampt::test::run_ampt({"recommend", "--model", "qwen3-30b-a3b", "--world_size", "6",
+                            "--expert_parallel", "4"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "ampt: error: expert_parallel 4 does not divide the world size 6: each group of "
+                 "4 consecutive ranks divides the experts; use a divisor of 6\n");
+  r = ampt::test::run_ampt({"recommend", "--model", "qwen3-30b-a3b", "--world_size", "8",
+                            "--expert_parallel", "8", "--zero_stage", "2"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("expert_parallel 8 with zero_stage 2"));
+}
+
 TEST_CASE("cli recommend: ZeRO stage 3 per rank, and the fewest ranks that fit",
           "[recommend][cli][zero]") {
   auto r = ampt::test::run_ampt(

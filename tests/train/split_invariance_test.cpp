@@ -216,24 +216,66 @@ TEST_CASE("split invariance: packed examples under ZeRO-3 with activation checkp
 // A sparse model's routing is per token, so its cross-entropy splits as a dense model's does.
 // The load-balancing loss does not: it is a product of one forward's own means (transformers
 // computes it per forward too), so these runs leave it out; the next case keeps it on.
-TEST_CASE("split invariance: a sparse model (qwen3-moe, no aux loss) under batch 1 x 4 and 2 ranks "
-          "x 2 with ZeRO-3 and activation checkpointing makes batch 4's fp32 updates",
+// Expert parallelism sends each (token, expert) row to the rank holding the expert and back: its
+// ranks, 2 dividing the 8 experts, or 4 as 2 replicas of such a pair, make the same updates too.
+TEST_CASE("split invariance: a sparse model (qwen3-moe, no aux loss) under batch 1 x 4, 2 ranks x 2 "
+          "with ZeRO-3 and activation checkpointing, and expert parallelism on 2 and 4 ranks makes "
+          "batch 4's fp32 updates",
           "[train][sft][moe][dist][cli]") {
   check_splits({"--model", "qwen3-moe", "--router_aux_loss_coef", "0"},
                {{"batch 1 x accumulation 4", 1, {"--batch_size", "1", "--grad_accum_steps", "4"}},
                 {"2 ranks x batch 2, ZeRO-3, activation checkpointing", 2,
-                 {"--batch_size", "2", "--zero_stage", "3", "--grad_ckpt"}}});
+                 {"--batch_size", "2", "--zero_stage", "3", "--grad_ckpt"}},
+                {"2 ranks x batch 2, expert parallel 2, activation checkpointing", 2,
+                 {"--batch_size", "2", "--expert_parallel", "2", "--grad_ckpt"}},
+                {"4 ranks x batch 1, expert parallel 2 (2 replicas)", 4,
+                 {"--batch_size", "1", "--expert_parallel", "2"}}});
+}
+
+// Its checkpoints hold whole experts: saved at step 3 by 2 ranks that divide them, the run
+// resumed by one process (batch 4, the same global batch) ends where batch 4 throughout does.
+TEST_CASE("expert parallelism: a checkpoint of 2 ranks that divide the experts resumes in one "
+          "process and ends as one process's run",
+          "[train][moe][dist][cli][checkpoint]") {
+  const auto dir = make_temp_dir();
+  const auto shard = shard_data(write_instruction_shard(dir));
+  const std::vector<std::string> common{"--model", "qwen3-moe", "--router_aux_loss_coef", "0"};
+  auto with = [&](std::vector<std::string> flags) {
+    flags.insert(flags.end(), common.begin(), common.end());
+    return flags;
+  };
+  const auto whole = weights(train(shard, dir + "/whole", 1, with({"--batch_size", "4"})));
+  train(shard, dir + "/divided", 2,
+        with({"--batch_size", "2", "--expert_parallel", "2", "--save_every", "3",
+              "--keep_checkpoints", "2"}));
+  const auto saved = ampt::checkpoint::load(dir + "/divided/ckpt-00000003.pt");
+  REQUIRE(saved.world_size == 2);
+  const auto resumed = run_ampt(sft_args(
+      shard, dir + "/resumed",
+      with({"--batch_size", "4", "--resume", dir + "/divided/ckpt-00000003.pt"})));
+  INFO(resumed.out << resumed.err);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK_THAT(resumed.out, Catch::Contains("Resumed from") && Catch::Contains("at step 3"));
+  const auto start = weights(train(shard, dir + "/start", 1, with({"--batch_size", "4", "--lr", "1e-30"})));
+  const double change = largest_difference(whole, start);
+  const double apart = largest_difference(weights(dir + "/resumed/ckpt-00000006.pt"), whole);
+  INFO("largest difference " << apart << ", largest change " << change);
+  CHECK(apart <= 1e-5 * change);
 }
 
 // ZeRO-3 gathers a block's weights when the gradient of its output arrives; the router's logits
 // also take a gradient from the aux loss and the z-loss, computed after every block. Both reach
-// the router's GEMM only together with the block's own, once its weights are back.
-TEST_CASE("zero3: a sparse model with its aux loss and z-loss makes plain data parallel's updates",
+// the router's GEMM only together with the block's own, once its weights are back. Expert
+// parallelism changes where the experts run, not the per-rank aux loss plain ranks compute.
+TEST_CASE("zero3 and expert parallelism: a sparse model with its aux loss and z-loss makes plain "
+          "data parallel's updates",
           "[train][moe][zero][dist][cli]") {
   const auto dir = make_temp_dir();
   const auto shard = shard_data(write_instruction_shard(dir));
+  // Clipped: the norm is the whole model's, experts' slices included, on every rank.
   const std::vector<std::string> common{"--model", "qwen3-moe", "--router_aux_loss_coef", "0.5",
-                                        "--router_z_loss_coef", "0.01", "--batch_size", "2"};
+                                        "--router_z_loss_coef", "0.01", "--batch_size", "2",
+                                        "--max_grad_norm", "0.5"};
   auto with = [&](std::vector<std::string> flags) {
     flags.insert(flags.begin(), common.begin(), common.end());
     return flags;
@@ -241,11 +283,14 @@ TEST_CASE("zero3: a sparse model with its aux loss and z-loss makes plain data p
   const auto start = weights(train(shard, dir + "/start", 2, with({"--lr", "1e-30"})));
   const auto plain = weights(train(shard, dir + "/plain", 2, with({})));
   const auto sharded = weights(train(shard, dir + "/zero3", 2, with({"--zero_stage", "3", "--grad_ckpt"})));
+  const auto divided = weights(train(shard, dir + "/experts", 2, with({"--expert_parallel", "2"})));
   const double change = largest_difference(plain, start);
   REQUIRE(change > 1e-3);
-  const double apart = largest_difference(sharded, plain);
-  INFO("largest difference " << apart << ", largest change " << change);
-  CHECK(apart <= 1e-5 * change);
+  for (const auto& [name, run] : {std::pair{"zero3", &sharded}, std::pair{"expert parallel 2", &divided}}) {
+    const double apart = largest_difference(*run, plain);
+    INFO(name << ": largest difference " << apart << ", largest change " << change);
+    CHECK(apart <= 1e-5 * change);
+  }
   const auto plain_metrics = read_file(dir + "/plain/metrics.jsonl");
   const auto zero3_metrics = read_file(dir + "/zero3/metrics.jsonl");
   const auto plain_losses = step_losses(plain_metrics), zero3_losses = step_losses(zero3_metrics);

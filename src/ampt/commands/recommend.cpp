@@ -79,6 +79,13 @@ std::string sharding_text(const plan::Sharding& s) {
                           ? "activations and weights are whole on every rank"
                           : "activations are whole on every rank, weights and gradients only "
                             "the root's (embeddings, final norm, head) and two blocks'";
+  if (s.expert_parallel > 1) {
+    return fmt::format("Data parallel: {} ranks, expert parallel {} (each rank holds 1/{} of every "
+                       "sparse layer's experts and their gradients and optimizer state, the "
+                       "other weights whole; only those in the all-reduce buckets); activations "
+                       "are whole on every rank.\n",
+                       s.world_size, s.expert_parallel, s.expert_parallel);
+  }
   return fmt::format("Data parallel: {} ranks, ZeRO stage {} ({}); {}.\n", s.world_size,
                      s.zero_stage, what, whole);
 }
@@ -232,10 +239,23 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
     throw UsageError(fmt::format("--global_batch {} does not divide among --world_size {} ranks",
                                  global_batch, sharding.world_size));
   }
+  // Expert parallelism plans rank 0 of the run as --world_size ranks would launch it: its share
+  // of the experts.
+  auto planned = config;
+  config::check_expert_groups(config.expert_parallel, sharding.world_size, config.zero_stage);
+  if (config.expert_parallel > 1) {
+    planned.launch.world_size = sharding.world_size;
+    planned.launch.rank = 0;
+    sharding.expert_parallel = config.expert_parallel;
+  }
   const auto& shape_text = split.values.at("input_shape");
-  const auto dims = models::model_dims(
-      config, shape_text.empty() ? std::vector<int64_t>{} : parse_shape(shape_text),
-      count("seq_len", 0));
+  const auto shape = shape_text.empty() ? std::vector<int64_t>{} : parse_shape(shape_text);
+  const auto dims = models::model_dims(planned, shape, count("seq_len", 0));
+  // The header counts the whole model; the table, one rank's share.
+  const int64_t model_parameters =
+      sharding.expert_parallel > 1
+          ? plan::count_parameters(models::model_dims(config, shape, count("seq_len", 0))).total
+          : plan::count_parameters(dims).total;
   const int64_t usable = plan::usable_bytes(gpu);
   if (usable <= 0) {
     throw UsageError(fmt::format("--gpu_memory_gb {} leaves nothing after the 1 GiB CUDA context",
@@ -251,7 +271,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
       "| precision/opt level | weights | gradients | fp32 masters | optimizer | cast copies | "
       "activations | total | with --grad_ckpt | fits |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-      dims.name, grouped(params.total), dims.terms.description,
+      dims.name, grouped(model_parameters), dims.terms.description,
       config.optimizer == config::OptimizerKind::adamw ? "adamw (2 fp32 states per parameter)"
                                                        : "sgd",
       lora_text(dims, params), preference_text(config, dims), gpu.memory_gb, gpu.compute_capability, plan::gib(usable), gpu.memory_gb, 1.0 - plan::kFragmentation,

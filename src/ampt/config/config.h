@@ -202,6 +202,9 @@ struct Config {
   // ZeRO-3: the dtype a block's parameters are all-gathered in (FSDP's param_dtype); auto: the
   // dtype the unsharded run computes each one in
   ParamDtype param_dtype = ParamDtype::auto_select;
+  // A sparse model's experts divided among this many consecutive ranks, tokens sent to them by
+  // all_to_all; the other ranks' factor replicates them (1: every rank holds every expert)
+  int64_t expert_parallel = 1;
   // Not an option: where this process sits in the job, from the launcher's environment.
   Launch launch;
   // Not an option: the Hugging Face hub cache that init_from names are looked up in, from

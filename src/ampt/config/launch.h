@@ -29,6 +29,11 @@ struct Launch {
   std::string describe() const;
 };
 
+// Expert parallelism's layout: on `world_size` > 1 ranks, groups of `expert_parallel`
+// consecutive ranks, so it must divide world_size; and no ZeRO beside it (its shards would cut
+// across the ranks that divide the experts), in a single process too. UsageError, one line.
+void check_expert_groups(int64_t expert_parallel, int64_t world_size, int64_t zero_stage);
+
 // torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
 // win when RANK or WORLD_SIZE is set; else Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
 // SLURM_NODEID, SLURM_TASKS_PER_NODE, MASTER_ADDR or else the first host of SLURM_JOB_NODELIST,

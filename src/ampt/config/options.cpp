@@ -391,6 +391,12 @@ std::vector<Option> build_table() {
                   "in (FSDP's param_dtype): auto = the autocast dtype (fp32 without autocast), "
                   "or fp32, bf16, fp16; norms and embeddings keep the dtype the unsharded run "
                   "gives them"),
+      integer_option("expert_parallel", "dist.expert_parallel", &C::expert_parallel, at_least_1,
+                     "Expert parallelism of a sparse (MoE) model: each group of N consecutive "
+                     "ranks divides every layer's experts among its members and sends each token "
+                     "to its experts' rank by all_to_all; the groups replicate one another as "
+                     "data parallelism does. N divides the world size and the experts; 1: every "
+                     "rank holds every expert"),
   };
 }
 

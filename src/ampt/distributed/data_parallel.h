@@ -19,6 +19,7 @@ namespace ampt::distributed {
 
 class Group;
 class GradSync;
+class Subgroup;
 class ZeroShards;
 
 // A distributed run on CUDA trains on GPU LOCAL_RANK; a process that sees a single GPU (Slurm's
@@ -43,7 +44,8 @@ class DataParallel {
   // has nothing to shard).
   int64_t zero_stage() const { return group_ ? zero_stage_ : 0; }
 
-  // Copies rank 0's model tensors to every rank and starts averaging the parameters' gradients.
+  // Copies rank 0's model tensors to every rank and starts averaging the parameters' gradients
+  // (under expert parallelism, leave the experts out of both: their ranks hold others).
   // Under ZeRO it also cuts this rank's shard: `masters` are the parameters' fp32 values (O2's
   // masters; the parameters themselves below O2), read once here; zero() then holds the shard.
   // Stage 3 also needs `blocks` (where each parameter belongs); it then keeps every block's
@@ -52,6 +54,13 @@ class DataParallel {
   void attach(const NamedTensors& model_tensors, const std::vector<at::Tensor>& parameters,
               const std::vector<at::Tensor>& masters, const ParameterBlocks* blocks = nullptr,
               const FrozenTensors& frozen = {});
+  // Expert parallelism (config.expert_parallel N > 1, on several ranks): `expert_exchange()` is
+  // this rank's group of N consecutive ranks, which divides every sparse layer's experts among
+  // its members in rank order; `expert_replicas()` the ranks, one per such group, that hold the
+  // same experts (null when there is one group). Both null otherwise.
+  Subgroup* expert_exchange() { return expert_exchange_.get(); }
+  Subgroup* expert_replicas() { return expert_replicas_.get(); }
+
   // This rank's ZeRO shards; null unless zero_stage() > 0 and attached.
   ZeroShards* zero() { return zero_.get(); }
   const ZeroShards* zero() const { return zero_.get(); }
@@ -92,6 +101,8 @@ class DataParallel {
   int64_t world_size_ = 1;
   std::string launch_;
   std::unique_ptr<Group> group_;
+  std::unique_ptr<Subgroup> expert_exchange_;
+  std::unique_ptr<Subgroup> expert_replicas_;
   std::unique_ptr<ZeroShards> zero_;
   std::unique_ptr<GradSync> grad_sync_;
   std::unique_ptr<ShardedParameters> sharded_;

@@ -19,7 +19,9 @@
 #endif
 #include <unistd.h>
 
+#include <algorithm>
 #include <exception>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -34,6 +36,24 @@ std::string join(const std::vector<int64_t>& ranks) {
   std::string out;
   for (int64_t r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
   return out;
+}
+
+// `tensors` broadcast a chunk (chunks()) at a time, each flattened into one buffer that
+// `broadcast_one` sends or receives in place.
+void broadcast_in_chunks(const std::vector<at::Tensor>& tensors,
+                         const std::function<void(std::vector<at::Tensor>&)>& broadcast_one) {
+  c10::NoGradGuard no_grad;
+  for (auto& group : chunks(tensors, kChunkBytes)) {
+    std::vector<at::Tensor> flat;
+    for (const auto& t : group) flat.push_back(t.reshape(-1));
+    std::vector<at::Tensor> buffer{at::cat(flat)};
+    broadcast_one(buffer);
+    int64_t offset = 0;
+    for (auto& t : group) {
+      t.copy_(buffer[0].narrow(0, offset, t.numel()).view_as(t));
+      offset += t.numel();
+    }
+  }
 }
 
 std::string hostname() {
@@ -61,12 +81,13 @@ c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store
 }
 
 c10::intrusive_ptr<c10d::Backend> make_nccl(const c10::intrusive_ptr<c10d::Store>& store,
-                                            int64_t rank, int64_t world, milliseconds timeout) {
+                                            std::string prefix, int64_t rank, int64_t world,
+                                            milliseconds timeout) {
 #ifdef USE_C10D_NCCL
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;
   return c10::make_intrusive<c10d::ProcessGroupNCCL>(
-      c10::make_intrusive<c10d::PrefixStore>("ampt/nccl", store), static_cast<int>(rank),
+      c10::make_intrusive<c10d::PrefixStore>(std::move(prefix), store), static_cast<int>(rank),
       static_cast<int>(world), options);
 #else
   throw RuntimeError("dist_backend nccl: this ampt was built without NCCL (NCCL's headers were "
@@ -185,7 +206,9 @@ Group::Group(c10::intrusive_ptr<c10d::Store> store, int64_t rank, int64_t world_
       world_size_(world_size),
       device_(device),
       timeout_(timeout),
-      where_(std::move(where)) {
+      where_(std::move(where)),
+      loopback_(loopback),
+      gloo_interface_(std::move(gloo_interface)) {
   if (backend == config::DistBackend::auto_select) {
     backend = device.is_cuda() ? config::DistBackend::nccl : config::DistBackend::gloo;
   }
@@ -196,13 +219,13 @@ Group::Group(c10::intrusive_ptr<c10d::Store> store, int64_t rank, int64_t world_
   }
   backend_name_ = backend == config::DistBackend::nccl ? "nccl" : "gloo";
   try {
-    control_ = make_gloo(store_, "ampt/gloo-control", rank, world_size, timeout, loopback,
-                         gloo_interface);
+    control_ = make_gloo(store_, "ampt/gloo-control", rank, world_size, timeout, loopback_,
+                         gloo_interface_);
     if (backend == config::DistBackend::nccl) {
-      data_ = make_nccl(store_, rank, world_size, timeout);
+      data_ = make_nccl(store_, "ampt/nccl", rank, world_size, timeout);
     } else if (device.is_cuda()) {
-      data_ = make_gloo(store_, "ampt/gloo-data", rank, world_size, timeout, loopback,
-                        gloo_interface);
+      data_ = make_gloo(store_, "ampt/gloo-data", rank, world_size, timeout, loopback_,
+                        gloo_interface_);
     } else {
       data_ = control_;
     }
@@ -285,20 +308,11 @@ std::vector<std::vector<at::Tensor>> chunks(const std::vector<at::Tensor>& tenso
 }
 
 void Group::broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std::string_view what) {
-  c10::NoGradGuard no_grad;
-  for (auto& group : chunks(tensors, kChunkBytes)) {
-    std::vector<at::Tensor> flat;
-    for (const auto& t : group) flat.push_back(t.reshape(-1));
-    std::vector<at::Tensor> buffer{at::cat(flat)};
+  broadcast_in_chunks(tensors, [&](std::vector<at::Tensor>& buffer) {
     c10d::BroadcastOptions options;
     options.rootRank = root;
     wait(guarded(what, [&] { return data_->broadcast(buffer, options); }), what);
-    int64_t offset = 0;
-    for (auto& t : group) {
-      t.copy_(buffer[0].narrow(0, offset, t.numel()).view_as(t));
-      offset += t.numel();
-    }
-  }
+  });
 }
 
 std::vector<std::string> Group::gather_text(const std::string& key, const std::string& text,
@@ -370,6 +384,63 @@ void Group::finish() {
   }
   barrier("the final barrier");
   heartbeat_->stop();
+}
+
+std::unique_ptr<Subgroup> Group::subgroup(const std::string& name,
+                                          const std::vector<int64_t>& members) {
+  const auto at = std::ranges::find(members, rank_);
+  if (at == members.end()) throw std::logic_error("Group::subgroup: this rank is not a member");
+  const auto rank = at - members.begin();
+  const auto size = static_cast<int64_t>(members.size());
+  const auto what = fmt::format("the creation of the {} subgroup of ranks {}", name, join(members));
+  auto backend = guarded(what, [&] {
+    const auto prefix = "ampt/subgroup/" + name;
+    return backend_name_ == "nccl" ? make_nccl(store_, prefix, rank, size, timeout_)
+                                   : make_gloo(store_, prefix, rank, size, timeout_, loopback_,
+                                               gloo_interface_);
+  });
+  return std::make_unique<Subgroup>(*this, members, std::move(backend));
+}
+
+Subgroup::Subgroup(Group& group, std::vector<int64_t> members,
+                   c10::intrusive_ptr<c10d::Backend> backend)
+    : group_(group),
+      members_(std::move(members)),
+      rank_(std::ranges::find(members_, group.rank()) - members_.begin()),
+      backend_(std::move(backend)) {}
+
+Subgroup::~Subgroup() {
+  // As the group's own backends: leaving on an error, pending work is not waited for.
+  if (std::uncaught_exceptions() > 0) (void)backend_.release();
+}
+
+void Subgroup::all_reduce(at::Tensor& tensor, std::string_view what) {
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::SUM;
+  group_.wait(group_.guarded(what, [&] { return backend_->allreduce(tensors, options); }), what);
+}
+
+void Subgroup::all_to_all(at::Tensor& output, at::Tensor& input, const std::vector<int64_t>& send,
+                          const std::vector<int64_t>& receive, std::string_view what) {
+  c10d::AllToAllOptions options;
+  auto send_rows = send, receive_rows = receive;
+  group_.wait(group_.guarded(what, [&] {
+                return backend_->alltoall_base(output, input, receive_rows, send_rows, options);
+              }),
+              what);
+}
+
+void Subgroup::all_gather(at::Tensor& output, at::Tensor& input, std::string_view what) {
+  group_.wait(group_.guarded(what, [&] { return backend_->_allgather_base(output, input); }), what);
+}
+
+void Subgroup::broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std::string_view what) {
+  broadcast_in_chunks(tensors, [&](std::vector<at::Tensor>& buffer) {
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    group_.wait(group_.guarded(what, [&] { return backend_->broadcast(buffer, options); }), what);
+  });
 }
 
 }  // namespace ampt::distributed

@@ -25,6 +25,7 @@ class Work;
 namespace ampt::distributed {
 
 class Heartbeat;
+class Subgroup;
 
 enum class Reduce { sum, max };
 
@@ -85,7 +86,13 @@ class Group {
   // Waits for every rank, then stops watching the others: call once when training ends well.
   void finish();
 
+  // A data backend of its own over `members` (ascending ranks of this group, this one among
+  // them), `name` telling it apart in the store: collectives among those ranks only, which never
+  // queue behind (or interleave with) the whole group's. Only the members create it, each once.
+  std::unique_ptr<Subgroup> subgroup(const std::string& name, const std::vector<int64_t>& members);
+
  private:
+  friend class Subgroup;
   [[noreturn]] void fail(std::string_view what, const std::exception& error);
   // call(), its failure made one line by fail() (one of ours passes as it is).
   template <class Call>
@@ -105,12 +112,45 @@ class Group {
   c10::Device device_;
   std::chrono::milliseconds timeout_;
   std::string where_;  // "the rendezvous at host:port"
+  bool loopback_;
+  std::string gloo_interface_;
   std::string backend_name_;
   c10::intrusive_ptr<c10d::Backend> data_;
   c10::intrusive_ptr<c10d::Backend> control_;  // Gloo on the CPU; data_ itself on a CPU run
   c10::intrusive_ptr<c10d::Work> stop_work_;
   at::Tensor stop_flag_;
   std::unique_ptr<Heartbeat> heartbeat_;
+};
+
+// Some ranks of a Group (Group::subgroup): its errors name the rank in the whole group and a lost
+// rank as the group's do.
+class Subgroup {
+ public:
+  Subgroup(Group& group, std::vector<int64_t> members, c10::intrusive_ptr<c10d::Backend> backend);
+  ~Subgroup();
+  Subgroup(const Subgroup&) = delete;
+  Subgroup& operator=(const Subgroup&) = delete;
+
+  int64_t rank() const { return rank_; }  // this rank's index among the members
+  int64_t size() const { return static_cast<int64_t>(members_.size()); }
+  const std::vector<int64_t>& members() const { return members_; }
+
+  void all_reduce(at::Tensor& tensor, std::string_view what);  // the sum, in place
+  // `output` := member i's `input` rows meant for this one, in member order: `input` is cut
+  // into `send[i]` rows for member i, and member i sends `receive[i]` rows here (c10d's
+  // alltoall_base). `output` has sum(receive) rows.
+  void all_to_all(at::Tensor& output, at::Tensor& input, const std::vector<int64_t>& send,
+                  const std::vector<int64_t>& receive, std::string_view what);
+  // `output` := every member's `input` end to end, in member order.
+  void all_gather(at::Tensor& output, at::Tensor& input, std::string_view what);
+  // Member `root`'s values into `tensors` everywhere.
+  void broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std::string_view what);
+
+ private:
+  Group& group_;
+  std::vector<int64_t> members_;
+  int64_t rank_;
+  c10::intrusive_ptr<c10d::Backend> backend_;
 };
 
 // `tensors` in order, cut into runs of one dtype of at most `max_bytes` each (a larger tensor

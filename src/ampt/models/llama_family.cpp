@@ -139,10 +139,17 @@ int64_t llama_activations(const LlamaDims& m, const ModelDims& d, const Scheme& 
 // Qwen3's q/k norms, the final one), the embedding and an untied head; its activations as above.
 FamilyTerms llama_memory_terms(const LlamaDims& m, const ModelDims& d) {
   FamilyTerms t;
+  const int64_t ranks = m.moe.shard.count;  // expert parallelism: a rank holds 1/ranks of them
   const auto mlp = m.moe.active()
-                       ? fmt::format("{} experts of width {} (top {}; {} parameters active)",
+                       ? fmt::format("{} experts of width {} (top {}; {} parameters active{})",
                                      m.moe.experts, m.moe.intermediate, m.moe.top_k,
-                                     m.active_parameters())
+                                     m.active_parameters(),
+                                     ranks > 1 ? fmt::format("; {} experts per rank under "
+                                                             "expert parallel {}: {} parameters "
+                                                             "per rank",
+                                                             m.moe.experts / ranks, ranks,
+                                                             m.rank_parameters())
+                                               : "")
                        : fmt::format("intermediate {}", m.intermediate);
   t.description = fmt::format("{} n_layer {}, n_embd {}, n_head {}, n_kv_head {}, {}, vocab_size {}, "
                               "seq_len {}",
@@ -150,12 +157,12 @@ FamilyTerms llama_memory_terms(const LlamaDims& m, const ModelDims& d) {
                               m.vocab_size, d.seq_len);
   t.block_norm = 2 * m.n_embd + (m.qk_norm ? 2 * m.head_dim() : 0);
   t.norm = m.n_layer * t.block_norm + m.n_embd;
-  t.parameters = m.parameters();
-  t.other_matmul_weights = m.expert_parameters() + m.router_parameters();
+  t.parameters = m.rank_parameters();
+  t.other_matmul_weights = m.expert_parameters() / ranks + m.router_parameters();
   for (int64_t i = 0; i < m.n_layer; ++i) {
     if (!m.moe.active() || !m.moe.sparse(i)) continue;
     const auto block = fmt::format("layers.{}", i);
-    const int64_t e = m.moe.experts, width = m.moe.intermediate;
+    const int64_t e = m.moe.experts / ranks, width = m.moe.intermediate;
     t.stacked_weights.push_back({block + ".mlp.experts.gate_up_proj", block, LinearRole::up,
                                  m.n_embd, e * 2 * width, false, e});
     t.stacked_weights.push_back({block + ".mlp.experts.down_proj", block, LinearRole::down, width,

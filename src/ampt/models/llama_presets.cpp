@@ -148,6 +148,10 @@ int64_t LlamaDims::parameters() const {
          vocab_size * n_embd * (tied_head ? 1 : 2) + expert_parameters() + router_parameters();
 }
 
+int64_t LlamaDims::rank_parameters() const {
+  return parameters() - expert_parameters() + expert_parameters() / moe.shard.count;
+}
+
 int64_t LlamaDims::active_parameters() const {
   return parameters() - expert_parameters() + active_expert_parameters();
 }
@@ -282,6 +286,20 @@ LlamaDims resolve_llama_dims(const config::Config& config) {
   if (config.router_z_loss_coef > 0) {
     require_experts("router_z_loss_coef");
     dims.moe.z_loss_coef = config.router_z_loss_coef;
+  }
+  if (config.expert_parallel > 1) {
+    require_experts("expert_parallel");
+    if (dims.moe.experts % config.expert_parallel != 0) {
+      throw UsageError(fmt::format("expert_parallel {} does not divide model {}'s {} experts; use "
+                                   "a divisor of {}",
+                                   config.expert_parallel, config.model, dims.moe.experts,
+                                   dims.moe.experts));
+    }
+    // Only a distributed run divides them: ampt export or generate of its checkpoint (whole
+    // experts) builds the whole model.
+    if (config.launch.distributed()) {
+      dims.moe.shard = {config.launch.rank % config.expert_parallel, config.expert_parallel};
+    }
   }
   return dims;
 }

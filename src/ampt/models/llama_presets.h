@@ -39,6 +39,12 @@ struct MoeDims {
   // router z-loss's (--router_z_loss_coef; 0: off).
   double aux_loss_coef = 0.001;
   double z_loss_coef = 0.0;
+  // Expert parallelism: this rank holds experts [index · experts / count, (index + 1) · experts /
+  // count) of each sparse layer (count 1: all of them).
+  struct Shard {
+    int64_t index = 0;
+    int64_t count = 1;
+  } shard;
 
   bool active() const { return experts > 0; }
   bool sparse(int64_t layer) const;
@@ -73,6 +79,8 @@ struct LlamaDims {
   // count.
   int64_t parameters() const;
   int64_t active_parameters() const;
+  // What one rank holds of them under expert parallelism (moe.shard): its share of the experts.
+  int64_t rank_parameters() const;
   // The blocks with experts; their experts' weights, those a token goes through (top_k of each
   // block's), and their router weights.
   int64_t sparse_blocks() const;

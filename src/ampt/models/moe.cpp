@@ -70,6 +70,33 @@ struct StoredGroupedLinear : public torch::autograd::Function<StoredGroupedLinea
   }
 };
 
+// The permutation that undoes `order` (a permutation of 0..n-1).
+torch::Tensor inverse_permutation(const torch::Tensor& order) {
+  return torch::empty_like(order).scatter_(0, order, torch::arange(order.size(0), order.options()));
+}
+
+// Rows to the ranks that share an exchange and back: the forward's all_to_all, whose gradient
+// is the reverse all_to_all (each row's gradient returns to the rank it came from).
+struct AllToAll : public torch::autograd::Function<AllToAll> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& rows,
+                               const c10::intrusive_ptr<ExpertExchange>& exchange,
+                               const std::vector<int64_t>& send, const std::vector<int64_t>& receive) {
+    ctx->saved_data["exchange"] = c10::IValue::make_capsule(exchange);
+    ctx->saved_data["send"] = send;
+    ctx->saved_data["receive"] = receive;
+    return exchange->all_to_all(rows, send, receive);
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    const auto exchange = c10::static_intrusive_pointer_cast<ExpertExchange>(
+        ctx->saved_data["exchange"].toCapsule());
+    return {exchange->all_to_all(grads[0], ctx->saved_data["receive"].toIntVector(),
+                                 ctx->saved_data["send"].toIntVector()),
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 Routing route(const torch::Tensor& logits, int64_t top_k, bool normalize_top_k) {
@@ -79,12 +106,26 @@ Routing route(const torch::Tensor& logits, int64_t top_k, bool normalize_top_k) 
   return {experts, weights};
 }
 
-ExpertsImpl::ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate) {
-  gate_up_proj = register_parameter("gate_up_proj", torch::empty({experts, 2 * intermediate, n_embd}));
-  down_proj = register_parameter("down_proj", torch::empty({experts, n_embd, intermediate}));
-  torch::NoGradGuard no_grad;
-  gate_up_proj.normal_(0.0, kInitStd);
-  down_proj.normal_(0.0, kInitStd);
+ExpertsImpl::ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate,
+                         MoeDims::Shard shard)
+    : total_(experts) {
+  // Every rank draws the whole weights, as one process would, and keeps its share: the runs then
+  // start from the same model whatever the sharding, and so does everything drawn after.
+  auto gate_up = torch::empty({experts, 2 * intermediate, n_embd});
+  auto down = torch::empty({experts, n_embd, intermediate});
+  {
+    torch::NoGradGuard no_grad;
+    gate_up.normal_(0.0, kInitStd);
+    down.normal_(0.0, kInitStd);
+  }
+  if (shard.count > 1) {
+    const int64_t count = experts / shard.count;
+    first_ = shard.index * count;
+    gate_up = gate_up.narrow(0, first_, count).clone();
+    down = down.narrow(0, first_, count).clone();
+  }
+  gate_up_proj = register_parameter("gate_up_proj", gate_up);
+  down_proj = register_parameter("down_proj", down);
   defer_if_asked(gate_up_proj);
   defer_if_asked(down_proj);
 }
@@ -95,16 +136,28 @@ const std::vector<std::string>& ExpertsImpl::quantizable_names() const {
 }
 
 torch::Tensor ExpertsImpl::forward(const torch::Tensor& x, const Routing& routing) {
-  const int64_t tokens = x.size(0), top_k = routing.experts.size(1), experts = gate_up_proj.size(0);
+  const int64_t tokens = x.size(0), top_k = routing.experts.size(1);
   const auto picked = routing.experts.flatten();
   // The (token, slot) pairs sorted by expert, stably: each expert's tokens keep their order.
   const auto order = picked.argsort(/*stable=*/true);
   const auto rows = x.index_select(0, order.div(top_k, "floor"));
-  const auto per_expert = picked.bincount({}, experts);
+  const auto per_expert = picked.bincount({}, total_);
+  const auto out = exchange_ ? exchange_and_run(rows, per_expert) : run(rows, per_expert);
+  // Back to (token, slot) order by the inverse permutation, not an atomic index_add: the sum
+  // over a token's experts is then the same in every run; and a gather, which keeps only its
+  // index for backward (index_copy would keep a copy of `out`).
+  const auto unsorted = out.index_select(0, inverse_permutation(order));
+  return (unsorted.view({tokens, top_k, -1}) *
+          routing.weights.unsqueeze(-1).to(unsorted.scalar_type()))
+      .sum(1);
+}
+
+torch::Tensor ExpertsImpl::run(const torch::Tensor& rows, const torch::Tensor& per_expert) {
+  const int64_t experts = gate_up_proj.size(0);
   std::vector<int64_t> counts;
   torch::Tensor offsets;
   const bool stored = quantized(0) || quantized(1);
-  if (!stored && grouped_on(x, down_proj.size(1), down_proj.size(2))) {
+  if (!stored && grouped_on(rows, down_proj.size(1), down_proj.size(2))) {
     offsets = per_expert.cumsum(0).to(torch::kInt32);
   } else {
     // The slice lengths drive the GEMMs from the host: one sync per block on a GPU.
@@ -124,15 +177,55 @@ torch::Tensor ExpertsImpl::forward(const torch::Tensor& x, const Routing& routin
     return StoredGroupedLinear::apply(in.to(matmul_dtype(in)), weight, counts);
   };
   const auto halves = project(rows, 0).chunk(2, -1);
-  const auto out = project(torch::silu(halves[0]) * halves[1], 1);
-  // Back to (token, slot) order by the inverse permutation, not an atomic index_add: the sum
-  // over a token's experts is then the same in every run; and a gather, which keeps only its
-  // index for backward (index_copy would keep a copy of `out`).
-  const auto inverse = torch::empty_like(order).scatter_(0, order, torch::arange(order.size(0), order.options()));
-  const auto unsorted = out.index_select(0, inverse);
-  return (unsorted.view({tokens, top_k, -1}) *
-          routing.weights.unsqueeze(-1).to(unsorted.scalar_type()))
-      .sum(1);
+  return project(torch::silu(halves[0]) * halves[1], 1);
+}
+
+torch::Tensor ExpertsImpl::exchange_and_run(const torch::Tensor& rows, const torch::Tensor& per_expert) {
+  const int64_t ranks = exchange_->ranks(), local = gate_up_proj.size(0);
+  // received[i][e]: the rows rank i sends this rank's expert e; one all_to_all of the counts.
+  const std::vector<int64_t> per_rank(static_cast<size_t>(ranks), local);
+  const auto received = exchange_->all_to_all(per_expert, per_rank, per_rank).view({ranks, local});
+  const auto host = [](const torch::Tensor& t) {
+    const auto h = t.to(torch::kCPU).contiguous();
+    return std::vector<int64_t>(h.data_ptr<int64_t>(), h.data_ptr<int64_t>() + h.numel());
+  };
+  const auto send = host(per_expert.view({ranks, local}).sum(1));
+  const auto receive = host(received.sum(1));
+  const auto arrived = AllToAll::apply(rows, exchange_, send, receive);
+  // The rows arrive by sender, each sender's by expert; the GEMMs want them by expert.
+  const auto expert_of_row =
+      torch::arange(local, received.options()).repeat({ranks}).repeat_interleave(received.flatten());
+  const auto by_expert = expert_of_row.argsort(/*stable=*/true);
+  const auto out = run(arrived.index_select(0, by_expert), received.sum(0));
+  return AllToAll::apply(out.index_select(0, inverse_permutation(by_expert)), exchange_, receive, send);
+}
+
+bool has_experts(const torch::nn::Module& root) {
+  for (const auto& module : root.modules()) {
+    if (dynamic_cast<const ExpertsImpl*>(module.get()) != nullptr) return true;
+  }
+  return false;
+}
+
+std::map<std::string, ExpertSlice> expert_slices(const torch::nn::Module& root) {
+  std::map<std::string, ExpertSlice> out;
+  for (const auto& item : root.named_modules()) {
+    const auto* experts = dynamic_cast<const ExpertsImpl*>(item.value().get());
+    if (experts == nullptr || !experts->sharded()) continue;
+    const auto prefix = item.key().empty() ? "" : item.key() + ".";
+    const ExpertSlice slice{experts->first_expert(), experts->gate_up_proj.size(0),
+                            experts->total_experts()};
+    for (const auto& name : experts->quantizable_names()) out.emplace(prefix + name, slice);
+  }
+  return out;
+}
+
+void set_expert_exchange(torch::nn::Module& root, const c10::intrusive_ptr<ExpertExchange>& exchange) {
+  for (const auto& module : root.modules()) {
+    if (auto* experts = dynamic_cast<ExpertsImpl*>(module.get()); experts && experts->sharded()) {
+      experts->set_exchange(exchange);
+    }
+  }
 }
 
 RouterImpl::RouterImpl(int64_t experts, int64_t n_embd) {
@@ -149,7 +242,8 @@ torch::Tensor RouterImpl::forward(const torch::Tensor& x) {
 SparseMoeImpl::SparseMoeImpl(const LlamaDims& dims)
     : top_k_(dims.moe.top_k), normalize_top_k_(dims.moe.normalize_top_k) {
   gate = register_module("gate", Router(dims.moe.experts, dims.n_embd));
-  experts = register_module("experts", Experts(dims.moe.experts, dims.n_embd, dims.moe.intermediate));
+  experts = register_module(
+      "experts", Experts(dims.moe.experts, dims.n_embd, dims.moe.intermediate, dims.moe.shard));
 }
 
 SparseMoeImpl::Output SparseMoeImpl::forward(const torch::Tensor& x) {

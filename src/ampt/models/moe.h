@@ -8,9 +8,13 @@
 #include "ampt/models/llama_presets.h"
 #include "ampt/models/quantizable.h"
 
+#include <c10/util/intrusive_ptr.h>
+#include <torch/custom_class.h>
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <map>
+#include <string>
 #include <vector>
 
 namespace ampt::models {
@@ -26,12 +30,31 @@ struct Routing {
 // whether that rescaling is optional).
 Routing route(const torch::Tensor& logits, int64_t top_k, bool normalize_top_k);
 
+// How the ranks that divide a layer's experts among them (expert parallelism) send one another
+// rows: the run gives every sharded expert group one, over c10d's all_to_all
+// (train/expert_parallel.h).
+class ExpertExchange : public torch::CustomClassHolder {
+ public:
+  virtual int64_t ranks() const = 0;
+  // The rows every rank sent this one, in rank order (sum(receive) rows): `input`'s first
+  // send[0] rows go to rank 0, the next send[1] to rank 1, and so on. receive[i] is what rank i
+  // sends here. Every rank calls it together.
+  virtual torch::Tensor all_to_all(const torch::Tensor& input, const std::vector<int64_t>& send,
+                                   const std::vector<int64_t>& receive) = 0;
+};
+
 // The experts' SwiGLU MLPs: gate_up_proj [E, 2I, C] (each expert's gate rows, then its up rows)
 // and down_proj [E, C, I], as nn.Linear weights ([out, in]). A LoRA base's frozen experts can be
 // stored quantized (--base_dtype, quantizable.h), each 3-D weight as one storage.
+//
+// Under expert parallelism (`shard`) the module holds its rank's share of the experts, cut from
+// the same initial weights a whole one would draw; once given an exchange
+// (set_expert_exchange), each forward sends every (token, expert) pair's row to the rank that
+// holds the expert and takes the result back, both by all_to_all, whose backward is the
+// reverse all_to_all.
 class ExpertsImpl : public torch::nn::Module, public QuantizableWeights {
  public:
-  ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate);
+  ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate, MoeDims::Shard shard = {});
   // x [N, C] → Σ_k weights[:, k] · expert_{experts[:, k]}(x) [N, C]. The N · top_k (token,
   // expert) pairs are sorted by expert once; each expert's contiguous slice goes through its
   // weights as one GEMM (on a GPU in bf16, all of them as one at::_grouped_mm), and the results
@@ -43,7 +66,23 @@ class ExpertsImpl : public torch::nn::Module, public QuantizableWeights {
   const std::vector<std::string>& quantizable_names() const override;
   torch::Tensor& quantizable_parameter(size_t i) override { return i == 0 ? gate_up_proj : down_proj; }
 
+  int64_t total_experts() const { return total_; }
+  int64_t first_expert() const { return first_; }
+  bool sharded() const { return gate_up_proj.size(0) < total_; }
+  void set_exchange(c10::intrusive_ptr<ExpertExchange> exchange) { exchange_ = std::move(exchange); }
+
   torch::Tensor gate_up_proj, down_proj;
+
+ private:
+  // `rows` sorted by expert, `per_expert` rows for each of this module's experts → their outputs.
+  torch::Tensor run(const torch::Tensor& rows, const torch::Tensor& per_expert);
+  // The same for rows sorted by global expert (`per_expert` [total]): through the exchange to
+  // the ranks holding the experts and back.
+  torch::Tensor exchange_and_run(const torch::Tensor& rows, const torch::Tensor& per_expert);
+
+  int64_t total_;
+  int64_t first_ = 0;
+  c10::intrusive_ptr<ExpertExchange> exchange_;
 };
 TORCH_MODULE(Experts);
 
@@ -94,6 +133,21 @@ struct LoadBalance {
   torch::Tensor load;
 };
 LoadBalance load_balance(const std::vector<torch::Tensor>& router_logits, int64_t top_k);
+
+// A sharded expert group weight's place in the whole one: rows [first, first + count) of
+// `total` along its first dimension.
+struct ExpertSlice {
+  int64_t first = 0;
+  int64_t count = 0;
+  int64_t total = 0;
+};
+// Whether `root` has an expert group (a sparse layer).
+bool has_experts(const torch::nn::Module& root);
+// Every sharded expert group weight of `root` by its name in root.named_parameters(); empty when
+// the model holds all its experts.
+std::map<std::string, ExpertSlice> expert_slices(const torch::nn::Module& root);
+// Gives every sharded expert group of `root` the exchange its forward sends rows through.
+void set_expert_exchange(torch::nn::Module& root, const c10::intrusive_ptr<ExpertExchange>& exchange);
 
 // ST-MoE's router z-loss: the mean over every sparse block's tokens of logsumexp(logits)², which
 // keeps the logits small enough for fp32's softmax to stay exact. 0-dim float32.

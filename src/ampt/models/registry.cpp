@@ -4,6 +4,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/models/lora.h"
 #include "ampt/models/model_family.h"
+#include "ampt/models/moe.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -74,7 +75,13 @@ Model make_model(const config::Config& config, const data::DataSpec& spec) {
 
 int64_t parameter_count(const torch::nn::Module& module) {
   int64_t count = 0;
-  for (const auto& p : module.parameters()) count += p.numel();
+  const auto slices = expert_slices(module);
+  for (const auto& item : module.named_parameters()) {
+    const auto slice = slices.find(item.key());
+    count += slice == slices.end()
+                 ? item.value().numel()
+                 : item.value().numel() / slice->second.count * slice->second.total;
+  }
   return count;
 }
 

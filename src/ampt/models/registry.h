@@ -76,6 +76,7 @@ data::SampleRequest sample_request(const config::Config& config);
 // (n_embd, batch_size × tokens) are not multiples of 16. A GPT is built with config.grad_ckpt.
 Model make_model(const config::Config& config, const data::DataSpec& spec);
 
+// The model's parameters, an expert group that expert parallelism divides counted whole.
 int64_t parameter_count(const torch::nn::Module& module);
 
 }  // namespace ampt::models

@@ -198,7 +198,18 @@ MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
   const int64_t n = sharding.world_size;
   const auto slice = [n](int64_t bytes) { return (bytes + n - 1) / n; };
   const int64_t shard = 4 * slice(count_parameters(dims).trainable);  // fp32, one rank's slice
-  if (sharding.zero_stage < 2) m.gradients += whole.gradients;  // the buckets' copy
+  if (sharding.zero_stage < 2) {
+    // The buckets' copy, of every gradient but a divided expert group's.
+    int64_t in_buckets = whole.gradients;
+    if (sharding.expert_parallel > 1 && !dims.lora.active()) {
+      int64_t experts = 0;
+      for (const auto& stack : dims.terms.stacked_weights) experts += stack.in * stack.out;
+      const double trainable = static_cast<double>(count_parameters(dims).trainable);
+      in_buckets = static_cast<int64_t>(static_cast<double>(in_buckets) *
+                                        (1.0 - static_cast<double>(experts) / trainable));
+    }
+    m.gradients += in_buckets;
+  }
   if (sharding.zero_stage == 0) return m;
   m.masters = shard;
   m.optimizer = slice(whole.optimizer);

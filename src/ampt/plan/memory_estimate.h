@@ -80,6 +80,9 @@ struct Sharding {
   // Stage 3: bytes per element of a block's gradients in flight to the reduce-scatter
   // (--reduce_dtype: 4 fp32, 2 bf16); 0: the gradients' own dtype (--reduce_dtype grad).
   int64_t reduce_bytes = 0;
+  // Expert parallelism (the model's dims then hold one rank's share of the experts): its expert
+  // gradients are all-reduced in place among the replicas, never copied into the buckets.
+  int64_t expert_parallel = 1;
   bool active() const { return world_size > 1; }
 };
 

@@ -6,6 +6,7 @@
 #include "ampt/models/quantizable.h"
 #include "ampt/models/lora.h"
 #include "ampt/models/model_family.h"
+#include "ampt/models/moe.h"
 #include "ampt/precision/placeholder.h"
 
 #include <fmt/format.h>
@@ -41,12 +42,19 @@ LoadedWeights load_pretrained(const config::Config& config, const NamedTensors& 
                                ? models::awaiting_weights(model)
                                : std::map<std::string, models::QuantizableWeight>{};
     checkpoint::TensorMatch match(base, "pretrained model", config.init_from);
+    // Under expert parallelism this rank loads its share of each expert group.
+    const auto slices = models::expert_slices(model);
     loaded.description = family.load_pretrained(
-        config, [&](const std::string& name, const torch::Tensor& tensor) {
+        config, [&](const std::string& name, const torch::Tensor& whole) {
+          const auto slice = slices.find(name);
+          const auto tensor = slice == slices.end() || whole.size(0) != slice->second.total
+                                  ? whole
+                                  : whole.narrow(0, slice->second.first, slice->second.count);
           const auto& target = match.target(name, tensor);
           torch::NoGradGuard no_grad;
           if (deferred) {
-            loaded.digests.emplace(name, tensor_digest(tensor));
+            // The whole tensor's digest: the base is the same model however it is divided.
+            loaded.digests.emplace(name, tensor_digest(whole));
             if (const auto it = quantized.find(name); it != quantized.end()) {
               return it->second.owner->quantize(it->second.index, tensor.to(target.scalar_type()),
                                                 config.base_dtype);

@@ -127,10 +127,12 @@ checkpoint::Checkpoint Run::checkpoint_meta(int64_t steps_done) const {
 }
 
 void Run::save_checkpoint(int64_t steps_done, log::RunSummary& summary, bool final) {
+  // Every rank asks for the tensors: under expert parallelism that gathers the experts.
+  auto tensors = state_->tensors();
   auto path = state_->save_path(config_.output_dir, steps_done);
   if (path.empty()) return;
   checkpointer_.save(
-      steps_done, std::move(path), state_->tensors(),
+      steps_done, std::move(path), std::move(tensors),
       [&](NamedTensors host) {
         return state_->write(checkpoint_meta(steps_done), std::move(host));
       },

@@ -148,9 +148,12 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   set_up_speed_features(reference);
   peak_flops_ = device::peak_flops(device_.device, precision_.policy().compute_dtype);
   // The snapshot buffer is set up now, as part of startup, not in the first save's pause.
-  if (progress_.start_step < progress_.total_steps &&
-      !state_->save_path(config_.output_dir, progress_.start_step).empty()) {
-    checkpointer_.reserve(state_->tensors());
+  if (progress_.start_step < progress_.total_steps) {
+    // Every rank asks for the tensors: under expert parallelism that gathers the experts.
+    auto tensors = state_->tensors();
+    if (!state_->save_path(config_.output_dir, progress_.start_step).empty()) {
+      checkpointer_.reserve(tensors);
+    }
   }
 }
 
@@ -451,6 +454,7 @@ log::RunInfo Run::describe() const {
         "{}; global batch {} = {} ranks x {} x {} accumulation", dist_.describe(),
         dist_.world_size() * progress_.batch_size * progress_.grad_accum_steps, dist_.world_size(),
         progress_.batch_size, progress_.grad_accum_steps);
+    if (auto note = state_->parallel_note(); !note.empty()) info.distributed += "; " + note;
   }
   info.zero = state_->note();
   info.lora = frozen_base_.note;

@@ -1,5 +1,7 @@
 #include "ampt/train/train_state.h"
 
+#include "ampt/train/expert_parallel.h"
+
 #include "ampt/checkpoint/sharded_save.h"
 #include "ampt/core/errors.h"
 #include "ampt/distributed/sharded_parameters.h"
@@ -50,8 +52,8 @@ class ShardGradients final : public StepGradients {
   torch::Tensor norms(const std::vector<torch::Tensor>& grads) override {
     return zero_.grad_norms(grads);
   }
-  torch::Tensor whole_counts(torch::Tensor counts) override {
-    counts = counts.to(zero_.master_shard().device());
+  torch::Tensor underflow(const std::vector<torch::Tensor>& grads, c10::ScalarType half) override {
+    auto counts = StepGradients::underflow(grads, half).to(zero_.master_shard().device());
     zero_.sum(counts, "the all-reduce of the underflow counts");
     return counts;
   }
@@ -296,6 +298,7 @@ std::string ShardedState::note() const {
 }  // namespace
 
 void check_train_state(const TrainStateParts& parts) {
+  check_expert_parallel(parts.config, *parts.model.module);
   const auto& config = parts.config;
   const auto stage = parts.dist.zero_stage();
   if (stage > 0 && parts.precision.masters().enabled() && parts.precision.stages().size() > 1) {

@@ -48,6 +48,10 @@ torch::Tensor StepGradients::norms(const std::vector<torch::Tensor>& grads) {
   return grad_norms(grads);
 }
 
+torch::Tensor StepGradients::underflow(const std::vector<torch::Tensor>& grads, c10::ScalarType half) {
+  return precision::underflow_counts(grads, half);
+}
+
 std::unique_ptr<StepGradients> own_gradients() { return std::make_unique<OwnGradients>(); }
 
 std::vector<int64_t> parameters_with_gradients(const std::vector<torch::Tensor>& parameters) {
@@ -132,7 +136,7 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
                                                                         : c10::kFloat;
   if (underflow_dtype != c10::kFloat) {
     result.underflow =
-        parts_.gradients->whole_counts(precision::underflow_counts(grads, underflow_dtype));
+        parts_.gradients->underflow(grads, underflow_dtype);
   }
   // A scaled step's gradients are divided by the scale, which GradScaler's fused kernel does while
   // it looks for inf and NaN. An unscaled one (bf16, fp32) has nothing to divide: the per-gradient

@@ -32,8 +32,9 @@ class StepGradients {
   virtual Collected collect(const std::vector<torch::Tensor>& parameters) = 0;
   // Per-gradient norms of whole parameters (grad_clip.h's grad_norms; ZeRO: over every shard).
   virtual torch::Tensor norms(const std::vector<torch::Tensor>& grads);
-  // Per-gradient counts made the whole parameters' (ZeRO: summed over the ranks' shards).
-  virtual torch::Tensor whole_counts(torch::Tensor counts) { return counts; }
+  // precision::underflow_counts of the whole parameters' gradients (ZeRO: summed over the ranks'
+  // shards).
+  virtual torch::Tensor underflow(const std::vector<torch::Tensor>& grads, c10::ScalarType half);
   // After the optimizer's step: the model's weights follow the stepped ones.
   virtual void weights_stepped() {}
 };

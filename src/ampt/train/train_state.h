@@ -58,6 +58,8 @@ class TrainState {
   virtual void precision_changed() {}
   // The startup's "[ZeRO]" line; empty: none.
   virtual std::string note() const = 0;
+  // What the distributed line adds (expert parallelism's division of the experts); empty: none.
+  virtual std::string parallel_note() const { return ""; }
 
   // ZeRO-3: gathers the root (the embeddings, final norm and head, which every forward reads
   // outside the blocks) and releases every gathered parameter (after a step's backward, after an

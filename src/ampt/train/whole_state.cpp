@@ -1,5 +1,7 @@
 #include "ampt/train/train_state.h"
 
+#include "ampt/train/expert_parallel.h"
+
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -27,21 +29,34 @@ class MasterGradients final : public StepGradients {
 // Every rank holds every parameter and the optimizer's state for all of them: rank 0 saves them.
 class WholeState final : public TrainState {
  public:
-  explicit WholeState(TrainStateParts parts) : TrainState(parts) {
+  explicit WholeState(TrainStateParts parts)
+      : TrainState(parts),
+        experts_(ExpertParallel::make(parts_.dist, *parts_.model.module, parts_.parameters)) {
     auto& masters = parts_.precision.masters();
     optimizer_ = make_optimizer(parts_.config, masters.masters());
-    parts_.dist.attach(model_tensors(parts_.precision, parts_.model), parts_.parameters, {});
+    const auto tensors = model_tensors(parts_.precision, parts_.model);
+    if (experts_) {
+      parts_.dist.attach(experts_->without_experts(tensors),
+                         experts_->without_experts(parts_.parameters), {});
+      experts_->share_experts(tensors);
+    } else {
+      parts_.dist.attach(tensors, parts_.parameters, {});
+    }
     masters.refresh_model();  // O2: rank 0's masters, broadcast, become every rank's half weights
   }
 
   NamedTensors tensors() const override {
     auto state = model_tensors(parts_.precision, parts_.model);
     for (auto& named : optimizer_->state()) state.push_back(std::move(named));
-    return state;
+    return experts_ ? experts_->whole(std::move(state)) : state;
   }
 
   void restore(checkpoint::CheckpointReader& reader) override {
-    const auto whole = reader.assemble();
+    auto whole = reader.assemble();
+    if (experts_) {
+      whole.model = experts_->local(std::move(whole.model));
+      whole.optimizer = experts_->local(std::move(whole.optimizer));
+    }
     checkpoint::copy_into(whole.model, model_tensors(parts_.precision, parts_.model), "model",
                           reader.path());
     checkpoint::copy_into(whole.optimizer, optimizer_->state(), "optimizer", reader.path());
@@ -65,8 +80,13 @@ class WholeState final : public TrainState {
 
   void step_parts(StepParts& parts) override {
     parts.optimizer = optimizer_.get();
-    parts.gradients = &gradients_;
+    parts.gradients = experts_ ? &experts_->gradients(gradients_) : &gradients_;
   }
+
+  std::string parallel_note() const override { return experts_ ? experts_->describe() : ""; }
+
+  // The experts' all_to_all needs every rank of their group in each forward.
+  bool forward_is_collective() const override { return experts_ != nullptr; }
 
   std::vector<kernels::FusedPath> fused_paths() const override {
     // O1's half copies are written by the AdamW kernel, for every model.
@@ -85,6 +105,7 @@ class WholeState final : public TrainState {
   }
 
  private:
+  std::unique_ptr<ExpertParallel> experts_;  // null: every rank holds every expert
   MasterGradients gradients_{parts_.precision.masters()};
 };
 

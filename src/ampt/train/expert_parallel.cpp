@@ -1,0 +1,233 @@
+#include "ampt/train/expert_parallel.h"
+
+#include "ampt/core/errors.h"
+#include "ampt/distributed/process_group.h"
+#include "ampt/models/lora.h"
+
+#include <fmt/format.h>
+
+#include <numeric>
+#include <stdexcept>
+
+namespace ampt::train {
+namespace {
+
+// The models' exchange over the ranks of one expert group.
+class GroupExchange final : public models::ExpertExchange {
+ public:
+  explicit GroupExchange(distributed::Subgroup& group) : group_(group) {}
+  int64_t ranks() const override { return group_.size(); }
+  torch::Tensor all_to_all(const torch::Tensor& input, const std::vector<int64_t>& send,
+                           const std::vector<int64_t>& receive) override {
+    auto in = input.contiguous();
+    auto shape = in.sizes().vec();
+    shape[0] = std::accumulate(receive.begin(), receive.end(), int64_t{0});
+    auto out = torch::empty(shape, in.options());
+    group_.all_to_all(out, in, send, receive, "the all_to_all of tokens to their experts");
+    return out;
+  }
+
+ private:
+  distributed::Subgroup& group_;
+};
+
+}  // namespace
+
+c10::intrusive_ptr<models::ExpertExchange> subgroup_exchange(distributed::Subgroup& group) {
+  return c10::make_intrusive<GroupExchange>(group);
+}
+
+void check_expert_parallel(const config::Config& config, const torch::nn::Module& module) {
+  const int64_t n = config.expert_parallel;
+  if (n == 1) return;
+  if (!models::has_experts(module)) {
+    throw UsageError(fmt::format("expert_parallel {} divides a sparse model's experts among ranks, "
+                                 "and model {} has none; use expert_parallel 1",
+                                 n, config.model));
+  }
+  config::check_expert_groups(n, config.launch.world_size, config.zero_stage);
+  for (const auto& item : module.named_parameters()) {
+    if (models::is_lora_parameter(item.key()) && item.key().find("experts.") != std::string::npos) {
+      throw UsageError(fmt::format(
+          "expert_parallel {} with LoRA on the experts ({}): an expert weight's adapter holds "
+          "every expert's factors in one matrix, which the ranks cannot divide; adapt attention "
+          "and dense layers only, or use expert_parallel 1",
+          n, item.key()));
+    }
+  }
+}
+
+// The experts' gradients made the whole run's before `inner` collects them; their norms and
+// underflow counts made the whole weights'.
+class ExpertParallel::Gradients final : public StepGradients {
+ public:
+  Gradients(const ExpertParallel& experts, StepGradients& inner) : experts_(experts), inner_(inner) {}
+
+  Collected collect(const std::vector<torch::Tensor>& parameters) override {
+    {
+      torch::NoGradGuard no_grad;
+      for (const auto& p : parameters) {
+        if (!experts_.is_expert(p)) continue;
+        // Every sparse forward runs every expert's GEMM (an empty slice included): a gradient is
+        // there on every rank, so the replicas' all-reduces pair up.
+        auto& grad = const_cast<torch::Tensor&>(p).mutable_grad();
+        if (!grad.defined()) grad = torch::zeros_like(p);
+        if (experts_.replicas_ != nullptr) {
+          experts_.replicas_->all_reduce(grad, "the all-reduce of the experts' gradients");
+        }
+        grad.div_(static_cast<double>(experts_.world_));
+      }
+    }
+    auto collected = inner_.collect(parameters);
+    positions_.clear();
+    for (size_t i = 0; i < collected.params.size(); ++i) {
+      if (experts_.is_expert(parameters[static_cast<size_t>(collected.params[i])])) {
+        positions_.push_back(static_cast<int64_t>(i));
+      }
+    }
+    return collected;
+  }
+
+  torch::Tensor norms(const std::vector<torch::Tensor>& grads) override {
+    auto norms = inner_.norms(grads);
+    if (positions_.empty()) return norms;
+    const auto at = torch::tensor(positions_, torch::dtype(torch::kInt64)).to(norms.device());
+    auto squares = norms.index_select(0, at).square();
+    experts_.exchange_.all_reduce(squares, "the all-reduce of the experts' gradient norms");
+    return norms.index_copy(0, at, squares.sqrt());
+  }
+
+  torch::Tensor underflow(const std::vector<torch::Tensor>& grads, c10::ScalarType half) override {
+    std::vector<torch::Tensor> dense, experts;
+    size_t next = 0;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      const bool expert = next < positions_.size() && positions_[next] == static_cast<int64_t>(i);
+      (expert ? experts : dense).push_back(grads[i]);
+      next += expert ? 1 : 0;
+    }
+    auto counts = inner_.underflow(experts, half);
+    experts_.exchange_.all_reduce(counts, "the all-reduce of the experts' underflow counts");
+    return counts + inner_.underflow(dense, half);
+  }
+
+  void weights_stepped() override { inner_.weights_stepped(); }
+
+ private:
+  const ExpertParallel& experts_;
+  StepGradients& inner_;
+  std::vector<int64_t> positions_;  // of the collected gradients that are experts'
+};
+
+std::unique_ptr<ExpertParallel> ExpertParallel::make(distributed::DataParallel& dist,
+                                                     torch::nn::Module& module,
+                                                     const std::vector<torch::Tensor>& parameters) {
+  auto* exchange = dist.expert_exchange();
+  if (exchange == nullptr) return nullptr;
+  models::set_expert_exchange(module, subgroup_exchange(*exchange));
+  auto slices = models::expert_slices(module);
+  if (slices.empty()) throw std::logic_error("expert parallelism over a model without sharded experts");
+  std::set<const void*> experts;
+  const auto named = module.named_parameters();
+  for (const auto& p : parameters) {
+    for (const auto& item : named) {
+      if (item.value().unsafeGetTensorImpl() == p.unsafeGetTensorImpl() && slices.count(item.key())) {
+        experts.insert(p.unsafeGetTensorImpl());
+      }
+    }
+  }
+  return std::unique_ptr<ExpertParallel>(new ExpertParallel(
+      *exchange, dist.expert_replicas(), std::move(slices), std::move(experts), dist.world_size()));
+}
+
+ExpertParallel::ExpertParallel(distributed::Subgroup& exchange, distributed::Subgroup* replicas,
+                               std::map<std::string, models::ExpertSlice> slices,
+                               std::set<const void*> expert_parameters, int64_t world)
+    : exchange_(exchange),
+      replicas_(replicas),
+      slices_(std::move(slices)),
+      expert_parameters_(std::move(expert_parameters)),
+      world_(world) {}
+
+ExpertParallel::~ExpertParallel() = default;
+
+bool ExpertParallel::is_expert(const torch::Tensor& parameter) const {
+  return expert_parameters_.count(parameter.unsafeGetTensorImpl()) > 0;
+}
+
+NamedTensors ExpertParallel::without_experts(const NamedTensors& tensors) const {
+  NamedTensors out;
+  for (const auto& [name, tensor] : tensors) {
+    if (slices_.count(name) == 0) out.emplace_back(name, tensor);
+  }
+  return out;
+}
+
+std::vector<torch::Tensor> ExpertParallel::without_experts(
+    const std::vector<torch::Tensor>& parameters) const {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : parameters) {
+    if (!is_expert(p)) out.push_back(p);
+  }
+  return out;
+}
+
+void ExpertParallel::share_experts(const NamedTensors& tensors) {
+  if (replicas_ == nullptr) return;
+  std::vector<torch::Tensor> experts;
+  for (const auto& [name, tensor] : tensors) {
+    if (slices_.count(name) > 0) experts.push_back(tensor);
+  }
+  replicas_->broadcast(experts, 0, "the broadcast of the first replica's experts");
+}
+
+StepGradients& ExpertParallel::gradients(StepGradients& inner) {
+  gradients_ = std::make_unique<Gradients>(*this, inner);
+  return *gradients_;
+}
+
+const models::ExpertSlice* ExpertParallel::slice_of(const std::string& name,
+                                                    const torch::Tensor& tensor,
+                                                    int64_t models::ExpertSlice::*rows) const {
+  auto it = slices_.find(name);
+  // An optimizer's state of the weight: "<weight>.<kind>".
+  if (it == slices_.end()) it = slices_.find(name.substr(0, name.rfind('.')));
+  if (it == slices_.end()) return nullptr;
+  // Only what has the weight's shape is cut (an AdamW step count is not).
+  if (tensor.dim() != 3 || tensor.size(0) != it->second.*rows) return nullptr;
+  return &it->second;
+}
+
+NamedTensors ExpertParallel::whole(NamedTensors tensors) const {
+  torch::NoGradGuard no_grad;
+  for (auto& [name, tensor] : tensors) {
+    const auto* slice = slice_of(name, tensor, &models::ExpertSlice::count);
+    if (slice == nullptr) continue;
+    auto shape = tensor.sizes().vec();
+    shape[0] = slice->total;
+    auto gathered = torch::empty(shape, tensor.options());
+    auto mine = tensor.contiguous();
+    exchange_.all_gather(gathered, mine, "the gather of the experts for a checkpoint");
+    tensor = std::move(gathered);
+  }
+  return tensors;
+}
+
+NamedTensors ExpertParallel::local(NamedTensors tensors) const {
+  for (auto& [name, tensor] : tensors) {
+    if (const auto* slice = slice_of(name, tensor, &models::ExpertSlice::total)) {
+      tensor = tensor.narrow(0, slice->first, slice->count);
+    }
+  }
+  return tensors;
+}
+
+std::string ExpertParallel::describe() const {
+  const auto& slice = slices_.begin()->second;
+  const int64_t replicas = replicas_ != nullptr ? replicas_->size() : 1;
+  return fmt::format("expert parallel {}: each group of {} ranks divides every sparse layer's {} "
+                     "experts ({} per rank), tokens reach them by all_to_all{}",
+                     exchange_.size(), exchange_.size(), slice.total, slice.count,
+                     replicas > 1 ? fmt::format("; {} groups replicate them", replicas) : "");
+}
+
+}  // namespace ampt::train

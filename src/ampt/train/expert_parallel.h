@@ -1,0 +1,90 @@
+// Expert parallelism (--expert_parallel N): each group of N consecutive ranks divides every
+// sparse layer's experts among its members (models/moe.h cuts them), and the groups replicate one
+// another as data parallelism does. What that changes beside the forward's all_to_all:
+// - the experts stay out of the data-parallel all-reduce and of rank 0's broadcast;
+// - an expert's gradient already sums every rank's loss of its group (the rows' gradients came
+//   back through the all_to_all), so it is summed over the replicas and divided by the world
+//   size, which makes it the average a single process's mean loss would give;
+// - a gradient's norm and underflow count are the whole weight's, over the group's slices;
+// - checkpoints hold whole experts: a save gathers them from the group, a restore (or a
+//   pretrained load) keeps this rank's slice, so that any N resumes any other.
+#pragma once
+
+#include "ampt/config/config.h"
+#include "ampt/core/named_tensors.h"
+#include "ampt/distributed/data_parallel.h"
+#include "ampt/models/moe.h"
+#include "ampt/train/step.h"
+
+#include <torch/nn/module.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ampt::distributed {
+class Subgroup;
+}
+
+namespace ampt::train {
+
+// The models' exchange over the ranks of `group` (c10d's all_to_all); it must outlive them.
+c10::intrusive_ptr<models::ExpertExchange> subgroup_exchange(distributed::Subgroup& group);
+
+// What expert parallelism cannot run, as one-line UsageErrors before any weights load: a model
+// without experts, ZeRO (its shards would cut across the experts' ranks), adapters on the
+// experts (peft's layout stacks every expert's factors in one matrix).
+void check_expert_parallel(const config::Config& config, const torch::nn::Module& module);
+
+class ExpertParallel {
+ public:
+  // Null unless the run divides its experts (dist.expert_exchange()); else gives the model's
+  // expert groups their exchange. `parameters` are the trained ones in `module`'s order.
+  static std::unique_ptr<ExpertParallel> make(distributed::DataParallel& dist,
+                                              torch::nn::Module& module,
+                                              const std::vector<torch::Tensor>& parameters);
+  ~ExpertParallel();
+
+  bool is_expert(const torch::Tensor& parameter) const;
+
+  // What the data-parallel side attaches: `tensors` or `parameters` without the experts'.
+  NamedTensors without_experts(const NamedTensors& tensors) const;
+  std::vector<torch::Tensor> without_experts(const std::vector<torch::Tensor>& parameters) const;
+  // Copies the first replica's experts to the others (a no-op with one group of ranks).
+  void share_experts(const NamedTensors& tensors);
+
+  // The step's gradients over `inner`'s (the run's own, or O2's masters).
+  StepGradients& gradients(StepGradients& inner);
+
+  // A checkpoint's tensors (model and optimizer state, named as saved) with whole experts,
+  // gathered from the group: every rank calls it together.
+  NamedTensors whole(NamedTensors tensors) const;
+  // A whole checkpoint's (or pretrained) tensors cut to this rank's experts.
+  NamedTensors local(NamedTensors tensors) const;
+
+  // "2 ranks divide each sparse layer's 8 experts: 4 each, by all_to_all; 2 replicas".
+  std::string describe() const;
+
+ private:
+  ExpertParallel(distributed::Subgroup& exchange, distributed::Subgroup* replicas,
+                 std::map<std::string, models::ExpertSlice> slices,
+                 std::set<const void*> expert_parameters, int64_t world);
+  // The slice of the expert weight `name` names, its own or its optimizer state's
+  // ("<weight>.exp_avg"); null when it is not an expert's or not sharded along dim 0.
+  // `rows`: the dim-0 length that marks it (the slice's count, or its total).
+  const models::ExpertSlice* slice_of(const std::string& name, const torch::Tensor& tensor,
+                                      int64_t models::ExpertSlice::*rows) const;
+
+  class Gradients;
+
+  distributed::Subgroup& exchange_;
+  distributed::Subgroup* replicas_;
+  std::map<std::string, models::ExpertSlice> slices_;
+  std::set<const void*> expert_parameters_;  // by their TensorImpl
+  int64_t world_;
+  std::unique_ptr<Gradients> gradients_;
+};
+
+}  // namespace ampt::train
