@@ -105,6 +105,19 @@ TEST_CASE("cli recommend: expert parallelism plans one rank's share of the exper
   CHECK_THAT(r.err, Catch::Contains("expert_parallel 8 with zero_stage 2"));
 }
 
+// recommend refuses what train would: dropout on an adapter over expert weights.
+TEST_CASE("cli recommend: dropout on expert adapters is refused as train refuses it",
+          "[recommend][cli][moe][lora]") {
+  const auto r = ampt::test::run_ampt({"recommend", "--model", "qwen3-30b-a3b", "--lora_rank", "16",
+                                       "--lora_target_parameters", "mlp.experts.down_proj",
+                                       "--lora_dropout", "0.05"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "ampt: error: lora_dropout 0.05 with lora_targets naming the expert weight "
+                 "layers.0.mlp.experts.down_proj: an expert group's adapter is added to its "
+                 "weights, where no input dropout can go (peft refuses it too); use lora_dropout 0 "
+                 "or leave the experts out\n");
+}
+
 TEST_CASE("cli recommend: ZeRO stage 3 per rank, and the fewest ranks that fit",
           "[recommend][cli][zero]") {
   auto r = ampt::test::run_ampt(

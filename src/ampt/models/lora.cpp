@@ -143,6 +143,15 @@ void add_factors(torch::nn::Module& holder, int64_t down_rows, int64_t in, int64
 
 }  // namespace
 
+void require_no_expert_dropout(double dropout, const std::string& expert_weight) {
+  if (dropout == 0.0) return;
+  throw UsageError(fmt::format(
+      "lora_dropout {} with lora_targets naming the expert weight {}: an expert group's adapter "
+      "is added to its weights, where no input dropout can go (peft refuses it too); use "
+      "lora_dropout 0 or leave the experts out",
+      dropout, expert_weight));
+}
+
 void attach_lora(torch::nn::Module& root, const LoraOptions& options) {
   for (auto& p : root.parameters()) p.set_requires_grad(false);
   std::vector<std::string> linears, expert_weights;
@@ -159,13 +168,7 @@ void attach_lora(torch::nn::Module& root, const LoraOptions& options) {
           !lora_target_matches_any(name, options.parameters)) {
         continue;
       }
-      if (options.dropout > 0.0) {
-        throw UsageError(fmt::format(
-            "lora_dropout {} with lora_targets naming the expert weight {}: an expert group's "
-            "adapter is added to its weights, where no input dropout can go (peft refuses it "
-            "too); use lora_dropout 0 or leave the experts out",
-            options.dropout, name));
-      }
+      require_no_expert_dropout(options.dropout, name);
       const int64_t experts = w.size(0), r = options.rank;
       auto holder = std::make_shared<torch::nn::Module>();
       add_factors(*holder, r * experts, w.size(2), w.size(1), r * experts, w.device(), options);

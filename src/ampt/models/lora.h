@@ -118,6 +118,9 @@ NamedTensors merged_lora_weights(const torch::nn::Module& root);
 
 // Whether `name` is an adapter's parameter ("....lora_A.weight").
 bool is_lora_parameter(const std::string& name);
+// UsageError (one line) for an adapter on the expert group weight `expert_weight` with dropout:
+// its update is added to the weights, where no input dropout can go (peft refuses it too).
+void require_no_expert_dropout(double dropout, const std::string& expert_weight);
 
 // config's LoRA settings: rank, alpha, dropout, lora_targets_of and --lora_target_parameters.
 LoraOptions lora_options(const config::Config& config,

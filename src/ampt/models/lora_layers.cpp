@@ -31,6 +31,7 @@ LoraDims lora_dims(const config::Config& config, const ModelDims& dims) {
     expert_weights.push_back(layer.name);
     if (lora_target_matches_any(layer.name, lora.targets) ||
         lora_target_matches_any(layer.name, lora.parameters)) {
+      require_no_expert_dropout(lora.dropout, layer.name);
       lora.adapted.push_back(layer);
     }
   }
