@@ -92,21 +92,22 @@ TEST_CASE("hf import: a missing, misshapen or unknown tensor names the file and 
   const auto files = ampt::hf::model_files(dir);
   auto hf_config = ampt::hf::read_gpt2_config(files.config_json);
   hf_config.n_layer = 3;
-  CHECK_THROWS_WITH(ampt::hf::read_gpt2_weights(files, hf_config, 128),
+  CHECK_THROWS_WITH(ampt::hf::read_gpt2_weights(files, hf_config, ampt::models::declared_linears(hf_config), 128),
                     dir + "/model.safetensors: no tensor transformer.h.2.ln_1.weight (a GPT-2 of 3 "
                           "layers has one)");
   hf_config.n_layer = 1;
-  CHECK_THROWS_WITH(ampt::hf::read_gpt2_weights(files, hf_config, 128),
+  CHECK_THROWS_WITH(ampt::hf::read_gpt2_weights(files, hf_config, ampt::models::declared_linears(hf_config), 128),
                     Catch::Contains("is not part of a GPT-2 of 1 layers"));
   hf_config.n_layer = 2;
   hf_config.n_positions = 128;
-  CHECK_THROWS_WITH(ampt::hf::read_gpt2_weights(files, hf_config, 128),
+  CHECK_THROWS_WITH(ampt::hf::read_gpt2_weights(files, hf_config, ampt::models::declared_linears(hf_config), 128),
                     dir + "/model.safetensors: tensor wpe.weight has shape [64, 32], config.json's "
                           "dimensions give [128, 32]");
   // A file cut short: its last tensor runs past the end.
   const auto data = ampt::test::read_file(files.weights.front());
   ampt::test::write_file(files.weights.front(), data.substr(0, data.size() - 100));
-  CHECK_THROWS_WITH(ampt::hf::read_gpt2_weights(files, ampt::hf::read_gpt2_config(files.config_json), 128),
+  const auto saved = ampt::hf::read_gpt2_config(files.config_json);
+  CHECK_THROWS_WITH(ampt::hf::read_gpt2_weights(files, saved, ampt::models::declared_linears(saved), 128),
                     Catch::Contains(files.weights.front() + ": tensor ") &&
                         Catch::Contains("the file is truncated"));
 }

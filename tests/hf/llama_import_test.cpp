@@ -299,12 +299,14 @@ TEST_CASE("llama import: a config, shard or index that does not fit is one line 
   auto config = ampt::hf::read_llama_config(single + "/config.json");
   config.intermediate_size = 96;
   // The first misfit in the file's order, where reading stops.
-  CHECK_THROWS_WITH(ampt::hf::read_llama_weights(ampt::hf::model_files(single), config),
+  CHECK_THROWS_WITH(ampt::hf::read_llama_weights(ampt::hf::model_files(single), config,
+                                                   ampt::models::declared_linears(config)),
                     single + "/model.safetensors: tensor model.layers.0.mlp.down_proj.weight has "
                              "shape [64, 128], config.json's dimensions give [64, 96]");
   config.intermediate_size = 128;
   config.num_hidden_layers = 3;
-  CHECK_THROWS_WITH(ampt::hf::read_llama_weights(ampt::hf::model_files(single), config),
+  CHECK_THROWS_WITH(ampt::hf::read_llama_weights(ampt::hf::model_files(single), config,
+                                                   ampt::models::declared_linears(config)),
                     single + "/model.safetensors: no tensor model.layers.2.input_layernorm.weight "
                              "(a Llama of 3 layers has one)");
 }
@@ -337,9 +339,10 @@ TEST_CASE("llama export: weights past the shard size go to shards and an index t
   }
   const auto dir = make_llama({"--llama3"});
   const auto config = ampt::hf::read_llama_config(dir + "/config.json");
-  const auto weights = ampt::hf::read_llama_weights(ampt::hf::model_files(dir), config);
+  const auto linears = ampt::models::declared_linears(config);
+  const auto weights = ampt::hf::read_llama_weights(ampt::hf::model_files(dir), config, linears);
   const auto out = make_temp_dir() + "/sharded";
-  const auto written = ampt::hf::write_llama_directory(out, weights, config, std::nullopt, {}, 60'000);
+  const auto written = ampt::hf::write_llama_directory(out, weights, config, linears, std::nullopt, {}, 60'000);
   REQUIRE(written.size() > 3);
   CHECK(written.front() == "model-00001-of-0000" + std::to_string(written.size() - 2) + ".safetensors");
   CHECK(written[written.size() - 2] == "model.safetensors.index.json");

@@ -191,7 +191,8 @@ TEST_CASE("moe import: experts read fused as well, and a missing expert or an un
   }
   const auto model = ampt::test::make_reference_model(kMoeScript, {"--flavour", "qwen3_moe"});
   const auto config = ampt::hf::read_llama_config(model + "/config.json");
-  const auto published = ampt::hf::read_llama_weights(ampt::hf::model_files(model), config);
+  const auto linears = ampt::models::declared_linears(config);
+  const auto published = ampt::hf::read_llama_weights(ampt::hf::model_files(model), config, linears);
   // transformers 5's fused layout (its state_dict's names) loads to the same tensors.
   const auto fused = make_temp_dir();
   std::filesystem::copy_file(model + "/config.json", fused + "/config.json");
@@ -200,7 +201,7 @@ TEST_CASE("moe import: experts read fused as well, and a missing expert or an un
     as_state_dict.emplace_back(name.starts_with("lm_head.") ? name : "model." + name, tensor);
   }
   ampt::hf::write_safetensors_shards(fused, as_state_dict, {});
-  const auto read_fused = ampt::hf::read_llama_weights(ampt::hf::model_files(fused), config);
+  const auto read_fused = ampt::hf::read_llama_weights(ampt::hf::model_files(fused), config, linears);
   REQUIRE(read_fused.size() == published.size());
   for (std::size_t i = 0; i < published.size(); ++i) {
     INFO(published[i].first);
@@ -215,7 +216,7 @@ TEST_CASE("moe import: experts read fused as well, and a missing expert or an un
     if (name != "model.layers.2.mlp.experts.3.up_proj.weight") without.emplace_back(name, entry.first);
   }
   ampt::hf::write_safetensors_shards(missing, without, {});
-  CHECK_THROWS_WITH(ampt::hf::read_llama_weights(ampt::hf::model_files(missing), config),
+  CHECK_THROWS_WITH(ampt::hf::read_llama_weights(ampt::hf::model_files(missing), config, linears),
                     missing + "/model.safetensors: no tensor model.layers.2.mlp.experts.3.up_proj.weight "
                               "(a Qwen3-MoE of 3 layers and 8 experts has one)");
 }

@@ -6,6 +6,7 @@
 #include "ampt/commands/run_model.h"
 #include "ampt/hf/llama_config.h"
 #include "ampt/hf/llama_weights.h"
+#include "ampt/models/llama_presets.h"
 #include "ampt/hf/pretrained.h"
 #include "ampt/models/quantizable.h"
 #include "ampt/precision/nf4.h"
@@ -311,14 +312,15 @@ TEST_CASE("lora train: a sparse model's experts stored in nf4 load from Hugging 
   auto model = ampt::commands::load_run_model(ampt::commands::run_config(saved, {}, {}), saved,
                                               path, torch::kCPU);
   const auto hf_config = ampt::hf::read_llama_config(dir + "/hf/config.json");
+  const auto linears = ampt::models::declared_linears(hf_config);
   r = run_ampt({"export", "--format", "hf", "--merge", "--checkpoint", path, "--out", dir + "/merged"});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   std::map<std::string, torch::Tensor> published, merged;
-  for (auto& [name, t] : ampt::hf::read_llama_weights(ampt::hf::model_files(dir + "/hf"), hf_config)) {
+  for (auto& [name, t] : ampt::hf::read_llama_weights(ampt::hf::model_files(dir + "/hf"), hf_config, linears)) {
     published[name] = t;
   }
-  for (auto& [name, t] : ampt::hf::read_llama_weights(ampt::hf::model_files(dir + "/merged"), hf_config)) {
+  for (auto& [name, t] : ampt::hf::read_llama_weights(ampt::hf::model_files(dir + "/merged"), hf_config, linears)) {
     merged[name] = t;
   }
   int groups = 0;

@@ -15,7 +15,8 @@
 namespace ampt::hf {
 
 void write_gpt2_directory(const std::string& dir, const NamedTensors& weights,
-                          const Gpt2Config& config, const text::Vocabulary* tokenizer,
+                          const Gpt2Config& config, const DeclaredLinears& linears,
+                          const text::Vocabulary* tokenizer,
                           const std::map<std::string, std::string>& metadata) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
@@ -24,7 +25,7 @@ void write_gpt2_directory(const std::string& dir, const NamedTensors& weights,
                                    error ? error.message() : "a file is in the way"));
   }
   // The tensors first: a name or shape that does not fit leaves no half-written directory.
-  const auto tensors = to_gpt2_tensors(weights, config);
+  const auto tensors = to_gpt2_tensors(weights, config, linears);
   checkpoint::write_safetensors(dir + "/model.safetensors", tensors, metadata);
   const std::string config_path = dir + "/config.json";
   std::ofstream out(config_path, std::ios::binary | std::ios::trunc);

@@ -4,6 +4,7 @@
 
 #include "ampt/core/named_tensors.h"
 #include "ampt/hf/gpt2_config.h"
+#include "ampt/hf/pretrained.h"
 #include "ampt/text/vocabulary.h"
 
 #include <map>
@@ -12,11 +13,12 @@
 namespace ampt::hf {
 
 // Creates `dir` when needed and writes config.json, model.safetensors (to_gpt2_tensors of ampt's
-// `weights`: HF names, Conv1D layout, config.vocab_size rows) with `metadata`, and, given a
+// `weights` and the family's `linears`: HF names, Conv1D layout, config.vocab_size rows) with `metadata`, and, given a
 // `tokenizer`, its files (text/hf_tokenizer_writer.h). Existing files of those names are
 // replaced. Throws RuntimeError naming the file or the tensor that fails.
 void write_gpt2_directory(const std::string& dir, const NamedTensors& weights,
-                          const Gpt2Config& config, const text::Vocabulary* tokenizer,
+                          const Gpt2Config& config, const DeclaredLinears& linears,
+                          const text::Vocabulary* tokenizer,
                           const std::map<std::string, std::string>& metadata);
 
 }  // namespace ampt::hf

@@ -18,20 +18,23 @@ struct Gpt2Spec {
   bool conv1d = false;
 };
 
-std::vector<Gpt2Spec> gpt2_specs(const Gpt2Config& c, int64_t vocab_rows) {
+// The block Linears come from `linears` (all of them Conv1D in the files), after each block's
+// norms.
+std::vector<Gpt2Spec> gpt2_specs(const Gpt2Config& c, const DeclaredLinears& linears,
+                                 int64_t vocab_rows) {
   const int64_t C = c.n_embd;
   std::vector<Gpt2Spec> specs = {{"wte.weight", {vocab_rows, C}}, {"wpe.weight", {c.n_positions, C}}};
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const auto p = fmt::format("h.{}.", i);
-    const std::vector<Gpt2Spec> block = {
-        {p + "ln_1.weight", {C}},           {p + "ln_1.bias", {C}},
-        {p + "attn.c_attn.weight", {3 * C, C}, true}, {p + "attn.c_attn.bias", {3 * C}},
-        {p + "attn.c_proj.weight", {C, C}, true},     {p + "attn.c_proj.bias", {C}},
-        {p + "ln_2.weight", {C}},           {p + "ln_2.bias", {C}},
-        {p + "mlp.c_fc.weight", {4 * C, C}, true},    {p + "mlp.c_fc.bias", {4 * C}},
-        {p + "mlp.c_proj.weight", {C, 4 * C}, true},  {p + "mlp.c_proj.bias", {C}},
-    };
-    specs.insert(specs.end(), block.begin(), block.end());
+    for (const auto* norm : {"ln_1", "ln_2"}) {
+      specs.push_back({p + norm + ".weight", {C}});
+      specs.push_back({p + norm + ".bias", {C}});
+    }
+    for (const auto& linear : linears) {
+      if (!linear.name.starts_with(p)) continue;
+      specs.push_back({linear.name + ".weight", {linear.out, linear.in}, true});
+      if (linear.bias) specs.push_back({linear.name + ".bias", {linear.out}});
+    }
   }
   specs.push_back({"ln_f.weight", {C}});
   specs.push_back({"ln_f.bias", {C}});
@@ -50,7 +53,7 @@ std::string without_prefix(const std::string& name) {
 }  // namespace
 
 NamedTensors read_gpt2_weights(const ModelFiles& files, const Gpt2Config& config,
-                               int64_t padded_vocab) {
+                               const DeclaredLinears& linears, int64_t padded_vocab) {
   // name (prefix dropped) -> (tensor, file it came from)
   std::map<std::string, std::pair<torch::Tensor, std::string>> found;
   for (auto& [name, entry] : read_model_tensors(files)) {
@@ -60,7 +63,7 @@ NamedTensors read_gpt2_weights(const ModelFiles& files, const Gpt2Config& config
   const auto where = paths.size() == 1 ? paths.front() : fmt::format("{}", fmt::join(paths, ", "));
   NamedTensors out;
   torch::Tensor wte;
-  for (const auto& spec : gpt2_specs(config, config.vocab_size)) {
+  for (const auto& spec : gpt2_specs(config, linears, config.vocab_size)) {
     const auto it = found.find(spec.name);
     if (it == found.end()) {
       throw RuntimeError(fmt::format("{}: no tensor transformer.{} (a GPT-2 of {} layers has one)",
@@ -106,10 +109,11 @@ NamedTensors read_gpt2_weights(const ModelFiles& files, const Gpt2Config& config
   return out;
 }
 
-NamedTensors to_gpt2_tensors(const NamedTensors& weights, const Gpt2Config& config) {
+NamedTensors to_gpt2_tensors(const NamedTensors& weights, const Gpt2Config& config,
+                             const DeclaredLinears& linears) {
   std::map<std::string, torch::Tensor> by_name(weights.begin(), weights.end());
   NamedTensors out;
-  for (const auto& spec : gpt2_specs(config, config.vocab_size)) {
+  for (const auto& spec : gpt2_specs(config, linears, config.vocab_size)) {
     const auto it = by_name.find(spec.name);
     if (it == by_name.end()) {
       throw RuntimeError(fmt::format("the checkpoint has no parameter {}", spec.name));

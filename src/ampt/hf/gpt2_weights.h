@@ -17,12 +17,14 @@ namespace ampt::hf {
 // tied lm_head.weight skipped, wte padded with zero rows to `padded_vocab`. A missing tensor, a
 // tensor of the wrong shape, an unknown one, or an lm_head that is not wte (an untied head,
 // which ampt cannot represent) is one RuntimeError line naming the file and the tensor.
+// The block Linears' tensors are those of `linears` (the family's inventory).
 NamedTensors read_gpt2_weights(const ModelFiles& files, const Gpt2Config& config,
-                               int64_t padded_vocab);
+                               const DeclaredLinears& linears, int64_t padded_vocab);
 
 // ampt's GPT parameters (`weights`, as read back from a checkpoint) as Hugging Face's tensors:
 // transformer.* names, Conv1D layout, wte cut to config.vocab_size rows (the padding dropped).
 // Throws RuntimeError naming a missing or misshapen parameter.
-NamedTensors to_gpt2_tensors(const NamedTensors& weights, const Gpt2Config& config);
+NamedTensors to_gpt2_tensors(const NamedTensors& weights, const Gpt2Config& config,
+                             const DeclaredLinears& linears);
 
 }  // namespace ampt::hf

@@ -41,6 +41,7 @@ std::vector<std::string> tokenizer_files(const std::string& tokenizer_path) {
 
 std::vector<std::string> write_llama_directory(const std::string& dir, const NamedTensors& weights,
                                                const LlamaConfig& config,
+                                               const DeclaredLinears& linears,
                                                const std::optional<std::string>& tokenizer_path,
                                                const std::map<std::string, std::string>& metadata,
                                                int64_t max_shard_bytes) {
@@ -51,7 +52,7 @@ std::vector<std::string> write_llama_directory(const std::string& dir, const Nam
                                    error ? error.message() : "a file is in the way"));
   }
   // The tensors first: a name or shape that does not fit leaves no half-written directory.
-  const auto tensors = to_llama_tensors(weights, config);
+  const auto tensors = to_llama_tensors(weights, config, linears);
   auto written = write_safetensors_shards(dir, tensors, metadata, max_shard_bytes);
   checkpoint::write_file_atomically(dir + "/config.json", llama_config_json(config));
   written.push_back("config.json");

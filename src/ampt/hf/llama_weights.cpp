@@ -52,9 +52,9 @@ void add_expert_specs(const LlamaConfig& c, const std::string& block, std::vecto
   fused(block + "mlp.experts.down_proj", {E, C, I}, {expert("down_proj", "w2")});
 }
 
-std::vector<LlamaSpec> llama_specs(const LlamaConfig& c) {
-  const int64_t C = c.hidden_size, D = c.head_dim(), q = c.num_attention_heads * D,
-                kv = c.num_key_value_heads * D, F = c.intermediate_size;
+// The block Linears come from `linears`, in their order after each block's norms.
+std::vector<LlamaSpec> llama_specs(const LlamaConfig& c, const DeclaredLinears& linears) {
+  const int64_t C = c.hidden_size, D = c.head_dim();
   std::vector<LlamaSpec> specs;
   const auto add = [&](std::string name, std::vector<int64_t> shape) {
     auto hf = hf_name(name);
@@ -64,24 +64,17 @@ std::vector<LlamaSpec> llama_specs(const LlamaConfig& c) {
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const auto p = fmt::format("layers.{}.", i);
     add(p + "input_layernorm.weight", {C});
-    for (const auto& [proj, out] : {std::pair{"q_proj", q}, {"k_proj", kv}, {"v_proj", kv}}) {
-      add(p + "self_attn." + proj + ".weight", {out, C});
-      if (c.qkv_bias) add(p + "self_attn." + proj + ".bias", {out});
-    }
-    add(p + "self_attn.o_proj.weight", {C, q});
-    if (c.o_bias) add(p + "self_attn.o_proj.bias", {C});
+    add(p + "post_attention_layernorm.weight", {C});
     if (c.qk_norm) {
       add(p + "self_attn.q_norm.weight", {D});
       add(p + "self_attn.k_norm.weight", {D});
     }
-    add(p + "post_attention_layernorm.weight", {C});
-    if (c.sparse_layer(i)) {
-      add_expert_specs(c, p, specs);
-      continue;
+    for (const auto& linear : linears) {
+      if (!linear.name.starts_with(p)) continue;
+      add(linear.name + ".weight", {linear.out, linear.in});
+      if (linear.bias) add(linear.name + ".bias", {linear.out});
     }
-    add(p + "mlp.gate_proj.weight", {F, C});
-    add(p + "mlp.up_proj.weight", {F, C});
-    add(p + "mlp.down_proj.weight", {C, F});
+    if (c.sparse_layer(i)) add_expert_specs(c, p, specs);
   }
   add("norm.weight", {C});
   if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, C});
@@ -175,8 +168,8 @@ class ExpertParts {
 }  // namespace
 
 void read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
-                        const TensorSink& sink) {
-  const auto specs = llama_specs(config);
+                        const DeclaredLinears& linears, const TensorSink& sink) {
+  const auto specs = llama_specs(config, linears);
   std::map<std::string, const LlamaSpec*> wanted;
   for (const auto& spec : specs) {
     if (!spec.hf.empty()) wanted.emplace(spec.hf, &spec);
@@ -236,20 +229,23 @@ void read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
   }
 }
 
-NamedTensors read_llama_weights(const ModelFiles& files, const LlamaConfig& config) {
+NamedTensors read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
+                                const DeclaredLinears& linears) {
   std::map<std::string, torch::Tensor> by_name;
-  read_llama_weights(files, config, [&](const std::string& name, const torch::Tensor& tensor) {
-    by_name[name] = tensor.to(torch::kFloat32).contiguous();
-  });
+  read_llama_weights(files, config, linears,
+                     [&](const std::string& name, const torch::Tensor& tensor) {
+                       by_name[name] = tensor.to(torch::kFloat32).contiguous();
+                     });
   NamedTensors out;
-  for (const auto& spec : llama_specs(config)) out.emplace_back(spec.name, by_name.at(spec.name));
+  for (const auto& spec : llama_specs(config, linears)) out.emplace_back(spec.name, by_name.at(spec.name));
   return out;
 }
 
-NamedTensors to_llama_tensors(const NamedTensors& weights, const LlamaConfig& config) {
+NamedTensors to_llama_tensors(const NamedTensors& weights, const LlamaConfig& config,
+                              const DeclaredLinears& linears) {
   std::map<std::string, torch::Tensor> by_name(weights.begin(), weights.end());
   NamedTensors out;
-  for (const auto& spec : llama_specs(config)) {
+  for (const auto& spec : llama_specs(config, linears)) {
     const auto it = by_name.find(spec.name);
     if (it == by_name.end()) throw RuntimeError(fmt::format("the checkpoint has no parameter {}", spec.name));
     if (it->second.sizes().vec() != spec.shape) {

@@ -8,18 +8,23 @@
 
 namespace ampt::hf {
 
+// The block Linears' tensors are those of `linears` (the family's inventory), the others the
+// family's own.
+//
 // Gives `sink` the tensors of `files` as ampt's Llama parameters, on the CPU in the files' dtypes
 // (fp32, bf16 or fp16), one at a time as they are read (for_each_model_tensor). A tied model's
 // lm_head.weight, when saved, must equal embed_tokens; rotary inv_freq buffers of older
 // checkpoints are skipped. A missing tensor, one of the wrong shape or not floating point, or an
 // unknown one is one RuntimeError line naming the file and the tensor.
 void read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
-                        const TensorSink& sink);
+                        const DeclaredLinears& linears, const TensorSink& sink);
 // All of them at once, float32.
-NamedTensors read_llama_weights(const ModelFiles& files, const LlamaConfig& config);
+NamedTensors read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
+                                const DeclaredLinears& linears);
 
 // ampt's Llama parameters (from a checkpoint) as Hugging Face's tensors, in their order.
 // Throws RuntimeError naming a missing or misshapen parameter.
-NamedTensors to_llama_tensors(const NamedTensors& weights, const LlamaConfig& config);
+NamedTensors to_llama_tensors(const NamedTensors& weights, const LlamaConfig& config,
+                              const DeclaredLinears& linears);
 
 }  // namespace ampt::hf

@@ -38,6 +38,18 @@ std::map<std::string, std::pair<torch::Tensor, std::string>> read_model_tensors(
 // its file's dtype.
 using TensorSink = std::function<void(const std::string& name, const torch::Tensor& tensor)>;
 
+// A block's Linear layer as its family declares it once, in its layer inventory
+// (models/layer_inventory.h): the files hold its weight (and bias) under the same module name,
+// so the readers and writers take the block Linears' names and shapes from here rather than
+// spelling them again.
+struct DeclaredLinear {
+  std::string name;  // ampt's module name: "layers.3.self_attn.q_proj"
+  int64_t in = 0;
+  int64_t out = 0;
+  bool bias = false;
+};
+using DeclaredLinears = std::vector<DeclaredLinear>;
+
 // Checks that `dir` holds config.json and safetensors weights (a single file or a sharded index).
 // A directory with only pytorch_model.bin (a pickle) is refused with the command that converts
 // it; anything missing is one RuntimeError line naming the file.

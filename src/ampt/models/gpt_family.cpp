@@ -74,7 +74,7 @@ std::string gpt_load_pretrained(const config::Config& config, const hf::TensorSi
   const auto files = hf::pretrained_files(config);
   const auto hf_config = hf::read_gpt2_config(files.config_json);
   const auto padded = padded_vocab(hf_config.vocab_size);
-  const auto weights = hf::read_gpt2_weights(files, hf_config, padded);
+  const auto weights = hf::read_gpt2_weights(files, hf_config, declared_linears(hf_config), padded);
   for (const auto& [name, tensor] : weights) sink(name, tensor);
   return fmt::format("{} ({} tensors from {} file{}; vocabulary {} padded to {})", files.dir,
                      weights.size(), files.weights.size(), files.weights.size() == 1 ? "" : "s",
@@ -104,7 +104,8 @@ std::string gpt_write_hf(const HfExport& request) {
   } else {
     gpt2.bos_token_id = gpt2.eos_token_id = std::nullopt;
   }
-  hf::write_gpt2_directory(request.dir, request.weights, gpt2, tokenizer ? &*tokenizer : nullptr,
+  hf::write_gpt2_directory(request.dir, request.weights, gpt2, declared_linears(layer_inventory(dims)),
+                           tokenizer ? &*tokenizer : nullptr,
                            request.metadata);
   return tokenizer ? "config.json, model.safetensors, vocab.json, merges.txt, tokenizer_config.json, "
                      "special_tokens_map.json"

@@ -82,6 +82,13 @@ LayerInventory layer_inventory(const GptDims& dims) {
   return inventory;
 }
 
+hf::DeclaredLinears declared_linears(const hf::Gpt2Config& config) {
+  GptDims dims;
+  dims.n_layer = config.n_layer;
+  dims.n_embd = config.n_embd;
+  return declared_linears(layer_inventory(dims));
+}
+
 int64_t gpt_window(const config::Config& config, const GptDims& dims) {
   return config.block_size > 0 ? config.block_size : dims.block_size;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ampt/config/config.h"
+#include "ampt/hf/gpt2_config.h"
 #include "ampt/models/layer_inventory.h"
 
 #include <cstdint>
@@ -57,6 +58,9 @@ int64_t gpt_window(const config::Config& config, const GptDims& dims);
 // [C → 4C] and mlp.c_proj, all with biases, the MLP's two paired for fp8 (one fused operation);
 // the head is the tied wte, [C → vocab_size].
 LayerInventory layer_inventory(const GptDims& dims);
+// The block Linears of the GPT-2 a Hugging Face config.json describes, as the weight files hold
+// them (layer_inventory's names and shapes).
+hf::DeclaredLinears declared_linears(const hf::Gpt2Config& config);
 
 // The vocabulary rounded up to a multiple of 64 (50257 → 50304), as llm.c and nanoGPT pad it.
 int64_t padded_vocab(int64_t vocab);

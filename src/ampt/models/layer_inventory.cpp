@@ -62,4 +62,10 @@ std::vector<precision::Fp8Candidate> fp8_candidates(const LayerInventory& invent
   return out;
 }
 
+hf::DeclaredLinears declared_linears(const LayerInventory& inventory) {
+  hf::DeclaredLinears out;
+  for (const auto& layer : inventory.linears) out.push_back({layer.name, layer.in, layer.out, layer.bias});
+  return out;
+}
+
 }  // namespace ampt::models

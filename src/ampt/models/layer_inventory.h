@@ -1,10 +1,12 @@
 // A transformer's layers as its family lists them once, from its dimensions and without building
 // it: the blocks, each block's Linear layers with their shapes and roles, and the head. fp8's
-// candidates and their pairing, LoRA's target matching, the memory estimate and ZeRO-3's block
-// split all read this list; none keeps one of its own. Each family writes its inventory beside
+// candidates and their pairing, LoRA's target matching, the memory estimate, ZeRO-3's block
+// split and the Hugging Face readers and writers (declared_linears) all read this list; none
+// keeps one of its own. Each family writes its inventory beside
 // its dimensions (gpt_presets.h, llama_presets.h).
 #pragma once
 
+#include "ampt/hf/pretrained.h"
 #include "ampt/precision/fp8_layers.h"
 
 #include <cstdint>
@@ -74,5 +76,8 @@ LinearCounts linear_counts(const std::vector<LinearLayer>& layers);
 // (fp8 GEMM tiles).
 std::vector<precision::Fp8Candidate> fp8_candidates(const LayerInventory& inventory,
                                                     bool fused_head);
+
+// The block Linears as the Hugging Face readers and writers take them (hf/pretrained.h).
+hf::DeclaredLinears declared_linears(const LayerInventory& inventory);
 
 }  // namespace ampt::models

@@ -226,6 +226,7 @@ std::string llama_load_pretrained(const config::Config& config, const hf::Tensor
   const auto llama_config = hf::read_llama_config(files.config_json);
   int64_t count = 0;
   hf::read_llama_weights(files, llama_config,
+                         declared_linears(llama_config),
                          [&](const std::string& name, const torch::Tensor& tensor) {
                            ++count;
                            sink(name, tensor);
@@ -236,7 +237,8 @@ std::string llama_load_pretrained(const config::Config& config, const hf::Tensor
 
 std::string llama_write_hf(const HfExport& request) {
   const auto& config = *request.config;
-  auto c = hf_config(resolve_llama_dims(config));
+  const auto dims = resolve_llama_dims(config);
+  auto c = hf_config(dims);
   if (!config.init_from.empty()) {
     // The special tokens the model was released with, which generation configs read.
     const auto released = hf::read_llama_config(hf::pretrained_files(config).config_json);
@@ -251,8 +253,9 @@ std::string llama_write_hf(const HfExport& request) {
                                    vocabulary.source, vocabulary.tokens.size(), c.vocab_size));
     }
   }
-  const auto written = hf::write_llama_directory(request.dir, request.weights, c,
-                                                 request.tokenizer_path, request.metadata);
+  const auto written =
+      hf::write_llama_directory(request.dir, request.weights, c, declared_linears(layer_inventory(dims)),
+                                request.tokenizer_path, request.metadata);
   return fmt::format("{}", fmt::join(written, ", "));
 }
 

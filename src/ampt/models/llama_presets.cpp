@@ -228,6 +228,10 @@ LayerInventory layer_inventory(const LlamaDims& dims) {
   return inventory;
 }
 
+hf::DeclaredLinears declared_linears(const hf::LlamaConfig& config) {
+  return declared_linears(layer_inventory(from_hf(config, 0.0)));
+}
+
 int64_t llama_window(const config::Config& config, const LlamaDims& dims) {
   return config.block_size > 0 ? config.block_size : std::min(dims.block_size, kDefaultWindow);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ampt/config/config.h"
+#include "ampt/hf/llama_config.h"
 #include "ampt/models/layer_inventory.h"
 
 #include <cstdint>
@@ -115,6 +116,9 @@ LlamaDims resolve_llama_dims(const config::Config& config);
 // down_proj, biases as qkv_bias and o_bias say; the head is lm_head or the tied embed_tokens.
 // A sparse block's experts and router are no Linear layers: it lists its attention's only.
 LayerInventory layer_inventory(const LlamaDims& dims);
+// The block Linears of the model a Hugging Face config.json describes, as the weight files
+// hold them (layer_inventory's names and shapes).
+hf::DeclaredLinears declared_linears(const hf::LlamaConfig& config);
 
 // The token windows a Llama of `config` trains on: block_size when set, else the model's context.
 int64_t llama_window(const config::Config& config, const LlamaDims& dims);
