@@ -1,6 +1,7 @@
 // A GPT block's attention as one autograd node: the composite's values and gradients bit for bit
 // (fp32, bf16 under autocast, with the weights' half copies), with one node where the composite
 // has sixteen.
+#include "ampt/models/gpt_presets.h"
 #include "ampt/kernels/fused_attention.h"
 #include "ampt/kernels/weight_copies.h"
 #include "ampt/models/attention.h"
@@ -44,7 +45,10 @@ Pass run_attention(ampt::models::CausalSelfAttention& attention, bool fused, c10
 TEST_CASE("fused attention: one node with the composite's values and gradients, bit for bit",
           "[kernels][fused_attention]") {
   torch::manual_seed(7);
-  ampt::models::CausalSelfAttention attention(64, 4, 0.0);
+  ampt::models::GptDims dims;  // one block of width 64: its Linears as GPT-2 declares them
+  dims.n_layer = 1;
+  dims.n_embd = 64;
+  ampt::models::CausalSelfAttention attention(4, 0.0, ampt::models::layer_inventory(dims).block_linears());
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
     for (const bool copies : {false, true}) {
       if (copies && dtype == torch::kFloat32) continue;

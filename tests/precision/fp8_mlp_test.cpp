@@ -2,6 +2,7 @@
 // float64 arithmetic as the two fp8 Linears with at::gelu between them, in every recipe, with
 // the scaling states seeing the same tensors; and a GPT block's MLP runs it when both its
 // Linears are in fp8.
+#include "ampt/models/gpt_presets.h"
 #include "ampt/precision/fp8_mlp.h"
 
 #include "ampt/config/enum_names.h"
@@ -142,7 +143,10 @@ TEST_CASE("fp8 MLP: a GPT block's MLP runs it when both its Linears are in fp8 w
   const auto runs_fused = [](const std::function<bool(const std::string&)>& selected,
                               bool tanh_gelu, bool fused) {
     torch::manual_seed(15);
-    ampt::models::GptMlp mlp(64, 0.0, tanh_gelu);
+    ampt::models::GptDims dims;  // one block of width 64: its Linears as GPT-2 declares them
+    dims.n_layer = 1;
+    dims.n_embd = 64;
+    ampt::models::GptMlp mlp(0.0, tanh_gelu, ampt::models::layer_inventory(dims).block_linears());
     ampt::models::attach_fp8(*mlp, Fp8Recipe{}, selected);
     mlp->set_fused(fused, true);
     ampt::precision::AutocastGuard autocast(c10::kCPU, c10::kBFloat16, true);

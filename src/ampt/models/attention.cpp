@@ -8,10 +8,11 @@
 
 namespace ampt::models {
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout)
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t n_head, double dropout,
+                                                 const std::vector<LinearLayer>& block)
     : n_head_(n_head), dropout_(dropout) {
-  c_attn = register_module("c_attn", Linear(n_embd, 3 * n_embd, /*bias=*/true));
-  c_proj = register_module("c_proj", Linear(n_embd, n_embd, /*bias=*/true));
+  c_attn = register_declared(*this, block, LinearRole::qkv);
+  c_proj = register_declared(*this, block, LinearRole::o);
   resid_dropout_ = register_module("resid_dropout", torch::nn::Dropout(dropout));
 }
 

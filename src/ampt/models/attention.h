@@ -15,7 +15,8 @@ namespace ampt::models {
 // projection. Names follow nanoGPT (c_attn, c_proj) so state dicts line up with GPT-2's.
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
-  CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout);
+  // `block`: its block's inventory entries (its Linears' names and shapes).
+  CausalSelfAttentionImpl(int64_t n_head, double dropout, const std::vector<LinearLayer>& block);
   // x: [B, T, n_embd] → [B, T, n_embd]; position t attends to positions ≤ t only, and only to
   // those of its own example where `packed` cuts the rows into examples.
   torch::Tensor forward(const torch::Tensor& x, const PackedLayout& packed = {});

@@ -42,10 +42,10 @@ torch::Tensor attend(CausalSelfAttention& attn, const torch::Tensor& x,
 
 }  // namespace
 
-GptMlpImpl::GptMlpImpl(int64_t n_embd, double dropout, bool tanh_gelu)
+GptMlpImpl::GptMlpImpl(double dropout, bool tanh_gelu, const std::vector<LinearLayer>& block)
     : gelu_approximate_(tanh_gelu ? "tanh" : "none") {
-  c_fc = register_module("c_fc", Linear(n_embd, 4 * n_embd, /*bias=*/true));
-  c_proj = register_module("c_proj", Linear(4 * n_embd, n_embd, /*bias=*/true));
+  c_fc = register_declared(*this, block, LinearRole::fc);
+  c_proj = register_declared(*this, block, LinearRole::down);
   dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
 }
 
@@ -65,11 +65,11 @@ torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
   return dropout_->forward(c_proj->forward(torch::gelu(c_fc->forward(x), gelu_approximate_)));
 }
 
-GptBlockImpl::GptBlockImpl(const GptDims& dims) {
+GptBlockImpl::GptBlockImpl(const GptDims& dims, const std::vector<LinearLayer>& block) {
   ln_1 = register_module("ln_1", layer_norm(dims));
-  attn = register_module("attn", CausalSelfAttention(dims.n_embd, dims.n_head, dims.dropout));
+  attn = register_module("attn", CausalSelfAttention(dims.n_head, dims.dropout, block));
   ln_2 = register_module("ln_2", layer_norm(dims));
-  mlp = register_module("mlp", GptMlp(dims.n_embd, dims.dropout, dims.tanh_gelu));
+  mlp = register_module("mlp", GptMlp(dims.dropout, dims.tanh_gelu, block));
 }
 
 BlockOutputs GptBlockImpl::forward(const torch::Tensor& x, const BlockContext& context) {
@@ -87,9 +87,8 @@ GptImpl::GptImpl(const GptDims& dims) : DecoderImpl(dims.block_size, dims.dropou
   wte_ = register_module("wte", torch::nn::Embedding(dims.vocab_size, dims.n_embd));
   wpe_ = register_module("wpe", torch::nn::Embedding(dims.block_size, dims.n_embd));
   drop_ = register_module("drop", torch::nn::Dropout(dims.dropout));
-  for (int64_t i = 0; i < dims.n_layer; ++i) {
-    blocks_->push_back(GptBlock(dims));
-  }
+  const auto inventory = layer_inventory(dims);
+  for (const auto& block : inventory.blocks) blocks_->push_back(GptBlock(dims, linears_of(inventory, block)));
   register_module("h", blocks_);
   ln_f_ = register_module("ln_f", layer_norm(dims));
 

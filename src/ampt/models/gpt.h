@@ -20,7 +20,8 @@ namespace ampt::models {
 // The position-wise feed-forward of a block: n_embd → 4·n_embd → GELU → n_embd.
 class GptMlpImpl : public torch::nn::Module {
  public:
-  GptMlpImpl(int64_t n_embd, double dropout, bool tanh_gelu);
+  // `block`: its block's inventory entries (its Linears' names and shapes).
+  GptMlpImpl(double dropout, bool tanh_gelu, const std::vector<LinearLayer>& block);
   torch::Tensor forward(const torch::Tensor& x);
 
   Linear c_fc{nullptr};
@@ -47,7 +48,7 @@ TORCH_MODULE(GptMlp);
 // Pre-LayerNorm block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
 class GptBlockImpl : public DecoderBlockImpl {
  public:
-  explicit GptBlockImpl(const GptDims& dims);
+  GptBlockImpl(const GptDims& dims, const std::vector<LinearLayer>& block);
   BlockOutputs forward(const torch::Tensor& x, const BlockContext& context) override;
   // Attends through `cache` (CausalSelfAttention::forward_cached).
   torch::Tensor forward_cached(const torch::Tensor& x, const BlockContext& context,

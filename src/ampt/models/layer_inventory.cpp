@@ -22,11 +22,7 @@ bool LinearLayer::reads_norm() const {
 }
 
 std::vector<LinearLayer> LayerInventory::block_linears() const {
-  std::vector<LinearLayer> out;
-  if (blocks.empty()) return out;
-  std::ranges::copy_if(linears, std::back_inserter(out),
-                       [&](const LinearLayer& l) { return l.block == blocks.front(); });
-  return out;
+  return blocks.empty() ? std::vector<LinearLayer>{} : linears_of(*this, blocks.front());
 }
 
 LinearCounts linear_counts(const std::vector<LinearLayer>& layers) {
@@ -59,6 +55,13 @@ std::vector<precision::Fp8Candidate> fp8_candidates(const LayerInventory& invent
   if (fused_head && inventory.head_out % 16 == 0 && inventory.head_out > 0) {
     out.push_back({"head", inventory.head_in, inventory.head_out, {}, -1, {}});
   }
+  return out;
+}
+
+std::vector<LinearLayer> linears_of(const LayerInventory& inventory, const std::string& block) {
+  std::vector<LinearLayer> out;
+  std::ranges::copy_if(inventory.linears, std::back_inserter(out),
+                       [&](const LinearLayer& l) { return l.block == block; });
   return out;
 }
 

@@ -77,6 +77,9 @@ LinearCounts linear_counts(const std::vector<LinearLayer>& layers);
 std::vector<precision::Fp8Candidate> fp8_candidates(const LayerInventory& inventory,
                                                     bool fused_head);
 
+// The Linears of block `block` ("layers.3"), in inventory order.
+std::vector<LinearLayer> linears_of(const LayerInventory& inventory, const std::string& block);
+
 // The block Linears as the Hugging Face readers and writers take them (hf/pretrained.h).
 hf::DeclaredLinears declared_linears(const LayerInventory& inventory);
 

@@ -13,6 +13,7 @@
 
 #include "ampt/precision/fp8_layers.h"
 #include "ampt/precision/fp8_linear.h"
+#include "ampt/models/layer_inventory.h"
 #include "ampt/models/quantizable.h"
 
 #include <torch/nn/module.h>
@@ -54,6 +55,13 @@ class LinearImpl : public torch::nn::LinearImpl, public QuantizableWeights {
   c10::intrusive_ptr<precision::Fp8Linear> fp8_;
 };
 TORCH_MODULE(Linear);
+
+// Registers in `owner` the Linear of `block` (one block's layer inventory entries,
+// layer_inventory.h) that has `role`, under the last part of its inventory name and with its
+// shape and bias: a family names and sizes its block Linears once, in its inventory, and its
+// modules are built from that.
+Linear register_declared(torch::nn::Module& owner, const std::vector<LinearLayer>& block,
+                         LinearRole role);
 
 // While one lives on this thread, each Linear (and expert group, moe.h) made takes placeholder
 // weights as soon as its constructor has initialized them (accelerate's init_empty_weights, one

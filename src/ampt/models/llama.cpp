@@ -27,14 +27,13 @@ torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
   return weight * normed.to(x.scalar_type());
 }
 
-LlamaAttentionImpl::LlamaAttentionImpl(const LlamaDims& dims)
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaDims& dims, const std::vector<LinearLayer>& block)
     : n_head_(dims.n_head), n_kv_head_(dims.n_kv_head), head_dim_(dims.head_dim()),
       dropout_(dims.dropout) {
-  const int64_t kv = dims.n_kv_head * head_dim_, q = dims.query_width();
-  q_proj = register_module("q_proj", Linear(dims.n_embd, q, dims.qkv_bias));
-  k_proj = register_module("k_proj", Linear(dims.n_embd, kv, dims.qkv_bias));
-  v_proj = register_module("v_proj", Linear(dims.n_embd, kv, dims.qkv_bias));
-  o_proj = register_module("o_proj", Linear(q, dims.n_embd, dims.o_bias));
+  q_proj = register_declared(*this, block, LinearRole::q);
+  k_proj = register_declared(*this, block, LinearRole::k);
+  v_proj = register_declared(*this, block, LinearRole::v);
+  o_proj = register_declared(*this, block, LinearRole::o);
   if (dims.qk_norm) {
     q_norm = register_module("q_norm", RmsNorm(head_dim_, dims.rms_norm_eps));
     k_norm = register_module("k_norm", RmsNorm(head_dim_, dims.rms_norm_eps));
@@ -90,25 +89,26 @@ torch::Tensor LlamaAttentionImpl::forward_cached(const torch::Tensor& x, const R
   return attend(q, keys, values, /*causal=*/first && x.size(1) > 1);
 }
 
-LlamaMlpImpl::LlamaMlpImpl(const LlamaDims& dims) {
-  gate_proj = register_module("gate_proj", Linear(dims.n_embd, dims.intermediate, false));
-  up_proj = register_module("up_proj", Linear(dims.n_embd, dims.intermediate, false));
-  down_proj = register_module("down_proj", Linear(dims.intermediate, dims.n_embd, false));
+LlamaMlpImpl::LlamaMlpImpl(const std::vector<LinearLayer>& block) {
+  gate_proj = register_declared(*this, block, LinearRole::gate);
+  up_proj = register_declared(*this, block, LinearRole::up);
+  down_proj = register_declared(*this, block, LinearRole::down);
 }
 
 torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x) {
   return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
 }
 
-LlamaBlockImpl::LlamaBlockImpl(const LlamaDims& dims, int64_t layer) {
+LlamaBlockImpl::LlamaBlockImpl(const LlamaDims& dims, int64_t layer,
+                               const std::vector<LinearLayer>& block) {
   input_layernorm = register_module("input_layernorm", RmsNorm(dims.n_embd, dims.rms_norm_eps));
-  self_attn = register_module("self_attn", LlamaAttention(dims));
+  self_attn = register_module("self_attn", LlamaAttention(dims, block));
   post_attention_layernorm =
       register_module("post_attention_layernorm", RmsNorm(dims.n_embd, dims.rms_norm_eps));
   if (dims.moe.sparse(layer)) {
     moe = register_module("mlp", SparseMoe(dims));
   } else {
-    mlp = register_module("mlp", LlamaMlp(dims));
+    mlp = register_module("mlp", LlamaMlp(block));
   }
 }
 
@@ -142,7 +142,10 @@ torch::Tensor LlamaBlockImpl::forward_cached(const torch::Tensor& x, const Block
 LlamaImpl::LlamaImpl(const LlamaDims& dims)
     : DecoderImpl(dims.block_size, dims.dropout), dims_(dims), inv_freq_(rope_inv_freq(dims)) {
   embed_tokens_ = register_module("embed_tokens", torch::nn::Embedding(dims.vocab_size, dims.n_embd));
-  for (int64_t i = 0; i < dims.n_layer; ++i) blocks_->push_back(LlamaBlock(dims, i));
+  const auto inventory = layer_inventory(dims);
+  for (int64_t i = 0; i < dims.n_layer; ++i) {
+    blocks_->push_back(LlamaBlock(dims, i, linears_of(inventory, inventory.blocks[i])));
+  }
   register_module("layers", blocks_);
   norm_ = register_module("norm", RmsNorm(dims.n_embd, dims.rms_norm_eps));
   if (!dims.tied_head) {

@@ -42,7 +42,8 @@ TORCH_MODULE(RmsNorm);
 // (q_norm, k_norm over head_dim) before the rotation.
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
-  explicit LlamaAttentionImpl(const LlamaDims& dims);
+  // `block`: its block's inventory entries (its Linears' names and shapes).
+  LlamaAttentionImpl(const LlamaDims& dims, const std::vector<LinearLayer>& block);
   // x [B, T, C] at the positions `angles` holds → [B, T, C], each token attending within its
   // own example where `packed` cuts the rows into examples.
   torch::Tensor forward(const torch::Tensor& x, const RotaryAngles& angles,
@@ -76,7 +77,7 @@ TORCH_MODULE(LlamaAttention);
 // down_proj(silu(gate_proj(x)) · up_proj(x)), no biases.
 class LlamaMlpImpl : public torch::nn::Module {
  public:
-  explicit LlamaMlpImpl(const LlamaDims& dims);
+  explicit LlamaMlpImpl(const std::vector<LinearLayer>& block);
   torch::Tensor forward(const torch::Tensor& x);
 
   Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
@@ -88,7 +89,7 @@ TORCH_MODULE(LlamaMlp);
 // reports their router logits.
 class LlamaBlockImpl : public DecoderBlockImpl {
  public:
-  LlamaBlockImpl(const LlamaDims& dims, int64_t layer);
+  LlamaBlockImpl(const LlamaDims& dims, int64_t layer, const std::vector<LinearLayer>& block);
   BlockOutputs forward(const torch::Tensor& x, const BlockContext& context) override;
   torch::Tensor forward_cached(const torch::Tensor& x, const BlockContext& context,
                                std::pair<torch::Tensor, torch::Tensor>& cache) override;
