@@ -198,6 +198,9 @@ const models::ExpertSlice* ExpertParallel::slice_of(const std::string& name,
 }
 
 NamedTensors ExpertParallel::whole(NamedTensors tensors) const {
+  // Rank 0 writes the checkpoint: only its group gathers (the others hold the same experts and
+  // write nothing).
+  if (exchange_.members().front() != 0) return tensors;
   torch::NoGradGuard no_grad;
   for (auto& [name, tensor] : tensors) {
     const auto* slice = slice_of(name, tensor, &models::ExpertSlice::count);

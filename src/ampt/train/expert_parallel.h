@@ -59,7 +59,8 @@ class ExpertParallel {
   StepGradients& gradients(StepGradients& inner);
 
   // A checkpoint's tensors (model and optimizer state, named as saved) with whole experts,
-  // gathered from the group: every rank calls it together.
+  // gathered from rank 0's group, whose ranks call it together (the other groups' are returned
+  // as they are: they write nothing).
   NamedTensors whole(NamedTensors tensors) const;
   // A whole checkpoint's (or pretrained) tensors cut to this rank's experts.
   NamedTensors local(NamedTensors tensors) const;
