@@ -70,7 +70,8 @@ class ExpertParallel::Gradients final : public StepGradients {
         if (!experts_.is_expert(p)) continue;
         // Every sparse forward runs every expert's GEMM (an empty slice included): a gradient is
         // there on every rank, so the replicas' all-reduces pair up.
-        auto& grad = const_cast<torch::Tensor&>(p).mutable_grad();
+        auto parameter = p;  // the same TensorImpl, whose gradient this sets
+        auto& grad = parameter.mutable_grad();
         if (!grad.defined()) grad = torch::zeros_like(p);
         if (experts_.replicas_ != nullptr) {
           experts_.replicas_->all_reduce(grad, "the all-reduce of the experts' gradients");
