@@ -14,6 +14,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,15 +48,17 @@ struct RankRun {
 };
 
 // Runs `argv` as each of `world` ranks and waits for all of them; rank r's logs go to
-// <logs>/rank<r>.
-inline RankRun run_rank_processes(int world, const std::vector<std::string>& argv,
-                                  const std::string& logs) {
+// <logs>/rank<r>, and its environment has `rank_extra(r)` too (what differs per node).
+inline RankRun run_rank_processes(
+    int world, const std::vector<std::string>& argv, const std::string& logs,
+    const std::function<std::map<std::string, std::string>(int)>& rank_extra = {}) {
   const int port = free_port();
   std::vector<std::unique_ptr<Child>> children;
   for (int r = 0; r < world; ++r) {
     std::filesystem::create_directories(fmt::format("{}/rank{}", logs, r));
-    children.push_back(std::make_unique<Child>(argv, fmt::format("{}/rank{}", logs, r),
-                                               rank_env(r, world, port)));
+    auto env = rank_env(r, world, port);
+    if (rank_extra) env.merge(rank_extra(r));
+    children.push_back(std::make_unique<Child>(argv, fmt::format("{}/rank{}", logs, r), env));
   }
   RankRun run;
   for (auto& child : children) {

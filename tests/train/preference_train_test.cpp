@@ -13,6 +13,7 @@
 #include "ampt/data/token_file.h"
 #include "ampt/text/tokenize_chats.h"
 #include "ampt/text/tokenizer_files.h"
+#include "distributed/rank_processes.h"
 #include "support/json_field.h"
 #include "support/pretrained_reference.h"
 #include "support/process.h"
@@ -294,6 +295,38 @@ ProcessResult run_preference(const std::vector<std::string>& args) {
 }
 
 }  // namespace
+
+// Each rank's token cache is a directory of its own (AMPT_TOKEN_CACHE), as on separate nodes:
+// rank 0's holds the reference table (an earlier one-process run wrote it), rank 1's does not.
+// Under ZeRO-3 every forward is collective: both ranks make the pass (rank 0 alone reading the
+// table would leave rank 1's forwards without a partner), and train on.
+TEST_CASE("preference: --precompute_ref_logps on 2 ZeRO-3 ranks, only one of which has the "
+          "table cached, makes the pass on both",
+          "[train][preference][dist][zero3][cli]") {
+  if (!std::filesystem::exists(kGpt2Tiktoken)) {
+    AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
+  }
+  const auto dir = make_temp_dir();
+  const auto records = write_records(dir);
+  const std::vector<std::string> dpo{"--objective", "dpo", "--val_fraction", "0",
+                                     "--precompute_ref_logps", "--batch_size", "1"};
+  auto single = dpo;
+  single.insert(single.end(), {"--token_cache", dir + "/cache0"});
+  run_preference(gpt_preference_args(records, dir + "/single", single));
+  auto ranks_args = gpt_preference_args(records, dir + "/out", dpo);
+  ranks_args.insert(ranks_args.begin(), AMPT_BINARY);
+  ranks_args.insert(ranks_args.end(), {"--zero_stage", "3", "--dist_timeout", "20"});
+  const auto ranks = run_rank_processes(2, ranks_args, dir + "/logs", [&](int r) {
+    return std::map<std::string, std::string>{{"AMPT_TOKEN_CACHE", fmt::format("{}/cache{}", dir, r)}};
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << ":\n" << ranks.out[r] << ranks.err[r]);
+    REQUIRE(ranks.status[r] == 0);
+  }
+  INFO(ranks.out[0]);
+  CHECK_THAT(ranks.out[0], Catch::Contains("log-probabilities of the 4 pairs precomputed in"));
+  CHECK(step_losses(read_file(dir + "/out/metrics.jsonl")).size() == 6);
+}
 
 TEST_CASE("preference: the log, metrics and summary carry TRL's figures, a resumed dpo run continues "
           "bit for bit, precomputed reference log-probabilities train alike, a fresh adapter's "

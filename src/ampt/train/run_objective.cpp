@@ -69,7 +69,14 @@ torch::Tensor Run::reference_log_probs(std::string& note) {
       data::token_cache_dir(config_), reference_data_, reference_weights_,
       fmt::format("{} {} autocast {} fused_kernels {}", c10::DeviceTypeName(device_.device.type()),
                   policy.name(), policy.autocast, static_cast<int>(config_.fused_kernels)));
-  if (auto table = read_reference_table(cached); table.defined()) {
+  auto table = read_reference_table(cached);
+  // Every rank looks before any computes, and all make the pass unless all found the table: a
+  // rank whose cache lacks it (another node's disk, or rank 0's table written after the others
+  // looked) would otherwise run collective forwards (ZeRO-3, expert parallelism) alone.
+  auto missing = torch::full({}, table.defined() ? 0 : 1,
+                             torch::dtype(torch::kInt64).device(device_.device));
+  dist_.sum(missing, "the agreement on the reference log-probabilities' cache");
+  if (missing.item<int64_t>() == 0) {
     note = fmt::format("the model as training starts, its log-probabilities of the pairs read from "
                        "{}, which an earlier run of the same data and weights computed (no "
                        "reference model while training)",
@@ -99,7 +106,7 @@ torch::Tensor Run::reference_log_probs(std::string& note) {
   model_.module->train();
   state_->release_gathered();  // ZeRO-3: the root, held through the pass
   const auto id = torch::cat(ids);
-  auto table = torch::zeros({id.max().item<int64_t>() + 1, 2},
+  table = torch::zeros({id.max().item<int64_t>() + 1, 2},
                             torch::dtype(torch::kFloat32).device(device_.device));
   table.index_copy_(0, id, torch::cat(values));
   note = fmt::format("the model as training starts, its log-probabilities of the {} pairs "
