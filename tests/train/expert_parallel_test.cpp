@@ -114,7 +114,9 @@ void check_refused(const std::vector<std::string>& extra, const std::string& err
 
 }  // namespace
 
-TEST_CASE("expert parallelism: what it cannot divide is a one-line usage error", "[train][moe][dist][cli]") {
+TEST_CASE("expert parallelism: what it cannot divide is a one-line usage error, and one process "
+          "says it has nothing to divide",
+          "[train][moe][dist][cli]") {
   check_refused({"--expert_parallel", "2"},
                 "expert_parallel 2 divides a sparse model's experts among ranks, and model gpt has "
                 "none; use expert_parallel 1",
@@ -127,6 +129,16 @@ TEST_CASE("expert parallelism: what it cannot divide is a one-line usage error",
                 "expert_parallel 2 with LoRA on the experts");
   check_refused({"--expert_parallel", "3"},
                 "expert_parallel 3 does not divide model qwen3-moe's 8 experts; use a divisor of 8");
+  // Alone, a process has nothing to divide: it trains, and says so.
+  const auto alone = ampt::test::run_ampt({"train", "--model", "qwen3-moe", "--device", "cpu",
+                                           "--max_steps", "1", "--loader_workers", "0",
+                                           "--expert_parallel", "2", "--output_dir",
+                                           ampt::test::make_temp_dir() + "/alone"});
+  INFO(alone.out << alone.err);
+  CHECK(alone.exit_code == 0);
+  CHECK_THAT(alone.out + alone.err, Catch::Contains("expert_parallel 2 has nothing to divide in a "
+                                                    "single process: every sparse layer keeps all "
+                                                    "its experts"));
   const auto dir = ampt::test::make_temp_dir();
   const auto ranks = ampt::test::run_rank_processes(
       2, {AMPT_BINARY, "train", "--model", "qwen3-moe", "--device", "cpu", "--max_steps", "1",

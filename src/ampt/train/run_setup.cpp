@@ -103,6 +103,11 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   check_train_state(parts);
   if (!device_.warning.empty()) notes_.warnings.push_back(device_.warning);
   for (auto& warning : precision_.warnings()) notes_.warnings.push_back(std::move(warning));
+  if (config.expert_parallel > 1 && !dist_.active()) {
+    notes_.warnings.push_back(fmt::format("expert_parallel {} has nothing to divide in a single "
+                                          "process: every sparse layer keeps all its experts",
+                                          config.expert_parallel));
+  }
   fit_batch_to_split();  // before a resume compares the checkpoint's batches with this run's
   // Pretrained weights first: a resumed run's checkpoint then replaces them.
   std::map<std::string, TensorDigest> digests;
