@@ -220,6 +220,15 @@ std::map<std::string, ExpertSlice> expert_slices(const torch::nn::Module& root) 
   return out;
 }
 
+const ExpertSlice* expert_slice_of(const std::map<std::string, ExpertSlice>& slices,
+                                   const std::string& name, const torch::Tensor& tensor,
+                                   int64_t ExpertSlice::*rows) {
+  auto it = slices.find(name);
+  if (it == slices.end()) it = slices.find(name.substr(0, name.rfind('.')));
+  if (it == slices.end() || tensor.dim() != 3 || tensor.size(0) != it->second.*rows) return nullptr;
+  return &it->second;
+}
+
 void set_expert_exchange(torch::nn::Module& root, const c10::intrusive_ptr<ExpertExchange>& exchange) {
   for (const auto& module : root.modules()) {
     if (auto* experts = dynamic_cast<ExpertsImpl*>(module.get()); experts && experts->sharded()) {

@@ -146,6 +146,13 @@ bool has_experts(const torch::nn::Module& root);
 // Every sharded expert group weight of `root` by its name in root.named_parameters(); empty when
 // the model holds all its experts.
 std::map<std::string, ExpertSlice> expert_slices(const torch::nn::Module& root);
+// The slice of `slices` that `tensor`, named `name`, is the whole stack (`rows`:
+// &ExpertSlice::total) or one rank's share (&ExpertSlice::count) of: a sharded expert group
+// weight, or its optimizer state ("<weight>.exp_avg"); null for anything else (an AdamW step
+// count has not the weight's shape).
+const ExpertSlice* expert_slice_of(const std::map<std::string, ExpertSlice>& slices,
+                                   const std::string& name, const torch::Tensor& tensor,
+                                   int64_t ExpertSlice::*rows);
 // Gives every sharded expert group of `root` the exchange its forward sends rows through.
 void set_expert_exchange(torch::nn::Module& root, const c10::intrusive_ptr<ExpertExchange>& exchange);
 

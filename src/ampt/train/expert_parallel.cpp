@@ -120,21 +120,15 @@ class ExpertParallel::Gradients final : public StepGradients {
 };
 
 std::unique_ptr<ExpertParallel> ExpertParallel::make(distributed::DataParallel& dist,
-                                                     torch::nn::Module& module,
-                                                     const std::vector<torch::Tensor>& parameters) {
+                                                     torch::nn::Module& module) {
   auto* exchange = dist.expert_exchange();
   if (exchange == nullptr) return nullptr;
   models::set_expert_exchange(module, subgroup_exchange(*exchange));
   auto slices = models::expert_slices(module);
   if (slices.empty()) throw std::logic_error("expert parallelism over a model without sharded experts");
   std::set<const void*> experts;
-  const auto named = module.named_parameters();
-  for (const auto& p : parameters) {
-    for (const auto& item : named) {
-      if (item.value().unsafeGetTensorImpl() == p.unsafeGetTensorImpl() && slices.count(item.key())) {
-        experts.insert(p.unsafeGetTensorImpl());
-      }
-    }
+  for (const auto& item : module.named_parameters()) {
+    if (slices.count(item.key()) > 0) experts.insert(item.value().unsafeGetTensorImpl());
   }
   return std::unique_ptr<ExpertParallel>(new ExpertParallel(
       *exchange, dist.expert_replicas(), std::move(slices), std::move(experts), dist.world_size()));
@@ -186,25 +180,13 @@ StepGradients& ExpertParallel::gradients(StepGradients& inner) {
   return *gradients_;
 }
 
-const models::ExpertSlice* ExpertParallel::slice_of(const std::string& name,
-                                                    const torch::Tensor& tensor,
-                                                    int64_t models::ExpertSlice::*rows) const {
-  auto it = slices_.find(name);
-  // An optimizer's state of the weight: "<weight>.<kind>".
-  if (it == slices_.end()) it = slices_.find(name.substr(0, name.rfind('.')));
-  if (it == slices_.end()) return nullptr;
-  // Only what has the weight's shape is cut (an AdamW step count is not).
-  if (tensor.dim() != 3 || tensor.size(0) != it->second.*rows) return nullptr;
-  return &it->second;
-}
-
 NamedTensors ExpertParallel::whole(NamedTensors tensors) const {
   // Rank 0 writes the checkpoint: only its group gathers (the others hold the same experts and
   // write nothing).
   if (exchange_.members().front() != 0) return tensors;
   torch::NoGradGuard no_grad;
   for (auto& [name, tensor] : tensors) {
-    const auto* slice = slice_of(name, tensor, &models::ExpertSlice::count);
+    const auto* slice = models::expert_slice_of(slices_, name, tensor, &models::ExpertSlice::count);
     if (slice == nullptr) continue;
     auto shape = tensor.sizes().vec();
     shape[0] = slice->total;
@@ -218,7 +200,7 @@ NamedTensors ExpertParallel::whole(NamedTensors tensors) const {
 
 NamedTensors ExpertParallel::local(NamedTensors tensors) const {
   for (auto& [name, tensor] : tensors) {
-    if (const auto* slice = slice_of(name, tensor, &models::ExpertSlice::total)) {
+    if (const auto* slice = models::expert_slice_of(slices_, name, tensor, &models::ExpertSlice::total)) {
       tensor = tensor.narrow(0, slice->first, slice->count);
     }
   }

@@ -41,10 +41,9 @@ void check_expert_parallel(const config::Config& config, const torch::nn::Module
 class ExpertParallel {
  public:
   // Null unless the run divides its experts (dist.expert_exchange()); else gives the model's
-  // expert groups their exchange. `parameters` are the trained ones in `module`'s order.
+  // expert groups their exchange.
   static std::unique_ptr<ExpertParallel> make(distributed::DataParallel& dist,
-                                              torch::nn::Module& module,
-                                              const std::vector<torch::Tensor>& parameters);
+                                              torch::nn::Module& module);
   ~ExpertParallel();
 
   bool is_expert(const torch::Tensor& parameter) const;
@@ -72,12 +71,6 @@ class ExpertParallel {
   ExpertParallel(distributed::Subgroup& exchange, distributed::Subgroup* replicas,
                  std::map<std::string, models::ExpertSlice> slices,
                  std::set<const void*> expert_parameters, int64_t world);
-  // The slice of the expert weight `name` names, its own or its optimizer state's
-  // ("<weight>.exp_avg"); null when it is not an expert's or not sharded along dim 0.
-  // `rows`: the dim-0 length that marks it (the slice's count, or its total).
-  const models::ExpertSlice* slice_of(const std::string& name, const torch::Tensor& tensor,
-                                      int64_t models::ExpertSlice::*rows) const;
-
   class Gradients;
 
   distributed::Subgroup& exchange_;

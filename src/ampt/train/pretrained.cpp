@@ -46,10 +46,9 @@ LoadedWeights load_pretrained(const config::Config& config, const NamedTensors& 
     const auto slices = models::expert_slices(model);
     loaded.description = family.load_pretrained(
         config, [&](const std::string& name, const torch::Tensor& whole) {
-          const auto slice = slices.find(name);
-          const auto tensor = slice == slices.end() || whole.size(0) != slice->second.total
-                                  ? whole
-                                  : whole.narrow(0, slice->second.first, slice->second.count);
+          const auto* slice =
+              models::expert_slice_of(slices, name, whole, &models::ExpertSlice::total);
+          const auto tensor = slice ? whole.narrow(0, slice->first, slice->count) : whole;
           const auto& target = match.target(name, tensor);
           torch::NoGradGuard no_grad;
           if (deferred) {

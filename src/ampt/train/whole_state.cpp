@@ -31,7 +31,7 @@ class WholeState final : public TrainState {
  public:
   explicit WholeState(TrainStateParts parts)
       : TrainState(parts),
-        experts_(ExpertParallel::make(parts_.dist, *parts_.model.module, parts_.parameters)) {
+        experts_(ExpertParallel::make(parts_.dist, *parts_.model.module)) {
     auto& masters = parts_.precision.masters();
     optimizer_ = make_optimizer(parts_.config, masters.masters());
     const auto tensors = model_tensors(parts_.precision, parts_.model);
