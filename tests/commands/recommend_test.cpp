@@ -99,10 +99,31 @@ TEST_CASE("cli recommend: expert parallelism plans one rank's share of the exper
   CHECK(r.exit_code == 2);
   CHECK(r.err == "ampt: error: expert_parallel 4 does not divide the world size 6: each group of "
                  "4 consecutive ranks divides the experts; use a divisor of 6\n");
+  // ZeRO-2 beside it shards the others only: fp32 master and gradient shards of 1,541,093,376 / 8
+  // = 192,636,672 (0.72 GiB each); the experts keep their whole fp32 gradients (13.50 GiB) and
+  // both AdamW moments (27.00 GiB) beside 1/8 of the others' (1.44 GiB). O2 is not offered:
+  // O1 fits a 141 GiB GPU, and the reason says why O1.
   r = ampt::test::run_ampt({"recommend", "--model", "qwen3-30b-a3b", "--world_size", "8",
-                            "--expert_parallel", "8", "--zero_stage", "2"});
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("expert_parallel 8 with zero_stage 2"));
+                            "--expert_parallel", "8", "--zero_stage", "2", "--batch_size", "1",
+                            "--block_size", "2048", "--gpu_memory_gb", "141"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Data parallel: 8 ranks, expert parallel 8 (each rank holds "
+                                    "1/8 of every sparse layer's experts whole, with their "
+                                    "gradients and optimizer state), ZeRO stage 2 over the other "
+                                    "parameters"));
+  CHECK_THAT(r.out, Catch::Contains("| fp32/O0 | 19.24 | 14.22 | 0.72 | 28.44 |"));
+  CHECK_THAT(r.out, !Catch::Contains("/O2 |"));
+  CHECK_THAT(r.out, Catch::Contains("O1: O2 does not run beside ZeRO and expert parallelism"));
+  // ZeRO-3's fewest ranks start from the expert groups' size.
+  r = ampt::test::run_ampt({"recommend", "--model", "qwen3-30b-a3b", "--world_size", "16",
+                            "--expert_parallel", "16", "--zero_stage", "3", "--batch_size", "1",
+                            "--block_size", "2048", "--grad_ckpt"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("ZeRO-3 (bf16/O1, micro-batch 1, activation checkpointing, "
+                                    "expert parallel 16): fits the 71.0 GiB usable of the 80 GiB "
+                                    "GPU on 16 ranks, the fewest its expert groups allow"));
 }
 
 // recommend refuses what train would: dropout on an adapter over expert weights.

@@ -765,3 +765,51 @@ TEST_CASE("memory estimate: a preference objective's two sequences per padded pa
                                     "sequences; the logits held whole for the log-probabilities; a "
                                     "frozen copy of the model as the reference"));
 }
+
+TEST_CASE("memory estimate: a sparse model's experts under ZeRO-3 are gathered with their block, "
+          "and under expert parallelism stay whole beside ZeRO's shards, by hand",
+          "[memory][zero][moe]") {
+  using ampt::plan::shard_memory;
+  const ampt::models::Scheme fp32{Precision::fp32, OptLevel::O0};
+  // qwen3-moe: 2 sparse blocks of 8 experts, gate_up [8, 64, 64] and down [8, 64, 32]: 49,152
+  // expert weights a block, outside its Linear layers and out of the root.
+  const auto dims = ampt::models::model_dims(with_model("qwen3-moe"), {}, 0);
+  const auto split = ampt::plan::split_blocks(dims);
+  const int64_t p = ampt::plan::count_parameters(dims).trainable;
+  CHECK(split.block_experts == 49'152);
+  CHECK(split.experts == 2 * 49'152);
+  CHECK(split.root + 2 * (split.block_linear + split.block_norm) + split.experts == p);
+  const auto whole = ampt::plan::estimate_memory(dims, fp32, OptimizerKind::adamw, 0.9, 4);
+  const int64_t block = 4 * (split.block_linear + split.block_norm + 49'152);
+  const auto s3 = shard_memory(whole, dims, fp32, {2, 3});
+  CHECK(s3.weights == 4 * split.root + 2 * block);
+
+  // Expert parallelism over the same 2 ranks: rank 0 holds 4 of each block's 8 experts (24,576
+  // weights a block), whole, with their fp32 gradients and both AdamW moments; ZeRO-3 shards
+  // the rest, and gathers the blocks without their experts.
+  auto config = with_model("qwen3-moe");
+  config.expert_parallel = 2;
+  config.launch.world_size = 2;
+  const auto share = ampt::models::model_dims(config, {}, 0);
+  const auto divided = ampt::plan::split_blocks(share);
+  const int64_t experts = 2 * 24'576;
+  CHECK(divided.experts == experts);
+  const int64_t others = ampt::plan::count_parameters(share).trainable - experts;
+  CHECK(others == p - split.experts);
+  ampt::plan::Sharding ep{2, 3};
+  ep.expert_parallel = 2;
+  const auto s3ep = shard_memory(ampt::plan::estimate_memory(share, fp32, OptimizerKind::adamw, 0.9, 4),
+                                 share, fp32, ep);
+  const int64_t shard = 4 * ((others + 1) / 2);
+  CHECK(s3ep.weights == 4 * divided.root + 2 * 4 * (divided.block_linear + divided.block_norm) + 4 * experts);
+  CHECK(s3ep.gradients == shard + 4 * divided.root + 2 * 4 * (divided.block_linear + divided.block_norm) + 4 * experts);
+  CHECK(s3ep.masters == shard);
+  CHECK(s3ep.optimizer == 2 * shard + 8 * experts);
+  CHECK(s3ep.sharded == 4 * shard);
+  // ZeRO-1 keeps the whole gradients, the experts' out of the buckets' copy.
+  ampt::plan::Sharding ep1{2, 1};
+  ep1.expert_parallel = 2;
+  const auto s1ep = shard_memory(ampt::plan::estimate_memory(share, fp32, OptimizerKind::adamw, 0.9, 4),
+                                 share, fp32, ep1);
+  CHECK(s1ep.gradients == 4 * (others + experts) + 4 * others + shard);
+}

@@ -121,9 +121,10 @@ TEST_CASE("expert parallelism: what it cannot divide is a one-line usage error, 
                 "expert_parallel 2 divides a sparse model's experts among ranks, and model gpt has "
                 "none; use expert_parallel 1",
                 "gpt");
-  check_refused({"--expert_parallel", "2", "--zero_stage", "2"},
-                "expert_parallel 2 with zero_stage 2: ZeRO's shards of the experts would cut "
-                "across the ranks that divide them");
+  check_refused({"--expert_parallel", "2", "--zero_stage", "2", "--mixed_precision", "bf16",
+                 "--amp_opt_level", "O2"},
+                "zero_stage 2 with expert_parallel 2 and amp_opt_level O2: ZeRO shards the fp32 "
+                "masters of the dense weights only");
   check_refused({"--expert_parallel", "2", "--lora_rank", "4", "--lora_target_parameters",
                  "mlp.experts.down_proj"},
                 "expert_parallel 2 with LoRA on the experts");

@@ -217,25 +217,28 @@ TEST_CASE("split invariance: packed examples under ZeRO-3 with activation checkp
 // The load-balancing loss does not: it is a product of one forward's own means (transformers
 // computes it per forward too), so these runs leave it out; the next case keeps it on.
 // Expert parallelism sends each (token, expert) row to the rank holding the expert and back: its
-// ranks, 2 dividing the 8 experts, or 4 as 2 replicas of such a pair, make the same updates too.
+// ranks, 2 dividing the 8 experts, or 4 as 2 replicas of such a pair, make the same updates too,
+// with ZeRO sharding the dense parameters beside them (the next cases run it without ZeRO).
 TEST_CASE("split invariance: a sparse model (qwen3-moe, no aux loss) under batch 1 x 4, 2 ranks x 2 "
-          "with ZeRO-3 and activation checkpointing, and expert parallelism on 2 and 4 ranks makes "
-          "batch 4's fp32 updates",
+          "with ZeRO-3 and activation checkpointing, and expert parallelism with ZeRO on 2 and 4 "
+          "ranks makes batch 4's fp32 updates",
           "[train][sft][moe][dist][cli]") {
   check_splits({"--model", "qwen3-moe", "--router_aux_loss_coef", "0"},
                {{"batch 1 x accumulation 4", 1, {"--batch_size", "1", "--grad_accum_steps", "4"}},
                 {"2 ranks x batch 2, ZeRO-3, activation checkpointing", 2,
                  {"--batch_size", "2", "--zero_stage", "3", "--grad_ckpt"}},
-                {"2 ranks x batch 2, expert parallel 2, activation checkpointing", 2,
-                 {"--batch_size", "2", "--expert_parallel", "2", "--grad_ckpt"}},
-                {"4 ranks x batch 1, expert parallel 2 (2 replicas)", 4,
-                 {"--batch_size", "1", "--expert_parallel", "2"}}});
+                {"2 ranks x batch 2, expert parallel 2, ZeRO-3, activation checkpointing", 2,
+                 {"--batch_size", "2", "--expert_parallel", "2", "--zero_stage", "3", "--grad_ckpt"}},
+                {"4 ranks x batch 1, expert parallel 2 (2 replicas), ZeRO-2", 4,
+                 {"--batch_size", "1", "--expert_parallel", "2", "--zero_stage", "2"}}});
 }
 
 // Its checkpoints hold whole experts: saved at step 3 by 2 ranks that divide them, the run
-// resumed by one process (batch 4, the same global batch) ends where batch 4 throughout does.
-TEST_CASE("expert parallelism: a checkpoint of 2 ranks that divide the experts resumes in one "
-          "process and ends as one process's run",
+// resumed by one process (batch 4, the same global batch) ends where batch 4 throughout does. So
+// does ZeRO's sharded checkpoint, whose common file holds the whole experts, resumed by one
+// process and by 2 ranks with another stage.
+TEST_CASE("expert parallelism: a checkpoint of 2 ranks that divide the experts, with or without "
+          "ZeRO, resumes in one process or another layout and ends as one process's run",
           "[train][moe][dist][cli][checkpoint]") {
   const auto dir = make_temp_dir();
   const auto shard = shard_data(write_instruction_shard(dir));
@@ -256,11 +259,29 @@ TEST_CASE("expert parallelism: a checkpoint of 2 ranks that divide the experts r
   INFO(resumed.out << resumed.err);
   REQUIRE(resumed.exit_code == 0);
   CHECK_THAT(resumed.out, Catch::Contains("Resumed from") && Catch::Contains("at step 3"));
+  train(shard, dir + "/sharded", 2,
+        with({"--batch_size", "2", "--expert_parallel", "2", "--zero_stage", "3", "--save_every",
+              "3", "--keep_checkpoints", "2"}));
+  const auto sharded = dir + "/sharded/ckpt-00000003";
+  REQUIRE(std::filesystem::is_directory(sharded));
+  const auto from_sharded = run_ampt(sft_args(
+      shard, dir + "/from-sharded", with({"--batch_size", "4", "--resume", sharded})));
+  INFO(from_sharded.out << from_sharded.err);
+  REQUIRE(from_sharded.exit_code == 0);
+  const auto resharded = train(shard, dir + "/resharded", 2,
+                               with({"--batch_size", "2", "--expert_parallel", "2",
+                                     "--zero_stage", "1", "--resume", sharded}));
   const auto start = weights(train(shard, dir + "/start", 1, with({"--batch_size", "4", "--lr", "1e-30"})));
   const double change = largest_difference(whole, start);
-  const double apart = largest_difference(weights(dir + "/resumed/ckpt-00000006.pt"), whole);
-  INFO("largest difference " << apart << ", largest change " << change);
-  CHECK(apart <= 1e-5 * change);
+  for (const auto& [name, path] :
+       {std::pair{"expert parallel 2, resumed in one process", dir + "/resumed/ckpt-00000006.pt"},
+        std::pair{"expert parallel 2 with ZeRO-3, resumed in one process",
+                  dir + "/from-sharded/ckpt-00000006.pt"},
+        std::pair{"expert parallel 2 with ZeRO-3, resumed by 2 ranks with ZeRO-1", resharded}}) {
+    const double apart = largest_difference(weights(path), whole);
+    INFO(name << ": largest difference " << apart << ", largest change " << change);
+    CHECK(apart <= 1e-5 * change);
+  }
 }
 
 // ZeRO-3 gathers a block's weights when the gradient of its output arrives; the router's logits

@@ -65,9 +65,12 @@ CheckpointReader::CheckpointReader(const std::string& given) : path_(resolve_pat
   const auto& names = manifest_->layout.names;
   for (size_t i = 0; i < names.size(); ++i) param_index_.emplace(names[i], static_cast<int64_t>(i));
 
-  // The common file is an ordinary checkpoint file, checked whole: its buffers go by name.
+  // The common file is an ordinary checkpoint file, checked whole: what it holds (the buffers;
+  // under expert parallelism the whole experts and their optimizer state) goes by name.
   meta_ = load_file((fs::path(path_) / kCommonFile).string());
-  for (const auto& [name, tensor] : meta_.model) whole_.emplace(name, tensor);
+  for (const auto* group : {&meta_.model, &meta_.optimizer}) {
+    for (const auto& [name, tensor] : *group) whole_.emplace(name, tensor);
+  }
   if (meta_.step != manifest_->step || meta_.world_size != manifest_->layout.layout.world_size()) {
     throw RuntimeError(fmt::format("checkpoint '{}' is corrupt: its manifest is of step {} and {} "
                                    "ranks, its common file of step {} and {}",

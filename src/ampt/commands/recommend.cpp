@@ -79,12 +79,19 @@ std::string sharding_text(const plan::Sharding& s) {
                           ? "activations and weights are whole on every rank"
                           : "activations are whole on every rank, weights and gradients only "
                             "the root's (embeddings, final norm, head) and two blocks'";
-  if (s.expert_parallel > 1) {
+  if (s.expert_parallel > 1 && s.zero_stage == 0) {
     return fmt::format("Data parallel: {} ranks, expert parallel {} (each rank holds 1/{} of every "
                        "sparse layer's experts and their gradients and optimizer state, the "
                        "other weights whole; only those in the all-reduce buckets); activations "
                        "are whole on every rank.\n",
                        s.world_size, s.expert_parallel, s.expert_parallel);
+  }
+  if (s.expert_parallel > 1) {
+    return fmt::format("Data parallel: {} ranks, expert parallel {} (each rank holds 1/{} of every "
+                       "sparse layer's experts whole, with their gradients and optimizer state), "
+                       "ZeRO stage {} over the other parameters ({}); {}.\n",
+                       s.world_size, s.expert_parallel, s.expert_parallel, s.zero_stage, what,
+                       whole);
   }
   return fmt::format("Data parallel: {} ranks, ZeRO stage {} ({}); {}.\n", s.world_size,
                      s.zero_stage, what, whole);
@@ -110,13 +117,19 @@ std::string fewest_ranks_text(const models::ModelDims& dims, const config::Confi
   };
   const auto r = fewest(checkpointing);
   const double usable = plan::gib(plan::usable_bytes(gpu));
-  std::string text = fmt::format("ZeRO-3 ({}, micro-batch {}{}): ", scheme.name(),
-                                 config.batch_size,
-                                 checkpointing ? ", activation checkpointing" : "");
+  std::string text = fmt::format(
+      "ZeRO-3 ({}, micro-batch {}{}{}): ", scheme.name(), config.batch_size,
+      checkpointing ? ", activation checkpointing" : "",
+      sharding.expert_parallel > 1 ? fmt::format(", expert parallel {}", sharding.expert_parallel) : "");
   if (r.ranks == 1) {
     text += fmt::format("fits one {:.0f} GiB GPU without sharding ({:.1f} GiB of the {:.1f} GiB "
                         "usable)",
                         gpu.memory_gb, plan::gib(r.bytes), usable);
+  } else if (r.ranks > 1 && r.fewer_bytes < 0) {
+    // Expert parallelism's groups: no fewer ranks can run it.
+    text += fmt::format("fits the {:.1f} GiB usable of the {:.0f} GiB GPU on {} ranks, the fewest "
+                        "its expert groups allow (per rank {:.1f} GiB)",
+                        usable, gpu.memory_gb, r.ranks, plan::gib(r.bytes));
   } else if (r.ranks > 1) {
     text += fmt::format("fits the {:.1f} GiB usable of the {:.0f} GiB GPU from {} ranks (per rank "
                         "{:.1f} GiB on {}; {:.1f} GiB on {})",
@@ -242,7 +255,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
   // Expert parallelism plans rank 0 of the run as --world_size ranks would launch it: its share
   // of the experts.
   auto planned = config;
-  config::check_expert_groups(config.expert_parallel, sharding.world_size, config.zero_stage);
+  config::check_expert_groups(config.expert_parallel, sharding.world_size);
   if (config.expert_parallel > 1) {
     planned.launch.world_size = sharding.world_size;
     planned.launch.rank = 0;
@@ -279,7 +292,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
   std::string not_listed;
   std::string per_parameter;
   for (const auto& scheme : plan::memory_schemes()) {
-    if (!plan::scheme_applies(scheme, dims)) continue;
+    if (!plan::scheme_runs(scheme, dims, sharding)) continue;
     if (scheme.precision == models::Precision::fp8 && gpu.compute_capability < 8.9) {
       not_listed = fmt::format("\n{}: not listed, compute capability {:.1f} has no fp8 tensor "
                                "cores (they start at 8.9: Ada, Hopper)\n",

@@ -252,19 +252,11 @@ std::string Launch::describe() const {
                      local_rank, local_world_size, node_rank, master_addr, master_port);
 }
 
-void check_expert_groups(int64_t expert_parallel, int64_t world_size, int64_t zero_stage) {
-  if (expert_parallel == 1) return;
-  if (world_size > 1 && world_size % expert_parallel != 0) {
-    throw UsageError(fmt::format("expert_parallel {} does not divide the world size {}: each group "
-                                 "of {} consecutive ranks divides the experts; use a divisor of {}",
-                                 expert_parallel, world_size, expert_parallel, world_size));
-  }
-  if (zero_stage > 0) {
-    throw UsageError(fmt::format("expert_parallel {} with zero_stage {}: ZeRO's shards of the "
-                                 "experts would cut across the ranks that divide them; use "
-                                 "zero_stage 0 with expert parallelism, or expert_parallel 1",
-                                 expert_parallel, zero_stage));
-  }
+void check_expert_groups(int64_t expert_parallel, int64_t world_size) {
+  if (expert_parallel == 1 || world_size <= 1 || world_size % expert_parallel == 0) return;
+  throw UsageError(fmt::format("expert_parallel {} does not divide the world size {}: each group "
+                               "of {} consecutive ranks divides the experts; use a divisor of {}",
+                               expert_parallel, world_size, expert_parallel, world_size));
 }
 
 }  // namespace ampt::config

@@ -30,9 +30,8 @@ struct Launch {
 };
 
 // Expert parallelism's layout: on `world_size` > 1 ranks, groups of `expert_parallel`
-// consecutive ranks, so it must divide world_size; and no ZeRO beside it (its shards would cut
-// across the ranks that divide the experts), in a single process too. UsageError, one line.
-void check_expert_groups(int64_t expert_parallel, int64_t world_size, int64_t zero_stage);
+// consecutive ranks, so it must divide world_size. UsageError, one line.
+void check_expert_groups(int64_t expert_parallel, int64_t world_size);
 
 // torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
 // win when RANK or WORLD_SIZE is set; else Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,

@@ -53,7 +53,7 @@ DataParallel::DataParallel(const config::Config& config, const c10::Device& devi
       launch_(config.launch.describe()) {
   if (!config.launch.distributed()) return;
   const int64_t experts = config.expert_parallel;
-  config::check_expert_groups(experts, world_size_, config.zero_stage);
+  config::check_expert_groups(experts, world_size_);
   group_ = Group::connect(config, device);
   if (experts == 1) return;
   const int64_t first = rank_ - rank_ % experts;

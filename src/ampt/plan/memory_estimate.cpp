@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 namespace ampt::plan {
 namespace {
@@ -68,6 +69,12 @@ const std::vector<Scheme>& memory_schemes() {
 bool scheme_applies(const Scheme& scheme, const ModelDims& dims) {
   return scheme.precision != Precision::fp8 ||
          (dims.transformer() && dims.lora.base_dtype == config::BaseDtype::auto_select);
+}
+
+bool scheme_runs(const Scheme& scheme, const ModelDims& dims, const Sharding& sharding) {
+  const bool o2_refused = sharding.active() && sharding.zero_stage > 0 &&
+                          sharding.expert_parallel > 1 && scheme.opt_level == OptLevel::O2;
+  return scheme_applies(scheme, dims) && !o2_refused;
 }
 
 MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
@@ -163,7 +170,13 @@ BlockSplit split_blocks(const ModelDims& d) {
   s.block_linear = block.weights + block.biases;
   s.block_norm = d.terms.block_norm;
   s.root_norm = d.terms.norm - s.blocks * s.block_norm;
-  s.root = p.total - s.blocks * (s.block_linear + s.block_norm);
+  std::map<std::string, int64_t> per_block;
+  for (const auto& stack : d.terms.stacked_weights) {
+    per_block[stack.block] += stack.in * stack.out;
+    s.experts += stack.in * stack.out;
+  }
+  for (const auto& [name, experts] : per_block) s.block_experts = std::max(s.block_experts, experts);
+  s.root = p.total - s.blocks * (s.block_linear + s.block_norm) - s.experts;
   return s;
 }
 
@@ -197,26 +210,31 @@ MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
   if (!sharding.active()) return m;
   const int64_t n = sharding.world_size;
   const auto slice = [n](int64_t bytes) { return (bytes + n - 1) / n; };
-  const int64_t shard = 4 * slice(count_parameters(dims).trainable);  // fp32, one rank's slice
+  const auto s = split_blocks(dims);
+  const int64_t trainable = count_parameters(dims).trainable;
+  // Expert parallelism's experts stay whole on their ranks, outside ZeRO's shards (a LoRA run
+  // trains none of them).
+  const int64_t divided = sharding.expert_parallel > 1 && !dims.lora.active() ? s.experts : 0;
+  const int64_t sharded_parameters = trainable - divided;
   if (sharding.zero_stage < 2) {
     // The buckets' copy, of every gradient but a divided expert group's.
-    int64_t in_buckets = whole.gradients;
-    if (sharding.expert_parallel > 1 && !dims.lora.active()) {
-      int64_t experts = 0;
-      for (const auto& stack : dims.terms.stacked_weights) experts += stack.in * stack.out;
-      const double trainable = static_cast<double>(count_parameters(dims).trainable);
-      in_buckets = static_cast<int64_t>(static_cast<double>(in_buckets) *
-                                        (1.0 - static_cast<double>(experts) / trainable));
-    }
-    m.gradients += in_buckets;
+    m.gradients += divided == 0 ? whole.gradients
+                                : static_cast<int64_t>(static_cast<double>(whole.gradients) *
+                                                       static_cast<double>(sharded_parameters) /
+                                                       static_cast<double>(trainable));
   }
   if (sharding.zero_stage == 0) return m;
+  const int64_t shard = 4 * slice(sharded_parameters);  // fp32, one rank's slice
+  const int64_t optimizer_per_parameter = trainable > 0 ? whole.optimizer / trainable : 0;
+  const int64_t optimizer_shard = slice(optimizer_per_parameter * sharded_parameters);
+  // O2 is refused beside expert parallelism (train/train_state.h): the experts are fp32 here.
+  const int64_t experts = 4 * divided;
   m.masters = shard;
-  m.optimizer = slice(whole.optimizer);
+  m.optimizer = optimizer_shard + optimizer_per_parameter * divided;
   // The step reads the fp32 gradient shard: no fp32 master gradients are made for it.
   m.step_transient = 0;
-  m.gradients = sharding.zero_stage == 1 ? m.gradients + shard : shard;
-  m.sharded = m.masters + m.optimizer + shard;
+  m.gradients = sharding.zero_stage == 1 ? m.gradients + shard : shard + experts;
+  m.sharded = m.masters + optimizer_shard + shard;
   if (sharding.zero_stage < 3) return m;
 
   // Stage 3: the fp32 master shard is all a rank keeps of the weights between uses. Whole
@@ -226,27 +244,31 @@ MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
   //   under O0 and O1, the half dtype under O2 except the final norm (fp32);
   // - at most two blocks (the one computing and the one prefetched): their Linear weights and
   //   biases in --param_dtype (auto: the compute dtype, half under O1/O2 and fp8, fp32 in
-  //   fp32/O0), their norms in fp32 under every scheme, as the unsharded run keeps them;
+  //   fp32/O0), their norms in fp32 under every scheme, as the unsharded run keeps them, and
+  //   their experts in their own dtype (fp32 under O1; kept whole instead under expert
+  //   parallelism);
   // - with LoRA, the frozen base: 1/N of its bytes, the root's and two blocks' whole
   //   (frozen_per_rank).
   // Whole gradients: the root's, in its own dtype, until the end of backward, and those of at
   // most two blocks in flight to the reduce-scatter, in --reduce_dtype (grad: the parameters'
   // own); each rank keeps its fp32 gradient shard from them.
-  const auto s = split_blocks(dims);
   const int64_t gathered = std::min<int64_t>(2, s.blocks);
   const bool half_root = scheme.opt_level == OptLevel::O2;
   const int64_t linear_bytes =
       sharding.param_bytes > 0 ? sharding.param_bytes : scheme.precision == Precision::fp32 ? 4 : 2;
   const int64_t root_bytes = (half_root ? 2 : 4) * (s.root - s.root_norm) + 4 * s.root_norm;
-  const int64_t block_bytes = linear_bytes * s.block_linear + 4 * s.block_norm;
-  const int64_t block_gradient_bytes = sharding.reduce_bytes > 0
-                                           ? sharding.reduce_bytes * (s.block_linear + s.block_norm)
-                                           : block_bytes;
+  const int64_t block_experts = divided > 0 ? 0 : s.block_experts;
+  const int64_t expert_bytes = half_root ? 2 : 4;
+  const int64_t block_bytes =
+      linear_bytes * s.block_linear + 4 * s.block_norm + expert_bytes * block_experts;
+  const int64_t block_gradient_bytes =
+      sharding.reduce_bytes > 0 ? sharding.reduce_bytes * (s.block_linear + s.block_norm + block_experts)
+                                : block_bytes;
   const int64_t frozen =
       dims.lora.active() ? frozen_per_rank(whole, dims, scheme, n, gathered) : 0;
-  m.weights = frozen + root_bytes + gathered * block_bytes;
+  m.weights = frozen + root_bytes + gathered * block_bytes + experts;
   m.frozen_weights = frozen;
-  m.gradients = shard + root_bytes + gathered * block_gradient_bytes;
+  m.gradients = shard + root_bytes + gathered * block_gradient_bytes + experts;
   // O1's half casts of the blocks' matmul weights are not made when the blocks are gathered in
   // half already (autocast keeps a half weight as it is); the root's head still has its cast,
   // fp8's blocks their e4m3 copies (saved for backward: every block's, as in one process), and

@@ -81,10 +81,15 @@ struct Sharding {
   // (--reduce_dtype: 4 fp32, 2 bf16); 0: the gradients' own dtype (--reduce_dtype grad).
   int64_t reduce_bytes = 0;
   // Expert parallelism (the model's dims then hold one rank's share of the experts): its expert
-  // gradients are all-reduced in place among the replicas, never copied into the buckets.
+  // gradients are all-reduced in place among the replicas, never copied into the buckets, and
+  // ZeRO's shards leave them out: each rank keeps its share whole, with its gradients and
+  // optimizer state.
   int64_t expert_parallel = 1;
   bool active() const { return world_size > 1; }
 };
+// scheme_applies, and what the sharding allows: O2 beside ZeRO and expert parallelism is refused
+// (train/train_state.h's check_train_state).
+bool scheme_runs(const Scheme& scheme, const ModelDims& dims, const Sharding& sharding);
 
 // ZeRO-3's partition of the trained parameters: the root (everything outside the transformer
 // blocks `h.N` / `layers.N`: embeddings, final norm, an untied head), which stays gathered for
@@ -96,6 +101,10 @@ struct BlockSplit {
   int64_t block_linear = 0;          // one block's Linear weights and biases (LoRA: adapters)
   int64_t block_linear_weights = 0;  // of those, the matmul weights (the ones O1 casts)
   int64_t block_norm = 0;            // one block's norm weights and biases
+  // The largest block's expert weights (a sparse block's stacks; LoRA: none trained), gathered
+  // in their own dtype with the block, and all blocks' together.
+  int64_t block_experts = 0;
+  int64_t experts = 0;
   int64_t root = 0;                  // trained parameters outside the blocks
   int64_t root_norm = 0;             // of those, the final norm's
 };

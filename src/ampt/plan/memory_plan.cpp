@@ -75,6 +75,7 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
   const bool can_checkpoint = dims.transformer();
   std::vector<Candidate> candidates;
   for (const auto level : {OptLevel::O1, OptLevel::O2}) {
+    if (!scheme_runs({precision, level}, dims, sharding)) continue;
     candidates.push_back({{precision, level}, false});
     if (can_checkpoint) candidates.push_back({{precision, level}, true});
   }
@@ -136,7 +137,11 @@ Recommendation recommend(const ModelDims& dims, config::OptimizerKind optimizer,
   const auto o2 =
       estimate(dims, {precision, OptLevel::O2}, optimizer, momentum, chosen_batch, sharding);
   const double params = static_cast<double>(count_parameters(dims).total);
-  if (dims.lora.active() && r.scheme.opt_level == OptLevel::O1) {
+  if (!scheme_runs({precision, OptLevel::O2}, dims, sharding)) {
+    r.reasons.push_back(
+        "O1: O2 does not run beside ZeRO and expert parallelism (the experts, which stay whole "
+        "on their ranks outside ZeRO's shards, would have no fp32 masters).");
+  } else if (dims.lora.active() && r.scheme.opt_level == OptLevel::O1) {
     // The frozen base is held in half under either opt level: only the adapters differ.
     const double trainable = static_cast<double>(count_parameters(dims).trainable);
     const auto per_trainable = [trainable](const MemoryEstimate& m) {
@@ -232,11 +237,13 @@ RanksToFit fewest_ranks(const ModelDims& dims, const Scheme& scheme, bool checkp
                      m.sharded};
   };
   RanksToFit r;
+  // Expert parallelism's groups need as many ranks as each divides the experts among.
+  const int64_t least = std::max<int64_t>(1, sharding.expert_parallel);
   // The same on any number of ranks from 2 (up to the rounding of the slices).
-  const auto [two, sharded_on_two] = per_rank(2);
+  const auto [two, sharded_on_two] = per_rank(std::max<int64_t>(2, least));
   r.unsharded = two - sharded_on_two;
   int64_t fewer = -1;
-  for (int64_t ranks = 1; ranks <= max_ranks; ranks *= 2) {
+  for (int64_t ranks = least; ranks <= max_ranks; ranks *= 2) {
     const int64_t bytes = per_rank(ranks).first;
     r.bytes = bytes;
     if (bytes <= budget) {

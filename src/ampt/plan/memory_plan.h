@@ -50,7 +50,8 @@ Scheme run_scheme(const config::Config& config, const GpuTarget& gpu);
 struct RanksToFit {
   int64_t ranks = 0;           // 0: not even max_ranks fit
   int64_t bytes = 0;           // per rank on `ranks` (on max_ranks when none fit)
-  int64_t fewer_bytes = -1;    // per rank on ranks / 2; -1 when ranks is 0 or 1
+  // Per rank on ranks / 2; -1 when ranks is 0, 1 or the fewest expert parallelism allows.
+  int64_t fewer_bytes = -1;
   int64_t unsharded = 0;       // per rank what no number of ranks shrinks (MemoryEstimate::sharded)
 };
 RanksToFit fewest_ranks(const ModelDims& dims, const Scheme& scheme, bool checkpointing,

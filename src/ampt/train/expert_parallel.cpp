@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
 #include <numeric>
 #include <stdexcept>
 
@@ -45,7 +47,7 @@ void check_expert_parallel(const config::Config& config, const torch::nn::Module
                                  "and model {} has none; use expert_parallel 1",
                                  n, config.model));
   }
-  config::check_expert_groups(n, config.launch.world_size, config.zero_stage);
+  config::check_expert_groups(n, config.launch.world_size);
   for (const auto& item : module.named_parameters()) {
     if (models::is_lora_parameter(item.key()) && item.key().find("experts.") != std::string::npos) {
       throw UsageError(fmt::format(
@@ -57,17 +59,21 @@ void check_expert_parallel(const config::Config& config, const torch::nn::Module
   }
 }
 
-// The experts' gradients made the whole run's before `inner` collects them; their norms and
-// underflow counts made the whole weights'.
+// The experts' gradients made the whole run's, and collected beside `inner`'s when it leaves
+// them out (ZeRO's shards hold the dense parameters only); their norms and underflow counts made
+// the whole weights'.
 class ExpertParallel::Gradients final : public StepGradients {
  public:
   Gradients(const ExpertParallel& experts, StepGradients& inner) : experts_(experts), inner_(inner) {}
 
   Collected collect(const std::vector<torch::Tensor>& parameters) override {
+    std::vector<int64_t> experts;
     {
       torch::NoGradGuard no_grad;
-      for (const auto& p : parameters) {
+      for (size_t i = 0; i < parameters.size(); ++i) {
+        const auto& p = parameters[i];
         if (!experts_.is_expert(p)) continue;
+        experts.push_back(static_cast<int64_t>(i));
         // Every sparse forward runs every expert's GEMM (an empty slice included): a gradient is
         // there on every rank, so the replicas' all-reduces pair up.
         auto parameter = p;  // the same TensorImpl, whose gradient this sets
@@ -79,44 +85,75 @@ class ExpertParallel::Gradients final : public StepGradients {
         grad.div_(static_cast<double>(experts_.world_));
       }
     }
-    auto collected = inner_.collect(parameters);
-    positions_.clear();
-    for (size_t i = 0; i < collected.params.size(); ++i) {
-      if (experts_.is_expert(parameters[static_cast<size_t>(collected.params[i])])) {
-        positions_.push_back(static_cast<int64_t>(i));
+    auto inner = inner_.collect(parameters);
+    dense_grads_.clear();
+    expert_grads_.clear();
+    dense_norms_.clear();
+    expert_norms_.clear();
+    if (experts.empty()) return inner;
+    const auto is_expert = [&](int64_t p) { return std::ranges::binary_search(experts, p); };
+    if (std::ranges::binary_search(inner.params, experts.front())) {
+      // `inner` collected them: its gradients and norms are the parameters', one each.
+      for (size_t i = 0; i < inner.params.size(); ++i) {
+        (is_expert(inner.params[i]) ? expert_grads_ : dense_grads_).push_back(static_cast<int64_t>(i));
       }
+      dense_norms_ = dense_grads_;
+      expert_norms_ = expert_grads_;
+      return inner;
     }
-    return collected;
+    // ZeRO's: its gradients are this rank's pieces of the shards' parameters. The experts' go
+    // after them, and their norms take their places among the parameters' (in the parameters'
+    // order, as the monitor reads them).
+    Collected out{std::move(inner.grads), {}};
+    for (size_t i = 0; i < out.grads.size(); ++i) dense_grads_.push_back(static_cast<int64_t>(i));
+    for (const auto e : experts) {
+      expert_grads_.push_back(static_cast<int64_t>(out.grads.size()));
+      out.grads.push_back(parameters[static_cast<size_t>(e)].grad());
+    }
+    std::ranges::merge(inner.params, experts, std::back_inserter(out.params));
+    for (size_t k = 0; k < out.params.size(); ++k) {
+      (is_expert(out.params[k]) ? expert_norms_ : dense_norms_).push_back(static_cast<int64_t>(k));
+    }
+    return out;
   }
 
   torch::Tensor norms(const std::vector<torch::Tensor>& grads) override {
-    auto norms = inner_.norms(grads);
-    if (positions_.empty()) return norms;
-    const auto at = torch::tensor(positions_, torch::dtype(torch::kInt64)).to(norms.device());
-    auto squares = norms.index_select(0, at).square();
+    if (expert_grads_.empty()) return inner_.norms(grads);
+    auto squares = StepGradients::norms(pick(grads, expert_grads_)).square();
     experts_.exchange_.all_reduce(squares, "the all-reduce of the experts' gradient norms");
-    return norms.index_copy(0, at, squares.sqrt());
+    const auto dense = inner_.norms(pick(grads, dense_grads_));
+    auto out = torch::empty({static_cast<int64_t>(dense_norms_.size() + expert_norms_.size())},
+                            dense.options());
+    const auto at = [&](const std::vector<int64_t>& positions) {
+      return torch::tensor(positions, torch::dtype(torch::kInt64)).to(out.device());
+    };
+    out.index_copy_(0, at(expert_norms_), squares.sqrt());
+    return out.index_copy_(0, at(dense_norms_), dense);
   }
 
   torch::Tensor underflow(const std::vector<torch::Tensor>& grads, c10::ScalarType half) override {
-    std::vector<torch::Tensor> dense, experts;
-    size_t next = 0;
-    for (size_t i = 0; i < grads.size(); ++i) {
-      const bool expert = next < positions_.size() && positions_[next] == static_cast<int64_t>(i);
-      (expert ? experts : dense).push_back(grads[i]);
-      next += expert ? 1 : 0;
-    }
-    auto counts = inner_.underflow(experts, half);
+    if (expert_grads_.empty()) return inner_.underflow(grads, half);
+    auto counts = StepGradients::underflow(pick(grads, expert_grads_), half);
     experts_.exchange_.all_reduce(counts, "the all-reduce of the experts' underflow counts");
-    return counts + inner_.underflow(dense, half);
+    return counts + inner_.underflow(pick(grads, dense_grads_), half);
   }
 
   void weights_stepped() override { inner_.weights_stepped(); }
 
  private:
+  static std::vector<torch::Tensor> pick(const std::vector<torch::Tensor>& grads,
+                                         const std::vector<int64_t>& positions) {
+    std::vector<torch::Tensor> out;
+    for (const auto i : positions) out.push_back(grads[static_cast<size_t>(i)]);
+    return out;
+  }
+
   const ExpertParallel& experts_;
   StepGradients& inner_;
-  std::vector<int64_t> positions_;  // of the collected gradients that are experts'
+  // Where the collected gradients and their norms (one per parameter) are the experts' and
+  // `inner`'s.
+  std::vector<int64_t> dense_grads_, expert_grads_;
+  std::vector<int64_t> dense_norms_, expert_norms_;
 };
 
 std::unique_ptr<ExpertParallel> ExpertParallel::make(distributed::DataParallel& dist,
@@ -144,6 +181,11 @@ ExpertParallel::ExpertParallel(distributed::Subgroup& exchange, distributed::Sub
       world_(world) {}
 
 ExpertParallel::~ExpertParallel() = default;
+
+const models::ExpertSlice* ExpertParallel::slice(const std::string& name) const {
+  const auto it = slices_.find(name);
+  return it == slices_.end() ? nullptr : &it->second;
+}
 
 bool ExpertParallel::is_expert(const torch::Tensor& parameter) const {
   return expert_parameters_.count(parameter.unsafeGetTensorImpl()) > 0;

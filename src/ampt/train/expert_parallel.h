@@ -34,8 +34,8 @@ namespace ampt::train {
 c10::intrusive_ptr<models::ExpertExchange> subgroup_exchange(distributed::Subgroup& group);
 
 // What expert parallelism cannot run, as one-line UsageErrors before any weights load: a model
-// without experts, ZeRO (its shards would cut across the experts' ranks), adapters on the
-// experts (peft's layout stacks every expert's factors in one matrix).
+// without experts, adapters on the experts (peft's layout stacks every expert's factors in one
+// matrix).
 void check_expert_parallel(const config::Config& config, const torch::nn::Module& module);
 
 class ExpertParallel {
@@ -47,6 +47,9 @@ class ExpertParallel {
   ~ExpertParallel();
 
   bool is_expert(const torch::Tensor& parameter) const;
+  // The slice this rank holds of the expert weight `name` (trained or frozen); null for
+  // anything else.
+  const models::ExpertSlice* slice(const std::string& name) const;
 
   // What the data-parallel side attaches: `tensors` or `parameters` without the experts'.
   NamedTensors without_experts(const NamedTensors& tensors) const;
@@ -54,7 +57,8 @@ class ExpertParallel {
   // Copies the first replica's experts to the others (a no-op with one group of ranks).
   void share_experts(const NamedTensors& tensors);
 
-  // The step's gradients over `inner`'s (the run's own, or O2's masters).
+  // The step's gradients over `inner`'s (the run's own, O2's masters, or ZeRO's shard of the
+  // dense parameters, beside which the experts' are collected).
   StepGradients& gradients(StepGradients& inner);
 
   // A checkpoint's tensors (model and optimizer state, named as saved) with whole experts,

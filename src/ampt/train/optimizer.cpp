@@ -204,8 +204,7 @@ std::unique_ptr<Optimizer> make_optimizer(const config::Config& config, Optimize
   return std::make_unique<FusedAdamW>(config, std::move(tensors));
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const config::Config& config,
-                                          const NamedTensors& parameters) {
+OptimizerTensors whole_parameters(const config::Config& config, const NamedTensors& parameters) {
   const auto kinds = optimizer_state_kinds(config);
   OptimizerTensors tensors;
   tensors.state.resize(kinds.size());
@@ -219,7 +218,12 @@ std::unique_ptr<Optimizer> make_optimizer(const config::Config& config,
                                : torch::zeros({}, torch::dtype(torch::kFloat32).device(p.device())));
     }
   }
-  return make_optimizer(config, std::move(tensors));
+  return tensors;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const config::Config& config,
+                                          const NamedTensors& parameters) {
+  return make_optimizer(config, whole_parameters(config, parameters));
 }
 
 }  // namespace ampt::train

@@ -48,8 +48,10 @@ struct OptimizerTensors {
 };
 std::unique_ptr<Optimizer> make_optimizer(const config::Config& config, OptimizerTensors tensors);
 
-// Over whole parameters with fresh state. Weight decay applies to matrices only (not biases or
-// norm gains), as in GPT-2 and nanoGPT.
+// Whole parameters with fresh state. Weight decay applies to matrices only (not biases or norm
+// gains), as in GPT-2 and nanoGPT.
+OptimizerTensors whole_parameters(const config::Config& config, const NamedTensors& named_parameters);
+// An optimizer over whole_parameters(config, named_parameters).
 std::unique_ptr<Optimizer> make_optimizer(const config::Config& config,
                                           const NamedTensors& named_parameters);
 

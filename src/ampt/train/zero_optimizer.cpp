@@ -12,7 +12,7 @@ int64_t ZeroOptimizer::bytes() const {
 
 ZeroOptimizer make_zero_optimizer(const config::Config& config, distributed::ZeroShards& shards,
                                   const std::vector<std::string>& names,
-                                  const std::vector<bool>& decay) {
+                                  const std::vector<bool>& decay, const NamedTensors& whole) {
   ZeroOptimizer out;
   out.kinds = optimizer_state_kinds(config);
   const auto& pieces = shards.pieces();
@@ -38,6 +38,18 @@ ZeroOptimizer make_zero_optimizer(const config::Config& config, distributed::Zer
       tensors.state[k].push_back(out.kinds[k].per_element
                                      ? flat.narrow(0, piece.shard_offset, piece.count)
                                      : flat.select(0, static_cast<int64_t>(i)));
+    }
+  }
+  auto beside = whole_parameters(config, whole);
+  for (size_t i = 0; i < beside.params.size(); ++i) {
+    tensors.names.push_back(beside.names[i]);
+    tensors.params.push_back(beside.params[i]);
+    tensors.decay.push_back(beside.decay[i]);
+  }
+  for (size_t k = 0; k < out.kinds.size(); ++k) {
+    for (size_t i = 0; i < beside.params.size(); ++i) {
+      tensors.state[k].push_back(beside.state[k][i]);
+      out.whole_state.emplace_back(beside.names[i] + "." + out.kinds[k].name, beside.state[k][i]);
     }
   }
   out.optimizer = make_optimizer(config, std::move(tensors));

@@ -20,13 +20,17 @@ struct ZeroOptimizer {
   // a per-piece kind (AdamW's step) one value per piece, in pieces() order.
   NamedTensors state;
   std::vector<StateKind> kinds;
-  int64_t bytes() const;  // of the state
+  // The state of the whole parameters stepped beside the shard, named "<parameter>.<kind>".
+  NamedTensors whole_state;
+  int64_t bytes() const;  // of the flat state
 };
 
 // `names`: every parameter's (FlatUnit::params index them), `decay`: whether weight decay
 // applies to it. Each piece steps with its master piece's gradient, a view of the gradient shard.
+// `whole`: parameters outside the shards (the experts that expert parallelism divides among
+// ranks), stepped whole with their own gradients and state in the same optimizer.
 ZeroOptimizer make_zero_optimizer(const config::Config& config, distributed::ZeroShards& shards,
                                   const std::vector<std::string>& names,
-                                  const std::vector<bool>& decay);
+                                  const std::vector<bool>& decay, const NamedTensors& whole = {});
 
 }  // namespace ampt::train
