@@ -73,6 +73,32 @@ std::vector<Group> split_by_decay(OptimizerTensors tensors, double decay) {
   return groups;
 }
 
+// A group's AdamW step counts, counted by one operation each way on the CPU when they are views
+// of one storage (make_optimizer's whole parameters and ZeRO's pieces make them so). There
+// _foreach_add_ and _foreach_sub_ dispatch once per count, 56 small operations a step for
+// gpt-tiny's 28 parameters; on a GPU each is one launch already, and stays.
+struct StepCounts {
+  torch::Tensor storage;  // 1-dim over the counts' whole storage; undefined: count one by one
+  torch::Tensor index;    // int64: each count's element of it
+  torch::Tensor ones;
+
+  static StepCounts of(const std::vector<torch::Tensor>& counts) {
+    StepCounts out;
+    if (counts.empty() || !counts.front().is_cpu()) return out;
+    const auto& first = counts.front();
+    std::vector<int64_t> index;
+    for (const auto& c : counts) {
+      if (c.dim() != 0 || !c.storage().is_alias_of(first.storage())) return out;
+      index.push_back(c.storage_offset());
+    }
+    const auto elements = static_cast<int64_t>(first.storage().nbytes()) / first.element_size();
+    out.storage = at::empty({0}, first.options()).set_(first.storage(), 0, {elements}, {1});
+    out.index = torch::tensor(index, torch::dtype(torch::kInt64));
+    out.ones = torch::ones({static_cast<int64_t>(index.size())}, first.options());
+    return out;
+  }
+};
+
 class FusedAdamW final : public Optimizer {
  public:
   FusedAdamW(const config::Config& config, OptimizerTensors tensors)
@@ -81,7 +107,9 @@ class FusedAdamW final : public Optimizer {
         beta1_(config.adam_beta1),
         beta2_(config.adam_beta2),
         eps_(config.adam_eps),
-        groups_(split_by_decay(std::move(tensors), config.weight_decay)) {}
+        groups_(split_by_decay(std::move(tensors), config.weight_decay)) {
+    for (const auto& group : groups_) counts_.push_back(StepCounts::of(group.state[2]));
+  }
 
   void step(double lr, const torch::Tensor& found_inf) override { step_with(lr, found_inf); }
   void step(const torch::Tensor& lr, const torch::Tensor& found_inf) override {
@@ -105,17 +133,28 @@ class FusedAdamW final : public Optimizer {
   // Lr: double or a device tensor, the two overloads of the fused kernel.
   template <class Lr>
   void step_with(const Lr& lr, const torch::Tensor& found_inf) {
-    for (const auto& group : groups_) {
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      const auto& group = groups_[g];
       auto live = group.live();
       if (live.params.empty()) continue;
       auto& steps = live.state[2];
       // As torch.optim's fused path: count the step, let the kernel skip on found_inf, then
       // take the count back for skipped steps, all on the device.
-      at::_foreach_add_(steps, 1);
+      const auto& counts = counts_[g];
+      const bool together = counts.storage.defined() && live.params.size() == group.params.size();
+      if (together) {
+        counts.storage.index_add_(0, counts.index, counts.ones);
+      } else {
+        at::_foreach_add_(steps, 1);
+      }
       kernels::fused_adamw({live.params, live.grads, live.state[0], live.state[1], steps,
                             live.copies},
                            {beta1_, beta2_, group.weight_decay, eps_}, lr, found_inf);
-      at::_foreach_sub_(steps, std::vector<torch::Tensor>(steps.size(), found_inf));
+      if (together) {
+        counts.storage.index_add_(0, counts.index, found_inf.expand({counts.index.numel()}), -1);
+      } else {
+        at::_foreach_sub_(steps, std::vector<torch::Tensor>(steps.size(), found_inf));
+      }
     }
   }
 
@@ -125,6 +164,7 @@ class FusedAdamW final : public Optimizer {
   double beta2_;
   double eps_;
   std::vector<Group> groups_;
+  std::vector<StepCounts> counts_;  // each group's
 };
 
 class FusedSgd final : public Optimizer {
@@ -208,14 +248,23 @@ OptimizerTensors whole_parameters(const config::Config& config, const NamedTenso
   const auto kinds = optimizer_state_kinds(config);
   OptimizerTensors tensors;
   tensors.state.resize(kinds.size());
-  for (const auto& [name, p] : parameters) {
+  // A per-parameter kind (AdamW's step count) as views of one tensor, which the optimizer can
+  // count in one operation.
+  std::vector<torch::Tensor> per_parameter(kinds.size());
+  for (size_t k = 0; k < kinds.size() && !parameters.empty(); ++k) {
+    if (kinds[k].per_element) continue;
+    per_parameter[k] = torch::zeros({static_cast<int64_t>(parameters.size())},
+                                    torch::dtype(torch::kFloat32).device(parameters.front().second.device()));
+  }
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const auto& [name, p] = parameters[i];
     tensors.names.push_back(name);
     tensors.params.push_back(p);
     tensors.decay.push_back(p.dim() >= 2);
     for (size_t k = 0; k < kinds.size(); ++k) {
-      tensors.state[k].push_back(
-          kinds[k].per_element ? torch::zeros_like(p, torch::MemoryFormat::Preserve)
-                               : torch::zeros({}, torch::dtype(torch::kFloat32).device(p.device())));
+      tensors.state[k].push_back(kinds[k].per_element
+                                     ? torch::zeros_like(p, torch::MemoryFormat::Preserve)
+                                     : per_parameter[k].select(0, static_cast<int64_t>(i)));
     }
   }
   return tensors;
