@@ -1,8 +1,8 @@
 // Expert parallelism's exchange inside one layer: 2 Gloo ranks (threads) that divide 8 experts
 // send every (token, expert) row to the expert's rank and back. Each rank's output and input
 // gradient equal a whole layer's on its own tokens, and each rank's expert gradients equal the
-// whole layer's summed over both ranks' tokens, also when a rank's experts get no row at all.
-// And what expert parallelism refuses, one line each.
+// whole layer's summed over both ranks' tokens, also when a rank's experts get no row at all; a
+// save's gather brings rank 0 the whole stack. And what expert parallelism refuses, one line each.
 #include "ampt/train/expert_parallel.h"
 
 #include "ampt/checkpoint/checkpoint.h"
@@ -84,6 +84,12 @@ void check_exchange(bool low_experts_only) {
     if (low_experts_only && rank == 1) {
       CHECK(mine->gate_up_proj.grad().abs().max().item<double>() == 0.0);
     }
+    // A save's gather: rank 0 alone receives the whole stack, in member order.
+    auto gathered = rank == 0 ? torch::empty_like(whole->gate_up_proj) : torch::Tensor();
+    auto slice = mine->gate_up_proj.detach().contiguous();
+    subgroup->gather(gathered, slice, 0, "the test's gather");
+    if (rank == 0) CHECK(torch::equal(gathered, whole->gate_up_proj.detach()));
+    if (rank == 1) CHECK(!gathered.defined());
   });
 }
 

@@ -435,6 +435,20 @@ void Subgroup::all_gather(at::Tensor& output, at::Tensor& input, std::string_vie
   group_.wait(group_.guarded(what, [&] { return backend_->_allgather_base(output, input); }), what);
 }
 
+void Subgroup::gather(at::Tensor& output, at::Tensor& input, int64_t root, std::string_view what) {
+  std::vector<std::vector<at::Tensor>> outputs;
+  if (rank_ == root) {
+    // Each member's rows land in place: views of `output`, contiguous as it is.
+    outputs.emplace_back();
+    const auto rows = input.size(0);
+    for (int64_t m = 0; m < size(); ++m) outputs.back().push_back(output.narrow(0, m * rows, rows));
+  }
+  std::vector<at::Tensor> inputs{input};
+  c10d::GatherOptions options;
+  options.rootRank = root;
+  group_.wait(group_.guarded(what, [&] { return backend_->gather(outputs, inputs, options); }), what);
+}
+
 void Subgroup::broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std::string_view what) {
   broadcast_in_chunks(tensors, [&](std::vector<at::Tensor>& buffer) {
     c10d::BroadcastOptions options;

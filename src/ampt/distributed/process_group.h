@@ -143,6 +143,8 @@ class Subgroup {
                   const std::vector<int64_t>& receive, std::string_view what);
   // `output` := every member's `input` end to end, in member order.
   void all_gather(at::Tensor& output, at::Tensor& input, std::string_view what);
+  // The same on member `root` only: the others send `input` and leave `output` alone.
+  void gather(at::Tensor& output, at::Tensor& input, int64_t root, std::string_view what);
   // Member `root`'s values into `tensors` everywhere.
   void broadcast(const std::vector<at::Tensor>& tensors, int64_t root, std::string_view what);
 

@@ -223,19 +223,24 @@ StepGradients& ExpertParallel::gradients(StepGradients& inner) {
 }
 
 NamedTensors ExpertParallel::whole(NamedTensors tensors) const {
-  // Rank 0 writes the checkpoint: only its group gathers (the others hold the same experts and
-  // write nothing).
+  // Rank 0 writes the checkpoint: the ranks of its group send it their experts one tensor at a
+  // time, and it keeps each whole in host memory, so that no device ever holds every expert of
+  // the model and its optimizer state. The others return theirs as they are: they write nothing.
   if (exchange_.members().front() != 0) return tensors;
   torch::NoGradGuard no_grad;
+  const bool writer = exchange_.rank() == 0;
   for (auto& [name, tensor] : tensors) {
     const auto* slice = models::expert_slice_of(slices_, name, tensor, &models::ExpertSlice::count);
     if (slice == nullptr) continue;
-    auto shape = tensor.sizes().vec();
-    shape[0] = slice->total;
-    auto gathered = torch::empty(shape, tensor.options());
     auto mine = tensor.contiguous();
-    exchange_.all_gather(gathered, mine, "the gather of the experts for a checkpoint");
-    tensor = std::move(gathered);
+    torch::Tensor gathered;
+    if (writer) {
+      auto shape = tensor.sizes().vec();
+      shape[0] = slice->total;
+      gathered = torch::empty(shape, tensor.options());
+    }
+    exchange_.gather(gathered, mine, 0, "the gather of the experts for a checkpoint");
+    if (writer) tensor = gathered.to(torch::kCPU);
   }
   return tensors;
 }

@@ -61,9 +61,9 @@ class ExpertParallel {
   // dense parameters, beside which the experts' are collected).
   StepGradients& gradients(StepGradients& inner);
 
-  // A checkpoint's tensors (model and optimizer state, named as saved) with whole experts,
-  // gathered from rank 0's group, whose ranks call it together (the other groups' are returned
-  // as they are: they write nothing).
+  // A checkpoint's tensors (model and optimizer state, named as saved) with whole experts, in
+  // host memory, on rank 0: its group's ranks call it together and send it their slices, one
+  // tensor at a time (the others' tensors are returned as they are: they write nothing).
   NamedTensors whole(NamedTensors tensors) const;
   // A whole checkpoint's (or pretrained) tensors cut to this rank's experts.
   NamedTensors local(NamedTensors tensors) const;
