@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 using ampt::config::Config;
@@ -36,8 +37,8 @@ TEST_CASE("layer inventory: the blocks and Linear layers the built model has, in
           "[models][inventory]") {
   // GPT-2 (fused q/k/v, biases), Llama (grouped-query: k and v narrower), Qwen2 (q/k/v
   // biases, a tied head), Qwen3 (q_proj wider than the model, o_proj narrowing it back) and
-  // Mistral; Qwen3-MoE and Mixtral, whose sparse blocks list their attention only (the experts
-  // and the router are no Linear layers).
+  // Mistral; Qwen3-MoE and Mixtral, whose sparse blocks list their attention as Linears, and
+  // their routers and expert groups apart (no Linear layers).
   for (const auto* name : {"gpt", "llama", "qwen2", "qwen3", "mistral", "qwen3-moe", "mixtral"}) {
     INFO(name);
     const auto config = tiny_config(name);
@@ -58,6 +59,27 @@ TEST_CASE("layer inventory: the blocks and Linear layers the built model has, in
       CHECK(l.name.starts_with(l.block + "."));
     }
     CHECK(listed == built);
+    // A sparse block's router and expert group stacks: the built model's parameters of those
+    // names and shapes ([experts, in]; [experts, out_e, in]).
+    const auto parameters = model.module->named_parameters();
+    std::vector<std::string> sparse_built, sparse_listed;
+    for (const auto& item : parameters) {
+      if (item.key().find(".mlp.gate.") != std::string::npos ||
+          item.key().find(".experts.") != std::string::npos) {
+        const auto shape = item.value().sizes().vec();
+        sparse_built.push_back(fmt::format("{} [{}]", item.key(), fmt::join(shape, ", ")));
+      }
+    }
+    for (const auto& router : dims.layers.routers) {
+      CHECK(router.role == LinearRole::router);
+      sparse_listed.push_back(fmt::format("{}.weight [{}, {}]", router.name, router.out, router.in));
+      for (const auto& group : ampt::models::sparse_layers_of(dims.layers, router.block).expert_groups) {
+        sparse_listed.push_back(fmt::format("{} [{}, {}, {}]", group.name, group.experts,
+                                            group.out / group.experts, group.in));
+      }
+    }
+    CHECK(sparse_listed == sparse_built);
+    CHECK(sparse_listed.empty() == dims.layers.other_matmuls.empty());
     // What fp8 and adapters do not reach is said, for the fp8 layers table.
     CHECK(dims.layers.other_matmuls.empty() == (std::string(name) != "qwen3-moe" && std::string(name) != "mixtral"));
     CHECK(dims.layers.block_linears().size() == dims.layers.linears.size() / 3);

@@ -90,7 +90,9 @@ TEST_CASE("moe router: top-k of an fp32 softmax, renormalised or not, and fp32 u
   // Under bf16 autocast the router's logits are the fp32 run's, bit for bit: the same experts
   // are picked, whatever near-ties the test batch holds.
   torch::manual_seed(5);
-  ampt::models::SparseMoe moe(tiny_moe());
+  const auto dims = tiny_moe();
+  const auto inventory = ampt::models::layer_inventory(dims);
+  ampt::models::SparseMoe moe(dims, ampt::models::sparse_layers_of(inventory, "layers.0"));
   const auto x = torch::randn({4, 16, 64});
   const auto fp32 = moe->forward(x);
   ampt::models::SparseMoeImpl::Output bf16;

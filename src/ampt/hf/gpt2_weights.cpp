@@ -31,6 +31,7 @@ std::vector<Gpt2Spec> gpt2_specs(const Gpt2Config& c, const DeclaredLinears& lin
       specs.push_back({p + norm + ".bias", {C}});
     }
     for (const auto& linear : linears) {
+      if (linear.kind != DeclaredLinear::Kind::linear) continue;
       if (!linear.name.starts_with(p)) continue;
       specs.push_back({linear.name + ".weight", {linear.out, linear.in}, true});
       if (linear.bias) specs.push_back({linear.name + ".bias", {linear.out}});

@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 namespace ampt::hf {
 namespace {
@@ -26,10 +28,11 @@ std::string hf_name(const std::string& name) {
   return name.starts_with("lm_head.") ? name : "model." + name;
 }
 
-// A sparse block's router and experts as ampt holds them (transformers 5's module names), read
-// from the published per-expert tensors (Mixtral's under block_sparse_moe, w1/w3/w2) or from
-// transformers 5's fused ones.
-void add_expert_specs(const LlamaConfig& c, const std::string& block, std::vector<LlamaSpec>& specs) {
+// A sparse block's router and experts as ampt holds them (`linears` names them), read from the
+// published per-expert tensors (Mixtral's under block_sparse_moe, w1/w3/w2) or from transformers
+// 5's fused ones.
+void add_expert_specs(const LlamaConfig& c, const std::string& block, const DeclaredLinears& linears,
+                      std::vector<LlamaSpec>& specs) {
   const int64_t C = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
   const bool mixtral = c.model_type == "mixtral";
   const auto published = hf_name(block + (mixtral ? "block_sparse_moe." : "mlp."));
@@ -40,16 +43,23 @@ void add_expert_specs(const LlamaConfig& c, const std::string& block, std::vecto
     }
     return names;
   };
+  const auto declared = [&](DeclaredLinear::Kind kind) {
+    const auto it = std::ranges::find_if(linears, [&](const DeclaredLinear& l) {
+      return l.kind == kind && l.name.starts_with(block);
+    });
+    if (it == linears.end()) throw std::logic_error("sparse block " + block + " without its declared layers");
+    return it->name;
+  };
   const auto fused = [&](const std::string& name, std::vector<int64_t> shape,
                          std::vector<std::vector<std::string>> parts) {
     specs.push_back({name, std::move(shape), "", {hf_name(name)}, std::move(parts)});
   };
-  const auto router = block + "mlp.gate.weight";
+  const auto router = declared(DeclaredLinear::Kind::router) + ".weight";
   specs.push_back({router, {E, C}, published + "gate.weight",
                    mixtral ? std::vector<std::string>{hf_name(router)} : std::vector<std::string>{}, {}});
-  fused(block + "mlp.experts.gate_up_proj", {E, 2 * I, C},
+  fused(declared(DeclaredLinear::Kind::experts_up), {E, 2 * I, C},
         {expert("gate_proj", "w1"), expert("up_proj", "w3")});
-  fused(block + "mlp.experts.down_proj", {E, C, I}, {expert("down_proj", "w2")});
+  fused(declared(DeclaredLinear::Kind::experts_down), {E, C, I}, {expert("down_proj", "w2")});
 }
 
 // The block Linears come from `linears`, in their order after each block's norms.
@@ -70,11 +80,11 @@ std::vector<LlamaSpec> llama_specs(const LlamaConfig& c, const DeclaredLinears& 
       add(p + "self_attn.k_norm.weight", {D});
     }
     for (const auto& linear : linears) {
-      if (!linear.name.starts_with(p)) continue;
+      if (linear.kind != DeclaredLinear::Kind::linear || !linear.name.starts_with(p)) continue;
       add(linear.name + ".weight", {linear.out, linear.in});
       if (linear.bias) add(linear.name + ".bias", {linear.out});
     }
-    if (c.sparse_layer(i)) add_expert_specs(c, p, specs);
+    if (c.sparse_layer(i)) add_expert_specs(c, p, linears, specs);
   }
   add("norm.weight", {C});
   if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, C});

@@ -47,6 +47,9 @@ struct DeclaredLinear {
   int64_t in = 0;
   int64_t out = 0;
   bool bias = false;
+  // A sparse block's router (its weight "<name>.weight"), or one of its expert groups' weight
+  // stacks (the tensor "<name>"), which the files hold apart from the Linears.
+  enum class Kind { linear, router, experts_up, experts_down } kind = Kind::linear;
 };
 using DeclaredLinears = std::vector<DeclaredLinear>;
 

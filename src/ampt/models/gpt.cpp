@@ -66,10 +66,14 @@ torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
 }
 
 GptBlockImpl::GptBlockImpl(const GptDims& dims, const std::vector<LinearLayer>& block) {
+  // The attention and the MLP are registered as the inventory's layer names say.
+  const auto parent = [&](LinearRole role) {
+    return module_path(*std::ranges::find(block, role, &LinearLayer::role)).front();
+  };
   ln_1 = register_module("ln_1", layer_norm(dims));
-  attn = register_module("attn", CausalSelfAttention(dims.n_head, dims.dropout, block));
+  attn = register_module(parent(LinearRole::qkv), CausalSelfAttention(dims.n_head, dims.dropout, block));
   ln_2 = register_module("ln_2", layer_norm(dims));
-  mlp = register_module("mlp", GptMlp(dims.dropout, dims.tanh_gelu, block));
+  mlp = register_module(parent(LinearRole::fc), GptMlp(dims.dropout, dims.tanh_gelu, block));
 }
 
 BlockOutputs GptBlockImpl::forward(const torch::Tensor& x, const BlockContext& context) {

@@ -1,6 +1,8 @@
 #include "ampt/models/layer_inventory.h"
 
 #include <algorithm>
+#include <iterator>
+#include <string_view>
 
 namespace ampt::models {
 
@@ -13,6 +15,7 @@ bool LinearLayer::reads_norm() const {
     case LinearRole::fc:
     case LinearRole::gate:
     case LinearRole::up:
+    case LinearRole::router:
       return true;
     case LinearRole::o:
     case LinearRole::down:
@@ -41,8 +44,7 @@ std::vector<precision::Fp8Candidate> fp8_candidates(const LayerInventory& invent
     precision::Fp8Candidate candidate{layer.name, layer.in, layer.out, {}, -1, {}};
     const auto& block = layer.block;
     candidate.block = std::ranges::find(inventory.blocks, block) - inventory.blocks.begin();
-    // "h.3" and "h.3.mlp.c_fc" → "h.*.mlp.c_fc"
-    candidate.kind = block.substr(0, block.rfind('.') + 1) + "*" + layer.name.substr(block.size());
+    candidate.kind = every_block(layer);
     for (const auto& [first, second] : inventory.one_precision) {
       if (layer.role != first) continue;
       const auto partner = std::ranges::find_if(inventory.linears, [&](const LinearLayer& l) {
@@ -65,9 +67,44 @@ std::vector<LinearLayer> linears_of(const LayerInventory& inventory, const std::
   return out;
 }
 
+SparseLayers sparse_layers_of(const LayerInventory& inventory, const std::string& block) {
+  SparseLayers out;
+  for (const auto& router : inventory.routers) {
+    if (router.block == block) out.router = router;
+  }
+  std::ranges::copy_if(inventory.expert_groups, std::back_inserter(out.expert_groups),
+                       [&](const LinearLayer& l) { return l.block == block; });
+  return out;
+}
+
+std::vector<std::string> module_path(const LinearLayer& layer) {
+  std::vector<std::string> out;
+  auto rest = std::string_view(layer.name).substr(layer.block.size() + 1);
+  for (auto dot = rest.find('.'); dot != std::string_view::npos; dot = rest.find('.')) {
+    out.emplace_back(rest.substr(0, dot));
+    rest.remove_prefix(dot + 1);
+  }
+  out.emplace_back(rest);
+  return out;
+}
+
+std::string every_block(const LinearLayer& layer) {
+  // "h.3" and "h.3.mlp.c_fc" → "h.*.mlp.c_fc"
+  const auto& block = layer.block;
+  return block.substr(0, block.rfind('.') + 1) + "*" + layer.name.substr(block.size());
+}
+
 hf::DeclaredLinears declared_linears(const LayerInventory& inventory) {
+  using Kind = hf::DeclaredLinear::Kind;
   hf::DeclaredLinears out;
   for (const auto& layer : inventory.linears) out.push_back({layer.name, layer.in, layer.out, layer.bias});
+  for (const auto& router : inventory.routers) {
+    out.push_back({router.name, router.in, router.out, false, Kind::router});
+  }
+  for (const auto& group : inventory.expert_groups) {
+    out.push_back({group.name, group.in, group.out, false,
+                   group.role == LinearRole::up ? Kind::experts_up : Kind::experts_down});
+  }
   return out;
 }
 

@@ -23,7 +23,8 @@ enum class LinearRole {
   o,     // attention output (c_proj, o_proj)
   fc,    // the MLP's widening projection (GPT-2's c_fc)
   gate, up,
-  down,  // the MLP's narrowing projection (GPT-2's mlp.c_proj, down_proj)
+  down,    // the MLP's narrowing projection (GPT-2's mlp.c_proj, down_proj)
+  router,  // a sparse block's logits over its experts
 };
 
 // A Linear layer of a block, named as the built model names it ("h.0.attn.c_attn"), with its
@@ -54,6 +55,13 @@ struct LayerInventory {
   // Layers of one block that run as one operation only in one precision: fp8 gives each pair
   // one choice (GPT-2's MLP, fused with its GELU).
   std::vector<std::pair<LinearRole, LinearRole>> one_precision;
+  // A sparse block's matmuls that are no Linear layers, named as the built model names them: its
+  // router ("layers.1.mlp.gate", role router, out = its experts) and its expert groups' weight
+  // stacks ("layers.1.mlp.experts.gate_up_proj", role up, and "...down_proj", role down), each
+  // one [experts · out_e, in] matrix of the layer's whole `experts`. The modules, the Hugging
+  // Face names and the planner read them from here.
+  std::vector<LinearLayer> routers;
+  std::vector<LinearLayer> expert_groups;
   // The blocks' matmuls that are no Linear layers, which fp8 and adapters do not reach (a sparse
   // block's experts and router), said in one line for the fp8 layers table; empty: none.
   std::string other_matmuls;
@@ -79,6 +87,22 @@ std::vector<precision::Fp8Candidate> fp8_candidates(const LayerInventory& invent
 
 // The Linears of block `block` ("layers.3"), in inventory order.
 std::vector<LinearLayer> linears_of(const LayerInventory& inventory, const std::string& block);
+
+// A sparse block's router and expert groups (the up projection's stack first); null router
+// name where the block is dense.
+struct SparseLayers {
+  LinearLayer router;
+  std::vector<LinearLayer> expert_groups;
+  bool sparse() const { return !router.name.empty(); }
+};
+SparseLayers sparse_layers_of(const LayerInventory& inventory, const std::string& block);
+
+// The names of the modules between `layer`'s block and the layer itself, outermost first, and
+// the layer's own last: "layers.1.mlp.experts.gate_up_proj" → {"mlp", "experts",
+// "gate_up_proj"}. What the modules register their children as.
+std::vector<std::string> module_path(const LinearLayer& layer);
+// `layer`'s name with its block's index as "*": "layers.*.mlp.gate", for messages.
+std::string every_block(const LinearLayer& layer);
 
 // The block Linears as the Hugging Face readers and writers take them (hf/pretrained.h).
 hf::DeclaredLinears declared_linears(const LayerInventory& inventory);

@@ -99,16 +99,20 @@ torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x) {
   return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
 }
 
-LlamaBlockImpl::LlamaBlockImpl(const LlamaDims& dims, int64_t layer,
-                               const std::vector<LinearLayer>& block) {
+LlamaBlockImpl::LlamaBlockImpl(const LlamaDims& dims, const std::vector<LinearLayer>& block,
+                               const SparseLayers& sparse) {
+  // The attention and the MLP are registered as the inventory's layer names say.
+  const auto parent = [&](LinearRole role) {
+    return module_path(*std::ranges::find(block, role, &LinearLayer::role)).front();
+  };
   input_layernorm = register_module("input_layernorm", RmsNorm(dims.n_embd, dims.rms_norm_eps));
-  self_attn = register_module("self_attn", LlamaAttention(dims, block));
+  self_attn = register_module(parent(LinearRole::q), LlamaAttention(dims, block));
   post_attention_layernorm =
       register_module("post_attention_layernorm", RmsNorm(dims.n_embd, dims.rms_norm_eps));
-  if (dims.moe.sparse(layer)) {
-    moe = register_module("mlp", SparseMoe(dims));
+  if (sparse.sparse()) {
+    moe = register_module(module_path(sparse.router).front(), SparseMoe(dims, sparse));
   } else {
-    mlp = register_module("mlp", LlamaMlp(block));
+    mlp = register_module(parent(LinearRole::gate), LlamaMlp(block));
   }
 }
 
@@ -144,7 +148,8 @@ LlamaImpl::LlamaImpl(const LlamaDims& dims)
   embed_tokens_ = register_module("embed_tokens", torch::nn::Embedding(dims.vocab_size, dims.n_embd));
   const auto inventory = layer_inventory(dims);
   for (int64_t i = 0; i < dims.n_layer; ++i) {
-    blocks_->push_back(LlamaBlock(dims, i, linears_of(inventory, inventory.blocks[i])));
+    const auto& block = inventory.blocks[i];
+    blocks_->push_back(LlamaBlock(dims, linears_of(inventory, block), sparse_layers_of(inventory, block)));
   }
   register_module("layers", blocks_);
   norm_ = register_module("norm", RmsNorm(dims.n_embd, dims.rms_norm_eps));

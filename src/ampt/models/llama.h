@@ -89,7 +89,9 @@ TORCH_MODULE(LlamaMlp);
 // reports their router logits.
 class LlamaBlockImpl : public DecoderBlockImpl {
  public:
-  LlamaBlockImpl(const LlamaDims& dims, int64_t layer, const std::vector<LinearLayer>& block);
+  // `block`: its Linears; `sparse`: its router and expert groups where it is sparse.
+  LlamaBlockImpl(const LlamaDims& dims, const std::vector<LinearLayer>& block,
+                 const SparseLayers& sparse);
   BlockOutputs forward(const torch::Tensor& x, const BlockContext& context) override;
   torch::Tensor forward_cached(const torch::Tensor& x, const BlockContext& context,
                                std::pair<torch::Tensor, torch::Tensor>& cache) override;

@@ -159,14 +159,12 @@ FamilyTerms llama_memory_terms(const LlamaDims& m, const ModelDims& d) {
   t.norm = m.n_layer * t.block_norm + m.n_embd;
   t.parameters = m.rank_parameters();
   t.other_matmul_weights = m.expert_parameters() / ranks + m.router_parameters();
-  for (int64_t i = 0; i < m.n_layer; ++i) {
-    if (!m.moe.active() || !m.moe.sparse(i)) continue;
-    const auto block = fmt::format("layers.{}", i);
-    const int64_t e = m.moe.experts / ranks, width = m.moe.intermediate;
-    t.stacked_weights.push_back({block + ".mlp.experts.gate_up_proj", block, LinearRole::up,
-                                 m.n_embd, e * 2 * width, false, e});
-    t.stacked_weights.push_back({block + ".mlp.experts.down_proj", block, LinearRole::down, width,
-                                 e * m.n_embd, false, e});
+  // The inventory's expert groups, each cut to this rank's share of the experts.
+  for (auto stack : d.layers.expert_groups) {
+    const int64_t e = stack.experts / ranks;
+    stack.out = stack.out / stack.experts * e;
+    stack.experts = e;
+    t.stacked_weights.push_back(std::move(stack));
   }
   t.activations = [m](const ModelDims& dims, const Scheme& s, int64_t b, bool checkpointed) {
     return llama_activations(m, dims, s, b, checkpointed);

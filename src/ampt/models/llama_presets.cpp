@@ -212,18 +212,28 @@ LayerInventory layer_inventory(const LlamaDims& dims) {
     layer("self_attn.k_proj", LinearRole::k, C, kv, dims.qkv_bias);
     layer("self_attn.v_proj", LinearRole::v, C, kv, dims.qkv_bias);
     layer("self_attn.o_proj", LinearRole::o, q, C, dims.o_bias);
-    if (dims.moe.sparse(i)) continue;
+    if (dims.moe.sparse(i)) {
+      // transformers 5's names: the router "mlp.gate", the stacks "mlp.experts.<parameter>".
+      const int64_t E = dims.moe.experts, W = dims.moe.intermediate;
+      const auto& stacks = expert_group_parameters();
+      inventory.routers.push_back({block + ".mlp.gate", block, LinearRole::router, C, E, false});
+      inventory.expert_groups.push_back(
+          {fmt::format("{}.mlp.experts.{}", block, stacks[0]), block, LinearRole::up, C, E * 2 * W, false, E});
+      inventory.expert_groups.push_back(
+          {fmt::format("{}.mlp.experts.{}", block, stacks[1]), block, LinearRole::down, W, E * C, false, E});
+      continue;
+    }
     layer("mlp.gate_proj", LinearRole::gate, C, I, false);
     layer("mlp.up_proj", LinearRole::up, C, I, false);
     layer("mlp.down_proj", LinearRole::down, I, C, false);
   }
   inventory.head_in = C;
   inventory.head_out = dims.vocab_size;
-  if (dims.moe.active()) {
+  if (!inventory.routers.empty()) {
+    const auto experts = every_block(inventory.expert_groups.front());
     inventory.other_matmuls = fmt::format(
-        "layers.*.mlp.experts ({} experts' grouped GEMMs, in the autocast dtype) and "
-        "layers.*.mlp.gate (the router, in fp32)",
-        dims.moe.experts);
+        "{} ({} experts' grouped GEMMs, in the autocast dtype) and {} (the router, in fp32)",
+        experts.substr(0, experts.rfind('.')), dims.moe.experts, every_block(inventory.routers.front()));
   }
   return inventory;
 }

@@ -124,15 +124,19 @@ ExpertsImpl::ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate,
     gate_up = gate_up.narrow(0, first_, count).clone();
     down = down.narrow(0, first_, count).clone();
   }
-  gate_up_proj = register_parameter("gate_up_proj", gate_up);
-  down_proj = register_parameter("down_proj", down);
+  gate_up_proj = register_parameter(expert_group_parameters()[0], gate_up);
+  down_proj = register_parameter(expert_group_parameters()[1], down);
   defer_if_asked(gate_up_proj);
   defer_if_asked(down_proj);
 }
 
-const std::vector<std::string>& ExpertsImpl::quantizable_names() const {
+const std::vector<std::string>& expert_group_parameters() {
   static const std::vector<std::string> names{"gate_up_proj", "down_proj"};
   return names;
+}
+
+const std::vector<std::string>& ExpertsImpl::quantizable_names() const {
+  return expert_group_parameters();
 }
 
 torch::Tensor ExpertsImpl::forward(const torch::Tensor& x, const Routing& routing) {
@@ -248,11 +252,14 @@ torch::Tensor RouterImpl::forward(const torch::Tensor& x) {
   return at::mm(x.to(torch::kFloat32), weight.to(torch::kFloat32).t());
 }
 
-SparseMoeImpl::SparseMoeImpl(const LlamaDims& dims)
+SparseMoeImpl::SparseMoeImpl(const LlamaDims& dims, const SparseLayers& layers)
     : top_k_(dims.moe.top_k), normalize_top_k_(dims.moe.normalize_top_k) {
-  gate = register_module("gate", Router(dims.moe.experts, dims.n_embd));
+  gate = register_module(module_path(layers.router).back(), Router(dims.moe.experts, dims.n_embd));
+  // The stacks' parent module: "mlp.experts.gate_up_proj" → "experts".
+  const auto stack = module_path(layers.expert_groups.front());
   experts = register_module(
-      "experts", Experts(dims.moe.experts, dims.n_embd, dims.moe.intermediate, dims.moe.shard));
+      stack[stack.size() - 2],
+      Experts(dims.moe.experts, dims.n_embd, dims.moe.intermediate, dims.moe.shard));
 }
 
 SparseMoeImpl::Output SparseMoeImpl::forward(const torch::Tensor& x) {

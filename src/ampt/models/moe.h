@@ -5,6 +5,7 @@
 // a loop over tokens, nor a Linear module per expert.
 #pragma once
 
+#include "ampt/models/layer_inventory.h"
 #include "ampt/models/llama_presets.h"
 #include "ampt/models/quantizable.h"
 
@@ -52,6 +53,10 @@ class ExpertExchange : public torch::CustomClassHolder {
 // (set_expert_exchange), each forward sends every (token, expert) pair's row to the rank that
 // holds the expert and takes the result back, both by all_to_all, whose backward is the
 // reverse all_to_all.
+// An expert group's parameters, the up projection's stack and the down one's (transformers 5's
+// names), as ExpertsImpl registers them and the inventory names them.
+const std::vector<std::string>& expert_group_parameters();
+
 class ExpertsImpl : public torch::nn::Module, public QuantizableWeights {
  public:
   ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate, MoeDims::Shard shard = {});
@@ -100,10 +105,11 @@ class RouterImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Router);
 
-// The sparse block's MLP: the router `gate` and the experts.
+// The sparse block's MLP: the router `gate` and the experts, registered as `layers` (its
+// inventory's router and expert groups) name them.
 class SparseMoeImpl : public torch::nn::Module {
  public:
-  explicit SparseMoeImpl(const LlamaDims& dims);
+  SparseMoeImpl(const LlamaDims& dims, const SparseLayers& layers);
   struct Output {
     torch::Tensor y;              // [B, T, C]
     torch::Tensor router_logits;  // [B·T, E] float32: what the load-balancing loss reads
