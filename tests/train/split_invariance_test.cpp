@@ -218,7 +218,7 @@ TEST_CASE("split invariance: packed examples under ZeRO-3 with activation checkp
 // computes it per forward too), so these runs leave it out; the next case keeps it on.
 // Expert parallelism sends each (token, expert) row to the rank holding the expert and back: its
 // ranks, 2 dividing the 8 experts, or 4 as 2 replicas of such a pair, make the same updates too,
-// with ZeRO sharding the dense parameters beside them (the next cases run it without ZeRO).
+// also with ZeRO sharding the dense parameters beside them.
 TEST_CASE("split invariance: a sparse model (qwen3-moe, no aux loss) under batch 1 x 4, 2 ranks x 2 "
           "with ZeRO-3 and activation checkpointing, and expert parallelism with ZeRO on 2 and 4 "
           "ranks makes batch 4's fp32 updates",
@@ -229,6 +229,8 @@ TEST_CASE("split invariance: a sparse model (qwen3-moe, no aux loss) under batch
                  {"--batch_size", "2", "--zero_stage", "3", "--grad_ckpt"}},
                 {"2 ranks x batch 2, expert parallel 2, ZeRO-3, activation checkpointing", 2,
                  {"--batch_size", "2", "--expert_parallel", "2", "--zero_stage", "3", "--grad_ckpt"}},
+                {"4 ranks x batch 1, expert parallel 2 (2 replicas)", 4,
+                 {"--batch_size", "1", "--expert_parallel", "2"}},
                 {"4 ranks x batch 1, expert parallel 2 (2 replicas), ZeRO-2", 4,
                  {"--batch_size", "1", "--expert_parallel", "2", "--zero_stage", "2"}}});
 }
