@@ -806,6 +806,14 @@ TEST_CASE("memory estimate: a sparse model's experts under ZeRO-3 are gathered w
   CHECK(s3ep.masters == shard);
   CHECK(s3ep.optimizer == 2 * shard + 8 * experts);
   CHECK(s3ep.sharded == 4 * shard);
+  // On 4 ranks the pair's 2 replicas share each expert's moments: 2 of its 4 rows each.
+  ampt::plan::Sharding replicas{4, 2};
+  replicas.expert_parallel = 2;
+  const auto s2r = shard_memory(ampt::plan::estimate_memory(share, fp32, OptimizerKind::adamw, 0.9, 4),
+                                share, fp32, replicas);
+  const int64_t quarter = 4 * ((others + 3) / 4);
+  CHECK(s2r.optimizer == 2 * quarter + 8 * experts / 2);
+  CHECK(s2r.sharded == 4 * quarter + 8 * experts / 2);
   // ZeRO-1 keeps the whole gradients, the experts' out of the buckets' copy.
   ampt::plan::Sharding ep1{2, 1};
   ep1.expert_parallel = 2;

@@ -238,7 +238,7 @@ TEST_CASE("split invariance: a sparse model (qwen3-moe, no aux loss) under batch
 // Its checkpoints hold whole experts: saved at step 3 by 2 ranks that divide them, the run
 // resumed by one process (batch 4, the same global batch) ends where batch 4 throughout does. So
 // does ZeRO's sharded checkpoint, whose common file holds the whole experts, resumed by one
-// process and by 2 ranks with another stage.
+// process and by 4 ranks with another stage, whose 2 replicas share the experts' moments.
 TEST_CASE("expert parallelism: a checkpoint of 2 ranks that divide the experts, with or without "
           "ZeRO, resumes in one process or another layout and ends as one process's run",
           "[train][moe][dist][cli][checkpoint]") {
@@ -270,16 +270,27 @@ TEST_CASE("expert parallelism: a checkpoint of 2 ranks that divide the experts, 
       shard, dir + "/from-sharded", with({"--batch_size", "4", "--resume", sharded})));
   INFO(from_sharded.out << from_sharded.err);
   REQUIRE(from_sharded.exit_code == 0);
-  const auto resharded = train(shard, dir + "/resharded", 2,
-                               with({"--batch_size", "2", "--expert_parallel", "2",
-                                     "--zero_stage", "1", "--resume", sharded}));
+  // 4 ranks: 2 replicas of the pair, which share the experts' optimizer state under ZeRO.
+  const auto resharded = train(shard, dir + "/resharded", 4,
+                               with({"--batch_size", "1", "--expert_parallel", "2",
+                                     "--zero_stage", "1", "--resume", sharded, "--save_every", "4",
+                                     "--keep_checkpoints", "2"}));
+  // Their checkpoint at step 4 holds the moments both replicas stepped, gathered whole.
+  const auto from_shared = run_ampt(sft_args(
+      shard, dir + "/from-shared",
+      with({"--batch_size", "4", "--resume", dir + "/resharded/ckpt-00000004"})));
+  INFO(from_shared.out << from_shared.err);
+  REQUIRE(from_shared.exit_code == 0);
   const auto start = weights(train(shard, dir + "/start", 1, with({"--batch_size", "4", "--lr", "1e-30"})));
   const double change = largest_difference(whole, start);
   for (const auto& [name, path] :
        {std::pair{"expert parallel 2, resumed in one process", dir + "/resumed/ckpt-00000006.pt"},
         std::pair{"expert parallel 2 with ZeRO-3, resumed in one process",
                   dir + "/from-sharded/ckpt-00000006.pt"},
-        std::pair{"expert parallel 2 with ZeRO-3, resumed by 2 ranks with ZeRO-1", resharded}}) {
+        std::pair{"expert parallel 2 with ZeRO-3, resumed by 4 ranks (2 replicas) with ZeRO-1",
+                  resharded},
+        std::pair{"those 4 ranks' step 4, resumed in one process",
+                  dir + "/from-shared/ckpt-00000006.pt"}}) {
     const double apart = largest_difference(weights(path), whole);
     INFO(name << ": largest difference " << apart << ", largest change " << change);
     CHECK(apart <= 1e-5 * change);

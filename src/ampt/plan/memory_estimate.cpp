@@ -227,14 +227,21 @@ MemoryEstimate shard_memory(const MemoryEstimate& whole, const ModelDims& dims,
   const int64_t shard = 4 * slice(sharded_parameters);  // fp32, one rank's slice
   const int64_t optimizer_per_parameter = trainable > 0 ? whole.optimizer / trainable : 0;
   const int64_t optimizer_shard = slice(optimizer_per_parameter * sharded_parameters);
+  // The replicas of an expert group share its experts' optimizer state when each stack's rows
+  // divide among them (train/expert_parallel.h's replica_shares).
+  const int64_t replicas = divided > 0 ? n / sharding.expert_parallel : 1;
+  const bool share = replicas > 1 && std::ranges::all_of(dims.terms.stacked_weights, [&](const auto& s) {
+    return s.experts % replicas == 0;
+  });
+  const int64_t expert_optimizer = optimizer_per_parameter * divided / (share ? replicas : 1);
   // O2 is refused beside expert parallelism (train/train_state.h): the experts are fp32 here.
   const int64_t experts = 4 * divided;
   m.masters = shard;
-  m.optimizer = optimizer_shard + optimizer_per_parameter * divided;
+  m.optimizer = optimizer_shard + expert_optimizer;
   // The step reads the fp32 gradient shard: no fp32 master gradients are made for it.
   m.step_transient = 0;
   m.gradients = sharding.zero_stage == 1 ? m.gradients + shard : shard + experts;
-  m.sharded = m.masters + optimizer_shard + shard;
+  m.sharded = m.masters + optimizer_shard + shard + (share ? expert_optimizer : 0);
   if (sharding.zero_stage < 3) return m;
 
   // Stage 3: the fp32 master shard is all a rank keeps of the weights between uses. Whole

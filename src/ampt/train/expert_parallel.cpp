@@ -102,13 +102,21 @@ class ExpertParallel::Gradients final : public StepGradients {
       return inner;
     }
     // ZeRO's: its gradients are this rank's pieces of the shards' parameters. The experts' go
-    // after them, and their norms take their places among the parameters' (in the parameters'
+    // after them (this rank's rows where the replicas share the stacks: what its optimizer
+    // steps), and their norms take their places among the parameters' (in the parameters'
     // order, as the monitor reads them).
     Collected out{std::move(inner.grads), {}};
     for (size_t i = 0; i < out.grads.size(); ++i) dense_grads_.push_back(static_cast<int64_t>(i));
     for (const auto e : experts) {
       expert_grads_.push_back(static_cast<int64_t>(out.grads.size()));
-      out.grads.push_back(parameters[static_cast<size_t>(e)].grad());
+      const auto& p = parameters[static_cast<size_t>(e)];
+      auto grad = p.grad();
+      if (const auto share = experts_.shares_.find(p.unsafeGetTensorImpl()); share != experts_.shares_.end()) {
+        grad = grad.narrow(0, share->second.first, share->second.count);
+        auto rows = share->second.rows;
+        rows.mutable_grad() = grad;
+      }
+      out.grads.push_back(std::move(grad));
     }
     std::ranges::merge(inner.params, experts, std::back_inserter(out.params));
     for (size_t k = 0; k < out.params.size(); ++k) {
@@ -120,6 +128,7 @@ class ExpertParallel::Gradients final : public StepGradients {
   torch::Tensor norms(const std::vector<torch::Tensor>& grads) override {
     if (expert_grads_.empty()) return inner_.norms(grads);
     auto squares = StepGradients::norms(pick(grads, expert_grads_)).square();
+    experts_.over_sharing_replicas(squares, "the all-reduce of the experts' gradient norms");
     experts_.exchange_.all_reduce(squares, "the all-reduce of the experts' gradient norms");
     const auto dense = inner_.norms(pick(grads, dense_grads_));
     auto out = torch::empty({static_cast<int64_t>(dense_norms_.size() + expert_norms_.size())},
@@ -134,11 +143,24 @@ class ExpertParallel::Gradients final : public StepGradients {
   torch::Tensor underflow(const std::vector<torch::Tensor>& grads, c10::ScalarType half) override {
     if (expert_grads_.empty()) return inner_.underflow(grads, half);
     auto counts = StepGradients::underflow(pick(grads, expert_grads_), half);
+    experts_.over_sharing_replicas(counts, "the all-reduce of the experts' underflow counts");
     experts_.exchange_.all_reduce(counts, "the all-reduce of the experts' underflow counts");
     return counts + inner_.underflow(pick(grads, dense_grads_), half);
   }
 
-  void weights_stepped() override { inner_.weights_stepped(); }
+  void weights_stepped() override {
+    // The replicas' stepped rows into every replica's stacks, before O1's half copies follow.
+    torch::NoGradGuard no_grad;
+    for (const auto& [impl, share] : experts_.shares_) {
+      auto whole = share.whole.detach();
+      auto mine = share.rows.detach().clone();
+      experts_.replicas_->all_gather(whole, mine, "the all-gather of the experts' stepped rows");
+      // Its gradient is a view of the stack's, which the step releases: let that go with it.
+      auto rows = share.rows;
+      rows.mutable_grad() = torch::Tensor();
+    }
+    inner_.weights_stepped();
+  }
 
  private:
   static std::vector<torch::Tensor> pick(const std::vector<torch::Tensor>& grads,
@@ -217,17 +239,64 @@ void ExpertParallel::share_experts(const NamedTensors& tensors) {
   replicas_->broadcast(experts, 0, "the broadcast of the first replica's experts");
 }
 
+NamedTensors ExpertParallel::replica_shares(const NamedTensors& weights) {
+  shares_.clear();
+  const int64_t replicas = replicas_ != nullptr ? replicas_->size() : 1;
+  const bool divide = replicas > 1 && std::ranges::all_of(weights, [&](const auto& named) {
+    return named.second.size(0) % replicas == 0;
+  });
+  if (!divide) return weights;
+  NamedTensors out;
+  for (const auto& [name, weight] : weights) {
+    const int64_t count = weight.size(0) / replicas, first = replicas_->rank() * count;
+    auto rows = weight.detach().narrow(0, first, count);
+    shares_[weight.unsafeGetTensorImpl()] = {name, weight, rows, first, count};
+    out.emplace_back(name, rows);
+  }
+  return out;
+}
+
+std::pair<int64_t, int64_t> ExpertParallel::share_rows(const std::string& name) const {
+  for (const auto& [impl, share] : shares_) {
+    if (share.name == name) return {share.first, share.count};
+  }
+  const auto* whole = slice(name);
+  return {0, whole != nullptr ? whole->count : 0};
+}
+
+int64_t ExpertParallel::sharing_replicas() const {
+  return shares_.empty() ? 1 : replicas_->size();
+}
+
+void ExpertParallel::over_sharing_replicas(torch::Tensor& value, const char* what) const {
+  if (!shares_.empty()) replicas_->all_reduce(value, what);
+}
+
 StepGradients& ExpertParallel::gradients(StepGradients& inner) {
   gradients_ = std::make_unique<Gradients>(*this, inner);
   return *gradients_;
 }
 
 NamedTensors ExpertParallel::whole(NamedTensors tensors) const {
+  torch::NoGradGuard no_grad;
+  // Optimizer state of the rows the replicas share: the first replica (rank 0's group) gets each
+  // whole stack's from the others, one tensor at a time.
+  if (!shares_.empty()) {
+    for (auto& [name, tensor] : tensors) {
+      const auto rows = share_rows(name.substr(0, name.rfind('.')));
+      if (tensor.dim() != 3 || rows.second != tensor.size(0) || slices_.count(name) > 0) continue;
+      auto shape = tensor.sizes().vec();
+      shape[0] *= replicas_->size();
+      auto stack = replicas_->rank() == 0 ? torch::empty(shape, tensor.options()) : torch::Tensor();
+      auto mine = tensor.contiguous();
+      replicas_->gather(stack, mine, 0, "the gather of the experts' optimizer state for a checkpoint");
+      if (replicas_->rank() == 0) tensor = std::move(stack);
+    }
+  }
   // Rank 0 writes the checkpoint: the ranks of its group send it their experts one tensor at a
   // time, and it keeps each whole in host memory, so that no device ever holds every expert of
   // the model and its optimizer state. The others return theirs as they are: they write nothing.
   if (exchange_.members().front() != 0) return tensors;
-  torch::NoGradGuard no_grad;
   const bool writer = exchange_.rank() == 0;
   for (auto& [name, tensor] : tensors) {
     const auto* slice = models::expert_slice_of(slices_, name, tensor, &models::ExpertSlice::count);

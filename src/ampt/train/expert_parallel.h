@@ -22,6 +22,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ampt::distributed {
@@ -57,6 +58,18 @@ class ExpertParallel {
   // Copies the first replica's experts to the others (a no-op with one group of ranks).
   void share_experts(const NamedTensors& tensors);
 
+  // ZeRO beside it: each replica of the group steps 1/R of every expert stack's rows (R
+  // replicas) and holds only their optimizer state; the replicas all-gather the stepped rows
+  // after each step. Returns what the optimizer steps instead of `weights` (the experts, named):
+  // views of this rank's rows, whose gradients the step sets; `weights` themselves where there
+  // is one replica or the rows do not divide among them.
+  NamedTensors replica_shares(const NamedTensors& weights);
+  // This rank's rows of the stack `name` that replica_shares gave it: {first, count} (all of
+  // them where it shares none).
+  std::pair<int64_t, int64_t> share_rows(const std::string& name) const;
+  // How many replicas share the stacks' optimizer state (1: none).
+  int64_t sharing_replicas() const;
+
   // The step's gradients over `inner`'s (the run's own, O2's masters, or ZeRO's shard of the
   // dense parameters, beside which the experts' are collected).
   StepGradients& gradients(StepGradients& inner);
@@ -79,6 +92,16 @@ class ExpertParallel {
 
   distributed::Subgroup& exchange_;
   distributed::Subgroup* replicas_;
+  // replica_shares's views, by the whole stack's TensorImpl; empty: no sharing.
+  struct Share {
+    std::string name;
+    torch::Tensor whole;  // the stack
+    torch::Tensor rows;   // a view of this rank's rows of it, which the optimizer steps
+    int64_t first = 0, count = 0;
+  };
+  std::map<const void*, Share> shares_;
+  // `value` := its sum over the replicas that share the stacks (nothing without sharing).
+  void over_sharing_replicas(torch::Tensor& value, const char* what) const;
   std::map<std::string, models::ExpertSlice> slices_;
   std::set<const void*> expert_parameters_;  // by their TensorImpl
   int64_t world_;

@@ -186,7 +186,8 @@ ShardedState::ShardedState(TrainStateParts parts)
   }
   masters.release_masters();
   gradients_ = std::make_unique<ShardGradients>(*dist.zero(), parts_.precision.half_weights(), positions_);
-  auto zero = make_zero_optimizer(parts_.config, *dist.zero(), names_, decay, expert_weights_);
+  auto zero = make_zero_optimizer(parts_.config, *dist.zero(), names_, decay,
+                                  experts_ ? experts_->replica_shares(expert_weights_) : expert_weights_);
   optimizer_ = std::move(zero.optimizer);
   state_ = std::move(zero.state);
   kinds_ = std::move(zero.kinds);
@@ -246,17 +247,19 @@ void ShardedState::restore(checkpoint::CheckpointReader& reader) {
   const std::map<std::string, torch::Tensor> expert_state(expert_state_.begin(), expert_state_.end());
   for (const auto& [name, weight] : expert_weights_) {
     const auto& slice = *experts_->slice(name);
-    // An expert's elements are contiguous in its stack's: this rank's are one range.
-    const auto read_slice = [&](const std::string& saved, const torch::Tensor& into) {
-      const auto per_expert = into.numel() / slice.count;
-      reader.read(saved, slice.first * per_expert, into.numel(), into.view(-1));
+    // An expert's elements are contiguous in its stack's: this rank's are one range, from its
+    // first expert (and, for the optimizer state the replicas share, its first row of those).
+    const auto read_rows = [&](const std::string& saved, const torch::Tensor& into, int64_t first) {
+      const auto per_row = into.numel() / into.size(0);
+      reader.read(saved, (slice.first + first) * per_row, into.numel(), into.view(-1));
     };
-    read_slice(name, weight);
+    read_rows(name, weight, 0);
+    const auto shared = experts_->share_rows(name).first;
     for (const auto& kind : kinds_) {
       const auto saved = name + "." + kind.name;
       const auto& into = expert_state.at(saved);
       if (kind.per_element) {
-        read_slice(saved, into);
+        read_rows(saved, into, shared);
       } else {
         reader.read(saved, 0, 1, into.view(-1));
       }
@@ -335,10 +338,15 @@ std::string ShardedState::note() const {
   if (experts_) {
     double held = 0.0;
     for (const auto& [name, weight] : expert_weights_) held += static_cast<double>(weight.numel());
+    const int64_t sharing = experts_->sharing_replicas();
     experts = fmt::format("; the experts are outside the shards: expert parallelism divides them, "
                           "and this rank keeps its {:.2f}M expert parameters whole with their "
-                          "gradients and optimizer state",
-                          held / 1e6);
+                          "gradients, and {} optimizer state{}",
+                          held / 1e6, sharing > 1 ? fmt::format("1/{} of their", sharing) : "their",
+                          sharing > 1 ? fmt::format(" (its {} replicas step a share each and "
+                                                    "all-gather the rows)",
+                                                    sharing)
+                                      : "");
   }
   if (const auto* sharded = dist.sharded_parameters()) {
     // What is whole at once: the root for the step, and the block computing with the next one
