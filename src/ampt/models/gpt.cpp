@@ -67,9 +67,7 @@ torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
 
 GptBlockImpl::GptBlockImpl(const GptDims& dims, const std::vector<LinearLayer>& block) {
   // The attention and the MLP are registered as the inventory's layer names say.
-  const auto parent = [&](LinearRole role) {
-    return module_path(*std::ranges::find(block, role, &LinearLayer::role)).front();
-  };
+  const auto parent = [&](LinearRole role) { return module_path(layer_of(block, role)).front(); };
   ln_1 = register_module("ln_1", layer_norm(dims));
   attn = register_module(parent(LinearRole::qkv), CausalSelfAttention(dims.n_head, dims.dropout, block));
   ln_2 = register_module("ln_2", layer_norm(dims));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <stdexcept>
 #include <string_view>
 
 namespace ampt::models {
@@ -65,6 +66,12 @@ std::vector<LinearLayer> linears_of(const LayerInventory& inventory, const std::
   std::ranges::copy_if(inventory.linears, std::back_inserter(out),
                        [&](const LinearLayer& l) { return l.block == block; });
   return out;
+}
+
+const LinearLayer& layer_of(const std::vector<LinearLayer>& block, LinearRole role) {
+  const auto it = std::ranges::find(block, role, &LinearLayer::role);
+  if (it == block.end()) throw std::logic_error("a block built without the layer its inventory declares");
+  return *it;
 }
 
 SparseLayers sparse_layers_of(const LayerInventory& inventory, const std::string& block) {

@@ -88,6 +88,10 @@ std::vector<precision::Fp8Candidate> fp8_candidates(const LayerInventory& invent
 // The Linears of block `block` ("layers.3"), in inventory order.
 std::vector<LinearLayer> linears_of(const LayerInventory& inventory, const std::string& block);
 
+// The layer of `block` (linears_of's) with role `role`; std::logic_error where the inventory
+// declares none.
+const LinearLayer& layer_of(const std::vector<LinearLayer>& block, LinearRole role);
+
 // A sparse block's router and expert groups (the up projection's stack first); null router
 // name where the block is dense.
 struct SparseLayers {

@@ -100,10 +100,8 @@ void attach_fp8(torch::nn::Module& root, const precision::Fp8Recipe& recipe,
 
 Linear register_declared(torch::nn::Module& owner, const std::vector<LinearLayer>& block,
                          LinearRole role) {
-  const auto it = std::ranges::find(block, role, &LinearLayer::role);
-  if (it == block.end()) throw std::logic_error("a block built without the Linear its inventory declares");
-  return owner.register_module(it->name.substr(it->name.rfind('.') + 1),
-                               Linear(it->in, it->out, it->bias));
+  const auto& layer = layer_of(block, role);
+  return owner.register_module(module_path(layer).back(), Linear(layer.in, layer.out, layer.bias));
 }
 
 }  // namespace ampt::models

@@ -102,9 +102,7 @@ torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x) {
 LlamaBlockImpl::LlamaBlockImpl(const LlamaDims& dims, const std::vector<LinearLayer>& block,
                                const SparseLayers& sparse) {
   // The attention and the MLP are registered as the inventory's layer names say.
-  const auto parent = [&](LinearRole role) {
-    return module_path(*std::ranges::find(block, role, &LinearLayer::role)).front();
-  };
+  const auto parent = [&](LinearRole role) { return module_path(layer_of(block, role)).front(); };
   input_layernorm = register_module("input_layernorm", RmsNorm(dims.n_embd, dims.rms_norm_eps));
   self_attn = register_module(parent(LinearRole::q), LlamaAttention(dims, block));
   post_attention_layernorm =
