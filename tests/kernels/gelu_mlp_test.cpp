@@ -1,7 +1,8 @@
-// The MLP as one operation that recomputes its GELU in backward: the same output and gradients
-// as two at::linear calls around at::gelu, in fp32 and under autocast (on a GPU in half dtypes,
-// where the GEMM epilogues round differently, as close to float64 arithmetic as those calls), and
-// on a GPU the memory it keeps for backward is less by the GELU's output.
+// The MLP as one operation that keeps (CPU) or recomputes (GPU) its GELU's output for backward:
+// the same output and gradients as two at::linear calls around at::gelu, in fp32 and under
+// autocast (on a GPU in half dtypes, where the GEMM epilogues round differently, as close to
+// float64 arithmetic as those calls), and on a GPU the memory it keeps for backward is less by
+// the GELU's output.
 #include "ampt/kernels/gelu_mlp.h"
 
 #include "ampt/precision/autocast_guard.h"
@@ -43,6 +44,19 @@ torch::Tensor fused(const std::vector<torch::Tensor>& p, const std::string& appr
 torch::Tensor fused_without_epilogues(const std::vector<torch::Tensor>& p,
                                       const std::string& approximate) {
   return gelu_mlp(p[0], {p[1], p[2], p[3], p[4]}, approximate, /*epilogues=*/false);
+}
+
+// As a GPU runs it by default: the GELU's output recomputed in backward.
+torch::Tensor fused_recomputing(const std::vector<torch::Tensor>& p,
+                                const std::string& approximate) {
+  return gelu_mlp(p[0], {p[1], p[2], p[3], p[4]}, approximate, /*epilogues=*/true,
+                  ampt::kernels::GeluOutput::recompute);
+}
+
+torch::Tensor fused_recomputing_without_epilogues(const std::vector<torch::Tensor>& p,
+                                                  const std::string& approximate) {
+  return gelu_mlp(p[0], {p[1], p[2], p[3], p[4]}, approximate, /*epilogues=*/false,
+                  ampt::kernels::GeluOutput::recompute);
 }
 
 // What run_mlp() and exact() return, in order.
@@ -135,6 +149,7 @@ void compare_errors(const torch::Device& device, c10::ScalarType autocast) {
 TEST_CASE("gelu_mlp: output and gradients equal the two Linears around the GELU in fp32",
           "[kernels][gelu_mlp]") {
   compare(torch::kCPU, c10::kFloat, 1e-6);
+  compare(torch::kCPU, c10::kFloat, 1e-6, fused_recomputing);
 }
 
 TEST_CASE("gelu_mlp: under bf16 autocast, the autocast Linears' values and dtypes",
@@ -142,8 +157,9 @@ TEST_CASE("gelu_mlp: under bf16 autocast, the autocast Linears' values and dtype
   compare(torch::kCPU, c10::kBFloat16, 1e-6);
 }
 
-TEST_CASE("gelu_mlp: the GELU runs once in forward and once more in backward, where the epilogues "
-          "do not take it", "[kernels][gelu_mlp]") {
+TEST_CASE("gelu_mlp: on a CPU the GELU runs once, its output kept for backward, and recomputing "
+          "it runs it once more in backward, where the epilogues do not take it",
+          "[kernels][gelu_mlp]") {
   static std::atomic<int> gelus{0};
   const auto handle = at::addGlobalCallback(
       at::RecordFunctionCallback([](const at::RecordFunction& fn)
@@ -152,12 +168,17 @@ TEST_CASE("gelu_mlp: the GELU runs once in forward and once more in backward, wh
         return nullptr;
       }).scopes({at::RecordScope::FUNCTION}));
   const auto params = make_params(torch::kCPU);
+  CHECK(ampt::kernels::gelu_mlp_keeps_output(c10::kCPU));
+  CHECK_FALSE(ampt::kernels::gelu_mlp_keeps_output(c10::kCUDA));
   for (const bool epilogues : {true, false}) {
-    gelus = 0;
-    const auto mlp = epilogues ? fused : fused_without_epilogues;
-    run_mlp(params, mlp, "tanh", c10::kFloat);
-    INFO("epilogues " << epilogues);
-    CHECK(gelus == 2);
+    for (const bool recompute : {false, true}) {
+      gelus = 0;
+      const auto mlp = recompute ? (epilogues ? fused_recomputing : fused_recomputing_without_epilogues)
+                                 : (epilogues ? fused : fused_without_epilogues);
+      run_mlp(params, mlp, "tanh", c10::kFloat);
+      INFO("epilogues " << epilogues << ", recompute " << recompute);
+      CHECK(gelus == (recompute ? 2 : 1));
+    }
   }
   at::removeCallback(handle);
 }

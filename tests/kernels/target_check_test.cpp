@@ -1,5 +1,6 @@
-// The targets check of a training step, on the device: no wait, the first bad target kept, the
-// losses it would have spoiled made NaN instead of read outside a row.
+// The targets check of a training step, on the device (on the CPU, in a loop on the host): no
+// wait, the first bad target kept, the losses it would have spoiled made NaN instead of read
+// outside a row.
 #include "ampt/kernels/fused_classifier.h"
 #include "ampt/kernels/target_check.h"
 
@@ -15,10 +16,13 @@ using ampt::kernels::TargetCheckScope;
 TEST_CASE("target check: in a training step bad targets are recorded on the device, the first "
           "kept, and their losses are NaN",
           "[kernels][target_check]") {
+  // Both ways of recording: the CPU's loop on the host and the tensor operations a GPU runs.
+  const bool host_loop = GENERATE(true, false);
+  INFO("host loop " << host_loop);
   torch::manual_seed(2);
   const auto hidden = torch::randn({6, 8});
   const auto weight = torch::randn({12, 8});
-  TargetCheck check(torch::kCPU);
+  TargetCheck check(torch::kCPU, host_loop);
   const TargetCheckScope scope(&check);
   auto targets = torch::tensor(std::vector<int64_t>{1, 2, kIgnoreIndex, 3, 4, 5});
   const auto loss = [&] {

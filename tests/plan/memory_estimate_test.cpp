@@ -100,6 +100,13 @@ TEST_CASE("memory estimate: gpt-tiny's bytes by hand", "[memory]") {
   CHECK(m.activations == 2 * block + rest);
   CHECK(m.activations_checkpointed == 2 * 256 * 64 * 4 + block + rest);
 
+  // On the CPU the fused MLP keeps its GELU's output too (4 bf16 per token and channel a block).
+  auto cpu_config = with_model("gpt-tiny");
+  cpu_config.device = ampt::config::DeviceKind::cpu;
+  const auto cpu = ampt::plan::estimate_memory(ampt::models::model_dims(cpu_config, {}, 0),
+                                               {Precision::bf16, OptLevel::O1}, OptimizerKind::adamw, 0.9, 4);
+  CHECK(cpu.activations == m.activations + 2 * 256 * 64 * 4 * 2);
+
   // --fused_kernels false: the GELU's output kept (36 bytes per token and channel), ln_f's fp32
   // input and bf16 output, and 12 bytes per logit for the plain loss.
   auto plain_config = with_model("gpt-tiny");
@@ -612,6 +619,7 @@ int64_t estimated_peak(const std::string& device, const std::string& precision, 
   config.block_size = block;
   config.vocab_size = 256;
   config.lora_rank = lora_rank;
+  config.device = device == "cpu" ? ampt::config::DeviceKind::cpu : ampt::config::DeviceKind::cuda;
   const auto dims = ampt::models::model_dims(config, {}, 0);
   const ampt::models::Scheme scheme =
       precision == "no" ? ampt::models::Scheme{Precision::fp32, OptLevel::O0}

@@ -148,9 +148,9 @@ std::vector<Option> build_table() {
                          "Fused kernels for GPTs and Llamas: the head and cross-entropy in row "
                          "chunks (never the whole logits), each residual add with the LayerNorm "
                          "after it, the attention as one operation, the MLP recomputing its GELU "
-                         "in backward; false runs the plain ATen ops; auto (default): fused, "
-                         "except on a GPU where a forward and backward of the run's own batch "
-                         "measures the plain ops faster at startup and they fit its memory"),
+                         "in backward on a GPU; false runs the plain ATen ops; auto (default): "
+                         "fused, except on a GPU where a forward and backward of the run's own "
+                         "batch measures the plain ops faster at startup and they fit its memory"),
       bool_option("gemm_epilogues", "perf.gemm_epilogues", &C::gemm_epilogues,
                   "With --fused_kernels on a GPU in bf16/fp16: the GPT MLP's bias + GELU, and in "
                   "backward the GELU's gradient and every Linear's bias gradient, inside the "

@@ -20,7 +20,8 @@ class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
                                const std::optional<torch::Tensor>& fc_bias_copy,
                                const std::optional<torch::Tensor>& proj_weight_copy,
                                const std::optional<torch::Tensor>& proj_bias_copy,
-                               const std::string& approximate, bool epilogues, bool fp32_grad) {
+                               const std::string& approximate, bool epilogues, bool fp32_grad,
+                               bool keep_output) {
     const bool copies = fc_weight_copy.has_value();
     const auto& fc_w = copies ? *fc_weight_copy : fc_weight;
     const auto& fc_b = copies ? *fc_bias_copy : fc_bias;
@@ -37,7 +38,8 @@ class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
       pre = at::addmm(fc_b, x, fc_w.t());
       hidden = at::gelu(pre, approximate);
     }
-    ctx->save_for_backward({x, pre, fc_w, proj_w, fc_weight, fc_bias, proj_weight, proj_bias});
+    ctx->save_for_backward({x, pre, fc_w, proj_w, fc_weight, fc_bias, proj_weight, proj_bias,
+                            keep_output ? hidden : torch::Tensor()});
     ctx->saved_data["approximate"] = approximate;
     ctx->saved_data["epilogues"] = epilogues;
     ctx->saved_data["copies"] = copies;
@@ -64,20 +66,24 @@ class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
                                        need(b), epilogues, fp32_grad)
                     : linear_param_grads(d_out, input, need(w), need(b), epilogues);
     };
-    const auto proj = param_grads(dy, [&] { return at::gelu(pre, approximate); }, 3, 4);
+    const auto& kept = saved[8];
+    const auto proj =
+        param_grads(dy, [&] { return kept.defined() ? kept : at::gelu(pre, approximate); }, 3, 4);
     auto d_pre = epilogues ? linear_input_grad_dgelu(dy, proj_w, pre) : std::nullopt;
     if (!d_pre) d_pre = at::gelu_backward(dy.mm(proj_w), pre, approximate);
     const auto fc = param_grads(*d_pre, [&] { return x; }, 1, 2);
     return gradients({need(0) ? d_pre->mm(fc_w) : torch::Tensor(), fc.weight, fc.bias,
                       proj.weight, proj.bias},
-                     12);
+                     13);
   }
 };
 
 }  // namespace
 
+bool gelu_mlp_keeps_output(c10::DeviceType device) { return device == c10::kCPU; }
+
 torch::Tensor gelu_mlp(const torch::Tensor& x, const GeluMlpWeights& weights,
-                       const std::string& approximate, bool epilogues) {
+                       const std::string& approximate, bool epilogues, GeluOutput output) {
   auto sizes = x.sizes().vec();
   sizes.back() = weights.proj_weight.size(0);
   const auto in = autocast_linear_arg(x).reshape({-1, x.size(-1)});
@@ -85,7 +91,10 @@ torch::Tensor gelu_mlp(const torch::Tensor& x, const GeluMlpWeights& weights,
                                  weights.proj_bias);
   return GeluMlpFunction::apply(in, a.weight1, a.bias1, a.weight2, a.bias2, a.copy_weight1,
                                 a.copy_bias1, a.copy_weight2, a.copy_bias2, approximate, epilogues,
-                                a.fp32_grad)
+                                a.fp32_grad,
+                                output == GeluOutput::by_device
+                                    ? gelu_mlp_keeps_output(x.device().type())
+                                    : output == GeluOutput::keep)
       .view(sizes);
 }
 

@@ -29,8 +29,9 @@ torch::Tensor bad_entries(const torch::Tensor& flat, int64_t classes) {
 
 }  // namespace
 
-TargetCheck::TargetCheck(const c10::Device& device)
-    : record_(torch::zeros({3}, torch::dtype(torch::kInt64).device(device))) {}
+TargetCheck::TargetCheck(const c10::Device& device, bool host_loop)
+    : record_(torch::zeros({3}, torch::dtype(torch::kInt64).device(device))),
+      host_loop_(host_loop && device.is_cpu()) {}
 
 void TargetCheck::record(const torch::Tensor& targets, int64_t classes) {
   const auto flat = targets.flatten();
@@ -38,6 +39,20 @@ void TargetCheck::record(const torch::Tensor& targets, int64_t classes) {
   if (n == 0) return;
   numel_ = n;
   classes_ = classes;
+  if (host_loop_ && flat.is_cpu()) {
+    const auto values = flat.to(torch::kInt64).contiguous();
+    const auto* v = values.data_ptr<int64_t>();
+    auto* r = record_.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (v[i] == kIgnoreIndex || (v[i] >= 0 && v[i] < classes)) continue;
+      if (r[0] == 0) {
+        r[1] = i;
+        r[2] = v[i];
+      }
+      ++r[0];
+    }
+    return;
+  }
   const auto bad = bad_entries(flat, classes);
   const auto count = bad.sum();
   // The first bad position (n when none) and the value there.

@@ -4,6 +4,7 @@
 #include "ampt/hf/gpt2_export.h"
 #include "ampt/hf/gpt2_weights.h"
 #include "ampt/hf/pretrained.h"
+#include "ampt/kernels/gelu_mlp.h"
 #include "ampt/models/family_support.h"
 #include "ampt/models/flops.h"
 #include "ampt/models/gpt.h"
@@ -116,13 +117,14 @@ std::string gpt_write_hf(const HfExport& request) {
 // README "ampt recommend"): the block input (ln_1), ln_1's output as the matmul sees it, q/k/v
 // (3), the attention output (SDPA keeps it; c_proj reads the same storage), the mid-block
 // residual (ln_2), ln_2's output, c_fc's output (4, kept by GELU) and GELU's output (4, kept by
-// c_proj) unless the fused MLP recomputes it in backward (kernels/gelu_mlp.h). fp8 Linear layers
-// keep their e4m3 inputs (1 byte) instead: ln_1/ln_2 outputs, the attention output as c_proj's
-// input (besides SDPA's bf16 copy), and GELU's output; their MLP is never the fused one.
-int64_t gpt_block_bytes_per_token_channel(const Scheme& s, bool fused) {
+// c_proj) unless the fused MLP recomputes it in backward (kernels/gelu_mlp.h: on a GPU). fp8
+// Linear layers keep their e4m3 inputs (1 byte) instead: ln_1/ln_2 outputs, the attention output
+// as c_proj's input (besides SDPA's bf16 copy), and GELU's output; their MLP is never the fused
+// one.
+int64_t gpt_block_bytes_per_token_channel(const Scheme& s, bool recomputed_gelu) {
   const auto [r, h] = widths(s);
   if (s.precision == Precision::fp8) return 2 * r + 1 + 3 * h + h + 1 + 1 + 4 * h + 4;
-  return 2 * r + h + 3 * h + h + h + 4 * h + (fused ? 0 : 4 * h);
+  return 2 * r + h + 3 * h + h + h + 4 * h + (recomputed_gelu ? 0 : 4 * h);
 }
 
 // The fused GELU MLP has no place for an adapter's update: an adapted MLP runs unfused.
@@ -140,7 +142,9 @@ int64_t gpt_activations(const GptDims& g, const ModelDims& d, const Scheme& s, i
   // Per block besides the channel-wide tensors: SDPA's fp32 log-sum-exp per head and token, and
   // the two LayerNorms' fp32 mean and rstd per token.
   const bool fused_mlp = d.fused_kernels && !adapts_mlp(d);
-  const int64_t block = tokens * C * gpt_block_bytes_per_token_channel(s, fused_mlp) +
+  const bool recomputed_gelu =
+      fused_mlp && !kernels::gelu_mlp_keeps_output(d.cpu ? c10::kCPU : c10::kCUDA);
+  const int64_t block = tokens * C * gpt_block_bytes_per_token_channel(s, recomputed_gelu) +
                         tokens * g.n_head * 4 + tokens * 16;
   // Checkpointing keeps each block's input and recomputes one block at a time in backward.
   const int64_t blocks = checkpointed ? L * tokens * C * r + block : L * block;
@@ -185,6 +189,7 @@ ModelDims gpt_memory_dims(const config::Config& config, std::vector<int64_t>, in
   }
   d.classes = gpt.vocab_size;
   d.fused_kernels = config.fused_kernels != config::AutoSwitch::off;
+  d.cpu = config.device == config::DeviceKind::cpu;
   d.layers = layer_inventory(gpt);
   d.terms = gpt_memory_terms(gpt, d);
   return d;

@@ -68,8 +68,12 @@ struct ModelDims {
   int64_t seq_len = 0;               // language models: tokens per sample
   std::vector<int64_t> input_shape;  // MLP: {features} (or any shape, flattened); CNN: {C, H, W}
   int64_t classes = 0;               // language models: the vocabulary (the head's rows)
-  // Transformers: --fused_kernels (the chunked head and loss; a GPT's MLP recomputing its GELU).
+  // Transformers: --fused_kernels (the chunked head and loss; a GPT's MLP recomputing its GELU on
+  // a GPU).
   bool fused_kernels = true;
+  // A run on the CPU (--device cpu), where the fused GELU MLP keeps its GELU's output for
+  // backward (kernels/gelu_mlp.h); elsewhere the estimate plans for a GPU.
+  bool cpu = false;
   LoraDims lora;
   PreferenceDims preference;
   // Transformers: the blocks and their Linear layers, as the built model has them.

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace ampt::precision {
@@ -119,7 +120,13 @@ StabilityMonitor::StabilityMonitor(std::vector<torch::Tensor> params, std::vecto
                                  torch::dtype(torch::kFloat64).device(device))) {}
 
 torch::Tensor StabilityMonitor::skip_flag(const torch::Tensor& loss, const torch::Tensor& found_inf) {
-  loss_nonfinite_ = loss.detach().isfinite().logical_not().to(torch::kFloat32).to(found_inf.device());
+  // loss − loss is 0 for a finite loss and NaN for an infinite or NaN one: two operations where
+  // isfinite is four (each a launch on a GPU).
+  const auto value = loss.detach();
+  loss_nonfinite_ = value.sub(value).ne(0).to(torch::kFloat32);
+  if (loss_nonfinite_.device() != found_inf.device()) {
+    loss_nonfinite_ = loss_nonfinite_.to(found_inf.device());
+  }
   return torch::maximum(found_inf, loss_nonfinite_);
 }
 
@@ -129,20 +136,26 @@ void StabilityMonitor::observe(const torch::Tensor& grad_norms, const torch::Ten
                                const torch::Tensor& skipped, std::vector<int64_t> grad_params) {
   // A graph replay does not call observe: the captured step's gradients are every step's.
   grad_params_ = std::move(grad_params);
-  const auto bad_grads = grad_norms.isfinite().logical_not().to(torch::kFloat64);
-  // 1-based position of the last non-finite gradient, 0 when there is none.
-  const auto positions = torch::arange(1, bad_grads.numel() + 1, bad_grads.options());
+  // A norm is not negative, so one that is not below infinity is infinite or NaN: one comparison
+  // where isfinite is four operations.
+  const auto bad_grads =
+      grad_norms.lt(std::numeric_limits<float>::infinity()).logical_not_().to(torch::kFloat32);
+  // 1-based position of each gradient, kept from step to step.
+  if (!positions_.defined() || positions_.numel() != bad_grads.numel()) {
+    positions_ = torch::arange(1, bad_grads.numel() + 1, bad_grads.options());
+    zero_ = torch::zeros({}, bad_grads.options());
+  }
   consecutive_.add_(1.0).mul_(skipped);
-  const auto zero = torch::zeros({}, bad_grads.options());
-  const auto targets = targets_.defined() ? targets_.to(torch::kFloat64)
-                                          : torch::zeros({3}, bad_grads.options());
-  record_.copy_(torch::cat({torch::stack({skipped.to(torch::kFloat64),
-                                          loss_nonfinite_.to(torch::kFloat64), bad_grads.sum(),
-                                          (bad_grads * positions).max(),
-                                          consecutive_.to(torch::kFloat64),
-                                          floor_hit.defined() ? floor_hit.to(torch::kFloat64)
-                                                              : zero}),
-                            targets}));
+  // The fields in float32 (counts and positions, exact below 2^24), widened by the copy into the
+  // float64 record; the targets' int64 record likewise (values up to 2^53 exactly).
+  const auto as_float = [](const torch::Tensor& t) {
+    return t.scalar_type() == torch::kFloat32 ? t : t.to(torch::kFloat32);
+  };
+  record_.narrow(0, 0, kBadTargets)
+      .copy_(torch::stack({as_float(skipped), loss_nonfinite_, bad_grads.sum(),
+                           bad_grads.mul(positions_).max(), consecutive_,
+                           floor_hit.defined() ? as_float(floor_hit) : zero_}));
+  if (targets_.defined()) record_.narrow(0, kBadTargets, kFields - kBadTargets).copy_(targets_);
 }
 
 void StabilityMonitor::record(int64_t step, bool flush_now) {

@@ -130,6 +130,8 @@ class StabilityMonitor {
   torch::Tensor loss_nonfinite_;  // this step's, between skip_flag and observe
   std::vector<int64_t> grad_params_;  // the latest observe's, for the next record
   torch::Tensor consecutive_;     // 0-dim float32 on the device
+  torch::Tensor positions_;       // float32 1..gradients on the device, for observe
+  torch::Tensor zero_;            // 0-dim float32 on the device: floor_hit without a scaler
   torch::Tensor targets_;         // watch_targets's, or undefined
   torch::Tensor record_;          // the latest step's record, float64 on the device
   torch::Tensor kept_records_;    // [flush_every, fields] on the device: the steps kept

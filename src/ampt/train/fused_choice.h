@@ -1,8 +1,8 @@
 // --fused_kernels auto: whether a run's transformer takes its fused operations (the chunked head
 // and loss that never holds the logits whole, add+LayerNorm, the one-node attention, the MLP
-// recomputing its GELU) or the plain ATen ops, decided once at startup. Fused, except on a GPU
-// where a forward and backward of the run's own micro-batch measures the plain ops faster and
-// `ampt recommend`'s estimate says they fit the GPU's memory: the fused head and MLP are also
+// recomputing its GELU on a GPU) or the plain ATen ops, decided once at startup. Fused, except on
+// a GPU where a forward and backward of the run's own micro-batch measures the plain ops faster
+// and `ampt recommend`'s estimate says they fit the GPU's memory: the fused head and MLP are also
 // memory savings, kept where the batch needs them. The startup line says which and why.
 #pragma once
 

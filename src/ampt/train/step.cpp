@@ -93,8 +93,12 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   // step's total, the update is the same however the step's examples are split into
   // micro-batches and ranks (what transformers' num_items_in_batch does). Counted on the device,
   // so no step waits for the host. Where every target is scored that weight is the micro-batch
-  // count, known without counting.
-  const bool uniform = parts_.objective->uniform_units();
+  // count, known without counting; so it is in a step of one micro-batch on one rank without
+  // figures (the weight total / units is 1, and a loss divided by 1 is that loss, 0 / 0's NaN
+  // included).
+  const bool uniform = parts_.objective->uniform_units() ||
+                       (micro_batches.size() == 1 && parts_.ranks == 1 &&
+                        !parts_.units_over_ranks && parts_.objective->figure_names().empty());
   std::vector<torch::Tensor> units;
   torch::Tensor total;
   if (!uniform) {
@@ -108,8 +112,10 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
     const auto out = parts_.objective->loss(micro_batches[m]);
     // total / (units × ranks): exactly the micro-batch count when every micro-batch holds as
     // many units. The gradient sync's mean over ranks makes the weights sum to one.
+    // (A lone micro-batch's loss is its own weighted loss: no division, no node for backward.)
     const auto weighted =
-        uniform ? out.loss / static_cast<double>(micro_batches.size())
+        uniform ? (micro_batches.size() == 1 ? out.loss
+                                             : out.loss / static_cast<double>(micro_batches.size()))
                 : out.loss / total.div(parts_.ranks > 1 ? units[m] * parts_.ranks : units[m]);
     result.loss = result.loss.defined() ? result.loss.add_(weighted.detach())
                                         : weighted.detach().clone();
