@@ -49,9 +49,9 @@ bool flash_for(const torch::Tensor& x, int64_t heads, bool grad) {
 
 class CausalAttentionFunction : public torch::autograd::Function<CausalAttentionFunction> {
  public:
-  // x [B·T, C] in the compute dtype; the four weights what autograd differentiates and, where
-  // given, their half copies that the matmuls read instead (fused_linear.h).
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+  // input [B, T, C] in the compute dtype; the four weights what autograd differentiates and,
+  // where given, their half copies that the matmuls read instead (fused_linear.h).
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
                                const torch::Tensor& attn_weight, const torch::Tensor& attn_bias,
                                const torch::Tensor& proj_weight, const torch::Tensor& proj_bias,
                                const std::optional<torch::Tensor>& attn_weight_copy,
@@ -59,6 +59,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
                                const std::optional<torch::Tensor>& proj_weight_copy,
                                const std::optional<torch::Tensor>& proj_bias_copy, int64_t batch,
                                int64_t heads, bool epilogues, bool fp32_grad) {
+    const auto x = input.reshape({-1, input.size(-1)});  // [B·T, C]
     const bool copies = attn_weight_copy.has_value();
     const auto& w1 = copies ? *attn_weight_copy : attn_weight;
     const auto& b1 = copies ? *attn_bias_copy : attn_bias;
@@ -96,7 +97,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     ctx->saved_data["epilogues"] = epilogues;
     ctx->saved_data["copies"] = copies;
     ctx->saved_data["fp32_grad"] = fp32_grad;
-    return at::addmm(b2, y, w2.t());
+    return addmm_as(input.sizes(), b2, y, w2);
   }
 
   // Each gradient as the composite's nodes form it: c_proj's as fused_linear's backward, the
@@ -120,7 +121,7 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
                                        epilogues, fp32_grad)
                     : linear_param_grads(d_out, in, need(w), need(b), epilogues);
     };
-    const auto dz = grads[0].contiguous();
+    const auto dz = grads[0].reshape({-1, grads[0].size(-1)}).contiguous();
     const auto proj = param_grads(dz, y, 3, 4);
     const auto dy = dz.mm(w2);
     const auto [q, k, v] = heads_of(qkv, batch, heads);
@@ -139,8 +140,8 @@ class CausalAttentionFunction : public torch::autograd::Function<CausalAttention
     const auto dqkv = at::cat({dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2)}, 2)
                           .view({x.size(0), 3 * width});
     const auto attn = param_grads(dqkv, x, 1, 2);
-    return gradients({need(0) ? dqkv.mm(w1) : torch::Tensor(), attn.weight, attn.bias,
-                      proj.weight, proj.bias},
+    return gradients({need(0) ? dqkv.mm(w1).view({batch, time, width}) : torch::Tensor(),
+                      attn.weight, attn.bias, proj.weight, proj.bias},
                      13);
   }
 };
@@ -156,13 +157,11 @@ std::optional<torch::Tensor> fused_causal_attention(const torch::Tensor& x,
   const bool grad = torch::GradMode::is_enabled();
   if (!flash_for(in, heads, grad)) return std::nullopt;
   const int64_t batch = x.size(0);
-  const auto flat = in.reshape({-1, x.size(2)});
   const auto a = two_linear_args(weights.attn_weight, weights.attn_bias, weights.proj_weight,
                                  weights.proj_bias);
-  return CausalAttentionFunction::apply(flat, a.weight1, a.bias1, a.weight2, a.bias2,
+  return CausalAttentionFunction::apply(in, a.weight1, a.bias1, a.weight2, a.bias2,
                                         a.copy_weight1, a.copy_bias1, a.copy_weight2,
-                                        a.copy_bias2, batch, heads, epilogues, a.fp32_grad)
-      .view(x.sizes());
+                                        a.copy_bias2, batch, heads, epilogues, a.fp32_grad);
 }
 
 }  // namespace ampt::kernels

@@ -123,8 +123,10 @@ class ClassifierLossFunction : public torch::autograd::Function<ClassifierLossFu
                                const std::optional<torch::Tensor>& weight_copy,
                                const torch::Tensor& targets, int64_t valid, int64_t chunk_rows,
                                int64_t dtype, bool fp8, bool grad) {
-    HeadMatmuls head(hidden, weight, weight_copy.value_or(torch::Tensor()),
-                     static_cast<c10::ScalarType>(dtype), fp8, grad);
+    // Rows reshaped here rather than by the caller: no view node before this one in backward.
+    HeadMatmuls head(hidden.reshape({-1, hidden.size(-1)}), weight,
+                     weight_copy.value_or(torch::Tensor()), static_cast<c10::ScalarType>(dtype),
+                     fp8, grad);
     const int64_t rows = head.rows(), classes = weight.size(0);
     const auto f32 = hidden.options().dtype(torch::kFloat32);
     auto row_loss = torch::empty({rows}, f32);
@@ -148,6 +150,7 @@ class ClassifierLossFunction : public torch::autograd::Function<ClassifierLossFu
     if (grad) {
       ctx->save_for_backward({dh, dw, counted});
       ctx->saved_data["hidden_dtype"] = static_cast<int64_t>(hidden.scalar_type());
+      ctx->saved_data["hidden_sizes"] = hidden.sizes().vec();
       ctx->saved_data["weight_dtype"] = static_cast<int64_t>(weight.scalar_type());
     }
     return loss;
@@ -166,7 +169,8 @@ class ClassifierLossFunction : public torch::autograd::Function<ClassifierLossFu
       at::mul_out(out, grad, scale);
       return out;
     };
-    return gradients({scaled(saved[0], dtype("hidden_dtype")),
+    return gradients({scaled(saved[0], dtype("hidden_dtype"))
+                          .view(ctx->saved_data["hidden_sizes"].toIntVector()),
                       saved[1].defined() ? scaled(saved[1], dtype("weight_dtype"))
                                          : torch::Tensor()},
                      9);
@@ -193,10 +197,13 @@ torch::Tensor classifier_loss(const torch::Tensor& hidden, const torch::Tensor& 
       torch::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad());
   // The head reads the weight's half copy where it has one (weight_copies.h), not a cast of it.
   const auto copy = options.fp8 ? torch::Tensor() : weight_copy(weight).copy;
+  TORCH_CHECK(hidden.dim() >= 1 && targets.numel() * hidden.size(-1) == hidden.numel(),
+              "classifier_loss: ", targets.numel(), " targets for hidden states of shape ",
+              hidden.sizes());
   return ClassifierLossFunction::apply(hidden, weight, optional_tensor(copy),
-                                       targets.to(torch::kInt64).contiguous(), valid, chunk,
-                                       static_cast<int64_t>(compute_dtype(weight)), options.fp8,
-                                       grad);
+                                       targets.flatten().to(torch::kInt64).contiguous(), valid,
+                                       chunk, static_cast<int64_t>(compute_dtype(weight)),
+                                       options.fp8, grad);
 }
 
 torch::Tensor classifier_loss_reference(const torch::Tensor& hidden, const torch::Tensor& weight,

@@ -32,8 +32,9 @@ struct ClassifierLossOptions {
   bool fp8 = false;
 };
 
-// hidden [rows, width], weight [classes, width], targets [rows] int64 (kIgnoreIndex: the row
-// does not count) → the mean loss over the counted rows, a 0-dim float32 tensor. The matmuls run
+// hidden [..., width] (rows: all but the last dimension), weight [classes, width], targets of
+// the rows' shape [...] int64 (kIgnoreIndex: the row does not count) → the mean loss over the
+// counted rows, a 0-dim float32 tensor. The matmuls run
 // in autocast's dtype when autocast is on for the device (else the weight's dtype), or in fp8
 // (options.fp8); the softmax in float32. On CUDA the softmax, loss and gradient of a chunk are
 // one kernel (cuda/launch.h); elsewhere ATen ops. Gradients flow to hidden and weight.

@@ -89,6 +89,14 @@ TwoLinearArgs two_linear_args(const torch::Tensor& weight1, const torch::Tensor&
   return {cast(weight1), cast(bias1), cast(weight2), cast(bias2), {}, {}, {}, {}, false};
 }
 
+torch::Tensor addmm_as(at::IntArrayRef sizes, const torch::Tensor& bias, const torch::Tensor& mat,
+                       const torch::Tensor& weight) {
+  auto out = at::empty(sizes, mat.options());
+  auto rows = out.view({mat.size(0), weight.size(0)});
+  at::addmm_out(rows, bias, mat, weight.t());
+  return out;
+}
+
 torch::autograd::variable_list gradients(std::initializer_list<torch::Tensor> grads,
                                          size_t inputs) {
   torch::autograd::variable_list out(grads);

@@ -48,6 +48,14 @@ struct TwoLinearArgs {
 TwoLinearArgs two_linear_args(const torch::Tensor& weight1, const torch::Tensor& bias1,
                               const torch::Tensor& weight2, const torch::Tensor& bias2);
 
+// addmm(bias, mat, weightᵀ) [rows, out] written into a new tensor of `sizes` [..., out]: an
+// autograd function that takes its input in its own shape [..., in] and reshapes it inside (so
+// that no view node stands between it and its caller in backward) returns this tensor itself,
+// not a view of the product (a view made inside an autograd function may not be modified in
+// place later).
+torch::Tensor addmm_as(at::IntArrayRef sizes, const torch::Tensor& bias, const torch::Tensor& mat,
+                       const torch::Tensor& weight);
+
 // A backward's gradients for an autograd function of `inputs` arguments: `grads` for the first
 // ones, none for the rest (the arguments that take none: flags, sizes, copies).
 torch::autograd::variable_list gradients(std::initializer_list<torch::Tensor> grads,

@@ -10,10 +10,10 @@ namespace {
 
 class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
  public:
-  // x [rows, width] and the weights in one dtype; the Linears as at::linear runs them (addmm).
-  // With the half copies given (all four), the matmuls read them and the four fp32 weights get
-  // fp32 gradients (fused_linear.h's half_param_grads).
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+  // input [..., width] and the weights in one dtype; the Linears as at::linear runs them
+  // (addmm). With the half copies given (all four), the matmuls read them and the four fp32
+  // weights get fp32 gradients (fused_linear.h's half_param_grads).
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
                                const torch::Tensor& fc_weight, const torch::Tensor& fc_bias,
                                const torch::Tensor& proj_weight, const torch::Tensor& proj_bias,
                                const std::optional<torch::Tensor>& fc_weight_copy,
@@ -22,6 +22,7 @@ class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
                                const std::optional<torch::Tensor>& proj_bias_copy,
                                const std::string& approximate, bool epilogues, bool fp32_grad,
                                bool keep_output) {
+    const auto x = input.reshape({-1, input.size(-1)});
     const bool copies = fc_weight_copy.has_value();
     const auto& fc_w = copies ? *fc_weight_copy : fc_weight;
     const auto& fc_b = copies ? *fc_bias_copy : fc_bias;
@@ -44,7 +45,10 @@ class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
     ctx->saved_data["epilogues"] = epilogues;
     ctx->saved_data["copies"] = copies;
     ctx->saved_data["fp32_grad"] = fp32_grad;
-    return at::addmm(proj_b, hidden, proj_w.t());
+    ctx->saved_data["sizes"] = input.sizes().vec();
+    auto sizes = input.sizes().vec();
+    sizes.back() = proj_w.size(0);
+    return addmm_as(sizes, proj_b, hidden, proj_w);
   }
 
   // Without the epilogues, each gradient as AddmmBackward0 and GeluBackward0 form it
@@ -58,7 +62,7 @@ class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
     const bool epilogues = ctx->saved_data["epilogues"].toBool();
     const bool copies = ctx->saved_data["copies"].toBool();
     const bool fp32_grad = ctx->saved_data["fp32_grad"].toBool();
-    const auto dy = grads[0].contiguous();
+    const auto dy = grads[0].reshape({-1, grads[0].size(-1)}).contiguous();
     const auto need = [&](int i) { return ctx->needs_input_grad(i); };
     const auto param_grads = [&](const torch::Tensor& d_out,
                                  const std::function<torch::Tensor()>& input, int w, int b) {
@@ -72,7 +76,8 @@ class GeluMlpFunction : public torch::autograd::Function<GeluMlpFunction> {
     auto d_pre = epilogues ? linear_input_grad_dgelu(dy, proj_w, pre) : std::nullopt;
     if (!d_pre) d_pre = at::gelu_backward(dy.mm(proj_w), pre, approximate);
     const auto fc = param_grads(*d_pre, [&] { return x; }, 1, 2);
-    return gradients({need(0) ? d_pre->mm(fc_w) : torch::Tensor(), fc.weight, fc.bias,
+    const auto sizes = ctx->saved_data["sizes"].toIntVector();
+    return gradients({need(0) ? d_pre->mm(fc_w).view(sizes) : torch::Tensor(), fc.weight, fc.bias,
                       proj.weight, proj.bias},
                      13);
   }
@@ -84,9 +89,7 @@ bool gelu_mlp_keeps_output(c10::DeviceType device) { return device == c10::kCPU;
 
 torch::Tensor gelu_mlp(const torch::Tensor& x, const GeluMlpWeights& weights,
                        const std::string& approximate, bool epilogues, GeluOutput output) {
-  auto sizes = x.sizes().vec();
-  sizes.back() = weights.proj_weight.size(0);
-  const auto in = autocast_linear_arg(x).reshape({-1, x.size(-1)});
+  const auto in = autocast_linear_arg(x);
   const auto a = two_linear_args(weights.fc_weight, weights.fc_bias, weights.proj_weight,
                                  weights.proj_bias);
   return GeluMlpFunction::apply(in, a.weight1, a.bias1, a.weight2, a.bias2, a.copy_weight1,
@@ -94,8 +97,7 @@ torch::Tensor gelu_mlp(const torch::Tensor& x, const GeluMlpWeights& weights,
                                 a.fp32_grad,
                                 output == GeluOutput::by_device
                                     ? gelu_mlp_keeps_output(x.device().type())
-                                    : output == GeluOutput::keep)
-      .view(sizes);
+                                    : output == GeluOutput::keep);
 }
 
 }  // namespace ampt::kernels

@@ -80,8 +80,7 @@ LossTerms DecoderImpl::loss_terms(const torch::Tensor& tokens, const torch::Tens
       return kernels::checked_cross_entropy(kernels::linear(x, class_weight(), {}).flatten(0, -2),
                                             targets.flatten());
     }
-    return kernels::classifier_loss(x.flatten(0, -2), head_weight(), targets.flatten(),
-                                    {classes(), 0, fp8_head_});
+    return kernels::classifier_loss(x, head_weight(), targets, {classes(), 0, fp8_head_});
   });
   auto aux = auxiliary_loss(reports);
   if (aux.loss.defined()) loss = loss + aux.loss;
