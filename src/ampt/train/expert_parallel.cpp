@@ -133,11 +133,8 @@ class ExpertParallel::Gradients final : public StepGradients {
     const auto dense = inner_.norms(pick(grads, dense_grads_));
     auto out = torch::empty({static_cast<int64_t>(dense_norms_.size() + expert_norms_.size())},
                             dense.options());
-    const auto at = [&](const std::vector<int64_t>& positions) {
-      return torch::tensor(positions, torch::dtype(torch::kInt64)).to(out.device());
-    };
-    out.index_copy_(0, at(expert_norms_), squares.sqrt());
-    return out.index_copy_(0, at(dense_norms_), dense);
+    out.index_copy_(0, expert_at_.of(expert_norms_, out.device()), squares.sqrt());
+    return out.index_copy_(0, dense_at_.of(dense_norms_, out.device()), dense);
   }
 
   torch::Tensor underflow(const std::vector<torch::Tensor>& grads, c10::ScalarType half) override {
@@ -170,12 +167,30 @@ class ExpertParallel::Gradients final : public StepGradients {
     return out;
   }
 
+  // Positions as an index tensor on the device, made again only when they change: every step
+  // collects the same ones, and a tensor made from them each step is a copy to a GPU each step.
+  class DeviceIndex {
+   public:
+    const torch::Tensor& of(const std::vector<int64_t>& positions, const c10::Device& device) {
+      if (!index_.defined() || positions_ != positions || index_.device() != device) {
+        positions_ = positions;
+        index_ = torch::tensor(positions, torch::dtype(torch::kInt64)).to(device);
+      }
+      return index_;
+    }
+
+   private:
+    std::vector<int64_t> positions_;
+    torch::Tensor index_;
+  };
+
   const ExpertParallel& experts_;
   StepGradients& inner_;
   // Where the collected gradients and their norms (one per parameter) are the experts' and
   // `inner`'s.
   std::vector<int64_t> dense_grads_, expert_grads_;
   std::vector<int64_t> dense_norms_, expert_norms_;
+  DeviceIndex dense_at_, expert_at_;
 };
 
 std::unique_ptr<ExpertParallel> ExpertParallel::make(distributed::DataParallel& dist,
