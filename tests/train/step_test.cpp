@@ -205,3 +205,56 @@ TEST_CASE("an unscaled step skips a non-finite gradient as a scaled one does", "
     CHECK_FALSE(same(state_of(), before));
   }
 }
+
+// A single-process step takes its gradients from autograd::grad, without the parameters'
+// AccumulateGrad nodes; a distributed one (a before_backward hook: DDP's and ZeRO's hooks hang on
+// those nodes) from backward(). Both must leave the same gradients: one tensor handed to two
+// parameters (an addition's backward) becomes two, or clipping's in-place scaling would reach it
+// twice; micro-batches add up; a frozen or unused parameter gets none.
+TEST_CASE("a single-process step's gradients are backward()'s, bit for bit", "[train][step]") {
+  const auto run = [](bool through_backward) {
+    torch::manual_seed(5);
+    auto a = torch::randn({4}).requires_grad_(true);
+    auto b = torch::randn({4}).requires_grad_(true);
+    auto unused = torch::randn({2}).requires_grad_(true);
+    auto frozen = torch::randn({4});
+    Config config;
+    auto optimizer =
+        ampt::train::make_optimizer(config, {{"a", a}, {"b", b}, {"unused", unused}});
+    ampt::precision::LossScalerOptions options;
+    options.enabled = false;
+    ampt::precision::LossScaler scaler(options, torch::kCPU);
+    ampt::train::StepParts parts;
+    parts.objective = ampt::train::token_cross_entropy(
+        [&](const ampt::data::Batch& batch, torch::Tensor*) {
+          return ((a + b) * batch.inputs * frozen).sum();
+        },
+        /*every_target_scored=*/true);
+    parts.parameters = {a, b, unused, frozen};
+    parts.scaler = &scaler;
+    parts.optimizer = optimizer.get();
+    parts.max_grad_norm = 0.5;  // clipping scales every gradient in place
+    parts.overflow_steps = torch::zeros({});
+    if (through_backward) parts.before_backward = [](bool) {};
+    ampt::train::TrainStep step(parts, /*graphed=*/false);
+    const auto target = torch::zeros({1}, torch::kInt64);
+    std::vector<torch::Tensor> norms;
+    for (int s = 0; s < 3; ++s) {
+      const auto result = step.run({{torch::randn({4}), target}, {torch::randn({4}), target}}, 0.1,
+                                   /*want_grad_norm=*/true);
+      norms.push_back(result.grad_norm);
+    }
+    CHECK_FALSE(frozen.grad().defined());
+    CHECK_FALSE(unused.grad().defined());
+    std::vector<torch::Tensor> out{a.detach(), b.detach(), torch::stack(norms)};
+    for (const auto& [name, t] : optimizer->state()) out.push_back(t);
+    return out;
+  };
+  const auto direct = run(false);
+  const auto reference = run(true);
+  REQUIRE(direct.size() == reference.size());
+  for (size_t i = 0; i < direct.size(); ++i) {
+    INFO("tensor " << i);
+    CHECK(torch::equal(direct[i], reference[i]));
+  }
+}
