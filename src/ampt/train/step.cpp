@@ -10,8 +10,6 @@
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <torch/autograd.h>
-#include <torch/csrc/autograd/utils/grad_layout_contract.h>
 
 
 namespace ampt::train {
@@ -125,14 +123,7 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
     forward.end();
     StepPhase backward("ampt::backward");
     if (parts_.before_backward) parts_.before_backward(m + 1 == micro_batches.size());
-    // A distributed step's gradient hooks (DDP's reducer, ZeRO's) hang on the parameters'
-    // AccumulateGrad nodes, which only backward() runs; a captured step keeps autograd's own
-    // graph-pool gradients.
-    if (parts_.before_backward || capturing) {
-      parts_.scaler->scale(weighted).backward();
-    } else {
-      backward_into_grads(parts_.scaler->scale(weighted));
-    }
+    parts_.scaler->scale(weighted).backward();
   }
   // Sums over this rank's units, times the ranks over the step's units: means over the ranks.
   if (figures.defined()) result.figures = figures.mul_(static_cast<double>(parts_.ranks)).div_(total);
@@ -192,37 +183,6 @@ StepResult TrainStep::body(const std::vector<data::Batch>& micro_batches, const 
   // gradients in the step already.)
   if (!capturing) release_grads();
   return result;
-}
-
-// Backward without the parameters' AccumulateGrad nodes (28 of a gpt-tiny step's 45):
-// autograd::grad hands each parameter's gradient over at its edge, and it lands in .grad as
-// AccumulateGrad would put it there: taken as it is where nothing else holds it and its layout is
-// the parameter's, else copied into that layout; added to a gradient already there (the step's
-// earlier micro-batches).
-void TrainStep::backward_into_grads(const torch::Tensor& loss) {
-  std::vector<torch::Tensor> inputs;
-  std::vector<size_t> of;
-  for (size_t i = 0; i < parts_.parameters.size(); ++i) {
-    if (!parts_.parameters[i].requires_grad()) continue;
-    inputs.push_back(parts_.parameters[i]);
-    of.push_back(i);
-  }
-  auto grads = torch::autograd::grad({loss}, inputs, {}, /*retain_graph=*/false,
-                                     /*create_graph=*/false, /*allow_unused=*/true);
-  inputs.clear();  // the parameters' handles: not among a gradient's holders below
-  for (size_t k = 0; k < grads.size(); ++k) {
-    auto grad = std::move(grads[k]);
-    if (!grad.defined()) continue;
-    auto& param = parts_.parameters[of[k]];
-    auto& current = param.mutable_grad();
-    if (current.defined()) {
-      current.add_(grad);
-    } else if (grad.use_count() == 1 && torch::autograd::utils::obeys_layout_contract(grad, param)) {
-      current = std::move(grad);
-    } else {
-      current = torch::autograd::utils::clone_obey_contract(grad, param);
-    }
-  }
 }
 
 void TrainStep::release_grads() {

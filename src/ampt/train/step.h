@@ -122,7 +122,6 @@ class TrainStep {
   StepResult body(const std::vector<data::Batch>& micro_batches, const Lr& lr, bool want_grad_norm,
                   bool want_underflow, bool capturing = false);
   void release_grads();
-  void backward_into_grads(const torch::Tensor& loss);
 
   struct Graph;  // CUDA-only state, defined in step.cpp
   StepParts parts_;
