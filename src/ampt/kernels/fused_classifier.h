@@ -34,10 +34,10 @@ struct ClassifierLossOptions {
 
 // hidden [..., width] (rows: all but the last dimension), weight [classes, width], targets of
 // the rows' shape [...] int64 (kIgnoreIndex: the row does not count) → the mean loss over the
-// counted rows, a 0-dim float32 tensor. The matmuls run
-// in autocast's dtype when autocast is on for the device (else the weight's dtype), or in fp8
-// (options.fp8); the softmax in float32. On CUDA the softmax, loss and gradient of a chunk are
-// one kernel (cuda/launch.h); elsewhere ATen ops. Gradients flow to hidden and weight.
+// counted rows, a 0-dim float32 tensor. The matmuls run in autocast's dtype when autocast is on
+// for the device (else the weight's dtype), or in fp8 (options.fp8); the softmax in float32. On
+// CUDA the softmax, loss and gradient of a chunk are one kernel (cuda/launch.h); elsewhere ATen
+// ops. Gradients flow to hidden and weight.
 torch::Tensor classifier_loss(const torch::Tensor& hidden, const torch::Tensor& weight,
                               const torch::Tensor& targets, const ClassifierLossOptions& options);
 

@@ -7,9 +7,9 @@
 // limit: the output is kept, as autograd keeps it (GeluOutput). On a GPU, in bfloat16 or float16
 // with the tanh GELU (GPT-2's), the GEMMs do the bias, the GELU, its gradient and the bias
 // gradients in their epilogues (gemm_epilogues.h): the same arithmetic on values not yet rounded
-// to the half dtype, and four passes over a [tokens, 4·width] tensor fewer. Everywhere else the same ATen operations
-// as the two Linears and the GELU run one by one, in the same order, so values and gradients are
-// the unfused ones. Where the four weights have half copies (weight_copies.h) the GEMMs read those
+// to the half dtype, and four passes over a [tokens, 4·width] tensor fewer. Everywhere else the
+// same ATen operations as the two Linears and the GELU run one by one, in the same order, so
+// values and gradients are the unfused ones. Where the four weights have half copies (weight_copies.h) the GEMMs read those
 // and the weights' gradients are fp32, as fused_linear's.
 #pragma once
 

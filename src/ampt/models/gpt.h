@@ -29,8 +29,8 @@ class GptMlpImpl : public torch::nn::Module {
 
   // Whether c_fc, the GELU and c_proj run as one operation: in the autocast dtype, one that on a
   // GPU recomputes the GELU's output in backward rather than keeping it (kernels/gelu_mlp.h; not
-  // with fp32 islands), and that may use the GEMM epilogues where they apply (`epilogues`); with both
-  // Linears in fp8 and the tanh GELU, one whose casts compute the GELU and its gradient
+  // with fp32 islands), and that may use the GEMM epilogues where they apply (`epilogues`); with
+  // both Linears in fp8 and the tanh GELU, one whose casts compute the GELU and its gradient
   // (precision/fp8_mlp.h).
   void set_fused(bool fused, bool epilogues) {
     fused_ = fused;

@@ -106,6 +106,12 @@ Diagnosis diagnose(const BadStep& bad, const RunFacts& facts) {
   return d;
 }
 
+torch::Tensor nonfinite_norms(const torch::Tensor& norms) {
+  // A norm is not negative, so one that is not below infinity is infinite or NaN: one comparison
+  // where isfinite is four operations (each a launch on a GPU).
+  return norms.lt(std::numeric_limits<float>::infinity()).logical_not_();
+}
+
 StabilityMonitor::StabilityMonitor(std::vector<torch::Tensor> params, std::vector<std::string> names,
                                    const torch::Device& device, int64_t max_consecutive_skips,
                                    int64_t flush_every)
@@ -115,6 +121,7 @@ StabilityMonitor::StabilityMonitor(std::vector<torch::Tensor> params, std::vecto
       device_(device),
       max_consecutive_skips_(max_consecutive_skips),
       consecutive_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device))),
+      zero_(torch::zeros({}, torch::dtype(torch::kFloat32).device(device))),
       record_(torch::zeros({kFields}, torch::dtype(torch::kFloat64).device(device))),
       kept_records_(torch::zeros({std::max<int64_t>(1, flush_every), kFields},
                                  torch::dtype(torch::kFloat64).device(device))) {}
@@ -136,14 +143,10 @@ void StabilityMonitor::observe(const torch::Tensor& grad_norms, const torch::Ten
                                const torch::Tensor& skipped, std::vector<int64_t> grad_params) {
   // A graph replay does not call observe: the captured step's gradients are every step's.
   grad_params_ = std::move(grad_params);
-  // A norm is not negative, so one that is not below infinity is infinite or NaN: one comparison
-  // where isfinite is four operations.
-  const auto bad_grads =
-      grad_norms.lt(std::numeric_limits<float>::infinity()).logical_not_().to(torch::kFloat32);
+  const auto bad_grads = nonfinite_norms(grad_norms).to(torch::kFloat32);
   // 1-based position of each gradient, kept from step to step.
   if (!positions_.defined() || positions_.numel() != bad_grads.numel()) {
     positions_ = torch::arange(1, bad_grads.numel() + 1, bad_grads.options());
-    zero_ = torch::zeros({}, bad_grads.options());
   }
   consecutive_.add_(1.0).mul_(skipped);
   // The fields in float32 (counts and positions, exact below 2^24), widened by the copy into the

@@ -59,6 +59,10 @@ struct Diagnosis {
 
 Diagnosis diagnose(const BadStep& step, const RunFacts& facts);
 
+// Which of the gradient norms `norms` are infinite or NaN (bool, on their device): what the
+// monitor records and what skips a step whose gradients no scaler unscaled.
+torch::Tensor nonfinite_norms(const torch::Tensor& norms);
+
 // Per step, on the device: a skip flag (non-finite gradients or loss), a consecutive-skip counter
 // and the index of the offending gradient, packed into a few numbers. The steps' records gather
 // on the device and travel to the host in one copy that does not block, at log steps (and at
@@ -130,8 +134,8 @@ class StabilityMonitor {
   torch::Tensor loss_nonfinite_;  // this step's, between skip_flag and observe
   std::vector<int64_t> grad_params_;  // the latest observe's, for the next record
   torch::Tensor consecutive_;     // 0-dim float32 on the device
-  torch::Tensor positions_;       // float32 1..gradients on the device, for observe
   torch::Tensor zero_;            // 0-dim float32 on the device: floor_hit without a scaler
+  torch::Tensor positions_;       // float32 1..gradients on the device, for observe
   torch::Tensor targets_;         // watch_targets's, or undefined
   torch::Tensor record_;          // the latest step's record, float64 on the device
   torch::Tensor kept_records_;    // [flush_every, fields] on the device: the steps kept

@@ -1,9 +1,9 @@
 #include "ampt/train/grad_clip.h"
 
+#include "ampt/precision/stability_monitor.h"
+
 #include <ATen/ops/_foreach_mul.h>
 #include <ATen/ops/_foreach_norm.h>
-
-#include <limits>
 
 namespace ampt::train {
 
@@ -16,9 +16,7 @@ torch::Tensor total_grad_norm_of(const torch::Tensor& norms) {
 }
 
 torch::Tensor any_nonfinite(const torch::Tensor& norms) {
-  // Norms are not negative: one that is not below infinity is infinite or NaN (one comparison
-  // where isfinite is four operations).
-  return norms.lt(std::numeric_limits<float>::infinity()).all().logical_not().to(torch::kFloat32);
+  return precision::nonfinite_norms(norms).any().to(torch::kFloat32);
 }
 
 torch::Tensor total_grad_norm(const std::vector<torch::Tensor>& grads) {
