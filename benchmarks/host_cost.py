@@ -10,8 +10,12 @@ them the step census's operator count of each (benchmarks/census.py's rules).
 
     .venv/bin/python benchmarks/host_cost.py              # 5 rounds of 400 steps
     .venv/bin/python benchmarks/host_cost.py --rounds 7 --steps 600
+    .venv/bin/python benchmarks/host_cost.py --against /tmp/ampt-before   # a change's own effect
 
-Writes benchmarks/results/host-cost-cpu-<date>-b<batch>x<seq_len>.md. Not part of the tests.
+--against runs a second ampt binary (an earlier build) in the same rounds: this VM's speed drifts
+by tens of percent between runs, so a change is measured against its parent side by side.
+
+Writes benchmarks/results/host-cost-cpu-<date>-b<batch>x<seq_len>-<cpu>.md. Not part of the tests.
 """
 import argparse
 import datetime
@@ -28,9 +32,9 @@ import run  # noqa: E402
 ROOT = run.ROOT
 
 
-def ampt_steps_per_sec(model, batch, seq_len, steps):
+def ampt_steps_per_sec(model, batch, seq_len, steps, binary=None):
     result = run.ampt_run("cpu", model, batch, steps, "fp32",
-                          extra=("--block_size", str(seq_len), "--loader_workers", "0"))
+                          extra=("--block_size", str(seq_len), "--loader_workers", "0"), binary=binary)
     if "error" in result:
         sys.exit(f"ampt failed: {result['error']}")
     return result["samples_per_sec"] / batch
@@ -53,15 +57,20 @@ def main():
     parser.add_argument("--seq_len", type=int, default=16)
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--against", type=pathlib.Path,
+                        help="another ampt binary (an earlier build) to run in the same rounds")
     args = parser.parse_args()
     if not run.AMPT.exists():
         sys.exit(f"{run.AMPT} not found: build it first (scripts/dev build)")
-    ours, theirs = [], []
+    ours, theirs, before = [], [], []
     for r in range(args.rounds):
         ours.append(ampt_steps_per_sec(args.model, args.batch_size, args.seq_len, args.steps))
         theirs.append(eager_steps_per_sec(args.model, args.batch_size, args.seq_len, args.steps))
-        print(f"round {r + 1}: ampt {ours[-1]:.0f} steps/s, eager {theirs[-1]:.0f} steps/s",
-              flush=True)
+        if args.against:
+            before.append(ampt_steps_per_sec(args.model, args.batch_size, args.seq_len, args.steps,
+                                             binary=args.against))
+        print(f"round {r + 1}: ampt {ours[-1]:.0f} steps/s, eager {theirs[-1]:.0f} steps/s"
+              + (f", {args.against} {before[-1]:.0f} steps/s" if before else ""), flush=True)
     ampt_census = census.ampt_census(args.model, "fp32", args.seq_len, 0, args.batch_size)
     eager_census = census.eager_census(args.model, "fp32", args.seq_len, 0, args.batch_size)
     a, e = statistics.median(ours), statistics.median(theirs)
@@ -83,8 +92,13 @@ def main():
         f"{eager_census['operators']} | {eager_census['autograd_nodes']} |",
         "", f"ampt ÷ eager: **{a / e:.2f}x** steps/s.",
     ]
+    if before:
+        b = statistics.median(before)
+        lines[-2:-2] = [f"| `{args.against}` (--against) | {b:.0f} | "
+                        f"{', '.join(f'{x:.0f}' for x in before)} | {1000 / b:.2f} | | |"]
+        lines += ["", f"ampt ÷ `{args.against}`: **{a / b:.2f}x** steps/s."]
     shape = f"b{args.batch_size}x{args.seq_len}"
-    out = ROOT / "benchmarks" / "results" / f"host-cost-cpu-{date}-{shape}.md"
+    out = ROOT / "benchmarks" / "results" / f"host-cost-cpu-{date}-{shape}-{machine.cpu_tag()}.md"
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"wrote {out.relative_to(ROOT)}")

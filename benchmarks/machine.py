@@ -10,6 +10,14 @@ def cpu_model():
                 platform.processor())
 
 
+def cpu_tag():
+    """A short name for the CPU in a results file's name ("epyc", "xeon"): results of one day from
+    different machines do not overwrite each other."""
+    words = re.findall(r"[a-z]+", cpu_model().lower())
+    known = [w for w in words if w in ("epyc", "xeon", "ryzen", "core", "graviton", "neoverse")]
+    return (known or words or ["cpu"])[0]
+
+
 def cpu_isa():
     """The widest of the instruction sets that decide ATen's bf16 speed."""
     flags = open("/proc/cpuinfo").read()

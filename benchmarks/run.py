@@ -80,10 +80,10 @@ def ampt_features():
     return {"tf32": "--allow_tf32" in help_text, "fp8": "fp8" in mp_line}
 
 
-def ampt_run(device, model, batch, steps, precision, extra=()):
+def ampt_run(device, model, batch, steps, precision, extra=(), binary=None):
     mixed = {"fp32": "no", "tf32": "no"}.get(precision, precision)
     with tempfile.TemporaryDirectory() as out:
-        cmd = [str(AMPT), "train", "--device", device, "--model", model, "--mixed_precision", mixed,
+        cmd = [str(binary or AMPT), "train", "--device", device, "--model", model, "--mixed_precision", mixed,
                "--max_steps", str(steps), "--batch_size", str(batch), "--log_every", str(steps // 2),
                "--val_fraction", "0", "--output_dir", out]
         # Enough samples for every step, so data generation stays small for the 1024-token GPTs.

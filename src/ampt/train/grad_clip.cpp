@@ -1,14 +1,12 @@
 #include "ampt/train/grad_clip.h"
 
+#include "ampt/kernels/gradient_pass.h"
 #include "ampt/precision/stability_monitor.h"
-
-#include <ATen/ops/_foreach_mul.h>
-#include <ATen/ops/_foreach_norm.h>
 
 namespace ampt::train {
 
 torch::Tensor grad_norms(const std::vector<torch::Tensor>& grads) {
-  return torch::stack(at::_foreach_norm(grads, 2)).to(torch::kFloat32);
+  return kernels::gradient_norms(grads);
 }
 
 torch::Tensor total_grad_norm_of(const torch::Tensor& norms) {
@@ -31,7 +29,7 @@ torch::Tensor clip_grad_norm_(const std::vector<torch::Tensor>& grads, double ma
                               const torch::Tensor& norms) {
   auto norm = total_grad_norm_of(norms);
   const auto coefficient = (max_norm / (norm + 1e-6)).clamp_max(1.0);
-  at::_foreach_mul_(grads, coefficient);
+  kernels::scale_gradients_(grads, coefficient);
   return norm;
 }
 
