@@ -72,7 +72,7 @@ TEST_CASE("cli doctor: versions, the CPU's bf16 and fp16, no GPU, and a machine 
   }
   const auto bad = run_ampt({"doctor", "--gpu"});
   CHECK(bad.exit_code == 2);
-  CHECK_THAT(bad.err, Catch::StartsWith("ampt: error: unknown doctor argument '--gpu'"));
+  CHECK_THAT(bad.err, Catch::StartsWith("ampt: error: unknown flag '--gpu'"));
 }
 
 TEST_CASE("cli train: the default precision fits this CPU and says why, and an explicit bf16 where it "

@@ -204,10 +204,10 @@ TEST_CASE("ampt plot: draws any run directory after the fact, with one-line erro
 
   const auto none = run_ampt({"plot"});
   CHECK(none.exit_code == 2);
-  CHECK(none.err == "ampt: error: ampt plot needs a run directory: ampt plot RUN_DIR [--out FILE]\n");
+  CHECK(none.err == "ampt: error: ampt plot needs RUN_DIR; see ampt plot --help\n");
   const auto typo = run_ampt({"plot", dir, "--outt", "x.svg"});
   CHECK(typo.exit_code == 2);
-  CHECK(typo.err == "ampt: error: unknown plot argument '--outt' (did you mean '--out'?)\n");
+  CHECK(typo.err == "ampt: error: unknown flag '--outt' (did you mean '--out'?)\n");
   const auto empty = make_temp_dir();
   const auto missing = run_ampt({"plot", empty});
   CHECK(missing.exit_code == 1);

@@ -156,14 +156,16 @@ TEST_CASE("cli compare: bad formats and settings compare owns are one-line usage
   };
   auto r = run({"--formats", "fp32,bf61"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "ampt: error: unknown format 'bf61' in --formats (did you mean 'bf16'?): expected "
-                 "a comma-separated list of fp32, bf16, fp16, fp8\n");
+  CHECK(r.err == "ampt: error: invalid value 'fp32,bf61' for formats (flag --formats): unknown format "
+                 "'bf61' (did you mean 'bf16'?): expected auto or a comma-separated list of fp32, "
+                 "bf16, fp16, fp8\n");
   r = run({"--formats", "fp32,fp32"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "ampt: error: format 'fp32' is listed twice in --formats 'fp32,fp32'\n");
+  CHECK(r.err == "ampt: error: invalid value 'fp32,fp32' for formats (flag --formats): format 'fp32' "
+                 "is listed twice\n");
   r = run({"--steps", "0"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "ampt: error: invalid value '0' for --steps: expected an integer >= 1\n");
+  CHECK(r.err == "ampt: error: invalid value '0' for steps (flag --steps): expected an integer >= 1\n");
   r = run({"--mixed_precision", "bf16"});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "ampt: error: ampt compare sets --mixed_precision for each run: use --formats\n");

@@ -125,10 +125,10 @@ TEST_CASE("export: bad arguments are one-line usage errors", "[checkpoint][expor
   CHECK_THAT(r.err, Catch::Contains("ampt export needs --checkpoint"));
   r = run_ampt({"export", "--checkpoint", "a.pt", "--out", "b", "--format", "onnx"});
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("invalid value 'onnx' for --format: expected one of safetensors, hf"));
+  CHECK_THAT(r.err, Catch::Contains("invalid value 'onnx' for format (flag --format): expected one of safetensors, hf"));
   r = run_ampt({"export", "--checkpoint", "a.pt", "--out", "b", "--dtpye", "bf16"});
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("unknown export argument '--dtpye' (did you mean '--dtype'?)"));
+  CHECK_THAT(r.err, Catch::Contains("unknown flag '--dtpye' (did you mean '--dtype'?)"));
   r = run_ampt({"export", "--checkpoint", "/nonexistent/a.pt", "--out", "b"});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("checkpoint '/nonexistent/a.pt' not found"));

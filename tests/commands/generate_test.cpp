@@ -55,16 +55,16 @@ TEST_CASE("generate: greedy tokens equal transformers' greedy generate", "[comma
 TEST_CASE("generate: what it needs and what it refuses, in one line each", "[commands][generate]") {
   auto r = run_ampt({"generate", "--init_from", "x"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "ampt: error: ampt generate needs --prompt TEXT\n");
+  CHECK(r.err == "ampt: error: ampt generate needs --prompt; see ampt generate --help\n");
   r = run_ampt({"generate", "--prompt", "hi"});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "ampt: error: ampt generate needs a model: --checkpoint PATH or --init_from "
                  "DIR|NAME\n");
   r = run_ampt({"generate", "--prompt", "hi", "--init_from", "x", "--top_p", "0"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "ampt: error: invalid value '0' for --top_p: expected a number in (0, 1]\n");
+  CHECK(r.err == "ampt: error: invalid value '0' for top_p (flag --top_p): expected a number in (0, 1]\n");
   r = run_ampt({"generate", "--prompt", "hi", "--init_from", "x", "--temperature", "-1"});
-  CHECK(r.err == "ampt: error: invalid value '-1' for --temperature: expected a number >= 0\n");
+  CHECK(r.err == "ampt: error: invalid value '-1' for temperature (flag --temperature): expected a number >= 0\n");
   r = run_ampt({"generate", "--prompt", "hi", "--init_from", make_temp_dir() + "/none"},
                {{"HF_HUB_CACHE", make_temp_dir()}});
   CHECK(r.exit_code == 1);

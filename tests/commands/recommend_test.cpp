@@ -36,11 +36,11 @@ TEST_CASE("cli recommend: table, recommendation and usage errors", "[recommend][
 
   r = ampt::test::run_ampt({"recommend", "--gpu_memory_gb", "-1"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "ampt: error: invalid value '-1' for --gpu_memory_gb: expected a number > 0\n");
+  CHECK(r.err == "ampt: error: invalid value '-1' for gpu_memory_gb (flag --gpu_memory_gb): expected a number > 0\n");
   r = ampt::test::run_ampt({"recommend", "--model", "cnn", "--input_shape", "3,a"});
   CHECK(r.exit_code == 2);
-  CHECK(r.err == "ampt: error: invalid value '3,a' for --input_shape: expected positive integers "
-                 "like 784 or 3,32,32\n");
+  CHECK(r.err == "ampt: error: invalid value '3,a' for input_shape (flag --input_shape): expected "
+                 "positive integers like 784 or 3,32,32\n");
   r = ampt::test::run_ampt({"recommend", "--model", "gpt-tiny", "--seq_len", "128"});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "ampt: error: seq_len 128 exceeds block_size 64 of model gpt-tiny\n");

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ampt/config/option.h"
+
 namespace ampt::commands {
 
 // The process environment: commands that resolve a training configuration read AMPT_* from it.
@@ -24,6 +26,9 @@ struct Command {
   std::function<std::string()> help;  // `ampt <name> --help`
   // The arguments after the command's name.
   std::function<int(const std::vector<std::string>& args, const Environment& env)> run;
+  // Its own flags, for the reference (docs/options.md); null when it has none.
+  std::function<std::vector<config::FlagReference>()> flags;
+  bool training_options = false;  // every training option applies as well
 };
 
 // In the order `ampt --help` lists them.

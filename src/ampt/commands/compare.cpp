@@ -3,7 +3,8 @@
 #include "ampt/commands/compare_report.h"
 
 #include "ampt/config/resolve.h"
-#include "ampt/config/subcommand_flags.h"
+#include "ampt/config/values.h"
+#include "ampt/config/command_flags.h"
 #include "ampt/config/suggest.h"
 #include "ampt/core/errors.h"
 #include "ampt/core/json_text.h"
@@ -36,51 +37,50 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<config::SubcommandFlag>& compare_flags() {
-  static const std::vector<config::SubcommandFlag> flags = {
-      {"steps", "N", "200", "Optimizer steps to train in each format"},
-      {"formats", "LIST", "auto",
-       "Comma-separated formats to compare (fp32, bf16, fp16, fp8); auto: fp32,bf16,fp16 and fp8 "
-       "where the device has it. Rows compare against fp32 (or the first format when fp32 is not "
-       "listed)"},
-  };
-  return flags;
-}
-
-// Training flags compare sets itself for each run.
-const std::vector<config::SubcommandFlag>& per_run_flags() {
-  static const std::vector<config::SubcommandFlag> flags = {
-      {"mixed_precision", "FORMAT", "", ""},
-      {"max_steps", "N", "", ""},
-      {"output_dir", "DIR", "", ""},
-  };
-  return flags;
-}
-
-std::vector<CompareFormat> parse_formats(const std::string& text) {
+// Why `text` is no list of compare's formats ("" when it is one); `chosen` receives the formats
+// it names.
+std::string formats_problem(std::string_view text, std::vector<CompareFormat>* chosen = nullptr) {
+  if (text == "auto") return "";
   std::vector<std::string> known;
   for (const auto& f : compare_formats()) known.push_back(f.name);
-  std::vector<CompareFormat> chosen;
-  std::stringstream in(text);
-  for (std::string name; std::getline(in, name, ',');) {
+  std::vector<std::string> names;
+  for (const auto part : config::split(text, ',')) {
+    const std::string name(part);
     const auto at = std::ranges::find(compare_formats(), name, &CompareFormat::name);
     if (at == compare_formats().end()) {
       const auto near = config::closest(name, known);
-      throw UsageError(fmt::format("unknown format '{}' in --formats{}: expected a comma-separated "
-                                   "list of {}",
-                                   name, near ? " (did you mean '" + *near + "'?)" : "",
-                                   fmt::join(known, ", ")));
+      return fmt::format("unknown format '{}'{}: expected auto or a comma-separated list of {}",
+                         name, near ? " (did you mean '" + *near + "'?)" : "",
+                         fmt::join(known, ", "));
     }
-    if (std::ranges::find(chosen, name, &CompareFormat::name) != chosen.end()) {
-      throw UsageError(fmt::format("format '{}' is listed twice in --formats '{}'", name, text));
+    if (std::ranges::find(names, name) != names.end()) {
+      return fmt::format("format '{}' is listed twice", name);
     }
-    chosen.push_back(*at);
+    names.push_back(name);
+    if (chosen != nullptr) chosen->push_back(*at);
   }
-  if (chosen.empty()) {
-    throw UsageError(fmt::format("--formats is empty: expected a comma-separated list of {}",
-                                 fmt::join(known, ", ")));
-  }
-  return chosen;
+  return "";
+}
+
+// What compare takes besides the training options.
+struct CompareSettings {
+  int64_t steps = 200;
+  std::string formats = "auto";
+};
+
+const config::FlagTable<CompareSettings>& compare_flags() {
+  using S = CompareSettings;
+  static const config::FlagTable<S> table = {
+      config::flag_only(config::integer_option("steps", "", &S::steps, config::Range::at_least(1),
+                                               "Optimizer steps to train in each format")),
+      config::flag_only(config::explained_string_option(
+          "formats", "", &S::formats, [](std::string_view text) { return formats_problem(text); },
+          "auto or a comma-separated list of fp32, bf16, fp16, fp8", "LIST",
+          "Formats to compare (fp32, bf16, fp16, fp8); auto: fp32,bf16,fp16 and fp8 where the "
+          "device has it. Rows compare against fp32 (or the first format when fp32 is not "
+          "listed)")),
+  };
+  return table;
 }
 
 // The child's own one-line error, if its log has one.
@@ -143,9 +143,13 @@ const std::vector<CompareFormat>& compare_formats() {
   return formats;
 }
 
+std::vector<config::FlagReference> compare_flag_references() {
+  return config::flag_references(compare_flags());
+}
+
 std::string compare_help() {
-  return config::subcommand_help(
-      "ampt compare",
+  return config::command_help(
+      "compare",
       "Usage: ampt compare [--steps N] [--formats LIST] [TRAINING OPTIONS]...\n\n"
       "Trains the same configuration for N steps in each format, from the same initial weights\n"
       "and data order (same seed), each in its own process (so peak memory is per format), and\n"
@@ -153,24 +157,26 @@ std::string compare_help() {
       "loss, Δ loss vs fp32, Skipped steps, Stability. The table is also written to output_dir\n"
       "as compare.md, compare.csv and compare.json; each run's logs, summary.json and\n"
       "checkpoint are in output_dir/<format>.",
-      compare_flags(), models::catalog());
+      compare_flag_references(), &models::catalog());
 }
 
 int run_compare(const std::vector<std::string>& args, const Environment& env) {
-  const auto split = config::split_subcommand_flags(args, compare_flags());
-  const int64_t steps =
-      config::subcommand_integer("steps", split.values.at("steps"), config::Range::at_least(1));
-  const auto& formats_text = split.values.at("formats");
-  auto formats = parse_formats(formats_text == "auto" ? "fp32,bf16,fp16" : formats_text);
+  std::vector<std::string> training_args;
+  const auto flags = config::parse_command_flags("compare", compare_flags(), args, &training_args);
+  const int64_t steps = flags.steps;
+  const auto& formats_text = flags.formats;
+  std::vector<CompareFormat> formats;
+  formats_problem(formats_text == "auto" ? "fp32,bf16,fp16" : formats_text, &formats);
   // Settings compare owns must not also come as flags; from YAML or env they are overridden.
-  const auto train_args = config::split_subcommand_flags(split.rest, per_run_flags());
+  const auto train_args =
+      config::take_flags(training_args, {"mixed_precision", "max_steps", "output_dir"});
   for (const auto* name : {"mixed_precision", "max_steps"}) {
-    if (!train_args.values.at(name).empty()) {
+    if (train_args.values.contains(name)) {
       throw UsageError(fmt::format("ampt compare sets --{} for each run: use {}", name,
                                    std::string(name) == "max_steps" ? "--steps" : "--formats"));
     }
   }
-  const auto resolved = config::resolve(split.rest, env, models::catalog());
+  const auto resolved = config::resolve(training_args, env, models::catalog());
   const auto& config = resolved.config();
   if (!config.resume.empty()) {
     throw UsageError(fmt::format("ampt compare starts every format from the same fresh weights: "

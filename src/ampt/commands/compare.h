@@ -3,6 +3,9 @@
 #pragma once
 
 #include "ampt/commands/command.h"
+#include "ampt/config/option.h"
+
+#include <vector>
 
 #include <string>
 #include <vector>
@@ -17,6 +20,8 @@ struct CompareFormat {
 };
 const std::vector<CompareFormat>& compare_formats();
 
+// Its own flags, for help and the reference (docs/options.md).
+std::vector<config::FlagReference> compare_flag_references();
 std::string compare_help();
 
 // `args` after `compare`; `env` the process environment (only AMPT_* is read, by config). Runs one

@@ -1,6 +1,6 @@
 #include "ampt/commands/doctor.h"
 
-#include "ampt/commands/own_flags.h"
+#include "ampt/config/command_flags.h"
 #include "ampt/core/allocator.h"
 #include "ampt/core/version.h"
 #include "ampt/device/cpu_features.h"
@@ -15,7 +15,6 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <cuda_runtime_api.h>
-#include <cxxopts.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/cuda.h>
@@ -27,17 +26,12 @@
 namespace ampt::commands {
 namespace {
 
-cxxopts::Options doctor_parser() {
-  cxxopts::Options parser("ampt doctor",
-                          "What this machine can train with, and why: versions, the CPU's bf16 "
-                          "and fp16 instructions, each GPU's compute capability and the fused "
-                          "kernels, GEMM epilogues and fp8 modes that run on it (each "
-                          "self-checked against ATen), and the precision `--mixed_precision "
-                          "auto` picks. Exit 0 when `ampt train` can run here, 1 when a visible "
-                          "GPU cannot run LibTorch.");
-  parser.add_options()("h,help", "show this help");
-  parser.allow_unrecognised_options();
-  return parser;
+// doctor has no flags; its empty table still gives it the commands' one parser and errors.
+struct DoctorSettings {};
+
+const config::FlagTable<DoctorSettings>& doctor_flags() {
+  static const config::FlagTable<DoctorSettings> table;
+  return table;
 }
 
 std::string cuda_version(int version) {
@@ -159,11 +153,19 @@ bool print_gpu(int index) {
 
 }  // namespace
 
-std::string doctor_help() { return doctor_parser().help(); }
+std::string doctor_help() {
+  return config::command_help(
+      "doctor",
+      "Usage: ampt doctor\n\n"
+      "What this machine can train with, and why: versions, the CPU's bf16 and fp16 instructions,\n"
+      "each GPU's compute capability and the fused kernels, GEMM epilogues and fp8 modes that run\n"
+      "on it (each self-checked against ATen), and the precision `--mixed_precision auto` picks.\n"
+      "Exit 0 when `ampt train` can run here, 1 when a visible GPU cannot run LibTorch.",
+      {}, nullptr);
+}
 
 int run_doctor(const std::vector<std::string>& args, const Environment&) {
-  auto parser = doctor_parser();
-  parse_own_flags(parser, "doctor", args, {});
+  config::parse_command_flags("doctor", doctor_flags(), args);
   print_versions();
   print_cpu();
   const int gpus = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;

@@ -2,15 +2,14 @@
 
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/checkpoint/safetensors.h"
-#include "ampt/commands/own_flags.h"
 #include "ampt/commands/run_model.h"
+#include "ampt/config/command_flags.h"
 #include "ampt/core/errors.h"
 #include "ampt/data/run_tokenizer.h"
 #include "ampt/hf/peft_adapter.h"
 #include "ampt/models/lora.h"
 #include "ampt/models/model_family.h"
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -20,23 +19,40 @@
 namespace ampt::commands {
 namespace {
 
-cxxopts::Options export_parser() {
-  cxxopts::Options parser("ampt export", "Write a checkpoint's model weights for other tools.");
-  parser.add_options()
-      ("checkpoint", "checkpoint to read (a ckpt-*.pt file written by ampt train)",
-       cxxopts::value<std::string>(), "PATH")
-      ("out", "file to write (a directory with --format hf)", cxxopts::value<std::string>(), "FILE")
-      ("format", "safetensors (one file of ampt's tensors), hf (a Hugging Face model directory) "
-       "or peft (a LoRA run's adapters as a peft adapter directory)",
-       cxxopts::value<std::string>()->default_value("safetensors"), "FORMAT")
-      ("merge", "a LoRA run's adapters folded into their base: the whole model (with --format "
-       "hf or safetensors)", cxxopts::value<bool>()->default_value("false"))
-      ("tokenizer", "with --format hf: the tokenizer to write beside the model (default: the "
-       "run's init_from files)", cxxopts::value<std::string>(), "PATH")
-      ("dtype", "floating-point weights as fp32 or bf16", cxxopts::value<std::string>()->default_value("fp32"), "fp32|bf16")
-      ("h,help", "show this help");
-  parser.allow_unrecognised_options();
-  return parser;
+// What export takes: no training option, the checkpoint holds its run's.
+struct ExportSettings {
+  std::string checkpoint;
+  std::string out;
+  std::string format = "safetensors";
+  bool merge = false;
+  std::string tokenizer;
+  std::string dtype = "fp32";
+};
+
+const config::FlagTable<ExportSettings>& export_flags() {
+  using S = ExportSettings;
+  using config::flag_only;
+  static const config::FlagTable<S> table = {
+      config::required(flag_only(config::string_option(
+          "checkpoint", "", &S::checkpoint, true, "PATH",
+          "Checkpoint to read (a ckpt-*.pt file or a sharded ckpt-* directory written by ampt "
+          "train)"))),
+      config::required(flag_only(config::string_option(
+          "out", "", &S::out, true, "PATH", "File to write (a directory with --format hf or peft)"))),
+      flag_only(config::choice_option(
+          "format", "", &S::format, {"safetensors", "hf", "peft"},
+          "safetensors (one file of ampt's tensors), hf (a Hugging Face model directory) or peft "
+          "(a LoRA run's adapters as a peft adapter directory)")),
+      flag_only(config::bool_option("merge", "", &S::merge,
+                                    "A LoRA run's adapters folded into their base: the whole model "
+                                    "(with --format hf or safetensors)")),
+      flag_only(config::string_option("tokenizer", "", &S::tokenizer, false, "PATH",
+                                      "With --format hf: the tokenizer to write beside the model "
+                                      "(default: the run's own)")),
+      flag_only(config::choice_option("dtype", "", &S::dtype, {"fp32", "bf16"},
+                                      "Floating-point weights as fp32 or bf16")),
+  };
+  return table;
 }
 
 // The tokenizer written beside the model: export's --tokenizer, else the run's. A run's
@@ -130,29 +146,29 @@ NamedTensors merged_weights(const checkpoint::Checkpoint& saved, const std::stri
 
 }  // namespace
 
-std::string export_help() { return export_parser().help(); }
+std::vector<config::FlagReference> export_flag_references() {
+  return config::flag_references(export_flags());
+}
+
+std::string export_help() {
+  return config::command_help("export",
+                              "Usage: ampt export --checkpoint PATH --out PATH [--format "
+                              "safetensors|hf|peft] [FLAGS]\n\n"
+                              "Write a checkpoint's model weights for other tools.",
+                              export_flag_references(), nullptr);
+}
 
 int run_export(const std::vector<std::string>& args, const Environment& env) {
-  auto parser = export_parser();
-  const auto result =
-      parse_own_flags(parser, "export", args,
-                      {"--checkpoint", "--out", "--format", "--dtype", "--tokenizer", "--merge"});
-  const auto checkpoint_path = required_flag(result, "export", "checkpoint");
-  const auto out = required_flag(result, "export", "out");
-  const auto format = result["format"].as<std::string>();
-  if (format != "safetensors" && format != "hf" && format != "peft") {
-    throw UsageError("invalid value '" + format +
-                     "' for --format: expected one of safetensors, hf, peft");
-  }
-  const bool merge = result["merge"].as<bool>();
-  const auto tokenizer = result.count("tokenizer") != 0 ? result["tokenizer"].as<std::string>() : "";
+  const auto flags = config::parse_command_flags("export", export_flags(), args);
+  const auto& checkpoint_path = flags.checkpoint;
+  const auto& out = flags.out;
+  const auto& format = flags.format;
+  const bool merge = flags.merge;
+  const auto& tokenizer = flags.tokenizer;
   if (!tokenizer.empty() && format != "hf") {
     throw UsageError("--tokenizer goes with --format hf (a safetensors file holds tensors only)");
   }
-  const auto dtype = result["dtype"].as<std::string>();
-  if (dtype != "fp32" && dtype != "bf16") {
-    throw UsageError("invalid value '" + dtype + "' for --dtype: expected one of fp32, bf16");
-  }
+  const auto& dtype = flags.dtype;
 
   const auto saved = checkpoint::load(checkpoint_path);
   check_format(format, merge, !saved.base_fingerprint.empty(), checkpoint_path);

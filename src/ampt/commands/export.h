@@ -2,6 +2,9 @@
 #pragma once
 
 #include "ampt/commands/command.h"
+#include "ampt/config/option.h"
+
+#include <vector>
 
 namespace ampt::commands {
 
@@ -10,6 +13,8 @@ namespace ampt::commands {
 // for a bad checkpoint.
 int run_export(const std::vector<std::string>& args, const Environment& env);
 
+// Its own flags, for help and the reference (docs/options.md).
+std::vector<config::FlagReference> export_flag_references();
 std::string export_help();
 
 }  // namespace ampt::commands

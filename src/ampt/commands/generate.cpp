@@ -2,7 +2,7 @@
 
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/commands/run_model.h"
-#include "ampt/config/subcommand_flags.h"
+#include "ampt/config/command_flags.h"
 #include "ampt/core/errors.h"
 #include "ampt/data/run_tokenizer.h"
 #include "ampt/device/device.h"
@@ -20,52 +20,73 @@
 namespace ampt::commands {
 namespace {
 
-const std::vector<config::SubcommandFlag>& generate_flags() {
-  static const std::vector<config::SubcommandFlag> flags = {
-      {"prompt", "TEXT", "", "The text to continue (required)"},
-      {"checkpoint", "PATH", "",
-       "An ampt checkpoint to generate with (its run's model settings are used); else "
-       "--init_from's pretrained model"},
-      {"max_new_tokens", "N", "100", "Tokens to generate at most (fewer when <|endoftext|> comes)"},
-      {"temperature", "T", "1.0", "Softmax temperature; 0 picks the most likely token (greedy)"},
-      {"top_k", "K", "50", "Sample among the K most likely tokens; 0: all"},
-      {"top_p", "P", "1.0", "Then among the fewest whose probabilities add up to P; 1: all"},
+// What generate takes besides the training options (which rebuild the model).
+struct GenerateSettings {
+  std::string prompt;
+  std::string checkpoint;
+  int64_t max_new_tokens = 100;
+  double temperature = 1.0;
+  int64_t top_k = 50;
+  double top_p = 1.0;
+};
+
+const config::FlagTable<GenerateSettings>& generate_flags() {
+  using config::Range;
+  using S = GenerateSettings;
+  static const config::FlagTable<S> table = {
+      config::required(config::flag_only(config::string_option(
+          "prompt", "", &S::prompt, true, "TEXT", "The text to continue"))),
+      config::flag_only(config::string_option(
+          "checkpoint", "", &S::checkpoint, false, "PATH",
+          "An ampt checkpoint to generate with (its run's model settings are used); else "
+          "--init_from's pretrained model")),
+      config::flag_only(config::integer_option(
+          "max_new_tokens", "", &S::max_new_tokens, Range::at_least(1),
+          "Tokens to generate at most (fewer when the tokenizer's end of text comes)")),
+      config::flag_only(config::float_option(
+          "temperature", "", &S::temperature, Range::at_least(0),
+          "Softmax temperature; 0 picks the most likely token (greedy)")),
+      config::flag_only(config::integer_option("top_k", "", &S::top_k, Range::at_least(0),
+                                               "Sample among the K most likely tokens; 0: all")),
+      config::flag_only(config::float_option(
+          "top_p", "", &S::top_p, Range::interval(0, false, 1, true),
+          "Then among the fewest whose probabilities add up to P; 1: all")),
   };
-  return flags;
+  return table;
 }
 
 }  // namespace
 
+std::vector<config::FlagReference> generate_flag_references() {
+  return config::flag_references(generate_flags());
+}
+
 std::string generate_help() {
-  return config::subcommand_help(
-      "ampt generate",
+  return config::command_help(
+      "generate",
+      "Usage: ampt generate (--checkpoint PATH | --init_from DIR|NAME) --prompt TEXT [FLAGS]\n\n"
       "Continue --prompt with a language model: an ampt checkpoint (--checkpoint) or a pretrained\n"
       "Hugging Face GPT-2, Llama or Qwen2 (--init_from DIR|NAME). Greedy with --temperature 0,\n"
       "else sampled (top-k, top-p, --seed). The prompt and its continuation go to stdout, messages to stderr.",
-      generate_flags(), models::catalog());
+      generate_flag_references(), &models::catalog());
 }
 
 int run_generate(const std::vector<std::string>& args, const Environment& env) {
-  const auto split = config::split_subcommand_flags(args, generate_flags());
-  const auto& prompt_text = split.values.at("prompt");
-  if (prompt_text.empty()) throw UsageError("ampt generate needs --prompt TEXT");
-  const auto& checkpoint_path = split.values.at("checkpoint");
+  std::vector<std::string> training_args;
+  const auto flags = config::parse_command_flags("generate", generate_flags(), args, &training_args);
+  const auto& checkpoint_path = flags.checkpoint;
   std::optional<checkpoint::Checkpoint> saved;
   if (!checkpoint_path.empty()) saved = checkpoint::load(checkpoint_path);
-  const auto config = run_config(saved, split.rest, env);
+  const auto config = run_config(saved, training_args, env);
   if (!saved && config.init_from.empty()) {
     throw UsageError("ampt generate needs a model: --checkpoint PATH or --init_from DIR|NAME");
   }
 
   models::SamplingOptions sampling;
-  sampling.max_new_tokens = config::subcommand_integer(
-      "max_new_tokens", split.values.at("max_new_tokens"), config::Range::at_least(1));
-  sampling.temperature = config::subcommand_number("temperature", split.values.at("temperature"),
-                                                   config::Range::at_least(0));
-  sampling.top_k =
-      config::subcommand_integer("top_k", split.values.at("top_k"), config::Range::at_least(0));
-  sampling.top_p = config::subcommand_number("top_p", split.values.at("top_p"),
-                                             config::Range::interval(0, false, 1, true));
+  sampling.max_new_tokens = flags.max_new_tokens;
+  sampling.temperature = flags.temperature;
+  sampling.top_k = flags.top_k;
+  sampling.top_p = flags.top_p;
   sampling.seed = static_cast<uint64_t>(config.seed);
 
   const auto tokenizer = data::run_tokenizer(config);
@@ -90,8 +111,8 @@ int run_generate(const std::vector<std::string>& args, const Environment& env) {
   const auto policy = precision::make_policy(choice.precision, config.amp_opt_level);
   precision::AutocastGuard autocast(device.type(), policy.compute_dtype,
                                     policy.autocast && device.is_cuda(), true);
-  const auto prompt = tokenizer->encode(prompt_text);
-  std::fputs(prompt_text.c_str(), stdout);
+  const auto prompt = tokenizer->encode(flags.prompt);
+  std::fputs(flags.prompt.c_str(), stdout);
   std::fflush(stdout);
   std::vector<int32_t> continuation;
   std::size_t printed = 0;

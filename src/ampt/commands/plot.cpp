@@ -1,42 +1,48 @@
 #include "ampt/commands/plot.h"
 
-#include "ampt/commands/own_flags.h"
-#include "ampt/core/errors.h"
+#include "ampt/config/command_flags.h"
 #include "ampt/log/run_plot.h"
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
 
 namespace ampt::commands {
 namespace {
 
-cxxopts::Options plot_parser() {
-  cxxopts::Options parser("ampt plot",
-                          "Draw a run's loss, learning rate, loss scale and throughput against "
-                          "the step, with precision switches and skipped steps marked, as an SVG "
-                          "any browser opens.");
-  parser.positional_help("RUN_DIR");
-  parser.add_options()
-      ("run_dir", "the run's output_dir (it holds metrics.jsonl)", cxxopts::value<std::string>(), "RUN_DIR")
-      ("out", "file to write (default RUN_DIR/run.svg)", cxxopts::value<std::string>(), "FILE")
-      ("h,help", "show this help");
-  parser.parse_positional({"run_dir"});
-  parser.allow_unrecognised_options();
-  return parser;
+struct PlotSettings {
+  std::string run_dir;
+  std::string out;
+};
+
+const config::FlagTable<PlotSettings>& plot_flags() {
+  using S = PlotSettings;
+  static const config::FlagTable<S> table = {
+      config::required(config::positional_option("run_dir", &S::run_dir, "RUN_DIR",
+                                                 "The run's output_dir (it holds metrics.jsonl)")),
+      config::default_noted(config::flag_only(config::string_option(
+                                "out", "", &S::out, false, "FILE", "File to write")),
+                            "RUN_DIR/run.svg"),
+  };
+  return table;
 }
 
 }  // namespace
 
-std::string plot_help() { return plot_parser().help(); }
+std::vector<config::FlagReference> plot_flag_references() {
+  return config::flag_references(plot_flags());
+}
+
+std::string plot_help() {
+  return config::command_help(
+      "plot",
+      "Usage: ampt plot RUN_DIR [--out FILE]\n\n"
+      "Draw a run's loss, learning rate, loss scale and throughput against the step, with\n"
+      "precision switches and skipped steps marked, as an SVG any browser opens.",
+      plot_flag_references(), nullptr);
+}
 
 int run_plot(const std::vector<std::string>& args, const Environment&) {
-  auto parser = plot_parser();
-  const auto result = parse_own_flags(parser, "plot", args, {"--out"});
-  if (result.count("run_dir") == 0) {
-    throw UsageError("ampt plot needs a run directory: ampt plot RUN_DIR [--out FILE]");
-  }
-  const auto out = result.count("out") > 0 ? result["out"].as<std::string>() : "";
-  fmt::print("wrote {}\n", log::write_run_plot(result["run_dir"].as<std::string>(), out));
+  const auto flags = config::parse_command_flags("plot", plot_flags(), args);
+  fmt::print("wrote {}\n", log::write_run_plot(flags.run_dir, flags.out));
   return 0;
 }
 

@@ -3,6 +3,9 @@
 #pragma once
 
 #include "ampt/commands/command.h"
+#include "ampt/config/option.h"
+
+#include <vector>
 
 namespace ampt::commands {
 
@@ -10,6 +13,8 @@ namespace ampt::commands {
 // Throws UsageError for bad arguments, RuntimeError when the run has nothing to draw.
 int run_plot(const std::vector<std::string>& args, const Environment& env);
 
+// Its own flags, for help and the reference (docs/options.md).
+std::vector<config::FlagReference> plot_flag_references();
 std::string plot_help();
 
 }  // namespace ampt::commands

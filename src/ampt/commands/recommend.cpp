@@ -5,56 +5,75 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/config/resolve.h"
-#include "ampt/config/subcommand_flags.h"
+#include "ampt/config/command_flags.h"
+#include "ampt/config/values.h"
 #include "ampt/core/errors.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <charconv>
+#include <algorithm>
 #include <cstdio>
 #include <cmath>
 #include <optional>
-#include <sstream>
 
 namespace ampt::commands {
 namespace {
 
-const std::vector<config::SubcommandFlag>& recommend_flags() {
-  static const std::vector<config::SubcommandFlag> flags = {
-      {"gpu_memory_gb", "GB", "80", "Memory of the GPU to plan for, in GiB"},
-      {"compute_capability", "X.Y", "9.0",
-       "The GPU's compute capability: bf16 needs 8.0 (Ampere), fp8 8.9 (Ada, Hopper)"},
-      {"global_batch", "N", "",
-       "Samples per optimizer step to reach [default: batch_size x grad_accum_steps]"},
-      {"seq_len", "T", "", "Tokens per sample of a GPT [default: its block_size]"},
-      {"input_shape", "SHAPE", "",
-       "One MLP/CNN sample, e.g. 784 or 3,32,32 [default: the synthetic data's]"},
-      {"world_size", "N", "1",
-       "Ranks of data parallelism to plan for: estimates become per rank, with --zero_stage's "
-       "sharding (--zero_stage 3 also finds the fewest ranks on which the run fits)"},
-  };
-  return flags;
-}
-
-std::vector<int64_t> parse_shape(const std::string& text) {
+// A sample's shape as written, "784" or "3,32,32" (or "3x32x32"); nullopt unless every part is
+// an integer >= 1.
+std::optional<std::vector<int64_t>> shape_of(std::string_view text) {
   std::vector<int64_t> shape;
-  std::string normalised = text;
-  for (auto& c : normalised) {
-    if (c == 'x') c = ',';
-  }
-  std::stringstream in(normalised);
-  for (std::string part; std::getline(in, part, ',');) {
-    int64_t value = 0;
-    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
-    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || value < 1) {
-      throw UsageError(fmt::format(
-          "invalid value '{}' for --input_shape: expected positive integers like 784 or 3,32,32",
-          text));
-    }
-    shape.push_back(value);
+  std::string normalised(text);
+  std::ranges::replace(normalised, 'x', ',');
+  for (const auto part : config::split(normalised, ',')) {
+    const auto value = config::parse_int(part);
+    if (!value || *value < 1) return std::nullopt;
+    shape.push_back(*value);
   }
   return shape;
+}
+
+std::string shape_problem(std::string_view text) {
+  return text.empty() || shape_of(text) ? "" : "expected positive integers like 784 or 3,32,32";
+}
+
+// What recommend takes besides the training options (which describe the run to plan).
+struct RecommendSettings {
+  double gpu_memory_gb = 80;
+  double compute_capability = 9.0;
+  std::optional<int64_t> global_batch;
+  std::optional<int64_t> seq_len;
+  std::string input_shape;
+  int64_t world_size = 1;
+};
+
+const config::FlagTable<RecommendSettings>& recommend_flags() {
+  using config::Range;
+  using S = RecommendSettings;
+  static const config::FlagTable<S> table = {
+      config::flag_only(config::float_option("gpu_memory_gb", "", &S::gpu_memory_gb, Range::above(0),
+                                             "Memory of the GPU to plan for, in GiB")),
+      config::flag_only(config::float_option(
+          "compute_capability", "", &S::compute_capability, Range::above(0),
+          "The GPU's compute capability: bf16 needs 8.0 (Ampere), fp8 8.9 (Ada, Hopper)")),
+      config::flag_only(config::optional_integer_option(
+          "global_batch", "", &S::global_batch, Range::at_least(1),
+          "batch_size x grad_accum_steps x world_size", "Samples per optimizer step to reach")),
+      config::flag_only(config::optional_integer_option("seq_len", "", &S::seq_len,
+                                                        Range::at_least(1), "its block_size",
+                                                        "Tokens per sample of a GPT")),
+      config::default_noted(
+          config::flag_only(config::explained_string_option(
+              "input_shape", "", &S::input_shape, shape_problem,
+              "positive integers like 784 or 3,32,32", "SHAPE", "One MLP/CNN sample's shape")),
+          "the synthetic data's"),
+      config::flag_only(config::integer_option(
+          "world_size", "", &S::world_size, Range::at_least(1),
+          "Ranks of data parallelism to plan for: estimates become per rank, with --zero_stage's "
+          "sharding (--zero_stage 3 also finds the fewest ranks on which the run fits)")),
+  };
+  return table;
 }
 
 std::string grouped(int64_t n) {
@@ -208,9 +227,13 @@ std::string preference_text(const config::Config& config, const models::ModelDim
 
 }  // namespace
 
+std::vector<config::FlagReference> recommend_flag_references() {
+  return config::flag_references(recommend_flags());
+}
+
 std::string recommend_help() {
-  return config::subcommand_help(
-      "ampt recommend",
+  return config::command_help(
+      "recommend",
       "Usage: ampt recommend [--gpu_memory_gb GB] [--global_batch N] [TRAINING OPTIONS]...\n\n"
       "Estimates the training memory of the configured model (--model and its dimensions,\n"
       "--batch_size as the micro-batch, --optimizer) for each precision and opt level: weights,\n"
@@ -222,32 +245,27 @@ std::string recommend_help() {
       "the GPU. With --lora_rank R the base is frozen and only the adapters train. With a\n"
       "preference --objective the estimate counts two sequences per padded pair, the logits\n"
       "held whole and the reference model (a copy, or none).",
-      recommend_flags(), models::catalog());
+      recommend_flag_references(), &models::catalog());
 }
 
 int run_recommend(const std::vector<std::string>& args, const Environment& env) {
-  const auto split = config::split_subcommand_flags(args, recommend_flags());
-  const auto resolved = config::resolve(split.rest, env, models::catalog());
+  std::vector<std::string> training_args;
+  const auto flags =
+      config::parse_command_flags("recommend", recommend_flags(), args, &training_args);
+  const auto resolved = config::resolve(training_args, env, models::catalog());
   const auto& config = resolved.config();
   plan::GpuTarget gpu;
-  gpu.memory_gb = config::subcommand_number("gpu_memory_gb", split.values.at("gpu_memory_gb"),
-                                            config::Range::above(0));
-  gpu.compute_capability =
-      config::subcommand_number("compute_capability", split.values.at("compute_capability"),
-                                config::Range::above(0));
-  const auto count = [&](const char* name, int64_t unset) {
-    const auto& text = split.values.at(name);
-    return text.empty() ? unset : config::subcommand_integer(name, text, config::Range::at_least(1));
-  };
-  plan::Sharding sharding{count("world_size", 1), config.zero_stage};
+  gpu.memory_gb = flags.gpu_memory_gb;
+  gpu.compute_capability = flags.compute_capability;
+  plan::Sharding sharding{flags.world_size, config.zero_stage};
   sharding.param_bytes = config.param_dtype == config::ParamDtype::fp32   ? 4
                          : config.param_dtype == config::ParamDtype::auto_select ? 0
                                                                               : 2;
   sharding.reduce_bytes = config.reduce_dtype == config::ReduceDtype::fp32   ? 4
                           : config.reduce_dtype == config::ReduceDtype::bf16 ? 2
                                                                              : 0;
-  const int64_t global_batch =
-      count("global_batch", config.batch_size * config.grad_accum_steps * sharding.world_size);
+  const int64_t global_batch = flags.global_batch.value_or(
+      config.batch_size * config.grad_accum_steps * sharding.world_size);
   if (global_batch % sharding.world_size != 0) {
     throw UsageError(fmt::format("--global_batch {} does not divide among --world_size {} ranks",
                                  global_batch, sharding.world_size));
@@ -261,13 +279,12 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
     planned.launch.rank = 0;
     sharding.expert_parallel = config.expert_parallel;
   }
-  const auto& shape_text = split.values.at("input_shape");
-  const auto shape = shape_text.empty() ? std::vector<int64_t>{} : parse_shape(shape_text);
-  const auto dims = models::model_dims(planned, shape, count("seq_len", 0));
+  const auto shape = shape_of(flags.input_shape).value_or(std::vector<int64_t>{});
+  const auto dims = models::model_dims(planned, shape, flags.seq_len.value_or(0));
   // The header counts the whole model; the table, one rank's share.
   const int64_t model_parameters =
       sharding.expert_parallel > 1
-          ? plan::count_parameters(models::model_dims(config, shape, count("seq_len", 0))).total
+          ? plan::count_parameters(models::model_dims(config, shape, flags.seq_len.value_or(0))).total
           : plan::count_parameters(dims).total;
   const int64_t usable = plan::usable_bytes(gpu);
   if (usable <= 0) {
@@ -324,16 +341,13 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
   if (r.fits) {
     // The user's own training flags (model, data ...) with the recommended settings in place of
     // theirs; YAML and environment settings still apply when the command runs.
-    static const std::vector<config::SubcommandFlag> replaced = {
-        {"batch_size", "N", "", ""},
-        {"grad_accum_steps", "N", "", ""},
-        {"mixed_precision", "P", "", ""},
-        {"amp_opt_level", "L", "", ""}};
+    // The recommendation says whether to checkpoint, at the end: the user's switch would be a
+    // second --grad_ckpt.
     std::string command = "ampt train";
-    for (const auto& arg : config::split_subcommand_flags(split.rest, replaced).rest) {
-      // The recommendation says whether to checkpoint, at the end: the user's switch would be a
-      // second --grad_ckpt.
-      if (arg == "--grad_ckpt" || arg.starts_with("--grad_ckpt=")) continue;
+    for (const auto& arg : config::take_flags(training_args, {"batch_size", "grad_accum_steps",
+                                                              "mixed_precision", "amp_opt_level",
+                                                              "grad_ckpt"})
+                               .rest) {
       command += arg.find(' ') == std::string::npos ? " " + arg : " '" + arg + "'";
     }
     text += fmt::format(

@@ -3,12 +3,17 @@
 #pragma once
 
 #include "ampt/commands/command.h"
+#include "ampt/config/option.h"
+
+#include <vector>
 
 #include <string>
 #include <vector>
 
 namespace ampt::commands {
 
+// Its own flags, for help and the reference (docs/options.md).
+std::vector<config::FlagReference> recommend_flag_references();
 std::string recommend_help();
 
 // `args` after `recommend`; prints the table and the recommendation. Throws UsageError for bad

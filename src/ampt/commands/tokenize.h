@@ -2,6 +2,9 @@
 #pragma once
 
 #include "ampt/commands/command.h"
+#include "ampt/config/option.h"
+
+#include <vector>
 
 namespace ampt::commands {
 
@@ -10,6 +13,8 @@ namespace ampt::commands {
 // Throws UsageError for bad arguments, RuntimeError for unreadable inputs or tokenizer.
 int run_tokenize(const std::vector<std::string>& args, const Environment& env);
 
+// Its own flags, for help and the reference (docs/options.md).
+std::vector<config::FlagReference> tokenize_flag_references();
 std::string tokenize_help();
 
 }  // namespace ampt::commands

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ampt/config/aliases.h"
+#include "ampt/config/command_flags.h"
 #include "ampt/config/options.h"
 #include "ampt/config/values.h"
 
@@ -32,45 +33,70 @@ void by_section(Header header, Line line) {
   }
 }
 
-std::string flag_spelling(const Option& option, const Catalog& catalog) {
-  const auto hint = option.catalog_choices != nullptr
-                        ? fmt::format("{}", fmt::join(catalog.*option.catalog_choices, "|"))
+std::string flag_spelling(const OptionInfo& option, const Catalog* catalog) {
+  const auto hint = option.catalog_choices != nullptr && catalog != nullptr
+                        ? fmt::format("{}", fmt::join(catalog->*option.catalog_choices, "|"))
                         : option.value_hint;
+  if (option.positional != OptionInfo::Positional::no) return hint;
   return option.is_switch ? fmt::format("--{}[={}]", option.name, hint)
                           : fmt::format("--{} {}", option.name, hint);
 }
 
 // "[>= 1, default: 64, YAML scaler.init_scale]": the facts --help adds to an option's help.
-std::string facts(const Option& option, const Config& defaults) {
+std::string facts(const OptionInfo& option, const std::string& default_text) {
   std::vector<std::string> parts;
   if (!option.constraint.empty()) parts.push_back(option.constraint);
-  if (std::string value = option.format(defaults); !value.empty())
-    parts.push_back("default: " + value);
+  if (option.required) parts.push_back("required");
+  if (!default_text.empty()) parts.push_back("default: " + default_text);
+  if (default_text.empty() && !option.default_note.empty()) {
+    parts.push_back("default: " + option.default_note);
+  }
   if (!option.section.empty() && option.key != option.name)
     parts.push_back("YAML " + option.yaml_path());
   for (const Alias& alias : aliases()) {
-    if (alias.target != option.name) continue;
+    if (alias.target != option.name || option.env.empty()) continue;
     parts.push_back(alias.nested_only ? "YAML " + alias.sections.front() + "." + alias.name
                                       : "alias --" + alias.name);
   }
-  if (option.name == "mixed_precision") {
+  if (option.name == "mixed_precision" && !option.env.empty()) {
     parts.push_back(fmt::format("torch.autocast's --{} and --{}", kAutocastNames[0],
                                 kAutocastNames[1]));
   }
   return parts.empty() ? "" : fmt::format(" [{}]", fmt::join(parts, ", "));
 }
 
-}  // namespace
-
-std::string help_text(std::string_view program_and_subcommand, const Catalog& catalog) {
-  const Config defaults;
+// The flag column's width: as wide as the longest flag up to kMaxFlagWidth.
+std::size_t flag_width(const std::vector<FlagReference>& flags, const Catalog* catalog) {
   std::size_t width = std::string_view("-h, --help").size();
-  for (const Option& option : options()) {
-    if (const std::size_t size = flag_spelling(option, catalog).size(); size <= kMaxFlagWidth) {
+  for (const auto& flag : flags) {
+    if (const std::size_t size = flag_spelling(*flag.option, catalog).size(); size <= kMaxFlagWidth) {
       width = std::max(width, size);
     }
   }
+  return width;
+}
 
+// One option's help: the flag, its help, and its facts (on a line of their own when long).
+std::string flag_line(const FlagReference& flag, std::size_t width, const Catalog* catalog) {
+  std::string text;
+  std::string spelling = flag_spelling(*flag.option, catalog);
+  if (spelling.size() > width) {
+    text += "  " + spelling + "\n";
+    spelling.clear();
+  }
+  std::string line = fmt::format("  {:<{}}  {}", spelling, width, flag.option->help);
+  // Long lines keep the facts on a continuation line aligned with the help column.
+  std::string extra = facts(*flag.option, flag.default_text);
+  if (!extra.empty() && line.size() + extra.size() > kLineWidth)
+    extra = fmt::format("\n{:<{}}{}", "", width + 4, extra.substr(1));
+  return text + line + extra + "\n";
+}
+
+}  // namespace
+
+std::string help_text(std::string_view program_and_subcommand, const Catalog& catalog) {
+  const auto references = training_references();
+  const std::size_t width = flag_width(references, &catalog);
   std::string text = fmt::format(
       "Usage: {} [--OPTION VALUE]...\n\n"
       "Every option can also be set as environment variable AMPT_<NAME> (AMPT_BATCH_SIZE=32)\n"
@@ -78,21 +104,26 @@ std::string help_text(std::string_view program_and_subcommand, const Catalog& ca
       "Precedence: flag > environment > YAML file > default.\n\n"
       "  {:<{}}  Show this help and exit\n",
       program_and_subcommand, "-h, --help", width);
-  by_section([&](std::string_view section) { text += fmt::format("\n{}:\n", section); },
-             [&](const Option& option) {
-               std::string flag = flag_spelling(option, catalog);
-               if (flag.size() > width) {
-                 text += "  " + flag + "\n";
-                 flag.clear();
-               }
-               std::string line = fmt::format("  {:<{}}  {}", flag, width, option.help);
-               // Long lines keep the facts on a continuation line aligned with the help column.
-               std::string extra = facts(option, defaults);
-               if (!extra.empty() && line.size() + extra.size() > kLineWidth)
-                 extra = fmt::format("\n{:<{}}{}", "", width + 4, extra.substr(1));
-               text += line + extra + "\n";
-             });
+  std::string_view section;
+  for (const auto& reference : references) {
+    if (reference.option->section != section) {
+      section = reference.option->section;
+      text += fmt::format("\n{}:\n", section);
+    }
+    text += flag_line(reference, width, &catalog);
+  }
   return text;
+}
+
+std::string command_help(std::string_view command, std::string_view usage,
+                         const std::vector<FlagReference>& flags, const Catalog* training_catalog) {
+  const std::size_t width = flag_width(flags, nullptr);
+  std::string text = fmt::format("{}\n\nFlags of ampt {}:\n  {:<{}}  Show this help and exit\n",
+                                 usage, command, "-h, --help", width);
+  for (const auto& flag : flags) text += flag_line(flag, width, nullptr);
+  if (training_catalog == nullptr) return text;
+  text += fmt::format("\nEvery training option below applies as it does to ampt train.\n\n");
+  return text + help_text(fmt::format("ampt {}", command), *training_catalog);
 }
 
 std::string describe(const Resolved& resolved) {

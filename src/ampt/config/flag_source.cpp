@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <cxxopts.hpp>
 
 #include "ampt/config/aliases.h"
@@ -37,11 +38,13 @@ cxxopts::Options make_cli() {
   return cli;
 }
 
-cxxopts::ParseResult parse(const std::vector<std::string>& args) {
+}  // namespace
+
+cxxopts::ParseResult parse_arguments(cxxopts::Options& cli, const std::vector<std::string>& args) {
   std::vector<const char*> argv{"ampt"};
   for (const std::string& arg : args) argv.push_back(arg.c_str());
   try {
-    return make_cli().parse(static_cast<int>(argv.size()), argv.data());
+    return cli.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const cxxopts::exceptions::missing_argument&) {
     // cxxopts only reports this for a value-taking flag that is the last argument.
     throw UsageError(fmt::format("flag {} needs a value", args.back()));
@@ -50,32 +53,43 @@ cxxopts::ParseResult parse(const std::vector<std::string>& args) {
   }
 }
 
-UsageError unknown_flag(const std::string& arg) {
-  std::string flag = arg.substr(0, arg.find('='));
+std::vector<std::string> training_flag_spellings() {
   std::vector<std::string> known{"--help"};
   for (const Option& option : options()) known.push_back("--" + option.name);
   for (const Alias& alias : aliases()) {
     if (!alias.nested_only) known.push_back("--" + alias.name);
   }
   for (const char* name : kAutocastNames) known.push_back(std::string("--") + name);
+  return known;
+}
+
+UsageError unknown_flag(const std::string& arg, const std::vector<std::string>& known) {
+  std::string flag = arg.substr(0, arg.find('='));
   auto suggestion = closest(flag, known);
   return UsageError(
       fmt::format("unknown flag '{}'{}", flag,
                   suggestion ? fmt::format(" (did you mean '{}'?)", *suggestion) : ""));
 }
 
-// argparse habits write `--debug false`; cxxopts reads that as `--debug` plus a stray "false".
-UsageError unexpected_argument(const std::string& arg, const std::vector<std::string>& args) {
+UsageError unexpected_argument(const std::string& arg, const std::vector<std::string>& args,
+                               const std::function<bool(std::string_view)>& is_switch) {
   auto at = std::ranges::find(args, arg);
   if (at != args.begin() && at != args.end() && (at - 1)->starts_with("--")) {
-    const Option* previous = find_option(std::string_view(*(at - 1)).substr(2));
-    if (previous && previous->is_switch) {
+    const auto previous = std::string_view(*(at - 1)).substr(2);
+    if (is_switch(previous)) {
       return UsageError(
           fmt::format("unexpected argument '{}' (write --{}={} to give a boolean flag a value)",
-                      arg, previous->name, arg));
+                      arg, previous, arg));
     }
   }
   return UsageError(fmt::format("unexpected argument '{}'", arg));
+}
+
+namespace {
+
+bool is_training_switch(std::string_view name) {
+  const Option* option = find_option(name);
+  return option != nullptr && option->is_switch;
 }
 
 }  // namespace
@@ -92,7 +106,8 @@ std::vector<Assignment> read_flags(const std::vector<std::string>& all_args) {
   // Everything after "--" is positional, and ampt takes no positional arguments.
   auto separator = std::ranges::find(all_args, "--");
   const std::vector<std::string> args(all_args.begin(), separator);
-  cxxopts::ParseResult parsed = parse(args);
+  auto cli = make_cli();
+  cxxopts::ParseResult parsed = parse_arguments(cli, args);
 
   std::vector<Assignment> assignments;
   for (const Option& option : options()) {
@@ -128,11 +143,11 @@ std::vector<Assignment> read_flags(const std::vector<std::string>& all_args) {
   }
 
   for (const std::string& arg : parsed.unmatched()) {
-    if (arg.starts_with("-") && arg != "-") throw unknown_flag(arg);
-    throw unexpected_argument(arg, args);
+    if (arg.starts_with("-") && arg != "-") throw unknown_flag(arg, training_flag_spellings());
+    throw unexpected_argument(arg, args, is_training_switch);
   }
   if (separator != all_args.end() && separator + 1 != all_args.end()) {
-    throw unexpected_argument(*(separator + 1), args);
+    throw unexpected_argument(*(separator + 1), args, is_training_switch);
   }
   return assignments;
 }

@@ -407,6 +407,13 @@ const std::vector<Option>& options() {
   return table;
 }
 
+std::vector<FlagReference> training_references() {
+  const Config defaults;
+  std::vector<FlagReference> references;
+  for (const Option& option : options()) references.push_back({&option, option.format(defaults)});
+  return references;
+}
+
 const std::vector<std::string>& sections() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> found;

@@ -12,6 +12,9 @@ namespace ampt::config {
 // All options, grouped by YAML section in the order --help and `ampt config` print them.
 const std::vector<Option>& options();
 
+// Every option with its default (Config{}'s value) as text, in table order.
+std::vector<FlagReference> training_references();
+
 // The YAML sections in table order: "run", "checkpoint", "amp", "scaler", "training", "model",
 // "data".
 const std::vector<std::string>& sections();
