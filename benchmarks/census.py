@@ -30,6 +30,7 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -260,7 +261,7 @@ def main():
                          f"{c['ampt_conversions']} ({c['ampt_conversion_bytes'] / 2**20:.1f}) | "
                          f"{c['host_syncs']} | {c['autograd_nodes']} |")
     out = ROOT / "benchmarks" / "results" / f"census-cpu-{date}.md"
-    out.write_text("\n".join(lines) + "\n")
+    machine.write_record(out, "\n".join(lines) + "\n", "cpu")
     print(f"wrote {out.relative_to(ROOT)}")
 
 

@@ -32,6 +32,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from machine import device_line  # noqa: E402
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -145,7 +146,7 @@ def main():
     text = "\n".join(lines) + "\n"
     print(text)
     out = ROOT / "benchmarks" / "results" / f"chat-tokenize-cpu-{datetime.date.today()}.md"
-    out.write_text(text)
+    machine.write_record(out, text, "cpu")
     if not same:
         sys.exit("ampt's ids differ from transformers'")
 

@@ -40,6 +40,7 @@ import threading
 import time
 
 import torch
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -313,7 +314,7 @@ def main():
             print(json.dumps(rows[-1]), flush=True)
     text = report(opts, rows, machine)
     out = ROOT / "benchmarks" / "results" / f"cpu-{datetime.date.today()}-checkpoint.md"
-    out.write_text(text)
+    machine.write_record(out, text, "cpu")
     print(text)
     print(f"wrote {out}")
 

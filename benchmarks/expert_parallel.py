@@ -23,6 +23,7 @@ import sys
 import tempfile
 
 from machine import device_line
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -79,7 +80,7 @@ def main():
         f"| --expert_parallel {args.ranks} | {d:.0f} | {', '.join(f'{v:.0f}' for v in divided)} |\n\n"
         f"Expert parallel / plain: {d / p:.2f}x.\n")
     out = ROOT / "benchmarks" / "results" / f"expert-parallel-{args.device}-{date}.md"
-    out.write_text(text)
+    machine.write_record(out, text, args.device)
     print(text)
 
 

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -119,7 +120,7 @@ def main():
     name = device_name(args.device)
     slug = "cpu" if args.device == "cpu" else name.lower().replace(" ", "-")
     path = ROOT / "benchmarks" / "results" / f"{slug}-{datetime.date.today()}-fp8-loss.md"
-    path.write_text("\n".join(lines))
+    machine.write_record(path, "\n".join(lines), args.device)
     print(f"wrote {path.relative_to(ROOT)}")
 
 

@@ -110,7 +110,7 @@ def main():
                   f"{max(ours) / max(before):.2f}x)."]
     shape = f"b{args.batch_size}x{args.seq_len}"
     out = ROOT / "benchmarks" / "results" / f"host-cost-cpu-{date}-{shape}-{machine.cpu_tag()}.md"
-    out.write_text("\n".join(lines) + "\n")
+    machine.write_record(out, "\n".join(lines) + "\n", "cpu")
     print("\n".join(lines))
     print(f"wrote {out.relative_to(ROOT)}")
 

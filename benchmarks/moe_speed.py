@@ -31,6 +31,7 @@ import tempfile
 import time
 
 from machine import device_line
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -152,7 +153,7 @@ def main():
         lines.append(f"| {impl} | {r['tokens_per_sec']:.0f} | {ratio} |")
     text = "\n".join(lines) + "\n"
     out = ROOT / "benchmarks" / "results" / f"moe-speed-{args.device}-{args.precision}-{date}.md"
-    out.write_text(text)
+    machine.write_record(out, text, args.device)
     print(text)
 
 

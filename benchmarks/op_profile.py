@@ -15,6 +15,7 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -103,7 +104,7 @@ def main():
     out = pathlib.Path(args.out) if args.out else (
         ROOT / "benchmarks" / "results" /
         f"profile-{args.device}-{args.model}-{args.precision}-{date}.md")
-    out.write_text("\n".join(lines) + "\n")
+    machine.write_record(out, "\n".join(lines) + "\n", args.device)
     print(f"wrote {out}")
 
 

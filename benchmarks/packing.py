@@ -35,6 +35,7 @@ import tempfile
 import numpy as np
 
 from machine import cpu_isa, cpu_model
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -118,7 +119,7 @@ The data lines:
 `benchmarks/packing.py --examples {args.examples} --steps {args.steps} --seed {args.seed}`
 """
     path = ROOT / "benchmarks" / "results" / f"packing-cpu-{today}.md"
-    path.write_text(report)
+    machine.write_record(path, report, "cpu")
     print(report)
 
 

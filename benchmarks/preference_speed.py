@@ -34,6 +34,7 @@ import tempfile
 import time
 
 from machine import device_line
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -189,7 +190,7 @@ def main():
     text = "\n".join(lines) + "\n"
     suffix = f"-lora{args.lora_rank}" if args.lora_rank else ""
     out = ROOT / "benchmarks" / "results" / f"preference-speed-{args.device}-{date}{suffix}.md"
-    out.write_text(text)
+    machine.write_record(out, text, args.device)
     print(text)
 
 

@@ -39,6 +39,7 @@ import threading
 import time
 
 from machine import cpu_isa, cpu_model, vm_rss
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -175,7 +176,7 @@ def main():
         lines.append(f"- {base_dtype}: `{big_run['lora']}`")
     text = "\n".join(lines) + "\n"
     result = ROOT / "benchmarks" / "results" / f"qlora-memory-cpu-{today}.md"
-    result.write_text(text)
+    machine.write_record(result, text, "cpu")
     print(text)
 
 

@@ -31,6 +31,7 @@ import tempfile
 import time
 
 from machine import device_line
+import machine  # noqa: E402
 from qlora_memory import make_llama
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -167,7 +168,7 @@ def main():
             lines.append(f"- ampt, {name} base: `Fused paths: {r['fused']}`")
     text = "\n".join(lines) + "\n"
     out = ROOT / "benchmarks" / "results" / f"qlora-speed-{args.device}-{date}.md"
-    out.write_text(text)
+    machine.write_record(out, text, args.device)
     print(text)
 
 

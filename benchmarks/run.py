@@ -29,6 +29,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -367,7 +368,7 @@ def write_report(args, plan, rows, skipped, name, repeats, final):
     chart = out.with_suffix(".png")
     if final and write_chart(rows, chart, f"ampt vs PyTorch AMP, {name}"):
         lines += [f"![throughput]({chart.name})", ""]
-    out.write_text("\n".join(lines))
+    machine.write_record(out, "\n".join(lines), args.device)
     if final:
         print(f"wrote {out.relative_to(ROOT)}" + (f" and {chart.name}" if chart.exists() else ""))
 

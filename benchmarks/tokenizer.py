@@ -33,6 +33,7 @@ import time
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 from tiktoken_ext.openai_public import r50k_pat_str
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BENCH = ROOT / "build" / "ampt_tokenize_bench"
@@ -186,7 +187,7 @@ def main():
                          f"{r['mb_per_cpu']:.2f} | {ratio('ampt, 1 thread')} | "
                          f"{ratio(f'ampt, {n} threads')} |")
         lines.append("")
-    out.write_text("\n".join(lines))
+    machine.write_record(out, "\n".join(lines), "cpu")
     print(f"wrote {out.relative_to(ROOT)}")
 
 

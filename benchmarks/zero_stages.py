@@ -52,6 +52,7 @@ import threading
 import time
 
 from machine import vm_rss
+import machine  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
@@ -434,7 +435,7 @@ def main():
     text = report(opts, rows, header)
     out = pathlib.Path(opts.out) if opts.out else \
         ROOT / "benchmarks" / "results" / f"zero-stages-cpu-{datetime.date.today()}.md"
-    out.write_text(text)
+    machine.write_record(out, text, "cpu")
     print(text)
     print(f"wrote {out}")
 
