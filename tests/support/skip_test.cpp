@@ -1,11 +1,12 @@
 // The skip mechanism end to end: what a test executable's exit code says for a case that passed,
-// skipped or failed (support/skip.h, catch_main.cpp), and that CTest is told that code means a
-// skip for every Catch test it runs.
+// skipped or failed (support/skip.h, catch_main.cpp), what CI means to it, and that CTest is told
+// that code means a skip for every Catch test it runs.
 #include "ampt/core/json_reader.h"
 #include "support/process.h"
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <set>
 #include <string>
 
@@ -45,6 +46,41 @@ TEST_CASE("skips: under CI=true a missing Python reference fails the test", "[te
   CHECK(r.exit_code != AMPT_SKIP_CODE);
   CHECK_THAT(r.out, Catch::Contains("a Python reference is missing under CI=true"));
   CHECK_THAT(r.out, Catch::Contains("probe_package missing"));
+}
+
+TEST_CASE("skips: CI set as CI systems set it (true, 1, a name) fails a missing reference, "
+          "empty, 0, false, no or off skips it", "[tests][skip]") {
+  for (const std::string ci : {"true", "TRUE", "1", "yes", "woodpecker"}) {
+    const auto r = probe("probe: no reference", ci);
+    INFO("CI=" << ci << "\n" << r.out << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.exit_code != AMPT_SKIP_CODE);
+    CHECK_THAT(r.out, Catch::Contains("a Python reference is missing under CI=" + ci + ","));
+  }
+  for (const std::string ci : {"", "0", "false", "False", "no", "OFF"}) {
+    const auto r = probe("probe: no reference", ci);
+    INFO("CI=" << ci << "\n" << r.out << r.err);
+    CHECK(r.exit_code == AMPT_SKIP_CODE);
+  }
+}
+
+TEST_CASE("skips: .ci/run runs the suite under CI whatever CI the host had set", "[tests][skip]") {
+  // .ci/run in a tree of its own, whose scripts/dev runs the probe's missing reference in place
+  // of the suite: what .ci/run exits with is what that test would report there.
+  const auto tree = ampt::test::make_temp_dir();
+  ampt::test::write_file(tree + "/.ci/run", ampt::test::read_file(AMPT_SOURCE_DIR "/.ci/run"));
+  ampt::test::write_file(tree + "/scripts/dev",
+                         "#!/bin/sh\nexec '" AMPT_SKIP_PROBE "' 'probe: no reference'\n");
+  for (const auto* script : {"/.ci/run", "/scripts/dev"}) {
+    std::filesystem::permissions(tree + script, std::filesystem::perms::owner_all);
+  }
+  for (const std::string ci : {"", "1", "false"}) {
+    const auto r = ampt::test::run_process({tree + "/.ci/run"}, {{"CI", ci}});
+    INFO("CI=" << ci << "\n" << r.out << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.exit_code != AMPT_SKIP_CODE);
+    CHECK_THAT(r.out, Catch::Contains("a Python reference is missing under CI=true,"));
+  }
 }
 
 TEST_CASE("skips: every Catch test CTest runs takes the skip code as a skip", "[tests][skip]") {
