@@ -1,6 +1,6 @@
 // The skip mechanism end to end: what a test executable's exit code says for a case that passed,
 // skipped or failed (support/skip.h, catch_main.cpp), what CI means to it, and that CTest is told
-// that code means a skip for every Catch test it runs.
+// that code means a skip for every Catch test it runs; and that every test has a timeout.
 #include "ampt/core/json_reader.h"
 #include "support/process.h"
 
@@ -83,11 +83,31 @@ TEST_CASE("skips: .ci/run runs the suite under CI whatever CI the host had set",
   }
 }
 
-TEST_CASE("skips: every Catch test CTest runs takes the skip code as a skip", "[tests][skip]") {
+namespace {
+
+// What `ctest --show-only=json-v1` lists of the build's tests.
+ampt::JsonValue ctest_listing() {
   const auto listed = ampt::test::run_process({AMPT_CTEST, "--show-only=json-v1"}, {},
                                               AMPT_BUILD_DIR);
   REQUIRE(listed.exit_code == 0);
-  const auto listing = ampt::parse_json(listed.out);
+  return ampt::parse_json(listed.out);
+}
+
+// The value of a test's CTest property `name`, or nullptr.
+const ampt::JsonValue* property(const ampt::JsonValue& test, const std::string& name) {
+  if (const auto* properties = test.find("properties")) {
+    for (const auto& p : properties->items) {
+      const auto* key = p.find("name");
+      if (key != nullptr && key->string == name) return p.find("value");
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("skips: every Catch test CTest runs takes the skip code as a skip", "[tests][skip]") {
+  const auto listing = ctest_listing();
   const auto* tests = listing.find("tests");
   REQUIRE(tests != nullptr);
   std::set<std::string> executables;
@@ -99,19 +119,28 @@ TEST_CASE("skips: every Catch test CTest runs takes the skip code as a skip", "[
     if (program.find("/ampt_") == std::string::npos || !program.ends_with("_tests")) continue;
     ++catch_tests;
     executables.insert(program.substr(program.rfind('/') + 1));
-    bool skip_code = false;
-    if (const auto* properties = test.find("properties")) {
-      for (const auto& property : properties->items) {
-        const auto* name = property.find("name");
-        const auto* value = property.find("value");
-        skip_code = skip_code || (name && value && name->string == "SKIP_RETURN_CODE" &&
-                                  value->number == AMPT_SKIP_CODE);
-      }
-    }
+    const auto* code = property(test, "SKIP_RETURN_CODE");
     INFO(test.find("name")->string);
-    CHECK(skip_code);
+    CHECK((code != nullptr && code->number == AMPT_SKIP_CODE));
   }
   CHECK(executables ==
         std::set<std::string>{"ampt_core_tests", "ampt_slurm_tests", "ampt_torch_tests"});
   CHECK(catch_tests > 600);
+}
+
+TEST_CASE("tests: every test CTest runs has a timeout of minutes, not CTest's 1,500 s",
+          "[tests][timeout]") {
+  const auto listing = ctest_listing();
+  const auto* tests = listing.find("tests");
+  REQUIRE(tests != nullptr);
+  std::set<double> timeouts;
+  for (const auto& test : tests->items) {
+    INFO(test.find("name")->string);
+    const auto* timeout = property(test, "TIMEOUT");
+    REQUIRE(timeout != nullptr);
+    CHECK(timeout->number > 0.0);
+    CHECK(timeout->number <= 900.0);  // tests/CMakeLists.txt's longer one
+    timeouts.insert(timeout->number);
+  }
+  CHECK(timeouts == std::set<double>{300.0, 900.0});
 }
