@@ -106,7 +106,7 @@ TEST_CASE("cli: a bad instruction record stops the run with one line naming its 
     CHECK(r.exit_code == status);
     CHECK(r.err == "ampt: error: " + line + "\n");
   };
-  if (ampt::test::have_gpt2_ranks()) {
+  if (have_gpt2()) {
     const std::vector<std::string> with_tokenizer = {"--tokenizer", ampt::test::gpt2_ranks_path(),
                                                      "--vocab_size", "50304", "--chat_template",
                                                      dir + "/t.json"};

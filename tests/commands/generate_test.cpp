@@ -42,14 +42,24 @@ TEST_CASE("generate: greedy tokens equal transformers' greedy generate", "[comma
     REQUIRE(r.exit_code == 0);
     CHECK(r.out == reference.out);
   }
-  // Sampling: the seed decides.
-  const std::vector<std::string> sampled = {"generate", "--init_from", dir, "--prompt", "Once",
-                                            "--seed", "3", "--max_new_tokens", "20"};
-  const auto once = run_ampt(sampled);
-  const auto again = run_ampt(sampled);
-  INFO(once.err);
-  CHECK(once.exit_code == 0);
-  CHECK(once.out == again.out);
+  // Sampling: the seed decides, and it samples. A random GPT-2's next-token distribution is
+  // nearly flat, so that two seeds' 20 draws among the top 50, or one seed's and the greedy
+  // continuation, agree by chance about never; top_k 1 leaves the greedy token alone.
+  const auto continued = [&](std::vector<std::string> flags) {
+    std::vector<std::string> args = {"generate", "--init_from", dir, "--prompt", "Once",
+                                     "--max_new_tokens", "20", "--device", "cpu"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = run_ampt(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    return r.out;
+  };
+  const auto seed3 = continued({"--seed", "3"});
+  CHECK(continued({"--seed", "3"}) == seed3);
+  const auto greedy = continued({"--temperature", "0"});
+  CHECK(seed3 != greedy);
+  CHECK(continued({"--seed", "4"}) != seed3);
+  CHECK(continued({"--seed", "3", "--top_k", "1"}) == greedy);
 }
 
 TEST_CASE("generate: what it needs and what it refuses, in one line each", "[commands][generate]") {

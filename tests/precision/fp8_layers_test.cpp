@@ -5,11 +5,16 @@
 #include "ampt/core/errors.h"
 #include "ampt/precision/fp8_gemm_timer.h"
 
+#include <ATen/record_function.h>
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <cmath>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
 
 using ampt::precision::choose_fp8_layers;
 using ampt::precision::Fp8Candidate;
@@ -171,6 +176,51 @@ TEST_CASE("fp8 layers table: one row per run of blocks with the same choice",
             "| head | 64 x 64 -> 512 | – | – | – | bf16 |"});
 }
 
+namespace {
+
+// Counts the operator calls on every thread (backward's too) while it exists, by name and the
+// dtype of the first tensor they take ("aten::mm BFloat16"); one at a time.
+class OperatorCalls {
+ public:
+  OperatorCalls() {
+    counting_ = this;
+    handle_ = at::addGlobalCallback(
+        at::RecordFunctionCallback(
+            [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+              std::string key = fn.name();
+              for (const auto& input : fn.inputs()) {
+                if (!input.isTensor()) continue;
+                key += std::string(" ") + c10::toString(input.toTensor().scalar_type());
+                break;
+              }
+              std::lock_guard lock(counting_->mutex_);
+              ++counting_->calls_[key];
+              return nullptr;
+            })
+            .needsInputs(true)
+            .scopes({at::RecordScope::FUNCTION}));
+  }
+  ~OperatorCalls() { at::removeCallback(handle_); }
+  OperatorCalls(const OperatorCalls&) = delete;
+  OperatorCalls& operator=(const OperatorCalls&) = delete;
+
+  // The calls of these operators so far.
+  double of(const std::set<std::string>& names) const {
+    std::lock_guard lock(mutex_);
+    int64_t sum = 0;
+    for (const auto& name : names) sum += calls_.contains(name) ? calls_.at(name) : 0;
+    return static_cast<double>(sum);
+  }
+
+ private:
+  static inline OperatorCalls* counting_ = nullptr;
+  mutable std::mutex mutex_;
+  std::map<std::string, int64_t> calls_;
+  at::CallbackHandle handle_ = 0;
+};
+
+}  // namespace
+
 TEST_CASE("fp8 layers: the measurement times both precisions of a layer", "[precision][fp8]") {
   // On a CPU (its _scaled_mm): the same code a GPU run times, small enough to be quick.
   const auto measure = ampt::precision::gemm_timer(torch::kCPU, ampt::precision::Fp8Recipe{});
@@ -179,6 +229,28 @@ TEST_CASE("fp8 layers: the measurement times both precisions of a layer", "[prec
   CHECK(std::isfinite(t.fp8_ms));
   CHECK(t.bf16_ms > 0.0);
   CHECK(t.fp8_ms > 0.0);
+}
+
+TEST_CASE("fp8 layers: each precision's time is one forward and backward of its own GEMMs",
+          "[precision][fp8]") {
+  // A clock that counts GEMM calls in place of milliseconds: a time is then the GEMMs one timed
+  // call ran. A layer's forward and backward are three (y, dx, dW): bf16's in bfloat16 through
+  // ATen's addmm and mm, fp8's on a CPU in float32 through mm, from the dequantised fp8 operands
+  // (kernels/fp8_gemm.h). Timing forward only, the warm-up too, a whole round rather than one
+  // call, or either precision in the other's place, each gives other counts.
+  const ampt::precision::GemmShape shape{32, 64, 48};
+  const ampt::precision::Fp8Recipe recipe;
+  const OperatorCalls calls;
+  const auto counting = [&](std::set<std::string> gemms) {
+    return ampt::precision::gemm_timer(torch::kCPU, recipe,
+                                       [&calls, gemms] { return calls.of(gemms); })(shape);
+  };
+  const auto by_half = counting({"aten::addmm BFloat16", "aten::mm BFloat16"});
+  CHECK(by_half.bf16_ms == 3.0);
+  CHECK(by_half.fp8_ms == 0.0);
+  const auto by_float = counting({"aten::addmm Float", "aten::mm Float"});
+  CHECK(by_float.bf16_ms == 0.0);
+  CHECK(by_float.fp8_ms == 3.0);
 }
 
 TEST_CASE("fp8 layers table: Llama's blocks (layers.N) group as GPT's do", "[precision][fp8]") {

@@ -16,9 +16,10 @@ enum class Missing {
   slurm,      // the one-node Slurm cluster of tests/slurm/cluster.sh
 };
 
-// Records the skip and prints "ampt-test-skipped (<what>): <why>". Under CI=true a missing
-// reference fails the test case instead: there the bootstrap has installed every one, so a
-// missing one is a broken set-up, not a machine that cannot run the test.
+// Records the skip and prints "ampt-test-skipped (<what>): <why>". Under CI (the variable set to
+// anything but empty, 0, false, no or off, in any case) a missing reference fails the test case
+// instead: there the bootstrap has installed every one, so a missing one is a broken set-up, not
+// a machine that cannot run the test.
 void skip(Missing what, const std::string& why);
 
 // Whether a test case of this process skipped (catch_main's exit code).

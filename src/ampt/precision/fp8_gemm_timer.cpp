@@ -15,7 +15,7 @@ constexpr int kIterations = 5;
 
 // Milliseconds per call of `step`: the best round.
 template <class Step>
-double time_ms(const torch::Device& device, Step step) {
+double time_ms(const torch::Device& device, const Milliseconds& clock, Step step) {
   const auto sync = [&] {
     if (device.is_cuda()) torch::cuda::synchronize(device.index());
   };
@@ -23,20 +23,24 @@ double time_ms(const torch::Device& device, Step step) {
   double best = std::numeric_limits<double>::infinity();
   for (int r = 0; r < kRounds; ++r) {
     sync();
-    const auto start = std::chrono::steady_clock::now();
+    const double start = clock();
     for (int i = 0; i < kIterations; ++i) step();
     sync();
-    const std::chrono::duration<double, std::milli> elapsed =
-        std::chrono::steady_clock::now() - start;
-    best = std::min(best, elapsed.count() / kIterations);
+    best = std::min(best, (clock() - start) / kIterations);
   }
   return best;
 }
 
 }  // namespace
 
-GemmTimer gemm_timer(const torch::Device& device, const Fp8Recipe& recipe) {
-  return [device, recipe](const GemmShape& shape) {
+double steady_milliseconds() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+GemmTimer gemm_timer(const torch::Device& device, const Fp8Recipe& recipe, Milliseconds clock) {
+  return [device, recipe, clock = std::move(clock)](const GemmShape& shape) {
     const auto bf16 = torch::dtype(torch::kBFloat16).device(device);
     const auto f32 = torch::dtype(torch::kFloat32).device(device);
     const auto x = torch::randn({shape.rows, shape.in}, bf16).requires_grad_(true);
@@ -47,12 +51,12 @@ GemmTimer gemm_timer(const torch::Device& device, const Fp8Recipe& recipe) {
       for (const auto* t : {&x, &w, &b}) t->mutable_grad() = torch::Tensor();
     };
     GemmTimes times;
-    times.bf16_ms = time_ms(device, [&] {
+    times.bf16_ms = time_ms(device, clock, [&] {
       at::linear(x, w.to(torch::kBFloat16), b.to(torch::kBFloat16)).backward(dy);
       clear();
     });
     auto layer = c10::make_intrusive<Fp8Linear>(recipe);
-    times.fp8_ms = time_ms(device, [&] {
+    times.fp8_ms = time_ms(device, clock, [&] {
       layer->forward(x, w, b, /*record=*/true).backward(dy);
       clear();
     });
