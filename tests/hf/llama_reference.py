@@ -100,9 +100,10 @@ def generate(args):
     print(json.dumps(out[0, prompt.size(1):].tolist()))
 
 
-def train_losses(model, args):
+def train_losses(model, args, first_grads=None):
     """Trains `model`'s parameters that require grad (all of them, or a LoRA model's adapters) on
-    the windows of args.tokens with AdamW, and returns each step's loss."""
+    the windows of args.tokens with AdamW, and returns each step's loss; fills `first_grads`, when
+    given, with the first step's gradients by parameter name."""
     tokens = torch.from_numpy(np.fromfile(args.tokens, dtype=np.uint16).astype(np.int64))
     starts = range(0, tokens.numel() - args.block, args.block)
     windows = torch.stack([tokens[s:s + args.block + 1] for s in starts])
@@ -116,6 +117,8 @@ def train_losses(model, args):
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
         optimizer.zero_grad()
         loss.backward()
+        if first_grads is not None and not losses:
+            first_grads.update({n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad})
         optimizer.step()
         losses.append(loss.item())
     return losses

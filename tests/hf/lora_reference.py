@@ -7,10 +7,13 @@
         that the adapter changes the logits from the first step) with save_pretrained; with
         --parameters, adapters on those 3-D expert weights too (peft's target_parameters).
     lora_reference.py finetune BASE ADAPTER TOKENS.bin BLOCK STEPS LR BETA1 BETA2 EPS [--base_dtype nf4]
+                      [--grads OUT.safetensors]
         trains the adapter in float32 (PeftModel.from_pretrained(..., is_trainable=True)) on every
         window of BLOCK + 1 tokens of the uint16 file (one batch, as ampt cuts them) with
         torch.optim.AdamW over the trainable parameters, and prints each step's loss as JSON;
-        with --base_dtype nf4 on a bitsandbytes 4-bit base (QLoRA).
+        with --base_dtype nf4 on a bitsandbytes 4-bit base (QLoRA); with --grads, writes the first
+        step's adapter gradients under ampt's names (a Llama's: "model." and peft's prefix and
+        adapter name taken off, as ampt reads an adapter).
     lora_reference.py check BASE ADAPTER MERGED TOKENS_JSON N [--base_dtype nf4]
         prints, as JSON, the float32 logits of [[ids...], ...] from BASE with ADAPTER in peft
         ("peft"), from BASE alone ("base") and from the merged model MERGED ("merged"), and
@@ -27,7 +30,9 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "precision"))
 import llama_reference  # noqa: E402  (its training loop is the reference for both)
+import nf4_reference  # noqa: E402  (bitsandbytes' dequantize_4bit in its own block layout)
 
 
 def base_model(path):
@@ -59,8 +64,14 @@ def with_adapter(base, adapter, trainable=False, base_dtype="auto"):
 def quantize_nf4(model):
     """QLoRA's base: every Linear but the head a bitsandbytes Linear4bit (nf4, blocks of 64,
     double quantization) of its fp32 weight, computing in fp32, as transformers' BitsAndBytesConfig
-    (load_in_4bit, bnb_4bit_quant_type nf4, bnb_4bit_use_double_quant) makes it."""
+    (load_in_4bit, bnb_4bit_quant_type nf4, bnb_4bit_use_double_quant) makes it. Each GEMM is its
+    weight dequantized in the blocks quantize_4bit wrote (nf4_reference.flat_dequantize) and an
+    fp32 F.linear, as bitsandbytes computes it on a GPU, in training and in eval alike: not its
+    CPU kernels, whose AVX-512 dequantize_4bit reads the wrong blocks where rows are not a
+    multiple of 64 and whose AVX-512 BF16 eval path repacks the weight per row (rows a multiple of
+    64 only) and multiplies in bf16."""
     import bitsandbytes as bnb
+    nf4_reference.flat_dequantize()
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if not isinstance(child, torch.nn.Linear) or child is model.get_output_embeddings():
@@ -68,6 +79,7 @@ def quantize_nf4(model):
             layer = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
                                       compute_dtype=torch.float32, compress_statistics=True,
                                       quant_type="nf4")
+            layer.support_avx512bf16_for_cpu = False
             layer.weight = bnb.nn.Params4bit(child.weight.data.clone(), requires_grad=False,
                                              compress_statistics=True, quant_type="nf4",
                                              blocksize=64)._quantize("cpu")
@@ -81,7 +93,12 @@ def finetune(args):
     if args.base_dtype == "nf4":
         torch.set_num_threads(1)  # the nf4 offset's fp32 mean, in one order
     model = with_adapter(args.base, args.adapter, trainable=True, base_dtype=args.base_dtype).train()
-    print(json.dumps(llama_reference.train_losses(model, args)))
+    grads = {} if args.grads else None
+    print(json.dumps(llama_reference.train_losses(model, args, grads)))
+    if args.grads:
+        from safetensors.torch import save_file
+        save_file({n.removeprefix("base_model.model.model.").replace(".default", ""): g
+                   for n, g in grads.items()}, args.grads)
 
 
 def check(args):
@@ -126,6 +143,7 @@ def main():
     for name in ["lr", "beta1", "beta2", "eps"]:
         ft.add_argument(name, type=float)
     ft.add_argument("--base_dtype", choices=["auto", "nf4"], default="auto")
+    ft.add_argument("--grads", default="")
     ch = sub.add_parser("check")
     for name in ["base", "adapter", "merged", "tokens"]:
         ch.add_argument(name)

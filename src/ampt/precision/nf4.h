@@ -1,10 +1,13 @@
 // NormalFloat-4 storage of a frozen weight, as bitsandbytes makes it (quantize_4bit with
 // quant_type "nf4", blocksize 64, compress_statistics true), byte for byte, so that a base
 // quantized here is the base peft + bitsandbytes users train: each block of 64 elements (in
-// flat row-major order) scaled by its absmax to [-1, 1] and rounded to the nearest of 16
-// NormalFloat values (a tie to the lower), two codes a byte, the first in the high nibble; the
-// absmax themselves quantized again (double quantization): their mean taken off, then 8-bit
-// codes of bitsandbytes' dynamic map in blocks of 256, each block scaled by its own fp32 absmax.
+// flat row-major order, running across rows of any length, as bitsandbytes' CUDA kernel reads
+// them) scaled by its absmax to [-1, 1] and rounded to the nearest of 16 NormalFloat values (a
+// tie to the lower), two codes a byte, the first in the high nibble; the absmax themselves
+// quantized again (double quantization): their mean taken off, then 8-bit codes of
+// bitsandbytes' dynamic map in blocks of 256, each block scaled by its own fp32 absmax.
+// (bitsandbytes 0.50.2's AVX-512 CPU dequantize_4bit reads rows that are a multiple of 16 but
+// not of 64 with another block's absmax: tests/precision/nf4_reference.py.)
 #pragma once
 
 #include "ampt/kernels/kernel_abi.h"

@@ -1,8 +1,9 @@
 // The dequantize kernels (src/ampt/kernels/cuda/dequantize.cu) emulated on the CPU against the
 // ATen path of kernels/dequantize bit for bit: nf4 storage made by precision/nf4.h's quantizer
-// and random bytes (every table entry, a short last block, an odd count, several absmax2 blocks,
-// several grid-stride steps), int8 and e4m3 rows with every byte value, into each output dtype;
-// and the Linear seam over a quantized base taking the kernel where the path runs.
+// (rows of any length, an expert stack) and random bytes (every table entry, a short last block,
+// an odd count, several absmax2 blocks, several grid-stride steps), int8 and e4m3 rows with every
+// byte value, into each output dtype; and the Linear seam over a quantized base taking the kernel
+// where the path runs.
 #include "ampt/kernels/dequantize.h"
 #include "ampt/kernels/kernel_support.h"
 #include "ampt/precision/nf4.h"
@@ -64,6 +65,21 @@ TEST_CASE("dequantize kernels: nf4 equals the ATen path bit for bit",
       INFO(c10::toString(dtype));
       CHECK(same(emulated_nf4(codes, dtype),
                  ampt::kernels::dequantize_nf4_reference(codes, dtype)));
+    }
+  }
+  SECTION("rows that are not a multiple of 64 and an expert stack, whose blocks run across rows") {
+    // nf4_test.cpp holds the same shapes' ATen path to bitsandbytes' bytes and values.
+    const std::vector<std::vector<int64_t>> shapes{{64, 160}, {5, 96}, {4, 100}, {3, 40, 160}};
+    for (const auto& shape : shapes) {
+      INFO(torch::IntArrayRef(shape));
+      const auto q =
+          ampt::precision::quantize_nf4((torch::randn(shape) * 0.02).to(torch::kBFloat16));
+      const Nf4Codes codes{q.codes, q.absmax, q.absmax2, q.offset, q.numel()};
+      for (const auto dtype : kOutputs) {
+        INFO(c10::toString(dtype));
+        CHECK(same(emulated_nf4(codes, dtype),
+                   ampt::kernels::dequantize_nf4_reference(codes, dtype)));
+      }
     }
   }
   SECTION("any bytes: every code and absmax code, odd counts, more values than one grid holds") {
