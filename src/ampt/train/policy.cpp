@@ -41,4 +41,8 @@ torch::Tensor Policy::logits(const data::Batch& batch) {
   return compute([&] { return model_.logits(batch); });
 }
 
+torch::Tensor Policy::next_logits(const torch::Tensor& tokens, models::KvCache& cache) {
+  return compute([&] { return model_.next_logits(tokens, cache); });
+}
+
 }  // namespace ampt::train

@@ -1,8 +1,8 @@
 // A forward as the run computes it: the model a run trains, held with its precision (the
 // PrecisionState: the stage's autocast dtype, the fp32 islands, O1's half working weights, O2's
 // half weights and their masters, a LoRA base's frozen dtype), whether its fused operations are
-// on, and ZeRO-3's gathers. Training's objective and evaluation run every forward through it
-// (compute), so that none of them closes over a Run or sets up a precision of its own.
+// on, and ZeRO-3's gathers. Training's objective, evaluation and `ampt generate` run every forward
+// through it (compute), so that none of them closes over a Run or sets up a precision of its own.
 // ("Policy" as reinforcement learning says it: the model that is trained and sampled from; what
 // autocast does in each stage is precision::PrecisionPolicy, which the PrecisionState holds.)
 #pragma once
@@ -10,6 +10,7 @@
 #include "ampt/config/config.h"
 #include "ampt/data/batch.h"
 #include "ampt/distributed/sharded_parameters.h"
+#include "ampt/models/kv_cache.h"
 #include "ampt/models/registry.h"
 #include "ampt/precision/autocast_guard.h"
 #include "ampt/precision/precision_islands.h"
@@ -61,6 +62,10 @@ class Policy {
 
   // The logits [B, T, vocab] of the batch's inputs (Model::logits), computed as above.
   torch::Tensor logits(const data::Batch& batch);
+  // Generation: the logits [B, vocab] of the position after `tokens` [B, T_new], which follow
+  // `cache`'s positions (Model::next_logits), computed as above: the prompt's prefill and each
+  // decoding step take the precision the training forward takes.
+  torch::Tensor next_logits(const torch::Tensor& tokens, models::KvCache& cache);
 
  private:
   // The precision of one forward while it lives.
