@@ -11,6 +11,7 @@
 #include "ampt/models/llama_presets.h"
 #include "ampt/models/model_family.h"
 #include "ampt/models/registry.h"
+#include "support/decoding.h"
 #include "support/pretrained_reference.h"
 #include "support/process.h"
 #include "support/skip.h"
@@ -118,7 +119,8 @@ TEST_CASE("llama generate: greedy tokens through the KV cache (GQA) equal transf
     ampt::models::SamplingOptions greedy;
     greedy.temperature = 0.0;
     greedy.max_new_tokens = 20;
-    const auto produced = ampt::models::generate(model, {5, 17, 42, 9}, greedy);
+    const auto produced =
+        ampt::models::generate(ampt::test::decoding(model), {5, 17, 42, 9}, greedy);
     CHECK(produced == reference_generation(dir, "[5, 17, 42, 9]", 20));
   }
 }
@@ -213,7 +215,7 @@ void check_export(const std::vector<std::string>& args) {
   ampt::models::SamplingOptions greedy;
   greedy.temperature = 0.0;
   greedy.max_new_tokens = 12;
-  CHECK(ampt::models::generate(model, {3, 14, 15}, greedy) ==
+  CHECK(ampt::models::generate(ampt::test::decoding(model), {3, 14, 15}, greedy) ==
         reference_generation(exported, "[3, 14, 15]", 12));
 }
 

@@ -9,6 +9,7 @@
 #include "ampt/models/generation.h"
 #include "ampt/models/linear.h"
 #include "ampt/precision/nf4.h"
+#include "support/decoding.h"
 #include "support/json_field.h"
 #include "support/pretrained_reference.h"
 #include "support/process.h"
@@ -208,7 +209,7 @@ void check_exports(const Base& base, const std::string& out, const std::string& 
   ampt::models::SamplingOptions greedy;
   greedy.temperature = 0.0;
   greedy.max_new_tokens = 10;
-  CHECK(ampt::models::generate(model, {3, 14, 15}, greedy) ==
+  CHECK(ampt::models::generate(ampt::test::decoding(model), {3, 14, 15}, greedy) ==
         result["generated"].as<std::vector<int64_t>>());
 }
 

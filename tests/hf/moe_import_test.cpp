@@ -9,6 +9,7 @@
 #include "ampt/hf/safetensors_shards.h"
 #include "ampt/models/catalog.h"
 #include "ampt/models/generation.h"
+#include "support/decoding.h"
 #include "support/pretrained_reference.h"
 #include "support/process.h"
 #include "support/skip.h"
@@ -82,7 +83,7 @@ void check_family(const std::string& flavour, const std::string& model_name,
   ampt::models::SamplingOptions greedy;
   greedy.temperature = 0.0;
   greedy.max_new_tokens = 12;
-  CHECK(ampt::models::generate(model, {5, 17, 42, 9}, greedy) ==
+  CHECK(ampt::models::generate(ampt::test::decoding(model), {5, 17, 42, 9}, greedy) ==
         reference["generated"].as<std::vector<int64_t>>());
 
   // 20 AdamW steps, the aux loss on. ampt's losses equal the reference's to its 6 printed

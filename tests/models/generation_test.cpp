@@ -1,8 +1,9 @@
-// Generation: the KV cache gives the logits a full forward pass gives, and the token choice is
-// greedy at temperature 0 and stays within top-k / top-p otherwise.
+// Generation: the KV cache gives the logits a full forward pass gives, through the same block
+// hooks, and the token choice is greedy at temperature 0 and stays within top-k / top-p otherwise.
 #include "ampt/models/generation.h"
 #include "ampt/models/gpt.h"
 #include "ampt/models/registry.h"
+#include "support/decoding.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <catch2/catch.hpp>
@@ -56,6 +57,32 @@ TEST_CASE("generation: the KV cache's logits equal a full forward pass at every 
   CHECK_THROWS_WITH(gpt->next_logits(tokens.narrow(1, 0, 7), cache),
                     "generating position 17 exceeds the model's context block_size 16: shorten "
                     "the prompt or max_new_tokens");
+}
+
+TEST_CASE("generation: the KV cache's path runs each block through its hooks, as the forward "
+          "does (ZeRO-3 gathers there)",
+          "[models][generation]") {
+  // Records which block each hook saw, in order.
+  struct Recorded final : ampt::models::BlockHooks {
+    std::vector<std::size_t> before, after;
+    void before_forward(std::size_t index) override { before.push_back(index); }
+    torch::Tensor after_forward(std::size_t index, const torch::Tensor& output) override {
+      after.push_back(index);
+      return output;
+    }
+  };
+  auto model = small_model();
+  Recorded hooks;
+  model.set_block_hooks(&hooks);
+  model.module->eval();
+  torch::NoGradGuard no_grad;
+  ampt::models::KvCache cache;
+  model.next_logits(torch::tensor({{1, 2, 3}}), cache);  // the prompt
+  model.next_logits(torch::tensor({{4}}), cache);        // one step
+  const std::vector<std::size_t> twice{0, 1, 0, 1};
+  CHECK(hooks.before == twice);
+  CHECK(hooks.after == twice);
+  model.set_block_hooks(nullptr);
 }
 
 TEST_CASE("generation: temperature 0 is argmax, top-k and top-p keep to their tokens",
@@ -156,15 +183,15 @@ TEST_CASE("generation: the same seed draws the same tokens, the stop token ends 
   SamplingOptions options;
   options.max_new_tokens = 8;
   options.seed = 11;
-  const auto a = ampt::models::generate(model, {1, 2, 3}, options);
-  const auto b = ampt::models::generate(model, {1, 2, 3}, options);
+  const auto a = ampt::models::generate(ampt::test::decoding(model), {1, 2, 3}, options);
+  const auto b = ampt::models::generate(ampt::test::decoding(model), {1, 2, 3}, options);
   CHECK(a == b);
   CHECK(a.size() == 8);
   options.stop_token = a[3];
-  const auto stopped = ampt::models::generate(model, {1, 2, 3}, options);
+  const auto stopped = ampt::models::generate(ampt::test::decoding(model), {1, 2, 3}, options);
   CHECK(stopped.size() <= 3);  // ends at the first occurrence of that token
   options.max_new_tokens = 14;  // 3 + 14 > 16 positions
-  CHECK_THROWS_WITH(ampt::models::generate(model, {1, 2, 3}, options),
+  CHECK_THROWS_WITH(ampt::models::generate(ampt::test::decoding(model), {1, 2, 3}, options),
                     "the prompt's 3 tokens and max_new_tokens 14 exceed the model's context of 16 "
                     "positions");
 }

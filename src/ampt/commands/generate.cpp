@@ -9,9 +9,6 @@
 #include "ampt/models/catalog.h"
 #include "ampt/models/generation.h"
 #include "ampt/models/model_family.h"
-#include "ampt/precision/autocast_guard.h"
-#include "ampt/precision/choice.h"
-#include "ampt/precision/policy.h"
 
 #include <fmt/format.h>
 
@@ -103,20 +100,23 @@ int run_generate(const std::vector<std::string>& args, const Environment& env) {
                                  "{} is not one",
                                  config.model));
   }
-  auto model = load_run_model(config, saved, checkpoint_path, device);
-
-  // bf16/fp16 autocast where the device has it natively (a GPU); fp32 elsewhere, where a CPU
-  // would emulate the half matmuls and the tokens should equal the reference's.
-  const auto choice = precision::choose_precision(config.mixed_precision, false, device);
-  const auto policy = precision::make_policy(choice.precision, config.amp_opt_level);
-  precision::AutocastGuard autocast(device.type(), policy.compute_dtype,
-                                    policy.autocast && device.is_cuda(), true);
+  // The model as its run computes with it: every token's logits are those training's forward
+  // gives (--mixed_precision no over a run's settings computes in fp32).
+  const auto policy = load_run_policy(config, saved, checkpoint_path, device);
+  for (const auto& warning : policy->precision().warnings()) {
+    fmt::print(stderr, "ampt: warning: {}\n", warning);
+  }
+  const models::Decoding decoding{
+      [&](const torch::Tensor& tokens, models::KvCache& cache) {
+        return policy->next_logits(tokens, cache);
+      },
+      policy->model().context, device};
   const auto prompt = tokenizer->encode(flags.prompt);
   std::fputs(flags.prompt.c_str(), stdout);
   std::fflush(stdout);
   std::vector<int32_t> continuation;
   std::size_t printed = 0;
-  models::generate(model, std::vector<int64_t>(prompt.begin(), prompt.end()), sampling,
+  models::generate(decoding, std::vector<int64_t>(prompt.begin(), prompt.end()), sampling,
                    [&](int64_t token) {
                      // Decoding the whole continuation each time keeps multi-byte characters
                      // split across tokens intact; only the new bytes are written.

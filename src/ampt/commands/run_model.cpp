@@ -74,4 +74,27 @@ models::Model load_run_model(const config::Config& config,
   return model;
 }
 
+std::unique_ptr<train::Policy> load_run_policy(const config::Config& config,
+                                               const std::optional<checkpoint::Checkpoint>& saved,
+                                               const std::string& checkpoint_path,
+                                               const torch::Device& device) {
+  auto policy = std::make_unique<train::Policy>(
+      config, load_run_model(config, saved, checkpoint_path, device), device);
+  auto& precision = policy->precision();
+  if (saved) {
+    if (const auto stage = precision.stage_at(saved->step, saved->data_epoch);
+        stage != precision.stage()) {
+      precision.enter_stage(stage);
+    }
+  }
+  // As freeze_base holds it: the frozen dtype of the run's stages, its fp32 islands apart (a
+  // quantized base load_run_model has held so already).
+  if (config.lora_rank > 0 && config.base_dtype == config::BaseDtype::auto_select) {
+    precision.store_frozen();
+  }
+  // Nothing steps: O2's fp32 masters beside its half weights are not needed.
+  precision.masters().release_masters();
+  return policy;
+}
+
 }  // namespace ampt::commands

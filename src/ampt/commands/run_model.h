@@ -1,12 +1,15 @@
 // A trained model rebuilt for the commands that use one outside training (generate, export's
-// checks): the configuration its checkpoint's run trained with, and the model with its weights.
+// checks): the configuration its checkpoint's run trained with, the model with its weights, and
+// for generation that model as the run computed with it (train::Policy).
 #pragma once
 
 #include "ampt/checkpoint/checkpoint.h"
 #include "ampt/commands/command.h"
 #include "ampt/config/config.h"
 #include "ampt/models/registry.h"
+#include "ampt/train/policy.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,5 +26,14 @@ config::Config run_config(const std::optional<checkpoint::Checkpoint>& saved,
 models::Model load_run_model(const config::Config& config,
                              const std::optional<checkpoint::Checkpoint>& saved,
                              const std::string& checkpoint_path, const torch::Device& device);
+
+// load_run_model's model as its run computes with it: under the run's precision (the stage
+// `saved` was in, for a precision schedule), its fp32 islands, O1's half working weights or O2's
+// half weights, and a LoRA base held in the dtype training holds it in. Throws where `device`
+// cannot give the run's precision (precision::PrecisionState).
+std::unique_ptr<train::Policy> load_run_policy(const config::Config& config,
+                                               const std::optional<checkpoint::Checkpoint>& saved,
+                                               const std::string& checkpoint_path,
+                                               const torch::Device& device);
 
 }  // namespace ampt::commands

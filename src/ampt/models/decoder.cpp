@@ -58,12 +58,17 @@ torch::Tensor DecoderImpl::class_weight() const {
   return classes() == weight.size(0) ? weight : weight.narrow(0, 0, classes());
 }
 
+torch::Tensor DecoderImpl::head(const torch::Tensor& h) const {
+  return through_island(head_module(), h, [&](const torch::Tensor& in) {
+    return kernels::linear(in, class_weight(), {});
+  });
+}
+
 torch::Tensor DecoderImpl::forward(const torch::Tensor& tokens) { return logits(tokens, {}, {}); }
 
 torch::Tensor DecoderImpl::logits(const torch::Tensor& tokens, const torch::Tensor& positions,
                                   const torch::Tensor& starts) {
-  return through_island(head_module(), hidden(tokens, positions, starts),
-                        [&](const torch::Tensor& h) { return kernels::linear(h, class_weight(), {}); });
+  return head(hidden(tokens, positions, starts));
 }
 
 torch::Tensor DecoderImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets,
@@ -98,11 +103,21 @@ torch::Tensor DecoderImpl::next_logits(const torch::Tensor& tokens, KvCache& cac
   auto x = embed(tokens, at);
   const auto context = block_context(at, {});
   cache.layers.resize(blocks_->size());
+  // As hidden() runs them: each block through its hooks (ZeRO-3's gathers) and its fp32 island.
   for (size_t i = 0; i < blocks_->size(); ++i) {
-    x = blocks_[i]->as<DecoderBlockImpl>()->forward_cached(x, context, cache.layers[i]);
+    auto* block = blocks_[i]->as<DecoderBlockImpl>();
+    auto& layer = cache.layers[i];
+    const auto run = [&](const torch::Tensor& input) {
+      return BlockOutputs{through_island(*block, input, [&](const torch::Tensor& in) {
+        return block->forward_cached(in, context, layer);
+      })};
+    };
+    x = run_block(block_hooks_, i, run, x, block->parameters(), /*checkpointed=*/false,
+                  /*preserve_rng=*/false)
+            .front();
   }
   cache.length = end;
-  return kernels::linear(final_norm(x.select(1, time - 1)), class_weight(), {});
+  return head(final_norm(x.select(1, time - 1)));
 }
 
 }  // namespace ampt::models

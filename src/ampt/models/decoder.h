@@ -87,8 +87,9 @@ class DecoderImpl : public torch::nn::Module {
   // The names of LossTerms::figures (empty: the family has no auxiliary loss).
   virtual std::vector<std::string> auxiliary_figure_names() const { return {}; }
   // Generation: the logits [B, classes] of the position after `tokens` [B, T_new], which
-  // follow the cache's positions; the cache grows by T_new. Throws RuntimeError past the
-  // context.
+  // follow the cache's positions; the cache grows by T_new. Each block runs through its hooks
+  // and fp32 island, and the head through its island, as in forward. Throws RuntimeError past
+  // the context.
   torch::Tensor next_logits(const torch::Tensor& tokens, KvCache& cache);
 
   int64_t context() const { return context_; }
@@ -142,6 +143,8 @@ class DecoderImpl : public torch::nn::Module {
                        const torch::Tensor& starts, std::vector<torch::Tensor>* reports = nullptr);
   // head_weight's rows of real classes.
   torch::Tensor class_weight() const;
+  // The logits of the real classes from the final norm's output, through the head's island.
+  torch::Tensor head(const torch::Tensor& h) const;
 
   int64_t context_;
   double dropout_;

@@ -29,7 +29,7 @@ int64_t pick_token(const torch::Tensor& logits, const SamplingOptions& options,
   return torch::multinomial(scores.softmax(0), 1, /*replacement=*/false, generator).item<int64_t>();
 }
 
-std::vector<int64_t> generate(Model& model, const std::vector<int64_t>& prompt,
+std::vector<int64_t> generate(const Decoding& model, const std::vector<int64_t>& prompt,
                               const SamplingOptions& options,
                               const std::function<void(int64_t)>& on_token) {
   if (prompt.empty()) throw RuntimeError("generate: the prompt has no tokens");
@@ -40,8 +40,7 @@ std::vector<int64_t> generate(Model& model, const std::vector<int64_t>& prompt,
                                    prompt.size(), options.max_new_tokens, model.context));
   }
   torch::NoGradGuard no_grad;
-  model.module->eval();
-  const auto device = model.module->parameters().front().device();
+  const auto device = model.device;
   auto generator = at::make_generator<at::CPUGeneratorImpl>(options.seed);
   KvCache cache;
   auto input = torch::tensor(prompt, torch::kInt64).unsqueeze(0).to(device);

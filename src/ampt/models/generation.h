@@ -2,7 +2,10 @@
 // at a time, each picked greedily or sampled (temperature, top-k, top-p) from its logits.
 #pragma once
 
-#include "ampt/models/registry.h"
+#include "ampt/models/kv_cache.h"
+
+#include <ATen/core/Generator.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <functional>
@@ -25,10 +28,20 @@ struct SamplingOptions {
 int64_t pick_token(const torch::Tensor& logits, const SamplingOptions& options,
                    at::Generator& generator);
 
-// Continues `prompt` (token ids, at least one) on `model`'s device in eval mode without gradients,
-// calling `on_token` with each new id as it is produced; returns the new ids. Throws
-// RuntimeError when the prompt plus max_new_tokens would pass the model's context.
-std::vector<int64_t> generate(Model& model, const std::vector<int64_t>& prompt,
+// What generate decodes with: the logits [B, vocab] of the position after `tokens` [B, T_new],
+// which follow the cache's positions (a model's next_logits under the precision it computes in:
+// train::Policy::next_logits, as training computes them), the positions the model's context
+// holds and the device its tokens go to.
+struct Decoding {
+  std::function<torch::Tensor(const torch::Tensor& tokens, KvCache& cache)> next_logits;
+  int64_t context = 0;
+  torch::Device device = torch::kCPU;
+};
+
+// Continues `prompt` (token ids, at least one) without gradients (the model in the mode it is
+// in: eval for generation), calling `on_token` with each new id as it is produced; returns the
+// new ids. Throws RuntimeError when the prompt plus max_new_tokens would pass the context.
+std::vector<int64_t> generate(const Decoding& model, const std::vector<int64_t>& prompt,
                               const SamplingOptions& options,
                               const std::function<void(int64_t)>& on_token = {});
 

@@ -81,7 +81,11 @@ BlockOutputs GptBlockImpl::forward(const torch::Tensor& x, const BlockContext& c
 
 torch::Tensor GptBlockImpl::forward_cached(const torch::Tensor& x, const BlockContext&,
                                            std::pair<torch::Tensor, torch::Tensor>& cache) {
-  const auto h = x + attn->forward_cached(call(ln_1, x), cache);
+  // Through the attention's island as forward() goes.
+  const auto attended = through_island(*attn, call(ln_1, x), [&](const torch::Tensor& in) {
+    return attn->forward_cached(in, cache);
+  });
+  const auto h = x + attended;
   return h + call(mlp, call(ln_2, h));
 }
 

@@ -136,9 +136,12 @@ BlockOutputs LlamaBlockImpl::forward(const torch::Tensor& x, const BlockContext&
 
 torch::Tensor LlamaBlockImpl::forward_cached(const torch::Tensor& x, const BlockContext& context,
                                              std::pair<torch::Tensor, torch::Tensor>& cache) {
-  const auto h =
-      x + self_attn->forward_cached(call(input_layernorm, x), context.angles, cache);
-  return mlp_residual(h).front();
+  // Through the attention's island as forward() goes.
+  const auto attended =
+      through_island(*self_attn, call(input_layernorm, x), [&](const torch::Tensor& in) {
+        return self_attn->forward_cached(in, context.angles, cache);
+      });
+  return mlp_residual(x + attended).front();
 }
 
 LlamaImpl::LlamaImpl(const LlamaDims& dims)

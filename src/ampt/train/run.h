@@ -22,6 +22,7 @@
 #include "ampt/train/frozen_base.h"
 #include "ampt/train/objective.h"
 #include "ampt/train/optimizer.h"
+#include "ampt/train/policy.h"
 #include "ampt/train/schedule.h"
 #include "ampt/train/step.h"
 #include "ampt/train/step_profiler.h"
@@ -61,10 +62,11 @@ struct StartupNotes {
   std::vector<std::string> warnings;
 };
 
-// Everything one run holds, built once; run() is the loop. Its named parts: the precision
-// (precision::PrecisionState: stages, policy, loss scaler, islands, masters), the stability
-// monitor, the TrainState (the optimizer, whole or over ZeRO's shards), a LoRA run's frozen base,
-// the checkpointer; step_report() builds a logged step's line.
+// Everything one run holds, built once; run() is the loop. Its named parts: the Policy (policy.h:
+// the model and its precision, precision::PrecisionState: stages, policy, loss scaler, islands,
+// masters; every forward goes through it), the stability monitor, the TrainState (the optimizer,
+// whole or over ZeRO's shards), a LoRA run's frozen base, the checkpointer; step_report() builds
+// a logged step's line.
 class Run {
  public:
   // Builds the run and resumes it when config.resume asks: a checkpoint is checked completely
@@ -97,7 +99,7 @@ class Run {
   // objective (make_objective).
   void set_up_speed_features(const ReferenceStart& reference);
   // --fused_kernels: on or off as set; auto on a GPU decided here (fused_choice.h), with its
-  // speed note. Sets fused_kernels_.
+  // speed note (Policy::set_fused).
   void choose_fused_kernels();
   // On a GPU, the fused paths the run takes (the GPT's kernels, fp8's, the optimizer's), probed
   // and self-checked: a speed note, failed self-checks as warnings; a RuntimeError when fp8's
@@ -134,8 +136,6 @@ class Run {
   std::shared_ptr<Objective> make_objective(const ReferenceStart& reference);
   // The sequences one sample is: a preference pair's two, else one (throughput and MFU).
   int64_t rows_per_sample() const { return splits_.spec.preference ? 2 : 1; }
-  // `model`'s logits for the batch's inputs under the run's precision.
-  torch::Tensor logits_of(const models::Model& model, const data::Batch& batch);
 
   // run_eval.cpp
   // The batch's loss under the run's precision; with `correct`, also the count of right argmax
@@ -165,9 +165,8 @@ class Run {
   device::DeviceChoice device_;
   distributed::DataParallel dist_;
   data::DataSplits splits_;
-  models::Model model_;
-  std::vector<torch::Tensor> parameters_;
-  precision::PrecisionState precision_;
+  // The model, its precision and ZeRO-3's gathers: every forward of the run goes through it.
+  Policy policy_;
   precision::StabilityMonitor monitor_;
   // The training step's target check, on the device (the monitor carries its record).
   kernels::TargetCheck target_check_;
@@ -179,7 +178,6 @@ class Run {
   std::unique_ptr<TrainState> state_;
   Progress progress_;
   StartupNotes notes_;
-  bool fused_kernels_ = true;  // the model's fused operations are on (choose_fused_kernels)
   double peak_flops_ = 0.0;
   std::unique_ptr<TrainStep> step_;
   // run()'s --profile, while it runs: the step tells its census of the gradients.

@@ -33,23 +33,24 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
   // Check everything before changing anything, so a bad checkpoint leaves no half-restored run.
   state_->restore(reader);
   std::string stage_note;
-  if (const auto stage = precision_.stage_at(saved.step, saved.data_epoch);
-      stage != precision_.stage()) {
+  if (const auto stage = policy_.precision().stage_at(saved.step, saved.data_epoch);
+      stage != policy_.precision().stage()) {
     enter_stage(stage, saved.step, saved.data_epoch, /*announce=*/false);
-    precision_.forget_earlier_stages();
-    stage_note = fmt::format(", precision stage {} of {} ({})", stage + 1, precision_.stages().size(),
-                             config::stage_text(precision_.stages()[stage]));
+    policy_.precision().forget_earlier_stages();
+    stage_note = fmt::format(", precision stage {} of {} ({})", stage + 1,
+                             policy_.precision().stages().size(),
+                             config::stage_text(policy_.precision().stages()[stage]));
   }
 
   std::string scaler_note;
-  if (saved.scaler && precision_.scaler().enabled()) {
-    precision_.scaler().load_state({saved.scaler->scale, saved.scaler->growth_tracker,
+  if (saved.scaler && policy_.precision().scaler().enabled()) {
+    policy_.precision().scaler().load_state({saved.scaler->scale, saved.scaler->growth_tracker,
                         saved.scaler->hysteresis});
     scaler_note = fmt::format("loss scaler (scale {}, growth tracker {})", saved.scaler->scale,
                               saved.scaler->growth_tracker);
   } else if (saved.scaler) {
     scaler_note = "loss scaler state ignored: this run has no loss scaler";
-  } else if (precision_.scaler().enabled()) {
+  } else if (policy_.precision().scaler().enabled()) {
     scaler_note = fmt::format("loss scaler starts at init_scale {}: the checkpoint's run had none",
                               config_.grad_scaler_init);
   }
@@ -115,8 +116,8 @@ checkpoint::Checkpoint Run::checkpoint_meta(int64_t steps_done) const {
   c.base_model = config_.init_from;
   c.base_fingerprint = frozen_base_.fingerprint;
   c.reference_data = reference_data_;
-  if (precision_.scaler().enabled()) {
-    const auto state = precision_.scaler().state();
+  if (policy_.precision().scaler().enabled()) {
+    const auto state = policy_.precision().scaler().state();
     c.scaler = checkpoint::SavedScaler{state.scale, state.growth_tracker, state.hysteresis};
   }
   c.cpu_rng = at::globalContext().defaultGenerator(c10::Device(c10::kCPU)).get_state();

@@ -2,7 +2,6 @@
 
 #include "ampt/data/document_examples.h"
 #include "ampt/kernels/fused_classifier.h"
-#include "ampt/precision/autocast_guard.h"
 
 #include <torch/nn/functional/loss.h>
 
@@ -15,22 +14,20 @@ static_assert(data::kIgnoredTarget == kernels::kIgnoreIndex);
 
 torch::Tensor Run::loss_of(const data::Batch& batch, torch::Tensor* correct,
                            torch::Tensor* figures) {
-  const auto& policy = precision_.policy();
-  precision::AutocastGuard autocast(device_.device.type(), policy.compute_dtype, policy.autocast,
-                                    config_.autocast_cache);
-  precision::IslandScope islands(&precision_.islands());
-  state_->gather_root();
-  if (correct == nullptr && figures != nullptr && model_.loss_terms) {
-    auto terms = model_.loss_terms(batch);
-    *figures = std::move(terms.figures);
-    return terms.loss;
-  }
-  if (correct == nullptr) return model_.loss(batch);
-  // A language model's [B, T, vocab] logits are scored per token, a classifier's per sample.
-  const auto logits = model_.forward(batch.inputs).flatten(0, -2);
-  const auto targets = batch.targets.flatten();
-  *correct = (logits.argmax(-1) == targets).sum();
-  return torch::nn::functional::cross_entropy(logits, targets);
+  const auto& model = policy_.model();
+  return policy_.compute([&] {
+    if (correct == nullptr && figures != nullptr && model.loss_terms) {
+      auto terms = model.loss_terms(batch);
+      *figures = std::move(terms.figures);
+      return terms.loss;
+    }
+    if (correct == nullptr) return model.loss(batch);
+    // A language model's [B, T, vocab] logits are scored per token, a classifier's per sample.
+    const auto logits = model.forward(batch.inputs).flatten(0, -2);
+    const auto targets = batch.targets.flatten();
+    *correct = (logits.argmax(-1) == targets).sum();
+    return torch::nn::functional::cross_entropy(logits, targets);
+  });
 }
 
 void Run::evaluate_figures(data::Loader& val, log::EvalReport& report) {
@@ -56,7 +53,7 @@ void Run::evaluate_figures(data::Loader& val, log::EvalReport& report) {
     const auto figures = out.figures.to(torch::kFloat64);
     figures_sum = figures_sum.defined() ? figures_sum.add_(figures) : figures.clone();
   }
-  state_->release_gathered();
+  policy_.release_gathered();
   // Means over the ranks: their ratios are those of the sums over all ranks' batches.
   const double units = dist_.mean(units_sum.to(torch::kFloat64)).item<double>();
   report.loss = dist_.mean(loss_sum).item<double>() / units;
@@ -84,11 +81,11 @@ log::EvalReport Run::evaluate(int64_t step) {
                        ? std::min(config_.eval_batches, val.batches_per_epoch())
                        : val.batches_per_epoch();
   torch::NoGradGuard no_grad;
-  dist_.share_buffers(model_.module->buffers());
-  model_.module->eval();
+  dist_.share_buffers(policy_.model().module->buffers());
+  policy_.model().module->eval();
   if (!step_->objective().figure_names().empty()) {
     evaluate_figures(val, report);
-    model_.module->train();
+    policy_.model().module->train();
     observer_.on_eval(report);
     return report;
   }
@@ -123,8 +120,8 @@ log::EvalReport Run::evaluate(int64_t step) {
     counted_sum.add_(counted);
     if (!language_model) correct_sum.add_(correct);
   }
-  model_.module->train();
-  state_->release_gathered();
+  policy_.model().module->train();
+  policy_.release_gathered();
   // Means over the ranks: their ratio is that of the sums over all ranks' batches.
   const double counted = dist_.mean(counted_sum.to(torch::kFloat64)).item<double>();
   report.loss = dist_.mean(loss_sum).item<double>() / counted;

@@ -3,7 +3,6 @@
 #include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
 #include "ampt/models/lora.h"
-#include "ampt/precision/autocast_guard.h"
 #include "ampt/data/token_cache.h"
 #include "ampt/train/pretrained.h"
 #include "ampt/train/reference_cache.h"
@@ -26,7 +25,7 @@ Run::ReferenceStart Run::reference_start() {
   }
   if (config_.lora_rank > 0) {
     if (config_.init_adapter.empty()) return start;
-    for (const auto& item : model_.module->named_parameters()) {
+    for (const auto& item : policy_.model().module->named_parameters()) {
       if (models::is_lora_parameter(item.key())) {
         start.adapters.emplace_back(item.key(), item.value().detach().clone());
       }
@@ -40,19 +39,20 @@ Run::ReferenceStart Run::reference_start() {
   cpu.set_state(cpu_state);
   copy->module->eval();
   // Each tensor as the model holds it now, in its dtype (O2's half weights included).
-  const auto parameters = model_.module->named_parameters();
+  const auto parameters = policy_.model().module->named_parameters();
   for (auto& item : copy->module->named_parameters()) {
     item.value().set_data(parameters[item.key()].detach().clone());
     item.value().set_requires_grad(false);
   }
-  const auto buffers = model_.module->named_buffers();
+  const auto buffers = policy_.model().module->named_buffers();
   for (auto& item : copy->module->named_buffers()) {
     item.value().set_data(buffers[item.key()].detach().clone());
   }
   // Autocast computes every Linear in its half dtype: holding their weights in it gives the same
   // values at half the memory. Norms and embeddings keep the dtype the model gives them.
-  const auto& policy = precision_.policy();
-  if (policy.autocast && policy.compute_dtype != torch::kFloat && precision_.stages().size() <= 1) {
+  const auto& policy = policy_.precision().policy();
+  if (policy.autocast && policy.compute_dtype != torch::kFloat &&
+      policy_.precision().stages().size() <= 1) {
     for (const auto& module : copy->module->modules()) {
       if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module.get())) {
         linear->weight.set_data(linear->weight.to(policy.compute_dtype));
@@ -64,7 +64,7 @@ Run::ReferenceStart Run::reference_start() {
 }
 
 torch::Tensor Run::reference_log_probs(std::string& note) {
-  const auto& policy = precision_.policy();
+  const auto& policy = policy_.precision().policy();
   const auto cached = reference_cache_path(
       data::token_cache_dir(config_), reference_data_, reference_weights_,
       fmt::format("{} {} autocast {} fused_kernels {}", c10::DeviceTypeName(device_.device.type()),
@@ -86,7 +86,7 @@ torch::Tensor Run::reference_log_probs(std::string& note) {
   const auto started = Clock::now();
   std::vector<torch::Tensor> ids;
   std::vector<torch::Tensor> values;
-  model_.module->eval();
+  policy_.model().module->eval();
   for (const auto& split : {splits_.train, splits_.val}) {
     if (!split) continue;
     data::LoaderOptions options;
@@ -100,11 +100,11 @@ torch::Tensor Run::reference_log_probs(std::string& note) {
     for (int64_t b = 0; b < pass.batches_per_epoch(); ++b) {
       const auto batch = pass.next();
       ids.push_back(batch.pair_ids);
-      values.push_back(pair_log_probs(logits_of(model_, batch), batch));
+      values.push_back(pair_log_probs(policy_.logits(batch), batch));
     }
   }
-  model_.module->train();
-  state_->release_gathered();  // ZeRO-3: the root, held through the pass
+  policy_.model().module->train();
+  policy_.release_gathered();  // ZeRO-3: the root, held through the pass
   const auto id = torch::cat(ids);
   table = torch::zeros({id.max().item<int64_t>() + 1, 2},
                             torch::dtype(torch::kFloat32).device(device_.device));
@@ -116,15 +116,6 @@ torch::Tensor Run::reference_log_probs(std::string& note) {
   return table;
 }
 
-torch::Tensor Run::logits_of(const models::Model& model, const data::Batch& batch) {
-  const auto& policy = precision_.policy();
-  precision::AutocastGuard autocast(device_.device.type(), policy.compute_dtype, policy.autocast,
-                                    config_.autocast_cache);
-  precision::IslandScope islands(&precision_.islands());
-  state_->gather_root();
-  return model.logits(batch);
-}
-
 std::shared_ptr<Objective> Run::make_objective(const ReferenceStart& reference) {
   if (!splits_.spec.preference) {
     return token_cross_entropy(
@@ -132,7 +123,7 @@ std::shared_ptr<Objective> Run::make_objective(const ReferenceStart& reference) 
           const kernels::TargetCheckScope deferred(&target_check_);
           return loss_of(batch, nullptr, figures);
         },
-        splits_.spec.every_target_scored, model_.loss_figures);
+        splits_.spec.every_target_scored, policy_.model().loss_figures);
   }
   if (config_.zero_stage == 3 && reference.model) {
     throw UsageError(fmt::format(
@@ -142,27 +133,27 @@ std::shared_ptr<Objective> Run::make_objective(const ReferenceStart& reference) 
         config::to_string(config_.objective)));
   }
   PreferenceModels models;
-  models.policy = [this](const data::Batch& batch) { return logits_of(model_, batch); };
+  models.policy = [this](const data::Batch& batch) { return policy_.logits(batch); };
   if (needs_reference(config_.objective)) {
     if (reference.logps.defined()) {
       models.reference_table = reference.logps;
       models.reference_description = reference.logps_note;
     } else if (reference.model) {
       models.reference = [this, copy = reference.model](const data::Batch& batch) {
-        return logits_of(*copy, batch);
+        return policy_.compute([&] { return copy->logits(batch); });
       };
       models.reference_description = "a frozen copy of the model as training starts";
     } else if (!reference.adapters.empty()) {
       models.reference = [this, adapters = reference.adapters](const data::Batch& batch) {
-        const models::AdaptersReplaced initial(*model_.module, adapters);
-        return logits_of(model_, batch);
+        const models::AdaptersReplaced initial(*policy_.model().module, adapters);
+        return policy_.logits(batch);
       };
       models.reference_description = fmt::format(
           "the base with {}'s adapters as they started (no second model)", config_.init_adapter);
     } else {
       models.reference = [this](const data::Batch& batch) {
         const models::AdaptersOff base;
-        return logits_of(model_, batch);
+        return policy_.logits(batch);
       };
       models.reference_description = "the base with the LoRA adapters off (no second model)";
     }

@@ -62,14 +62,6 @@ precision::StabilityMonitor make_monitor(const config::Config& config,
   return {std::move(params), std::move(names), device, config.max_consecutive_skips, flush_every};
 }
 
-std::vector<torch::Tensor> trained_parameters(const torch::nn::Module& module) {
-  std::vector<torch::Tensor> out;
-  for (const auto& p : module.parameters()) {
-    if (p.requires_grad()) out.push_back(p);
-  }
-  return out;
-}
-
 // Reports the tokenizing of text data to the observers, timed from the run's start.
 data::TokenizeProgress tokenize_progress(log::Observer& observer) {
   const auto start = std::chrono::steady_clock::now();
@@ -88,21 +80,22 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
       device_(distributed::place_on_local_gpu(device::select_device(config.device), config.launch)),
       dist_(config, device_.device),
       splits_(data::open_dataset(config, models::sample_request(config), tokenize_progress(observer))),
-      model_(make_model(config, splits_.spec, device_.device)),
-      parameters_(trained_parameters(*model_.module)),
-      precision_(precision::precision_options(config), *model_.module, device_.device),
-      monitor_(make_monitor(config, *model_.module, device_.device)),
+      policy_(config, make_model(config, splits_.spec, device_.device), device_.device),
+      monitor_(make_monitor(config, *policy_.model().module, device_.device)),
       target_check_(device_.device),
       checkpointer_(device_.device, observer) {
   progress_.batch_size = config.batch_size;
   progress_.grad_accum_steps = config.grad_accum_steps;
   progress_.overflow_steps =
       torch::zeros({}, torch::dtype(torch::kFloat32).device(device_.device));
-  const TrainStateParts parts{config_, dist_, model_, parameters_, precision_, monitor_};
-  check_param_dtype(config_, precision_.stage_policies());
+  const TrainStateParts parts{config_,           dist_, policy_.model(), policy_.parameters(),
+                              policy_.precision(), monitor_};
+  check_param_dtype(config_, policy_.precision().stage_policies());
   check_train_state(parts);
   if (!device_.warning.empty()) notes_.warnings.push_back(device_.warning);
-  for (auto& warning : precision_.warnings()) notes_.warnings.push_back(std::move(warning));
+  for (auto& warning : policy_.precision().warnings()) {
+    notes_.warnings.push_back(std::move(warning));
+  }
   if (config.expert_parallel > 1 && !dist_.active()) {
     notes_.warnings.push_back(fmt::format("expert_parallel {} has nothing to divide in a single "
                                           "process: every sparse layer keeps all its experts",
@@ -113,19 +106,21 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   std::map<std::string, TensorDigest> digests;
   if (!config.init_from.empty()) {
     // The placeholders take the dtype the base is held in, so that each tensor loads into it.
-    if (base_loads_deferred(config)) precision_.store_frozen();
-    auto loaded = load_pretrained(config, pretrained_targets(), *model_.module);
+    if (base_loads_deferred(config)) policy_.precision().store_frozen();
+    auto loaded = load_pretrained(config, pretrained_targets(), *policy_.model().module);
     notes_.pretrained = std::move(loaded.description);
     digests = std::move(loaded.digests);
   }
-  frozen_base_ = freeze_base(config_, precision_, parameters_, *model_.module, digests);
+  frozen_base_ = freeze_base(config_, policy_.precision(), policy_.parameters(),
+                             *policy_.model().module, digests);
   if (config_.precompute_ref_logps && splits_.spec.preference) {
     reference_data_ = preference_data_digest(splits_);
-    reference_weights_ = starting_weights_fingerprint(*model_.module);
+    reference_weights_ = starting_weights_fingerprint(*policy_.model().module);
   }
   // Attached to the ranks, with ZeRO's shards cut, before a resume: each rank then reads only
   // what it holds of the checkpoint.
   state_ = make_train_state(parts);
+  policy_.gather_with(dist_.sharded_parameters());
   // The reference holds the weights training starts from, not a resumed checkpoint's.
   std::string note;
   const auto resume = checkpoint_to_resume(config, note);
@@ -151,7 +146,7 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
                         progress_.total_steps};
   notes_.resume = note;
   set_up_speed_features(reference);
-  peak_flops_ = device::peak_flops(device_.device, precision_.policy().compute_dtype);
+  peak_flops_ = device::peak_flops(device_.device, policy_.precision().policy().compute_dtype);
   // The snapshot buffer is set up now, as part of startup, not in the first save's pause.
   if (progress_.start_step < progress_.total_steps) {
     // Every rank asks for the tensors: under expert parallelism that gathers the experts.
@@ -195,7 +190,7 @@ void Run::fit_accumulation_to_epoch() {
 void Run::set_up_speed_features(const ReferenceStart& reference) {
   choose_fused_kernels();
   report_fused_paths();
-  if (precision_.policy().fp8) use_fp8();
+  if (policy_.precision().policy().fp8) use_fp8();
   if (auto note = apply_tf32(config_.allow_tf32, device_.device); !note.empty()) {
     notes_.speed.push_back(std::move(note));
   }
@@ -209,7 +204,8 @@ void Run::set_up_speed_features(const ReferenceStart& reference) {
           : cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout,
                                 splits_.train->gather({0}).positions.defined());
   // O2 allocates its fp32 gradients per step and a schedule changes dtypes: both stay eager.
-  const bool eager_precision = precision_.masters().enabled() || precision_.stages().size() > 1;
+  const bool eager_precision =
+      policy_.precision().masters().enabled() || policy_.precision().stages().size() > 1;
   const bool graphed = config_.cuda_graphs && obstacle.empty() && !eager_precision;
   if (graphed) {
     notes_.speed.push_back(fmt::format("CUDA graphs: the step is captured after {} warm-up steps "
@@ -226,15 +222,15 @@ void Run::set_up_speed_features(const ReferenceStart& reference) {
   // Within the step the targets are checked on the device: the monitor reports a bad one.
   monitor_.watch_targets(target_check_.values());
   parts.objective = make_objective(reference);
-  parts.parameters = parameters_;
-  parts.scaler = &precision_.scaler();
+  parts.parameters = policy_.parameters();
+  parts.scaler = &policy_.precision().scaler();
   state_->step_parts(parts);
   parts.max_grad_norm = config_.max_grad_norm;
   parts.overflow_steps = progress_.overflow_steps;
   parts.monitor = &monitor_;
   // Underflow is measured against the dtype autocast computes in now (fp8 runs report bf16's).
   parts.underflow_dtype = [this] {
-    const auto dtype = precision_.policy().compute_dtype;
+    const auto dtype = policy_.precision().policy().compute_dtype;
     return dtype == torch::kHalf || dtype == torch::kBFloat16 ? dtype : c10::kFloat;
   };
   if (!config_.profile.empty()) {
@@ -246,7 +242,7 @@ void Run::set_up_speed_features(const ReferenceStart& reference) {
     parts.before_backward = [this](bool last) { dist_.before_backward(last); };
     parts.after_backward = [this] {
       dist_.after_backward();
-      state_->release_gathered();  // ZeRO-3: the root, held through the step's passes
+      policy_.release_gathered();  // ZeRO-3: the root, held through the step's passes
     };
     parts.agree_found_inf = [this](torch::Tensor& found_inf) { dist_.agree_found_inf(found_inf); };
     parts.units_over_ranks = [this](torch::Tensor& units) {
@@ -258,24 +254,23 @@ void Run::set_up_speed_features(const ReferenceStart& reference) {
 }
 
 void Run::choose_fused_kernels() {
-  fused_kernels_ = config_.fused_kernels != config::AutoSwitch::off;
-  if (config_.fused_kernels != config::AutoSwitch::auto_select || !model_.set_fused ||
+  if (config_.fused_kernels != config::AutoSwitch::auto_select || !policy_.model().set_fused ||
       !device_.device.is_cuda()) {
     return;
   }
   std::string reason;
   if (dist_.active()) {
     reason = "a distributed run keeps them: its ranks would measure apart";
-  } else if (precision_.policy().fp8) {
+  } else if (policy_.precision().policy().fp8) {
     reason = "fp8 runs its Linear layers and head through them";
-  } else if (precision_.stages().size() > 1) {
+  } else if (policy_.precision().stages().size() > 1) {
     reason = "a precision schedule changes what they compute";
   }
   // What recommend estimates for the plain ops at this micro-batch (their head holds the
   // logits whole, their MLP its GELU's output).
   auto plain = config_;
   plain.fused_kernels = config::AutoSwitch::off;
-  const auto dims = models::model_dims(plain, {}, model_.tokens_per_sample);
+  const auto dims = models::model_dims(plain, {}, policy_.model().tokens_per_sample);
   const auto* properties = at::cuda::getDeviceProperties(device_.device.index());
   const plan::GpuTarget gpu{
       static_cast<double>(properties->totalGlobalMem) / (1 << 30),
@@ -289,13 +284,13 @@ void Run::choose_fused_kernels() {
   std::optional<FusedTiming> timing;
   if (reason.empty() && plain_bytes <= usable) {
     // The run's own micro-batch shape, token 1 throughout: the work does not depend on values.
-    const auto ones = torch::ones({progress_.batch_size, model_.tokens_per_sample},
+    const auto ones = torch::ones({progress_.batch_size, policy_.model().tokens_per_sample},
                                   torch::dtype(torch::kInt64).device(device_.device));
     const data::Batch batch{ones, ones};
     const auto pass = [&] {
       const auto loss = loss_of(batch, nullptr);
       // Gradients handed back, not accumulated: no parameter's .grad changes, no hook runs.
-      torch::autograd::grad({loss}, parameters_, {}, false, false, /*allow_unused=*/true);
+      torch::autograd::grad({loss}, policy_.parameters(), {}, false, false, /*allow_unused=*/true);
     };
     // Dropout draws from the generators: the run's draws must not depend on the measuring.
     auto cpu = at::detail::getDefaultCPUGenerator();
@@ -303,7 +298,7 @@ void Run::choose_fused_kernels() {
     const auto cpu_state = cpu.get_state();
     const auto gpu_state = gpu_generator.get_state();
     try {
-      timing = time_fused(model_.set_fused, pass, device_.device);
+      timing = time_fused(policy_.model().set_fused, pass, device_.device);
     } catch (const c10::OutOfMemoryError&) {
       reason = "the plain ops ran out of the GPU's memory";
     }
@@ -311,8 +306,7 @@ void Run::choose_fused_kernels() {
     gpu_generator.set_state(gpu_state);
   }
   const auto choice = choose_fused(timing, reason, plain_bytes, usable);
-  model_.set_fused(choice.fused);
-  fused_kernels_ = choice.fused;
+  policy_.set_fused(choice.fused);
   notes_.speed.push_back(choice.line);
 }
 
@@ -322,21 +316,24 @@ void Run::report_fused_paths() {
   if (!device_.device.is_cuda()) return;
   using kernels::FusedPath;
   auto paths = state_->fused_paths();
-  if (fused_kernels_ && models::family_of(config_).transformer_blocks) {
+  if (policy_.fused() && models::family_of(config_).transformer_blocks) {
     paths.push_back(FusedPath::softmax_cross_entropy);
     paths.push_back(FusedPath::add_layer_norm);
-    if (config_.gemm_epilogues && precision_.policy().autocast) paths.push_back(FusedPath::gemm_epilogues);
+    if (config_.gemm_epilogues && policy_.precision().policy().autocast) {
+      paths.push_back(FusedPath::gemm_epilogues);
+    }
   }
   const auto base = config_.base_dtype;
   if (config_.lora_rank > 0 && (base == config::BaseDtype::nf4 || base == config::BaseDtype::int8 ||
                                 base == config::BaseDtype::fp8)) {
     paths.push_back(FusedPath::dequantize);
     // An fp8 base's forward GEMMs under bf16 (precision/quantized_weight.cpp).
-    if (base == config::BaseDtype::fp8 && precision_.policy().compute_dtype == c10::kBFloat16) {
+    if (base == config::BaseDtype::fp8 &&
+        policy_.precision().policy().compute_dtype == c10::kBFloat16) {
       paths.push_back(FusedPath::fp8_rowwise_gemm);
     }
   }
-  if (precision_.policy().fp8) {
+  if (policy_.precision().policy().fp8) {
     paths.push_back(FusedPath::fp8_casts);
     const auto gemm = config_.fp8_scaling == config::Fp8Scaling::rowwise
                           ? FusedPath::fp8_rowwise_gemm
@@ -365,8 +362,8 @@ void Run::use_fp8() {
   // Layers of one shape are measured once; the key says which GPU and recipe the times are for.
   precision::Fp8TimingCache cache;
   auto plan = precision::choose_fp8_layers(
-      config_.fp8_layers, models::fp8_candidates(model_.layers, fused_kernels_),
-      progress_.batch_size * model_.tokens_per_sample,
+      config_.fp8_layers, models::fp8_candidates(policy_.model().layers, policy_.fused()),
+      progress_.batch_size * policy_.model().tokens_per_sample,
       fmt::format("{}, {} scaling", device::device_description(device_.device),
                   config::to_string(config_.fp8_scaling)),
       precision::gemm_timer(device_.device, recipe), cache);
@@ -380,17 +377,17 @@ void Run::use_fp8() {
   }
   const auto table = plan.table();
   notes_.speed.insert(notes_.speed.end(), table.begin(), table.end());
-  if (!model_.layers.other_matmuls.empty()) {
-    notes_.speed.push_back("Not in fp8: " + model_.layers.other_matmuls);
+  if (!policy_.model().layers.other_matmuls.empty()) {
+    notes_.speed.push_back("Not in fp8: " + policy_.model().layers.other_matmuls);
   }
-  models::attach_fp8(*model_.module, recipe,
+  models::attach_fp8(*policy_.model().module, recipe,
                      [&plan](const std::string& layer) { return plan.fp8(layer); });
-  model_.set_fp8_head(plan.fp8("head"));
+  policy_.model().set_fp8_head(plan.fp8("head"));
 }
 
 NamedTensors Run::pretrained_targets() const {
-  auto out = model_tensors(precision_, model_);
-  const auto& frozen = precision_.masters().frozen();
+  auto out = model_tensors(policy_.precision(), policy_.model());
+  const auto& frozen = policy_.precision().masters().frozen();
   out.insert(out.end(), frozen.begin(), frozen.end());
   return out;
 }
@@ -400,35 +397,36 @@ log::RunInfo Run::describe() const {
   info.device = device::device_description(device_.device);
   info.device_reason = device_.reason;
   info.model = config_.model;
-  info.architecture = model_.architecture;
+  info.architecture = policy_.model().architecture;
   info.pretrained = notes_.pretrained;
-  info.parameters = models::parameter_count(*model_.module);
+  info.parameters = models::parameter_count(*policy_.model().module);
   info.dataset = config_.dataset;
   info.data_description = splits_.description;
   info.language_model = splits_.spec.task == data::Task::language_model;
   info.peak_flops = peak_flops_;
-  info.precision = precision_.policy().name();
+  info.precision = policy_.precision().policy().name();
   info.precision_source = context_.precision_source;
-  info.precision_reason = precision_.choice().reason;
-  info.precision_fell_back = precision_.choice().fell_back;
-  info.precision_explanation = precision_.policy().explanation();
+  info.precision_reason = policy_.precision().choice().reason;
+  info.precision_fell_back = policy_.precision().choice().fell_back;
+  info.precision_explanation = policy_.precision().policy().explanation();
   info.opt_level = std::string(config::to_string(config_.amp_opt_level));
-  if (precision_.stages().size() > 1) {
-    for (const auto& stage : precision_.stages()) {
+  if (policy_.precision().stages().size() > 1) {
+    for (const auto& stage : policy_.precision().stages()) {
       info.precision_schedule.push_back(config::stage_text(stage));
     }
-    info.precision_stage = static_cast<int64_t>(precision_.stage()) + 1;
+    info.precision_stage = static_cast<int64_t>(policy_.precision().stage()) + 1;
   }
-  const auto policies = precision_.stage_policies();
+  const auto policies = policy_.precision().stage_policies();
   if (models::wants_compat_report(policies)) {
     // The riskiest stage speaks for the schedule: fp16 if there is one, else the first half one.
     auto riskiest = std::ranges::find_if(policies, [](const auto& p) { return p.loss_scaling; });
     if (riskiest == policies.end()) {
       riskiest = std::ranges::find_if(policies, [](const auto& p) { return p.autocast; });
     }
-    info.compat_report = models::compat_report(model_, precision_.islands(), *riskiest);
+    info.compat_report =
+        models::compat_report(policy_.model(), policy_.precision().islands(), *riskiest);
   }
-  info.loss_scaling = precision_.scaler().enabled();
+  info.loss_scaling = policy_.precision().scaler().enabled();
   info.init_scale = config_.grad_scaler_init;
   info.growth_factor = config_.grad_scaler_growth_factor;
   info.backoff_factor = config_.grad_scaler_backoff;

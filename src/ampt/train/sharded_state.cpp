@@ -114,12 +114,6 @@ class ShardedState final : public TrainState {
           gather_dtype(parts_.config.param_dtype, parts_.precision.policy()));
     }
   }
-  void gather_root() override {
-    if (auto* sharded = parts_.dist.sharded_parameters()) sharded->gather(sharded->root());
-  }
-  void release_gathered() override {
-    if (auto* sharded = parts_.dist.sharded_parameters()) sharded->release_all();
-  }
 
  private:
   // The optimizer's state as flat tensors (ZeroOptimizer::state) and kinds, the parameters' names

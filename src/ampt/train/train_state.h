@@ -61,12 +61,6 @@ class TrainState {
   // What the distributed line adds (expert parallelism's division of the experts); empty: none.
   virtual std::string parallel_note() const { return ""; }
 
-  // ZeRO-3: gathers the root (the embeddings, final norm and head, which every forward reads
-  // outside the blocks) and releases every gathered parameter (after a step's backward, after an
-  // evaluation). No-ops where the weights are whole.
-  virtual void gather_root() {}
-  virtual void release_gathered() {}
-
  protected:
   explicit TrainState(TrainStateParts parts) : parts_(parts) {}
   TrainStateParts parts_;

@@ -64,8 +64,8 @@ class Throughput {
 }  // namespace
 
 void Run::enter_stage(std::size_t index, int64_t step, int64_t epoch, bool announce) {
-  const auto made = precision_.enter_stage(index);
-  peak_flops_ = device::peak_flops(device_.device, precision_.policy().compute_dtype);
+  const auto made = policy_.precision().enter_stage(index);
+  peak_flops_ = device::peak_flops(device_.device, policy_.precision().policy().compute_dtype);
   state_->precision_changed();
   if (!announce) return;
   log::PrecisionSwitch change;
@@ -74,8 +74,8 @@ void Run::enter_stage(std::size_t index, int64_t step, int64_t epoch, bool annou
   change.from = made.from;
   change.to = made.to;
   change.stage = static_cast<int64_t>(index) + 1;
-  change.stages = static_cast<int64_t>(precision_.stages().size());
-  change.stage_text = config::stage_text(precision_.stages()[index]);
+  change.stages = static_cast<int64_t>(policy_.precision().stages().size());
+  change.stage_text = config::stage_text(policy_.precision().stages()[index]);
   change.loss_scaling = made.loss_scaling;
   change.init_scale = config_.grad_scaler_init;
   change.reason = made.reason;
@@ -94,10 +94,10 @@ void Run::report_bad_steps(bool wait, int64_t steps_done, log::RunSummary& summa
 // displace good ones) and stops with the evidence and the next thing to try.
 void Run::stop_unstable(const precision::BadStep& bad, int64_t steps_done, log::RunSummary& summary) {
   precision::RunFacts facts;
-  facts.precision = precision_.policy().name();
-  facts.loss_scaling = precision_.scaler().enabled();
-  facts.dynamic_scale = precision_.scaler().dynamic();
-  facts.scale = precision_.scaler().state().scale;
+  facts.precision = policy_.precision().policy().name();
+  facts.loss_scaling = policy_.precision().scaler().enabled();
+  facts.dynamic_scale = policy_.precision().scaler().dynamic();
+  facts.scale = policy_.precision().scaler().state().scale;
   facts.init_scale = config_.grad_scaler_init;
   facts.min_loss_scale = config_.min_loss_scale;
   facts.lr = config_.lr;
@@ -134,9 +134,9 @@ void Run::stop_bad_targets(const precision::BadStep& bad, int64_t steps_done,
 log::RunSummary Run::run(Clock::time_point started) {
   observer_.on_start(describe());
   log::RunSummary summary;
-  summary.precision = precision_.policy().name();
-  summary.loss_scaling = precision_.scaler().enabled();
-  summary.initial_scale = precision_.scaler().state().scale;
+  summary.precision = policy_.precision().policy().name();
+  summary.loss_scaling = policy_.precision().scaler().enabled();
+  summary.initial_scale = policy_.precision().scaler().state().scale;
   summary.initial_loss = progress_.initial_loss;
   const int64_t samples_per_step =
       progress_.batch_size * progress_.grad_accum_steps * dist_.world_size();
@@ -152,7 +152,7 @@ log::RunSummary Run::run(Clock::time_point started) {
   };
   int64_t step = progress_.start_step;
   StepProfiler profiler(config::parse_step_range(config_.profile), config_.output_dir,
-                        device_.device, dist_.rank(), model_.module->parameters());
+                        device_.device, dist_.rank(), policy_.model().module->parameters());
   profiler_ = &profiler;
   const auto report_profile = [this](const std::optional<ProfileFiles>& files) {
     if (files) {
@@ -170,7 +170,8 @@ log::RunSummary Run::run(Clock::time_point started) {
   for (; step < progress_.total_steps; ++step) {
     profiler.before_step(step + 1);
     const int64_t epoch = progress_.batches->state().epoch;
-    if (const auto stage = precision_.stage_at(step, epoch); stage != precision_.stage()) {
+    if (const auto stage = policy_.precision().stage_at(step, epoch);
+        stage != policy_.precision().stage()) {
       enter_stage(stage, step, epoch, /*announce=*/true);
     }
     const double lr = progress_.schedule.at(step);
@@ -195,15 +196,15 @@ log::RunSummary Run::run(Clock::time_point started) {
       facts.total_steps = progress_.total_steps;
       facts.epoch = progress_.batches->state().epoch;
       facts.lr = lr;
-      facts.tokens_per_sample = model_.tokens_per_sample * rows_per_sample();
-      facts.flops_per_sample = model_.flops_per_sample * rows_per_sample();
+      facts.tokens_per_sample = policy_.model().tokens_per_sample * rows_per_sample();
+      facts.flops_per_sample = policy_.model().flops_per_sample * rows_per_sample();
       facts.figure_names = &step_->objective().figure_names();
       facts.peak_flops = peak_flops_;
       facts.hysteresis = config_.grad_scaler_rules == config::ScalerRules::deepspeed;
       const auto report = step_report(
           result, facts,
           [&] { return throughput.log(step + 1, progress_.eval_seconds + checkpointer_.pause_seconds()); },
-          precision_.scaler(), progress_.overflow_steps, dist_, device_.device);
+          policy_.precision().scaler(), progress_.overflow_steps, dist_, device_.device);
       observer_.on_step(report);
       if (step == 0) progress_.initial_loss = summary.initial_loss = report.loss;
       summary.final_loss = report.loss;
@@ -247,16 +248,17 @@ log::RunSummary Run::run(Clock::time_point started) {
   }
   dist_.finish();
 
-  const auto final_state = precision_.scaler().state();
-  if (precision_.used().size() > 1) {
-    summary.precision = fmt::format("{}", fmt::join(precision_.used(), " → "));
-    summary.loss_scaling = summary.loss_scaling || precision_.policy().loss_scaling;
+  const auto final_state = policy_.precision().scaler().state();
+  if (policy_.precision().used().size() > 1) {
+    summary.precision = fmt::format("{}", fmt::join(policy_.precision().used(), " → "));
+    summary.loss_scaling = summary.loss_scaling || policy_.precision().policy().loss_scaling;
   }
   summary.steps = step;
   summary.steps_this_run = step - progress_.start_step;
   summary.skipped_steps = static_cast<int64_t>(progress_.overflow_steps.item<double>());
   summary.final_scale = final_state.scale;
-  throughput.summarize(summary, static_cast<double>(model_.tokens_per_sample * rows_per_sample()));
+  throughput.summarize(
+      summary, static_cast<double>(policy_.model().tokens_per_sample * rows_per_sample()));
   summary.seconds = seconds_since(started);
   summary.eval_seconds = progress_.eval_seconds;
   summary.checkpoint_seconds = checkpointer_.pause_seconds();
