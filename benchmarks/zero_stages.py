@@ -11,7 +11,7 @@ measures, per rank:
               step 1's line to metrics.jsonl until it writes the last step's), with
               TCMALLOC_AGGRESSIVE_DECOMMIT=true so that freed memory leaves the RSS (ampt links
               tcmalloc, which otherwise keeps freed pages; --no-tcmalloc_decommit measures that),
-              and MALLOC_MMAP_THRESHOLD_=65536 as the README's ZeRO table was measured (glibc's
+              and MALLOC_MMAP_THRESHOLD_=65536 as docs/distributed.md's ZeRO table was once measured (glibc's
               tunable: a no-op under tcmalloc). Rank 0 and the largest of the others.
   step time   from rank 0's metrics.jsonl: global samples per step (N x batch_size) / each step
               line's samples_per_sec (time spent evaluating or checkpointing is left out by ampt);
@@ -416,7 +416,7 @@ def main():
         "(steps 2..last). " + ("With `TCMALLOC_AGGRESSIVE_DECOMMIT=true` so that freed memory leaves "
         "it: ampt links tcmalloc, which otherwise keeps freed pages in its heap; " if opts.tcmalloc_decommit else
         "Without `TCMALLOC_AGGRESSIVE_DECOMMIT`: the RSS includes pages tcmalloc keeps after "
-        "they are freed; ") + "`MALLOC_MMAP_THRESHOLD_=65536` is set as for the README's table, "
+        "they are freed; ") + "`MALLOC_MMAP_THRESHOLD_=65536` is set as for docs/distributed.md's earlier table, "
         "but it is glibc's and does nothing under the tcmalloc ampt links. `[ZeRO]` "
         "is rank 0's startup line; `recommend` is `ampt recommend` with the same model, batch, "
         "--world_size and --zero_stage, its fp32/O0 total per rank. The bytes moved are "

@@ -57,7 +57,7 @@ TEST_CASE("sbatch's environment: every short override and AMPT_* variable reache
   const slurm::SubmitDir submit;
   const auto config = submit.path() + "/small.yaml";
   write_file(config, "training:\n  warmup_steps: 1\n");
-  // The settings each short name stands for (README, slurm/common.sh), with values none has by
+  // The settings each short name stands for (docs/slurm.md, slurm/common.sh), with values none has by
   // default.
   const std::vector<std::tuple<std::string, std::string, std::string, std::string>> expected = {
       {"PRECISION", "fp16", "mixed_precision", "AMPT_MIXED_PRECISION"},

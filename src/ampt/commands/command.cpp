@@ -26,7 +26,7 @@ const std::vector<Command>& all() {
        recommend_help, run_recommend, recommend_flag_references, true},
       {"plot", "draw a run's curves (loss, lr, loss scale, throughput) as an SVG", plot_help,
        run_plot, plot_flag_references, false},
-      {"generate", "continue a prompt with a trained or pretrained GPT (KV cache, greedy or sampled)",
+      {"generate", "continue a prompt with a trained or pretrained language model (KV cache, greedy or sampled)",
        generate_help, run_generate, generate_flag_references, true},
       {"tokenize", "tokenize text files into an llm.c token shard", tokenize_help, run_tokenize,
        tokenize_flag_references, false},

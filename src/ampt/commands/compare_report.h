@@ -36,7 +36,7 @@ struct CompareReport {
 // The baseline format's result when its run succeeded, else nullptr.
 const FormatResult* baseline_of(const CompareReport& report);
 
-// ok, "N overflows", diverged, "stopped at step K" or "failed: ..." (README, `ampt compare`).
+// ok, "N overflows", diverged, "stopped at step K" or "failed: ..." (docs/precision.md, `ampt compare`).
 std::string stability(const FormatResult& result, int64_t requested_steps);
 
 std::string compare_markdown(const CompareReport& report);

@@ -265,19 +265,20 @@ std::vector<Option> build_table() {
       integer_option("cnn_blocks", "model.cnn_blocks", &C::cnn_blocks, at_least_1,
                      "CNN residual blocks per stage (3 stages)"),
       string_option("init_from", "model.init_from", &C::init_from, false, "PATH|NAME",
-                    "Start from a Hugging Face GPT-2: its directory, or a name (gpt2, gpt2-medium, "
-                    "openai-community/gpt2, ...) in the local Hugging Face cache; the architecture "
-                    "comes from its config.json, --model may be left out"),
+                    "Start from a Hugging Face model (GPT-2, Llama, Qwen2/3, Mistral, Qwen3-MoE, Mixtral) "
+                    "or a peft adapter: its directory, or a name (gpt2, Qwen/Qwen3-0.6B, ...) in "
+                    "the local Hugging Face cache; BASE,ADAPTER names both. The architecture comes "
+                    "from its config.json, --model may be left out"),
       integer_option("n_layer", "model.n_layer", &C::n_layer, at_least_0,
-                     "GPT transformer blocks; 0 takes the preset's (gpt: gpt-tiny's)"),
+                     "Transformer blocks (GPT and Llama families); 0 takes the preset's (gpt: gpt-tiny's)"),
       integer_option("n_embd", "model.n_embd", &C::n_embd, at_least_0,
-                     "GPT embedding width, a multiple of n_head; 0 takes the preset's"),
+                     "Embedding width (GPT and Llama families), a multiple of n_head; 0 takes the preset's"),
       integer_option("n_head", "model.n_head", &C::n_head, at_least_0,
-                     "GPT attention heads; 0 takes the preset's"),
+                     "Attention heads (GPT and Llama families); 0 takes the preset's"),
       integer_option("block_size", "model.block_size", &C::block_size, at_least_0,
-                     "GPT context length in tokens; 0 takes the preset's"),
+                     "Context length in tokens (GPT and Llama families); 0 takes the preset's"),
       integer_option("vocab_size", "model.vocab_size", &C::vocab_size, at_least_0,
-                     "GPT vocabulary size (embedding rows); 0 takes the preset's"),
+                     "Vocabulary size, the embedding's rows (GPT and Llama families); 0 takes the preset's"),
       float_option("dropout", "model.dropout", &C::dropout, unit_half_open,
                    "GPT dropout on embeddings, attention and residual branches"),
       float_option("router_aux_loss_coef", "model.router_aux_loss_coef", &C::router_aux_loss_coef,
@@ -333,8 +334,9 @@ std::vector<Option> build_table() {
                    Range::interval(0, true, 0.5, true),
                    "Share held out for validation when the dataset has no validation files"),
       string_option("tokenizer", "data.tokenizer", &C::tokenizer, false, "PATH",
-                    "GPT-2 tokenizer for text: and jsonl: data: a directory with tokenizer.json or "
-                    "vocab.json + merges.txt, such a file, or a *.tiktoken file (default: "
+                    "Tokenizer for text: and jsonl: data (GPT-2, Llama-3, Qwen2 or SentencePiece BPE): a "
+                    "directory with tokenizer.json or vocab.json + merges.txt, such a file, or a "
+                    "*.tiktoken file (default: "
                     "init_from's files; without init_from each byte is a token)"),
       string_option("text_field", "data.text_field", &C::text_field, true, "NAME",
                     "The string field of each JSON Lines record that holds its document (jsonl:)"),

@@ -114,7 +114,7 @@ std::string gpt_write_hf(const HfExport& request) {
 }
 
 // A GPT block's saved tensors per token and channel (measured with torch's saved-tensor hooks;
-// README "ampt recommend"): the block input (ln_1), ln_1's output as the matmul sees it, q/k/v
+// docs/memory.md): the block input (ln_1), ln_1's output as the matmul sees it, q/k/v
 // (3), the attention output (SDPA keeps it; c_proj reads the same storage), the mid-block
 // residual (ln_2), ln_2's output, c_fc's output (4, kept by GELU) and GELU's output (4, kept by
 // c_proj) unless the fused MLP recomputes it in backward (kernels/gelu_mlp.h: on a GPU). fp8

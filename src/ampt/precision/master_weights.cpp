@@ -90,7 +90,8 @@ std::vector<torch::Tensor> MasterWeights::master_grads() {
       fp32_grads.push_back(e.master.grad());
       grads.push_back(e.master.grad());
       // The half gradient is not needed past the copy (stream order keeps its memory alive
-      // until then): dropping it here is what keeps O2 at 16 bytes per parameter (see README).
+      // until then): dropping it here is what keeps O2 at 16 bytes per parameter
+      // (docs/precision.md, opt levels).
       e.param.mutable_grad() = torch::Tensor();
     }
   }
