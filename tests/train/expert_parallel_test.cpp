@@ -65,7 +65,7 @@ void check_exchange(bool low_experts_only) {
   ampt::test::run_ranks(2, [&](ampt::distributed::Group& group) {
     const auto rank = group.rank();
     auto subgroup = group.subgroup("experts", {0, 1});
-    models::Experts mine(kExperts, kEmbd, kWidth, models::MoeDims::Shard{rank, 2});
+    models::Experts mine(kExperts, kEmbd, kWidth, models::ExpertShard{rank, 2});
     {
       torch::NoGradGuard no_grad;
       mine->gate_up_proj.copy_(whole->gate_up_proj.narrow(0, rank * 4, 4));
