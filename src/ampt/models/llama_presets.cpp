@@ -288,9 +288,8 @@ LlamaDims resolve_llama_dims(const config::Config& config) {
     }
     // Only a distributed run divides them: ampt export or generate of its checkpoint (whole
     // experts) builds the whole model.
-    if (config.launch.distributed()) {
-      dims.expert_shard = {config.launch.rank % config.expert_parallel, config.expert_parallel};
-    }
+    const auto layout = config::expert_layout(config.expert_parallel, config.launch);
+    dims.expert_shard = {layout.shard, layout.count};
   }
   return dims;
 }
