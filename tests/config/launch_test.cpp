@@ -4,6 +4,10 @@
 
 #include "ampt/config/launch.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 using namespace ampt::config;
 using namespace ampt::config::testing;
 
@@ -229,4 +233,44 @@ TEST_CASE("dist options come from the dist section, env and flags", "[config][la
         "gloo");
   CHECK(resolve_error({"--dist_timeout", "0"}) ==
         "invalid value '0' for dist_timeout (flag --dist_timeout): expected an integer >= 1");
+}
+
+TEST_CASE("expert layout: groups of consecutive ranks divide the experts, each rank's shard its "
+          "place in its group, the replicas one rank of each group",
+          "[config][launch][moe]") {
+  // By hand: rank 4 of 6 with expert_parallel 3 is the second of ranks 3-5, and holds what rank 1
+  // holds.
+  const auto four = expert_layout(3, parse_launch(torchrun(4, 6)));
+  CHECK(four.shard == 1);
+  CHECK(four.count == 3);
+  CHECK(four.group == 1);
+  CHECK(four.exchange == std::vector<int64_t>{3, 4, 5});
+  CHECK(four.replicas == std::vector<int64_t>{1, 4});
+  for (const auto& [world, experts] : std::vector<std::pair<int, int64_t>>{
+           {2, 2}, {4, 2}, {4, 4}, {6, 3}, {8, 2}, {8, 4}, {4, 1}}) {
+    for (int rank = 0; rank < world; ++rank) {
+      INFO("rank " << rank << " of " << world << ", expert_parallel " << experts);
+      const auto layout = expert_layout(experts, parse_launch(torchrun(rank, world)));
+      CHECK(layout.count == experts);
+      REQUIRE(static_cast<int64_t>(layout.exchange.size()) == experts);
+      CHECK(layout.exchange[static_cast<size_t>(layout.shard)] == rank);
+      CHECK(static_cast<int64_t>(layout.replicas.size()) == world / experts);
+      // Every replica holds this rank's share, each in its own group, this one among them.
+      int64_t groups_seen = 0;
+      for (const int64_t r : layout.replicas) {
+        const auto other = expert_layout(experts, parse_launch(torchrun(static_cast<int>(r), world)));
+        CHECK(other.shard == layout.shard);
+        CHECK(other.group == groups_seen++);
+      }
+      CHECK(std::count(layout.replicas.begin(), layout.replicas.end(), rank) == 1);
+    }
+  }
+  // One process divides nothing, whatever expert_parallel asks.
+  const auto alone = expert_layout(4, parse_launch({}));
+  CHECK(alone.count == 1);
+  CHECK(alone.shard == 0);
+  CHECK(alone.exchange == std::vector<int64_t>{0});
+  CHECK(usage_error([] { expert_layout(4, parse_launch(torchrun(0, 6))); }) ==
+        "expert_parallel 4 does not divide the world size 6: each group of 4 consecutive ranks "
+        "divides the experts; use a divisor of 6");
 }

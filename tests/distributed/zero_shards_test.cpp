@@ -1,5 +1,5 @@
 // ZeRO's shards with every rank a thread of this process: the gradient slices each stage leaves
-// a rank, the global norms, the sharded AdamW step against the whole one, and how much of the
+// a rank, the global norms (one operation over a rank's CPU pieces), the sharded AdamW step against the whole one, and how much of the
 // optimizer state each rank holds.
 #include "ampt/distributed/zero_shards.h"
 
@@ -10,10 +10,13 @@
 #include "ampt/train/zero_optimizer.h"
 #include "dist_fixtures.h"
 
+#include <ATen/record_function.h>
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <mutex>
+#include <string_view>
 
 using ampt::FlatLayout;
 using ampt::distributed::GradSync;
@@ -120,6 +123,38 @@ TEST_CASE("zero: global gradient norms match one process and find a NaN on any r
     CHECK(torch::allclose(norms[r], expected_norms, 1e-6, 0.0));
     for (int64_t p = 0; p < 4; ++p) CHECK(std::isnan(poisoned[r][p].item<float>()) == (p == holder));
   }
+}
+
+TEST_CASE("zero: a rank's float32 CPU pieces take their norms in one operation, not one per piece",
+          "[dist][zero]") {
+  const int64_t world = 3;
+  const ShardedNet net = make_sharded_net();
+  const auto grads = full_grads(net, torch::randn({12, 5}), torch::randn({12, 3}));
+  // Any depth: ATen's foreach norm on a CPU calls linalg_vector_norm once per piece inside.
+  static std::atomic<int> passes{0}, foreach_norms{0}, norms{0};
+  passes = foreach_norms = norms = 0;
+  std::vector<size_t> pieces(world);
+  const auto handle = at::addGlobalCallback(
+      at::RecordFunctionCallback([](const at::RecordFunction& fn)
+                                     -> std::unique_ptr<at::ObserverContext> {
+        const std::string_view name = fn.name();
+        if (name == "ampt::gradient_norms") ++passes;
+        if (name == "aten::_foreach_norm") ++foreach_norms;
+        if (name == "aten::linalg_vector_norm" || name == "aten::norm") ++norms;
+        return nullptr;
+      }).scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+  run_ranks(world, [&](Group& group) {
+    ShardedNet local = net.copy();
+    ZeroShards zero(group, 1, local.params(), local.params(), layout_for(local, world));
+    for (size_t i = 0; i < 4; ++i) local.params()[i].mutable_grad() = grads[i].clone();
+    pieces[group.rank()] = zero.collect_grads().size();
+    zero.grad_norms(zero.grad_pieces());
+  });
+  at::removeCallback(handle);
+  for (const auto n : pieces) CHECK(n >= 2);  // several pieces on every rank
+  CHECK(passes == world);
+  CHECK(foreach_norms == 0);
+  CHECK(norms == 0);
 }
 
 TEST_CASE("zero: a sharded AdamW or SGD step and its all-gather equal the whole step",

@@ -22,6 +22,7 @@
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -196,7 +197,7 @@ void check_export(const std::vector<std::string>& args) {
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::StartsWith("wrote " + exported + ": model.safetensors, config.json"));
   const auto written = ampt::hf::read_llama_config(exported + "/config.json");
-  CHECK(written.model_type == args[1]);
+  CHECK(written.flavour == args[1]);
   CHECK(written.eos_token_ids == std::vector<int64_t>{1});
 
   // The exported weights are the trained ones, not the pretrained ones: compare with the checkpoint
@@ -275,8 +276,8 @@ TEST_CASE("llama import: a config, shard or index that does not fit is one line 
   ampt::test::write_file(path, "{" + dims + R"(, "rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})");
   const auto read = ampt::hf::read_llama_config(path);
   CHECK(read.rope_theta == 500000.0);
-  REQUIRE(read.llama3_scaling);
-  CHECK(read.llama3_scaling->factor == 32.0);
+  REQUIRE(read.rope_llama3);
+  CHECK(read.rope_llama3->factor == 32.0);
 
   if (!have_transformers()) {
     AMPT_SKIP(reference, "skipping the weight files' half: transformers is not installed in " AMPT_PYTHON);
@@ -299,14 +300,14 @@ TEST_CASE("llama import: a config, shard or index that does not fit is one line 
   // A tensor of the wrong shape, and one the model lacks.
   const auto single = make_llama();
   auto config = ampt::hf::read_llama_config(single + "/config.json");
-  config.intermediate_size = 96;
+  config.intermediate = 96;
   // The first misfit in the file's order, where reading stops.
   CHECK_THROWS_WITH(ampt::hf::read_llama_weights(ampt::hf::model_files(single), config,
                                                    ampt::models::declared_linears(config)),
                     single + "/model.safetensors: tensor model.layers.0.mlp.down_proj.weight has "
                              "shape [64, 128], config.json's dimensions give [64, 96]");
-  config.intermediate_size = 128;
-  config.num_hidden_layers = 3;
+  config.intermediate = 128;
+  config.n_layer = 3;
   CHECK_THROWS_WITH(ampt::hf::read_llama_weights(ampt::hf::model_files(single), config,
                                                    ampt::models::declared_linears(config)),
                     single + "/model.safetensors: no tensor model.layers.2.input_layernorm.weight "
@@ -331,6 +332,43 @@ TEST_CASE("llama presets: parameter counts equal the published ones, and the bui
     const auto dims = ampt::models::resolve_llama_dims(config);
     auto model = ampt::models::make_model(config, {ampt::data::Task::language_model, {16}, 256});
     CHECK(ampt::models::parameter_count(*model.module) == dims.parameters());
+  }
+}
+
+TEST_CASE("llama config: every preset's architecture reads back from the config.json ampt writes",
+          "[hf][llama][models]") {
+  using ampt::hf::LlamaConfig;
+  std::vector<std::pair<std::string, LlamaConfig>> cases;
+  for (const auto& preset : ampt::models::llama_presets()) {
+    cases.emplace_back(preset.name, LlamaConfig{preset.dims, std::nullopt, {}});
+  }
+  // What no preset has: Llama's attention_bias (q/k/v and o), a Qwen3-MoE of sparse_step 2 with
+  // dense layers, released special tokens (one eos id, and a list).
+  LlamaConfig biased{ampt::models::llama_presets().front().dims, 128000, {128001}};
+  biased.qkv_bias = biased.o_bias = true;
+  cases.emplace_back("llama with attention_bias", biased);
+  auto moe = std::ranges::find(cases, "qwen3-moe", &decltype(cases)::value_type::first)->second;
+  moe.n_layer = 4;
+  moe.moe.sparse_step = 2;
+  moe.moe.dense_layers = {3};
+  moe.moe.normalize_top_k = false;
+  moe.moe.aux_loss_coef = 0.02;
+  moe.eos_token_ids = {1, 2};
+  cases.emplace_back("qwen3_moe with dense layers", moe);
+
+  const auto path = ampt::test::make_temp_dir() + "/config.json";
+  for (const auto& [name, written] : cases) {
+    const auto json = ampt::hf::llama_config_json(written);
+    INFO(name << ":\n" << json);
+    ampt::test::write_file(path, json);
+    const auto read = ampt::hf::read_llama_config(path);
+    INFO("reads back as:\n" << ampt::hf::llama_config_json(read));
+    // config.json spells head_dim out: a width of 0 (n_embd / n_head) reads back as that width.
+    ampt::hf::LlamaArchitecture expected = written;
+    expected.head_size = written.head_dim();
+    CHECK(static_cast<const ampt::hf::LlamaArchitecture&>(read) == expected);
+    CHECK(read.bos_token_id == written.bos_token_id);
+    CHECK(read.eos_token_ids == written.eos_token_ids);
   }
 }
 

@@ -3,6 +3,7 @@
 // training run measures (process RSS on CPU, the CUDA allocator's peak on a GPU).
 #include "ampt/plan/memory_estimate.h"
 
+#include "ampt/config/enum_names.h"
 #include "ampt/data/dataset.h"
 #include "ampt/models/registry.h"
 #include "support/process.h"
@@ -772,6 +773,40 @@ TEST_CASE("memory estimate: a preference objective's two sequences per padded pa
   CHECK_THAT(r.out, Catch::Contains("--objective dpo: a micro-batch of N pairs is 2N padded "
                                     "sequences; the logits held whole for the log-probabilities; a "
                                     "frozen copy of the model as the reference"));
+}
+
+TEST_CASE("memory estimate: dpo and ipo, and no other objective, count a reference copy, and "
+          "recommend names each one's reference",
+          "[memory][preference]") {
+  const ampt::models::Scheme bf16{Precision::bf16, OptLevel::O1};
+  for (const auto& [name, objective] : ampt::config::EnumNames<ampt::config::Objective>::values) {
+    if (objective == ampt::config::Objective::lm) continue;
+    INFO(name);
+    // By hand: TRL's DPOTrainer takes a ref_model for dpo and ipo; CPOTrainer (simpo) and
+    // ORPOTrainer none.
+    const bool reference = name == "dpo" || name == "ipo";
+    CHECK(ampt::config::needs_reference(objective) == reference);
+    auto config = with_model("gpt-tiny");
+    config.objective = objective;
+    config.packing = false;
+    const auto dims = ampt::models::model_dims(config, {}, 0);
+    CHECK(dims.preference.reference_copy == reference);
+    const auto memory = ampt::plan::estimate_memory(dims, bf16, OptimizerKind::adamw, 0.9, 4);
+    CHECK((memory.reference_weights > 0) == reference);
+    // Under LoRA the reference is the base, no copy: the line still says which.
+    for (const bool lora : {false, true}) {
+      std::vector<std::string> args{"recommend", "--model", "gpt-tiny", "--objective",
+                                    std::string(name), "--packing=false"};
+      if (lora) args.insert(args.end(), {"--lora_rank", "4"});
+      const auto r = ampt::test::run_ampt(args);
+      INFO(r.out << r.err);
+      REQUIRE(r.exit_code == 0);
+      const auto* said = !reference ? "no reference model"
+                         : lora     ? "the reference is the base with the adapters off"
+                                    : "a frozen copy of the model as the reference";
+      CHECK_THAT(r.out, Catch::Contains(said));
+    }
+  }
 }
 
 TEST_CASE("memory estimate: a sparse model's experts under ZeRO-3 are gathered with their block, "

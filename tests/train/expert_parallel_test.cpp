@@ -6,7 +6,9 @@
 #include "ampt/train/expert_parallel.h"
 
 #include "ampt/checkpoint/checkpoint.h"
+#include "ampt/distributed/data_parallel.h"
 #include "ampt/distributed/process_group.h"
+#include "ampt/models/llama_presets.h"
 #include "distributed/dist_fixtures.h"
 #include "distributed/rank_processes.h"
 #include "support/process.h"
@@ -14,8 +16,12 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <cstdlib>
+#include <exception>
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -65,7 +71,7 @@ void check_exchange(bool low_experts_only) {
   ampt::test::run_ranks(2, [&](ampt::distributed::Group& group) {
     const auto rank = group.rank();
     auto subgroup = group.subgroup("experts", {0, 1});
-    models::Experts mine(kExperts, kEmbd, kWidth, models::MoeDims::Shard{rank, 2});
+    models::Experts mine(kExperts, kEmbd, kWidth, models::ExpertShard{rank, 2});
     {
       torch::NoGradGuard no_grad;
       mine->gate_up_proj.copy_(whole->gate_up_proj.narrow(0, rank * 4, 4));
@@ -119,6 +125,64 @@ void check_refused(const std::vector<std::string>& extra, const std::string& err
 }
 
 }  // namespace
+
+TEST_CASE("expert parallelism: each rank's model holds the share of the experts its place in "
+          "the data-parallel layer's exchange group says, and its replicas the same share",
+          "[train][moe][dist]") {
+  // 4 ranks as threads, each joining the job as a process would (DataParallel's own groups),
+  // groups of 2 dividing qwen3-moe's 8 experts: ranks 0-1 and 2-3; rank r holds share r % 2.
+  ::setenv("TORCH_FR_BUFFER_SIZE", "0", 1);  // as run_ranks: c10d's flight recorder races
+  const int64_t world = 4, groups_of = 2;
+  const int port = ampt::test::free_port();
+  std::vector<int64_t> shard(world, -1), exchange_rank(world, -1), exchange_size(world, -1);
+  std::vector<torch::Tensor> shares_seen(world), replica_shards(world);
+  std::vector<std::exception_ptr> errors(world);
+  std::vector<std::thread> threads;
+  for (int64_t rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        ampt::config::Config config;
+        config.model = "qwen3-moe";
+        config.expert_parallel = groups_of;
+        config.dist_backend = ampt::config::DistBackend::gloo;
+        config.dist_timeout = 30;
+        config.launch.launcher = ampt::config::Launcher::torchrun;
+        config.launch.rank = config.launch.local_rank = rank;
+        config.launch.world_size = config.launch.local_world_size = world;
+        config.launch.master_port = port;
+        const auto dims = models::resolve_llama_dims(config);
+        ampt::distributed::DataParallel dist(config, c10::Device(c10::kCPU));
+        auto* exchange = dist.expert_exchange();
+        if (exchange == nullptr) throw std::logic_error("no expert exchange group");
+        shard[rank] = dims.expert_shard.index;
+        exchange_rank[rank] = exchange->rank();
+        exchange_size[rank] = exchange->size();
+        // Within a group every share once; across replicas one share.
+        auto seen = torch::zeros({dims.expert_shard.count});
+        seen[dims.expert_shard.index] = 1;
+        exchange->all_reduce(seen, "the test's all-reduce over the exchange");
+        shares_seen[rank] = seen;
+        auto held = torch::full({1}, static_cast<double>(dims.expert_shard.index));
+        dist.expert_replicas()->all_reduce(held, "the test's all-reduce over the replicas");
+        replica_shards[rank] = held;
+      } catch (...) {
+        errors[rank] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  for (int64_t rank = 0; rank < world; ++rank) {
+    INFO("rank " << rank);
+    CHECK(shard[rank] == rank % groups_of);
+    CHECK(exchange_rank[rank] == shard[rank]);
+    CHECK(exchange_size[rank] == groups_of);
+    CHECK(torch::equal(shares_seen[rank], torch::ones({groups_of})));
+    CHECK(replica_shards[rank].item<double>() == static_cast<double>(shard[rank] * (world / groups_of)));
+  }
+}
 
 TEST_CASE("expert parallelism: what it cannot divide is a one-line usage error, and one process "
           "says it has nothing to divide",

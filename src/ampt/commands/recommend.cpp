@@ -217,8 +217,7 @@ std::string preference_text(const config::Config& config, const models::ModelDim
   const std::string reference =
       d.preference.reference_copy
           ? "a frozen copy of the model as the reference (its Linear weights in the compute dtype)"
-      : config.objective != config::Objective::dpo && config.objective != config::Objective::ipo
-          ? "no reference model"
+      : !config::needs_reference(config.objective) ? "no reference model"
       : d.lora.active() ? "the reference is the base with the adapters off: no second model"
                         : "the reference's log-probabilities precomputed: no second model";
   return fmt::format("--objective {}: {}; the logits held whole for the log-probabilities; {}\n",

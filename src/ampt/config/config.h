@@ -28,6 +28,13 @@ enum class AutoSwitch { auto_select, on, off };
 // chosen/rejected pairs (train/objective.h).
 enum class Objective { lm, dpo, ipo, simpo, orpo };
 
+// Whether `objective` scores the policy against a reference model (dpo, ipo): the run makes one
+// (a frozen copy, the LoRA base, or log-probabilities precomputed), the memory estimate counts
+// it and recommend says which; simpo and orpo are reference-free.
+constexpr bool needs_reference(Objective objective) {
+  return objective == Objective::dpo || objective == Objective::ipo;
+}
+
 struct Config {
   // run
   std::string config_file;  // --config: the YAML file that was read, empty when none

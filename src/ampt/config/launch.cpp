@@ -259,4 +259,15 @@ void check_expert_groups(int64_t expert_parallel, int64_t world_size) {
                                expert_parallel, world_size, expert_parallel, world_size));
 }
 
+ExpertLayout expert_layout(int64_t expert_parallel, const Launch& launch) {
+  const int64_t rank = launch.rank;
+  if (!launch.distributed()) return {0, 1, 0, {rank}, {rank}};
+  check_expert_groups(expert_parallel, launch.world_size);
+  ExpertLayout layout{rank % expert_parallel, expert_parallel, rank / expert_parallel, {}, {}};
+  const int64_t first = rank - layout.shard;
+  for (int64_t r = first; r < first + expert_parallel; ++r) layout.exchange.push_back(r);
+  for (int64_t r = layout.shard; r < launch.world_size; r += expert_parallel) layout.replicas.push_back(r);
+  return layout;
+}
+
 }  // namespace ampt::config

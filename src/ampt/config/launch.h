@@ -33,6 +33,22 @@ struct Launch {
 // consecutive ranks, so it must divide world_size. UsageError, one line.
 void check_expert_groups(int64_t expert_parallel, int64_t world_size);
 
+// One rank's place in that layout, the one rule the model (which experts it builds) and the
+// process groups (whom it exchanges tokens with) both follow: each group of `count` consecutive
+// ranks divides every sparse layer's experts among its members in rank order.
+struct ExpertLayout {
+  int64_t shard = 0;  // this rank's place in its group: it holds the shard-th share of the experts
+  int64_t count = 1;  // the ranks the experts are divided among (1: this rank holds them all)
+  int64_t group = 0;  // which group of consecutive ranks
+  std::vector<int64_t> exchange;  // the group's ranks, in order: exchange[shard] is this rank
+  std::vector<int64_t> replicas;  // the ranks, one per group, holding the same experts as this one
+};
+
+// `launch`'s rank's layout under config.expert_parallel `expert_parallel`. Only a distributed
+// run divides the experts: a single process (ampt export, generate) has count 1. Throws
+// check_expert_groups' UsageError.
+ExpertLayout expert_layout(int64_t expert_parallel, const Launch& launch);
+
 // torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
 // win when RANK or WORLD_SIZE is set; else Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
 // SLURM_NODEID, SLURM_TASKS_PER_NODE, MASTER_ADDR or else the first host of SLURM_JOB_NODELIST,

@@ -52,17 +52,12 @@ DataParallel::DataParallel(const config::Config& config, const c10::Device& devi
       world_size_(config.launch.world_size),
       launch_(config.launch.describe()) {
   if (!config.launch.distributed()) return;
-  const int64_t experts = config.expert_parallel;
-  config::check_expert_groups(experts, world_size_);
+  const auto experts = config::expert_layout(config.expert_parallel, config.launch);
   group_ = Group::connect(config, device);
-  if (experts == 1) return;
-  const int64_t first = rank_ - rank_ % experts;
-  std::vector<int64_t> exchange, replicas;
-  for (int64_t r = first; r < first + experts; ++r) exchange.push_back(r);
-  for (int64_t r = rank_ % experts; r < world_size_; r += experts) replicas.push_back(r);
-  expert_exchange_ = group_->subgroup(fmt::format("experts-{}", first / experts), exchange);
-  if (replicas.size() > 1) {
-    expert_replicas_ = group_->subgroup(fmt::format("expert-replicas-{}", rank_ % experts), replicas);
+  if (experts.count == 1) return;
+  expert_exchange_ = group_->subgroup(fmt::format("experts-{}", experts.group), experts.exchange);
+  if (experts.replicas.size() > 1) {
+    expert_replicas_ = group_->subgroup(fmt::format("expert-replicas-{}", experts.shard), experts.replicas);
   }
 }
 

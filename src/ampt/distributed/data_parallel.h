@@ -57,7 +57,8 @@ class DataParallel {
   // Expert parallelism (config.expert_parallel N > 1, on several ranks): `expert_exchange()` is
   // this rank's group of N consecutive ranks, which divides every sparse layer's experts among
   // its members in rank order; `expert_replicas()` the ranks, one per such group, that hold the
-  // same experts (null when there is one group). Both null otherwise.
+  // same experts (null when there is one group): config::expert_layout's, as the model's shard
+  // is. Both null otherwise.
   Subgroup* expert_exchange() { return expert_exchange_.get(); }
   Subgroup* expert_replicas() { return expert_replicas_.get(); }
 

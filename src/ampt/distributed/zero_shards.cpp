@@ -1,11 +1,10 @@
 #include "ampt/distributed/zero_shards.h"
 
 #include "ampt/distributed/process_group.h"
+#include "ampt/kernels/gradient_pass.h"
 
 #include <ATen/ops/_foreach_copy.h>
-#include <ATen/ops/_foreach_norm.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/stack.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
@@ -75,7 +74,8 @@ at::Tensor ZeroShards::grad_norms(const std::vector<at::Tensor>& grads) {
   auto squares = at::zeros({static_cast<int64_t>(sharded_.size())},
                            master_.options().dtype(at::kDouble));
   if (!grads.empty()) {
-    const auto norms = at::stack(at::_foreach_norm(grads, 2)).to(at::kDouble);
+    // The CPU's float32 pieces in one pass; a GPU's in one foreach launch.
+    const auto norms = kernels::gradient_norms(grads).to(at::kDouble);
     squares.index_add_(0, piece_position_, norms * norms);
   }
   sum(squares, "the all-reduce of the gradient norms");

@@ -82,7 +82,7 @@ class ConfigFile {
 
 // The rotary settings: transformers 5's rope_parameters, else the hub's rope_theta and
 // rope_scaling (which transformers converts the same way).
-void read_rope(const ConfigFile& file, LlamaConfig& config) {
+void read_rope(const ConfigFile& file, LlamaArchitecture& config) {
   const JsonValue* parameters = file.find("rope_parameters");
   const JsonValue* scaling = parameters != nullptr ? parameters : file.find("rope_scaling");
   if (const JsonValue* theta = file.find("rope_theta")) config.rope_theta = file.number(*theta, "rope_theta");
@@ -99,7 +99,7 @@ void read_rope(const ConfigFile& file, LlamaConfig& config) {
   if (rope_type != "llama3") {
     file.fail(fmt::format("rope_type {} is not one ampt's Llama implements (default or llama3)", rope_type));
   }
-  Llama3Scaling s;
+  RopeLlama3 s;
   const auto read = [&](std::string_view key, double& into) {
     const JsonValue* value = file.find(*scaling, key);
     if (value == nullptr) file.fail(fmt::format("rope_type llama3 without {}", key));
@@ -110,42 +110,42 @@ void read_rope(const ConfigFile& file, LlamaConfig& config) {
   read("low_freq_factor", s.low_freq_factor);
   read("high_freq_factor", s.high_freq_factor);
   read("original_max_position_embeddings", original);
-  s.original_max_position_embeddings = static_cast<int64_t>(original);
+  s.original_context = static_cast<int64_t>(original);
   if (s.high_freq_factor <= s.low_freq_factor) {
     file.fail(fmt::format("rope high_freq_factor {} is not above low_freq_factor {}",
                           s.high_freq_factor, s.low_freq_factor));
   }
-  config.llama3_scaling = s;
+  config.rope_llama3 = s;
 }
 
 // The experts of a qwen3_moe or mixtral config: Qwen3-MoE's hub files say num_experts and
 // transformers 5 writes num_local_experts; Mixtral's experts are intermediate_size wide and
 // always renormalised, and every block has them.
-void read_experts(const ConfigFile& file, LlamaConfig& config) {
-  const bool mixtral = config.model_type == "mixtral";
+void read_experts(const ConfigFile& file, LlamaArchitecture& config) {
+  const bool mixtral = config.flavour == "mixtral";
+  auto& moe = config.moe;
   const char* count = file.find("num_experts") && !mixtral ? "num_experts" : "num_local_experts";
-  config.num_experts = file.size(count);
-  config.num_experts_per_tok = file.size("num_experts_per_tok");
-  if (config.num_experts_per_tok > config.num_experts) {
-    file.fail(fmt::format("num_experts_per_tok {} exceeds {} {}", config.num_experts_per_tok, count,
-                          config.num_experts));
+  moe.experts = file.size(count);
+  moe.top_k = file.size("num_experts_per_tok");
+  if (moe.top_k > moe.experts) {
+    file.fail(fmt::format("num_experts_per_tok {} exceeds {} {}", moe.top_k, count, moe.experts));
   }
   if (const JsonValue* coef = file.find("router_aux_loss_coef")) {
-    config.router_aux_loss_coef = file.number(*coef, "router_aux_loss_coef");
+    moe.aux_loss_coef = file.number(*coef, "router_aux_loss_coef");
   }
   if (mixtral) {
-    config.moe_intermediate_size = config.intermediate_size;
-    config.norm_topk_prob = true;
+    moe.intermediate = config.intermediate;
+    moe.normalize_top_k = true;
     return;
   }
-  config.moe_intermediate_size = file.size("moe_intermediate_size");
-  config.norm_topk_prob = file.flag("norm_topk_prob", false);
-  if (file.find("decoder_sparse_step")) config.decoder_sparse_step = file.size("decoder_sparse_step");
-  config.mlp_only_layers = file.ids("mlp_only_layers");
-  for (const int64_t layer : config.mlp_only_layers) {
-    if (layer >= config.num_hidden_layers) {
+  moe.intermediate = file.size("moe_intermediate_size");
+  moe.normalize_top_k = file.flag("norm_topk_prob", false);
+  if (file.find("decoder_sparse_step")) moe.sparse_step = file.size("decoder_sparse_step");
+  moe.dense_layers = file.ids("mlp_only_layers");
+  for (const int64_t layer : moe.dense_layers) {
+    if (layer >= config.n_layer) {
       file.fail(fmt::format("mlp_only_layers holds {}, past num_hidden_layers {}", layer,
-                            config.num_hidden_layers));
+                            config.n_layer));
     }
   }
 }
@@ -214,21 +214,16 @@ const char* architecture(const std::string& model_type) {
 
 }  // namespace
 
-bool sparse_layer(int64_t layer, int64_t experts, int64_t decoder_sparse_step,
-                  const std::vector<int64_t>& mlp_only_layers) {
-  return experts > 0 && (layer + 1) % decoder_sparse_step == 0 &&
-         std::ranges::find(mlp_only_layers, layer) == mlp_only_layers.end();
-}
-
-bool LlamaConfig::sparse_layer(int64_t i) const {
-  return hf::sparse_layer(i, num_experts, decoder_sparse_step, mlp_only_layers);
+bool MoeArchitecture::sparse(int64_t layer) const {
+  return active() && (layer + 1) % sparse_step == 0 &&
+         std::ranges::find(dense_layers, layer) == dense_layers.end();
 }
 
 LlamaConfig read_llama_config(const std::string& path) {
   const ConfigFile file(path);
   LlamaConfig config;
-  config.model_type = file.text("model_type", "");
-  const auto& type = config.model_type;
+  config.flavour = file.text("model_type", "");
+  const auto& type = config.flavour;
   if (type != "llama" && type != "qwen2" && type != "qwen3" && type != "mistral" &&
       type != "qwen3_moe" && type != "mixtral") {
     file.fail(fmt::format("model_type is {}, ampt's Llama loads llama, qwen2, qwen3, mistral, "
@@ -237,17 +232,18 @@ LlamaConfig read_llama_config(const std::string& path) {
   }
   const bool qwen2 = type == "qwen2", qwen3 = type == "qwen3", qwen3_moe = type == "qwen3_moe",
              mixtral = type == "mixtral", mistral = type == "mistral" || mixtral;
-  config.hidden_size = file.size("hidden_size");
-  config.intermediate_size = file.size("intermediate_size");
-  config.num_hidden_layers = file.size("num_hidden_layers");
-  config.num_attention_heads = file.size("num_attention_heads");
-  config.num_key_value_heads = file.find("num_key_value_heads") ? file.size("num_key_value_heads")
-                                                                : config.num_attention_heads;
+  config.n_embd = file.size("hidden_size");
+  config.intermediate = file.size("intermediate_size");
+  config.n_layer = file.size("num_hidden_layers");
+  config.n_head = file.size("num_attention_heads");
+  config.n_kv_head = file.find("num_key_value_heads") ? file.size("num_key_value_heads") : config.n_head;
   // Qwen3Config's head_dim is 128 unless given; the others' hidden_size / num_attention_heads.
   config.head_size = file.find("head_dim") ? file.size("head_dim") : qwen3 ? 128 : 0;
-  config.max_position_embeddings = file.size("max_position_embeddings");
+  config.block_size = file.size("max_position_embeddings");
   config.vocab_size = file.size("vocab_size");
-  if (const JsonValue* eps = file.find("rms_norm_eps")) config.rms_norm_eps = file.number(*eps, "rms_norm_eps");
+  // transformers' default where the file has none.
+  const JsonValue* eps = file.find("rms_norm_eps");
+  config.rms_norm_eps = eps != nullptr ? file.number(*eps, "rms_norm_eps") : 1e-6;
   read_rope(file, config);
   // Qwen2's q/k/v always have biases, Mistral's layers never; Llama's and Qwen3's attention_bias
   // puts them on all four projections.
@@ -256,16 +252,16 @@ LlamaConfig read_llama_config(const std::string& path) {
   config.o_bias = !qwen2 && attention_bias;
   config.qk_norm = qwen3 || qwen3_moe;
   if (qwen3_moe || mixtral) read_experts(file, config);
-  config.tie_word_embeddings = file.flag("tie_word_embeddings", false);
+  config.tied_head = file.flag("tie_word_embeddings", false);
   if (const auto bos = file.ids("bos_token_id"); !bos.empty()) config.bos_token_id = bos.front();
   config.eos_token_ids = file.ids("eos_token_id");
-  if (config.head_size == 0 && config.hidden_size % config.num_attention_heads != 0) {
+  if (config.head_size == 0 && config.n_embd % config.n_head != 0) {
     file.fail(fmt::format("hidden_size {} is not a multiple of num_attention_heads {}",
-                          config.hidden_size, config.num_attention_heads));
+                          config.n_embd, config.n_head));
   }
-  if (config.num_attention_heads % config.num_key_value_heads != 0) {
+  if (config.n_head % config.n_kv_head != 0) {
     file.fail(fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}",
-                          config.num_attention_heads, config.num_key_value_heads));
+                          config.n_head, config.n_kv_head));
   }
   if (config.head_dim() % 2 != 0) {
     file.fail(fmt::format("the head dimension {} is odd: rotary embeddings rotate pairs", config.head_dim()));
@@ -278,39 +274,39 @@ std::string llama_config_json(const LlamaConfig& c) {
   // What each class reads besides the shared keys: Qwen2's window switch, Qwen3's bias switch
   // and window, Mistral's window (null: off), Llama's biases.
   std::string own;
-  if (c.model_type == "qwen2") {
+  if (c.flavour == "qwen2") {
     own = "  \"use_sliding_window\": false,\n";
-  } else if (c.model_type == "qwen3") {
+  } else if (c.flavour == "qwen3") {
     own = fmt::format("  \"attention_bias\": {},\n  \"use_sliding_window\": false,\n"
                       "  \"sliding_window\": null,\n",
                       c.qkv_bias ? "true" : "false");
-  } else if (c.model_type == "mistral") {
+  } else if (c.flavour == "mistral") {
     own = "  \"sliding_window\": null,\n";
-  } else if (c.model_type == "qwen3_moe") {
+  } else if (c.flavour == "qwen3_moe") {
     own = fmt::format(
         "  \"attention_bias\": {},\n  \"use_sliding_window\": false,\n  \"sliding_window\": null,\n"
         "  \"num_experts\": {},\n  \"num_experts_per_tok\": {},\n  \"moe_intermediate_size\": {},\n"
         "  \"norm_topk_prob\": {},\n  \"decoder_sparse_step\": {},\n  \"mlp_only_layers\": [{}],\n"
         "  \"router_aux_loss_coef\": {},\n",
-        c.qkv_bias ? "true" : "false", c.num_experts, c.num_experts_per_tok,
-        c.moe_intermediate_size, c.norm_topk_prob ? "true" : "false", c.decoder_sparse_step,
-        fmt::join(c.mlp_only_layers, ", "), json_float(c.router_aux_loss_coef));
-  } else if (c.model_type == "mixtral") {
+        c.qkv_bias ? "true" : "false", c.moe.experts, c.moe.top_k, c.moe.intermediate,
+        c.moe.normalize_top_k ? "true" : "false", c.moe.sparse_step,
+        fmt::join(c.moe.dense_layers, ", "), json_float(c.moe.aux_loss_coef));
+  } else if (c.flavour == "mixtral") {
     own = fmt::format(
         "  \"sliding_window\": null,\n  \"num_local_experts\": {},\n  \"num_experts_per_tok\": {},\n"
         "  \"router_aux_loss_coef\": {},\n  \"router_jitter_noise\": 0.0,\n",
-        c.num_experts, c.num_experts_per_tok, json_float(c.router_aux_loss_coef));
+        c.moe.experts, c.moe.top_k, json_float(c.moe.aux_loss_coef));
   } else {
     own = fmt::format("  \"attention_bias\": {},\n  \"mlp_bias\": false,\n", c.qkv_bias ? "true" : "false");
   }
   std::string rope = fmt::format("{{\"rope_type\": \"default\", \"rope_theta\": {}}}", json_number(c.rope_theta));
-  if (c.llama3_scaling) {
-    const auto& s = *c.llama3_scaling;
+  if (c.rope_llama3) {
+    const auto& s = *c.rope_llama3;
     rope = fmt::format(
         "{{\"rope_type\": \"llama3\", \"rope_theta\": {}, \"factor\": {}, \"low_freq_factor\": {}, "
         "\"high_freq_factor\": {}, \"original_max_position_embeddings\": {}}}",
         json_number(c.rope_theta), json_number(s.factor), json_number(s.low_freq_factor),
-        json_number(s.high_freq_factor), s.original_max_position_embeddings);
+        json_number(s.high_freq_factor), s.original_context);
   }
   const auto eos = c.eos_token_ids.empty() ? std::string("null")
                    : c.eos_token_ids.size() == 1 ? std::to_string(c.eos_token_ids.front())
@@ -328,11 +324,10 @@ std::string llama_config_json(const LlamaConfig& c) {
       "  \"tie_word_embeddings\": {},\n  \"use_cache\": true,\n  \"torch_dtype\": \"float32\",\n"
       "  \"bos_token_id\": {},\n  \"eos_token_id\": {}\n"
       "}}\n",
-      architecture(c.model_type), c.model_type, c.hidden_size,
-      c.intermediate_size, c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads,
-      c.head_dim(), c.max_position_embeddings, c.vocab_size, json_number(c.rms_norm_eps),
-      json_number(c.rope_theta), rope, own,
-      c.tie_word_embeddings ? "true" : "false", json_optional_int(c.bos_token_id), eos);
+      architecture(c.flavour), c.flavour, c.n_embd, c.intermediate, c.n_layer, c.n_head,
+      c.n_kv_head, c.head_dim(), c.block_size, c.vocab_size, json_number(c.rms_norm_eps),
+      json_number(c.rope_theta), rope, own, c.tied_head ? "true" : "false",
+      json_optional_int(c.bos_token_id), eos);
 }
 
 }  // namespace ampt::hf

@@ -18,56 +18,76 @@
 
 namespace ampt::hf {
 
-// Llama-3's frequency-dependent stretch of the rotary wavelengths (rope_type "llama3").
-struct Llama3Scaling {
+// Llama-3's stretch of the rotary wavelengths (rope_type llama3): wavelengths longer than the
+// original context / low_freq_factor are divided by `factor`, shorter than context /
+// high_freq_factor kept, and those between interpolated.
+struct RopeLlama3 {
   double factor = 8.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
-  int64_t original_max_position_embeddings = 8192;
+  int64_t original_context = 8192;  // original_max_position_embeddings
+
+  bool operator==(const RopeLlama3&) const = default;
 };
 
-struct LlamaConfig {
-  // "llama", "qwen2", "qwen3", "mistral", "qwen3_moe" or "mixtral"
-  std::string model_type = "llama";
-  int64_t hidden_size = 0;
-  int64_t intermediate_size = 0;
-  int64_t num_hidden_layers = 0;
-  int64_t num_attention_heads = 0;
-  int64_t num_key_value_heads = 0;
-  int64_t head_size = 0;  // config.json's head_dim; 0: hidden_size / num_attention_heads
-  int64_t max_position_embeddings = 0;
+// Mixture-of-Experts MLPs (Qwen3-MoE, Mixtral): in each sparse block a router scores every expert
+// for each token (a softmax in fp32), and the token goes through the `top_k` best of `experts`
+// SwiGLU MLPs, their outputs weighted by those probabilities. experts 0: every block is dense.
+struct MoeArchitecture {
+  int64_t experts = 0;  // num_experts (Qwen3-MoE's hub files) or num_local_experts
+  int64_t top_k = 0;    // num_experts_per_tok
+  int64_t intermediate = 0;  // each expert's width: moe_intermediate_size (Mixtral's intermediate_size)
+  // The top_k probabilities rescaled to sum to 1 (Qwen3's norm_topk_prob; Mixtral always).
+  bool normalize_top_k = false;
+  // transformers' Qwen3MoeDecoderLayer rule: block i is sparse when (i + 1) is a multiple of
+  // sparse_step (decoder_sparse_step) and i is not one of dense_layers (mlp_only_layers);
+  // Mixtral: every block.
+  int64_t sparse_step = 1;
+  std::vector<int64_t> dense_layers;
+  // The load-balancing loss's weight in the training loss (router_aux_loss_coef).
+  double aux_loss_coef = 0.001;
+
+  bool active() const { return experts > 0; }
+  bool sparse(int64_t layer) const;
+  bool operator==(const MoeArchitecture&) const = default;
+};
+
+// The architecture of a model of the Llama family, declared once, in ampt's names: models/
+// builds it (models::LlamaDims is this and what a run adds to it), and this file reads it from
+// a config.json and writes it back. A new setting is a member here and its key in
+// read_llama_config and llama_config_json.
+struct LlamaArchitecture {
+  int64_t n_layer = 0;       // num_hidden_layers
+  int64_t n_embd = 0;        // hidden_size
+  int64_t n_head = 0;        // num_attention_heads
+  int64_t n_kv_head = 0;     // num_key_value_heads: each key/value head serves n_head / n_kv_head
+  int64_t head_size = 0;     // head_dim (Qwen3's own width); 0: n_embd / n_head
+  int64_t intermediate = 0;  // intermediate_size: the SwiGLU MLP's width
+  int64_t block_size = 0;    // context: max_position_embeddings
   int64_t vocab_size = 0;
-  double rms_norm_eps = 1e-6;
+  double rms_norm_eps = 1e-5;
   double rope_theta = 10000.0;
-  std::optional<Llama3Scaling> llama3_scaling;  // none: plain rotary (rope_type "default")
+  std::optional<RopeLlama3> rope_llama3;  // none: plain rotary (rope_type "default")
   // Biases on the q, k and v projections (Llama's attention_bias; always in Qwen2), and on
   // o_proj (Llama's attention_bias only).
   bool qkv_bias = false;
   bool o_bias = false;
-  bool qk_norm = false;  // Qwen3's q_norm and k_norm
-  bool tie_word_embeddings = false;
-  // Mixture-of-Experts (qwen3_moe, mixtral; num_experts 0 otherwise): read from num_experts or
-  // num_local_experts; Mixtral's moe_intermediate_size is its intermediate_size.
-  int64_t num_experts = 0;
-  int64_t num_experts_per_tok = 0;
-  int64_t moe_intermediate_size = 0;
-  bool norm_topk_prob = false;  // always true for Mixtral
-  int64_t decoder_sparse_step = 1;
-  std::vector<int64_t> mlp_only_layers;
-  double router_aux_loss_coef = 0.001;
-  std::optional<int64_t> bos_token_id;
-  std::vector<int64_t> eos_token_ids;  // config.json may give one id or a list
+  bool qk_norm = false;    // Qwen3's q_norm and k_norm: an RMSNorm over each query and key head
+  bool tied_head = false;  // tie_word_embeddings: the head reuses embed_tokens
+  MoeArchitecture moe;
+  // model_type: "llama", "qwen2", "qwen3", "mistral", "qwen3_moe" or "mixtral".
+  std::string flavour = "llama";
 
-  // Whether layer i has experts rather than the dense MLP.
-  bool sparse_layer(int64_t i) const;
-  int64_t head_dim() const { return head_size > 0 ? head_size : hidden_size / num_attention_heads; }
+  int64_t head_dim() const { return head_size > 0 ? head_size : n_embd / n_head; }
+  int64_t query_width() const { return n_head * head_dim(); }  // q_proj's out, o_proj's in
+  bool operator==(const LlamaArchitecture&) const = default;
 };
 
-// transformers' Qwen3MoeDecoderLayer rule: layer i has experts rather than the dense MLP when
-// there are experts, (i + 1) is a multiple of decoder_sparse_step and i is not one of
-// mlp_only_layers (Mixtral: step 1, none dense).
-bool sparse_layer(int64_t layer, int64_t experts, int64_t decoder_sparse_step,
-                  const std::vector<int64_t>& mlp_only_layers);
+// A config.json: the architecture, and the special tokens generation configs read.
+struct LlamaConfig : LlamaArchitecture {
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;  // config.json may give one id or a list
+};
 
 // Reads `path`. A file that is not JSON, lacks a dimension, or asks for what ampt's Llama does
 // not build (another model_type, activation or rope_type, a sliding window, experts outside
@@ -76,7 +96,8 @@ bool sparse_layer(int64_t layer, int64_t experts, int64_t decoder_sparse_step,
 // and what is allowed.
 LlamaConfig read_llama_config(const std::string& path);
 
-// config.json text that transformers' AutoConfig reads back to `config`.
+// config.json text that transformers' AutoConfig reads back to `config`, and read_llama_config
+// too (head_dim spelled out: a head_size of 0 reads back as the width it stands for).
 std::string llama_config_json(const LlamaConfig& config);
 
 }  // namespace ampt::hf

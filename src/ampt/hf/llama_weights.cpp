@@ -31,10 +31,10 @@ std::string hf_name(const std::string& name) {
 // A sparse block's router and experts as ampt holds them (`linears` names them), read from the
 // published per-expert tensors (Mixtral's under block_sparse_moe, w1/w3/w2) or from transformers
 // 5's fused ones.
-void add_expert_specs(const LlamaConfig& c, const std::string& block, const DeclaredLinears& linears,
+void add_expert_specs(const LlamaArchitecture& c, const std::string& block, const DeclaredLinears& linears,
                       std::vector<LlamaSpec>& specs) {
-  const int64_t C = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
-  const bool mixtral = c.model_type == "mixtral";
+  const int64_t C = c.n_embd, E = c.moe.experts, I = c.moe.intermediate;
+  const bool mixtral = c.flavour == "mixtral";
   const auto published = hf_name(block + (mixtral ? "block_sparse_moe." : "mlp."));
   const auto expert = [&](const char* qwen, const char* mixtral_name) {
     std::vector<std::string> names;
@@ -63,15 +63,15 @@ void add_expert_specs(const LlamaConfig& c, const std::string& block, const Decl
 }
 
 // The block Linears come from `linears`, in their order after each block's norms.
-std::vector<LlamaSpec> llama_specs(const LlamaConfig& c, const DeclaredLinears& linears) {
-  const int64_t C = c.hidden_size, D = c.head_dim();
+std::vector<LlamaSpec> llama_specs(const LlamaArchitecture& c, const DeclaredLinears& linears) {
+  const int64_t C = c.n_embd, D = c.head_dim();
   std::vector<LlamaSpec> specs;
   const auto add = [&](std::string name, std::vector<int64_t> shape) {
     auto hf = hf_name(name);
     specs.push_back({std::move(name), std::move(shape), std::move(hf), {}, {}});
   };
   add("embed_tokens.weight", {c.vocab_size, C});
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+  for (int64_t i = 0; i < c.n_layer; ++i) {
     const auto p = fmt::format("layers.{}.", i);
     add(p + "input_layernorm.weight", {C});
     add(p + "post_attention_layernorm.weight", {C});
@@ -84,22 +84,22 @@ std::vector<LlamaSpec> llama_specs(const LlamaConfig& c, const DeclaredLinears& 
       add(linear.name + ".weight", {linear.out, linear.in});
       if (linear.bias) add(linear.name + ".bias", {linear.out});
     }
-    if (c.sparse_layer(i)) add_expert_specs(c, p, linears, specs);
+    if (c.moe.sparse(i)) add_expert_specs(c, p, linears, specs);
   }
   add("norm.weight", {C});
-  if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, C});
+  if (!c.tied_head) add("lm_head.weight", {c.vocab_size, C});
   return specs;
 }
 
-std::string describe(const LlamaConfig& c) {
-  const auto* name = c.model_type == "qwen2"       ? "Qwen2"
-                     : c.model_type == "qwen3"     ? "Qwen3"
-                     : c.model_type == "mistral"   ? "Mistral"
-                     : c.model_type == "qwen3_moe" ? "Qwen3-MoE"
-                     : c.model_type == "mixtral"   ? "Mixtral"
+std::string describe(const LlamaArchitecture& c) {
+  const auto* name = c.flavour == "qwen2"       ? "Qwen2"
+                     : c.flavour == "qwen3"     ? "Qwen3"
+                     : c.flavour == "mistral"   ? "Mistral"
+                     : c.flavour == "qwen3_moe" ? "Qwen3-MoE"
+                     : c.flavour == "mixtral"   ? "Mixtral"
                                                    : "Llama";
-  const auto experts = c.num_experts > 0 ? fmt::format(" and {} experts", c.num_experts) : "";
-  return fmt::format("a {} of {} layers{}", name, c.num_hidden_layers, experts);
+  const auto experts = c.moe.active() ? fmt::format(" and {} experts", c.moe.experts) : "";
+  return fmt::format("a {} of {} layers{}", name, c.n_layer, experts);
 }
 
 // The checks every tensor read passes: its shape as config.json's dimensions give it, and
@@ -177,7 +177,7 @@ class ExpertParts {
 
 }  // namespace
 
-void read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
+void read_llama_weights(const ModelFiles& files, const LlamaArchitecture& config,
                         const DeclaredLinears& linears, const TensorSink& sink) {
   const auto specs = llama_specs(config, linears);
   std::map<std::string, const LlamaSpec*> wanted;
@@ -190,7 +190,7 @@ void read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
   // A tied model's saved head is compared with the embedding once both are read; the embedding
   // is kept for that only where a head is there to compare (an index names it, or the one file
   // holds both).
-  const bool tied = config.tie_word_embeddings;
+  const bool tied = config.tied_head;
   const bool head_saved = files.shard_of.empty() || files.shard_of.count("lm_head.weight") > 0;
   std::pair<torch::Tensor, std::string> embedding, head;
   const auto give = [&](const LlamaSpec& spec, const torch::Tensor& tensor) {
@@ -239,7 +239,7 @@ void read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
   }
 }
 
-NamedTensors read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
+NamedTensors read_llama_weights(const ModelFiles& files, const LlamaArchitecture& config,
                                 const DeclaredLinears& linears) {
   std::map<std::string, torch::Tensor> by_name;
   read_llama_weights(files, config, linears,
@@ -251,7 +251,7 @@ NamedTensors read_llama_weights(const ModelFiles& files, const LlamaConfig& conf
   return out;
 }
 
-NamedTensors to_llama_tensors(const NamedTensors& weights, const LlamaConfig& config,
+NamedTensors to_llama_tensors(const NamedTensors& weights, const LlamaArchitecture& config,
                               const DeclaredLinears& linears) {
   std::map<std::string, torch::Tensor> by_name(weights.begin(), weights.end());
   NamedTensors out;

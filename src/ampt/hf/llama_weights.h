@@ -16,15 +16,15 @@ namespace ampt::hf {
 // lm_head.weight, when saved, must equal embed_tokens; rotary inv_freq buffers of older
 // checkpoints are skipped. A missing tensor, one of the wrong shape or not floating point, or an
 // unknown one is one RuntimeError line naming the file and the tensor.
-void read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
+void read_llama_weights(const ModelFiles& files, const LlamaArchitecture& config,
                         const DeclaredLinears& linears, const TensorSink& sink);
 // All of them at once, float32.
-NamedTensors read_llama_weights(const ModelFiles& files, const LlamaConfig& config,
+NamedTensors read_llama_weights(const ModelFiles& files, const LlamaArchitecture& config,
                                 const DeclaredLinears& linears);
 
 // ampt's Llama parameters (from a checkpoint) as Hugging Face's tensors, in their order.
 // Throws RuntimeError naming a missing or misshapen parameter.
-NamedTensors to_llama_tensors(const NamedTensors& weights, const LlamaConfig& config,
+NamedTensors to_llama_tensors(const NamedTensors& weights, const LlamaArchitecture& config,
                               const DeclaredLinears& linears);
 
 }  // namespace ampt::hf

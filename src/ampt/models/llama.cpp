@@ -186,7 +186,7 @@ torch::Tensor LlamaImpl::final_norm(const torch::Tensor& x) { return call(norm_,
 std::vector<std::string> LlamaImpl::auxiliary_figure_names() const {
   const auto& moe = dims_.moe;
   if (!moe.active()) return {};
-  if (moe.z_loss_coef == 0) return {"aux_loss", "expert_load/max", "expert_load/min"};
+  if (dims_.router_z_loss_coef == 0) return {"aux_loss", "expert_load/max", "expert_load/min"};
   return {"aux_loss", "z_loss", "expert_load/max", "expert_load/min"};
 }
 
@@ -196,9 +196,9 @@ AuxiliaryLoss LlamaImpl::auxiliary_loss(const std::vector<torch::Tensor>& report
   const auto balance = load_balance(reports, moe.top_k);
   auto loss = moe.aux_loss_coef * balance.loss;
   std::vector<torch::Tensor> figures{balance.loss.detach()};
-  if (moe.z_loss_coef != 0) {
+  if (dims_.router_z_loss_coef != 0) {
     const auto z = router_z_loss(reports);
-    loss = loss + moe.z_loss_coef * z;
+    loss = loss + dims_.router_z_loss_coef * z;
     figures.push_back(z.detach());
   }
   figures.push_back(balance.load[0]);

@@ -34,7 +34,7 @@ std::string experts(const LlamaDims& d, bool router_losses) {
                                          : fmt::format(" in {} of {} blocks (the others dense, "
                                                        "intermediate {})",
                                                        sparse, d.n_layer, d.intermediate);
-  const auto z = m.z_loss_coef > 0 ? fmt::format(", z-loss x {:g}", m.z_loss_coef) : "";
+  const auto z = d.router_z_loss_coef > 0 ? fmt::format(", z-loss x {:g}", d.router_z_loss_coef) : "";
   // A preference loss reads the policy's logits alone, as TRL's trainers do unless the model's
   // config sets output_router_logits.
   const auto losses = router_losses ? fmt::format("load-balancing loss x {:g}{}", m.aux_loss_coef, z)
@@ -139,7 +139,7 @@ int64_t llama_activations(const LlamaDims& m, const ModelDims& d, const Scheme& 
 // Qwen3's q/k norms, the final one), the embedding and an untied head; its activations as above.
 FamilyTerms llama_memory_terms(const LlamaDims& m, const ModelDims& d) {
   FamilyTerms t;
-  const int64_t ranks = m.moe.shard.count;  // expert parallelism: a rank holds 1/ranks of them
+  const int64_t ranks = m.expert_shard.count;  // expert parallelism: a rank holds 1/ranks of them
   const auto mlp = m.moe.active()
                        ? fmt::format("{} experts of width {} (top {}; {} parameters active{})",
                                      m.moe.experts, m.moe.intermediate, m.moe.top_k,
@@ -188,37 +188,6 @@ ModelDims llama_memory_dims(const config::Config& config, std::vector<int64_t>, 
   return d;
 }
 
-hf::LlamaConfig hf_config(const LlamaDims& d) {
-  hf::LlamaConfig c;
-  c.model_type = d.flavour;
-  c.hidden_size = d.n_embd;
-  c.intermediate_size = d.intermediate;
-  c.num_hidden_layers = d.n_layer;
-  c.num_attention_heads = d.n_head;
-  c.num_key_value_heads = d.n_kv_head;
-  c.head_size = d.head_size;
-  c.max_position_embeddings = d.block_size;
-  c.vocab_size = d.vocab_size;
-  c.rms_norm_eps = d.rms_norm_eps;
-  c.rope_theta = d.rope_theta;
-  if (d.rope_llama3) {
-    const auto& s = *d.rope_llama3;
-    c.llama3_scaling = hf::Llama3Scaling{s.factor, s.low_freq_factor, s.high_freq_factor, s.original_context};
-  }
-  c.qkv_bias = d.qkv_bias;
-  c.o_bias = d.o_bias;
-  c.qk_norm = d.qk_norm;
-  c.tie_word_embeddings = d.tied_head;
-  c.num_experts = d.moe.experts;
-  c.num_experts_per_tok = d.moe.top_k;
-  c.moe_intermediate_size = d.moe.intermediate;
-  c.norm_topk_prob = d.moe.normalize_top_k;
-  c.decoder_sparse_step = d.moe.sparse_step;
-  c.mlp_only_layers = d.moe.dense_layers;
-  c.router_aux_loss_coef = d.moe.aux_loss_coef;
-  return c;
-}
-
 std::string llama_load_pretrained(const config::Config& config, const hf::TensorSink& sink) {
   const auto files = hf::pretrained_files(config);
   const auto llama_config = hf::read_llama_config(files.config_json);
@@ -236,13 +205,11 @@ std::string llama_load_pretrained(const config::Config& config, const hf::Tensor
 std::string llama_write_hf(const HfExport& request) {
   const auto& config = *request.config;
   const auto dims = resolve_llama_dims(config);
-  auto c = hf_config(dims);
-  if (!config.init_from.empty()) {
-    // The special tokens the model was released with, which generation configs read.
-    const auto released = hf::read_llama_config(hf::pretrained_files(config).config_json);
-    c.bos_token_id = released.bos_token_id;
-    c.eos_token_ids = released.eos_token_ids;
-  }
+  // The special tokens the model was released with, which generation configs read.
+  const auto released = config.init_from.empty()
+                            ? hf::LlamaConfig{}
+                            : hf::read_llama_config(hf::pretrained_files(config).config_json);
+  const hf::LlamaConfig c{dims, released.bos_token_id, released.eos_token_ids};
   // A pretrained directory without tokenizer files exports the model alone.
   if (request.tokenizer_path && !hf::tokenizer_files(*request.tokenizer_path).empty()) {
     const auto vocabulary = text::load_vocabulary(*request.tokenizer_path);

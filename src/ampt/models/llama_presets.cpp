@@ -34,7 +34,7 @@ LlamaDims dims_of(int64_t layers, int64_t embd, int64_t heads, int64_t kv_heads,
 }
 
 LlamaDims llama3(LlamaDims d, double factor) {
-  d.rope_llama3 = RopeLlama3{factor, 1.0, 4.0, 8192};
+  d.rope_llama3 = hf::RopeLlama3{factor, 1.0, 4.0, 8192};
   return d;
 }
 
@@ -61,41 +61,22 @@ LlamaDims qwen3_moe(LlamaDims d, int64_t head_size, int64_t experts, int64_t top
                     int64_t expert_width) {
   d = qwen3(d, head_size);
   d.flavour = "qwen3_moe";
-  d.moe = {experts, top_k, expert_width, /*normalize_top_k=*/true};
+  d.moe = {.experts = experts, .top_k = top_k, .intermediate = expert_width, .normalize_top_k = true};
   return d;
 }
 
 // Mistral's attention with every block sparse; intermediate is each expert's width.
 LlamaDims mixtral(LlamaDims d, int64_t experts, int64_t top_k) {
   d.flavour = "mixtral";
-  d.moe = {experts, top_k, d.intermediate, /*normalize_top_k=*/true};
-  return d;
-}
-
-LlamaDims from_hf(const hf::LlamaConfig& c, double dropout) {
-  LlamaDims d = dims_of(c.num_hidden_layers, c.hidden_size, c.num_attention_heads,
-                        c.num_key_value_heads, c.intermediate_size, c.max_position_embeddings,
-                        c.vocab_size, c.rms_norm_eps, c.rope_theta, c.tie_word_embeddings);
-  if (c.llama3_scaling) {
-    const auto& s = *c.llama3_scaling;
-    d.rope_llama3 = RopeLlama3{s.factor, s.low_freq_factor, s.high_freq_factor,
-                               s.original_max_position_embeddings};
-  }
-  d.head_size = c.head_size;
-  d.qkv_bias = c.qkv_bias;
-  d.o_bias = c.o_bias;
-  d.qk_norm = c.qk_norm;
-  d.moe = {c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size, c.norm_topk_prob,
-           c.decoder_sparse_step, c.mlp_only_layers, c.router_aux_loss_coef};
-  d.flavour = c.model_type;
-  d.dropout = dropout;
+  d.moe = {.experts = experts, .top_k = top_k, .intermediate = d.intermediate, .normalize_top_k = true};
   return d;
 }
 
 // The architecture of config.init_from's config.json; the dimension options may only repeat it.
 LlamaDims llama_pretrained_dims(const config::Config& config) {
   const auto files = hf::pretrained_files(config);
-  const auto dims = from_hf(hf::read_llama_config(files.config_json), config.dropout);
+  LlamaDims dims(hf::read_llama_config(files.config_json));
+  dims.dropout = config.dropout;
   require_pretrained_dims(config, files.config_json, dims.n_layer, dims.n_embd, dims.n_head,
                           dims.vocab_size);
   if (config.block_size > dims.block_size) {
@@ -118,10 +99,6 @@ LlamaDims llama_pretrained_dims(const config::Config& config) {
 }
 
 }  // namespace
-
-bool MoeDims::sparse(int64_t layer) const {
-  return hf::sparse_layer(layer, experts, sparse_step, dense_layers);
-}
 
 int64_t LlamaDims::sparse_blocks() const {
   int64_t sparse = 0;
@@ -149,7 +126,7 @@ int64_t LlamaDims::parameters() const {
 }
 
 int64_t LlamaDims::rank_parameters() const {
-  return parameters() - expert_parameters() + expert_parameters() / moe.shard.count;
+  return parameters() - expert_parameters() + expert_parameters() / expert_shard.count;
 }
 
 int64_t LlamaDims::active_parameters() const {
@@ -238,8 +215,8 @@ LayerInventory layer_inventory(const LlamaDims& dims) {
   return inventory;
 }
 
-hf::DeclaredLinears declared_linears(const hf::LlamaConfig& config) {
-  return declared_linears(layer_inventory(from_hf(config, 0.0)));
+hf::DeclaredLinears declared_linears(const hf::LlamaArchitecture& architecture) {
+  return declared_linears(layer_inventory(LlamaDims(architecture)));
 }
 
 int64_t llama_window(const config::Config& config, const LlamaDims& dims) {
@@ -299,7 +276,7 @@ LlamaDims resolve_llama_dims(const config::Config& config) {
   }
   if (config.router_z_loss_coef > 0) {
     require_experts("router_z_loss_coef");
-    dims.moe.z_loss_coef = config.router_z_loss_coef;
+    dims.router_z_loss_coef = config.router_z_loss_coef;
   }
   if (config.expert_parallel > 1) {
     require_experts("expert_parallel");
@@ -311,9 +288,8 @@ LlamaDims resolve_llama_dims(const config::Config& config) {
     }
     // Only a distributed run divides them: ampt export or generate of its checkpoint (whole
     // experts) builds the whole model.
-    if (config.launch.distributed()) {
-      dims.moe.shard = {config.launch.rank % config.expert_parallel, config.expert_parallel};
-    }
+    const auto layout = config::expert_layout(config.expert_parallel, config.launch);
+    dims.expert_shard = {layout.shard, layout.count};
   }
   return dims;
 }

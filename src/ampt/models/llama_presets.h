@@ -13,74 +13,31 @@
 
 namespace ampt::models {
 
-// Llama-3's stretch of the rotary wavelengths (rope_type llama3): wavelengths longer than the
-// original context / low_freq_factor are divided by `factor`, shorter than context /
-// high_freq_factor kept, and those between interpolated.
-struct RopeLlama3 {
-  double factor = 8.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 4.0;
-  int64_t original_context = 8192;
+// Expert parallelism: this rank holds experts [index · experts / count, (index + 1) · experts /
+// count) of each sparse layer (count 1: all of them).
+struct ExpertShard {
+  int64_t index = 0;
+  int64_t count = 1;
 };
 
-// Mixture-of-Experts MLPs (Qwen3-MoE, Mixtral): in each sparse block a router scores every expert
-// for each token (a softmax in fp32), and the token goes through the `top_k` best of `experts`
-// SwiGLU MLPs, their outputs weighted by those probabilities. experts 0: every block is dense.
-struct MoeDims {
-  int64_t experts = 0;
-  int64_t top_k = 0;
-  int64_t intermediate = 0;  // each expert's width (Qwen3's moe_intermediate_size)
-  // The top_k probabilities rescaled to sum to 1 (Qwen3's norm_topk_prob; Mixtral always).
-  bool normalize_top_k = false;
-  // Block i is sparse when (i + 1) is a multiple of sparse_step and i is not one of
-  // dense_layers (Qwen3's decoder_sparse_step and mlp_only_layers; Mixtral: every block).
-  int64_t sparse_step = 1;
-  std::vector<int64_t> dense_layers;
-  // The load-balancing loss's weight in the training loss (router_aux_loss_coef), and the
-  // router z-loss's (--router_z_loss_coef; 0: off).
-  double aux_loss_coef = 0.001;
-  double z_loss_coef = 0.0;
-  // Expert parallelism: this rank holds experts [index · experts / count, (index + 1) · experts /
-  // count) of each sparse layer (count 1: all of them).
-  struct Shard {
-    int64_t index = 0;
-    int64_t count = 1;
-  } shard;
+// A Llama's architecture (hf::LlamaArchitecture, what a config.json holds) and what a run adds
+// to it.
+struct LlamaDims : hf::LlamaArchitecture {
+  LlamaDims() = default;
+  explicit LlamaDims(const hf::LlamaArchitecture& architecture) : hf::LlamaArchitecture(architecture) {}
 
-  bool active() const { return experts > 0; }
-  bool sparse(int64_t layer) const;
-};
+  double dropout = 0.0;  // on attention probabilities (attention_dropout); 0 in every release
+  // The router z-loss's weight in the training loss (--router_z_loss_coef; 0: off).
+  double router_z_loss_coef = 0.0;
+  ExpertShard expert_shard;
 
-struct LlamaDims {
-  int64_t n_layer = 0;
-  int64_t n_embd = 0;        // hidden_size
-  int64_t n_head = 0;
-  int64_t n_kv_head = 0;     // grouped-query attention: each key/value head serves n_head / n_kv_head
-  int64_t head_size = 0;     // Qwen3's (and any config.json's) head_dim; 0: n_embd / n_head
-  int64_t intermediate = 0;  // the SwiGLU MLP's width
-  int64_t block_size = 0;    // context: max_position_embeddings
-  int64_t vocab_size = 0;
-  double rms_norm_eps = 1e-5;
-  double rope_theta = 10000.0;
-  std::optional<RopeLlama3> rope_llama3;
-  bool qkv_bias = false;  // Qwen2's
-  bool o_bias = false;
-  bool qk_norm = false;    // Qwen3's: an RMSNorm over each query and key head before the rotation
-  bool tied_head = false;  // the head reuses embed_tokens (no lm_head parameter)
-  double dropout = 0.0;   // on attention probabilities (attention_dropout); 0 in every release
-  MoeDims moe;
-  // The Hugging Face model_type written back: "llama", "qwen2", "qwen3", "mistral", "qwen3_moe"
-  // or "mixtral".
-  std::string flavour = "llama";
-
-  int64_t head_dim() const { return head_size > 0 ? head_size : n_embd / n_head; }
-  int64_t query_width() const { return n_head * head_dim(); }  // q_proj's out, o_proj's in
   // Parameters of a model of these dimensions, and of those one token computes with (the same
   // without experts; with them, only top_k of each sparse block's experts): what FLOPs and MFU
   // count.
   int64_t parameters() const;
   int64_t active_parameters() const;
-  // What one rank holds of them under expert parallelism (moe.shard): its share of the experts.
+  // What one rank holds of them under expert parallelism (expert_shard): its share of the
+  // experts.
   int64_t rank_parameters() const;
   // The blocks with experts; their experts' weights, those a token goes through (top_k of each
   // block's), and their router weights.
@@ -118,7 +75,7 @@ LlamaDims resolve_llama_dims(const config::Config& config);
 LayerInventory layer_inventory(const LlamaDims& dims);
 // The block Linears of the model a Hugging Face config.json describes, as the weight files
 // hold them (layer_inventory's names and shapes).
-hf::DeclaredLinears declared_linears(const hf::LlamaConfig& config);
+hf::DeclaredLinears declared_linears(const hf::LlamaArchitecture& architecture);
 
 // The token windows a Llama of `config` trains on: block_size when set, else the model's context.
 int64_t llama_window(const config::Config& config, const LlamaDims& dims);

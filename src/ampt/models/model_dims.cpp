@@ -27,8 +27,7 @@ ModelDims model_dims(const config::Config& config, std::vector<int64_t> input_sh
   auto dims = family_of(config).memory_dims(config, std::move(input_shape), seq_len);
   dims.lora = lora_dims(config, dims);
   if (config.objective != config::Objective::lm) {
-    const bool reference = config.objective == config::Objective::dpo ||
-                           config.objective == config::Objective::ipo;
+    const bool reference = config::needs_reference(config.objective);
     dims.preference = {true, !config.packing,
                        reference && !dims.lora.active() && !config.precompute_ref_logps};
   }

@@ -107,7 +107,7 @@ Routing route(const torch::Tensor& logits, int64_t top_k, bool normalize_top_k) 
 }
 
 ExpertsImpl::ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate,
-                         MoeDims::Shard shard)
+                         ExpertShard shard)
     : total_(experts) {
   // Every rank draws the whole weights, as one process would, and keeps its share: the runs then
   // start from the same model whatever the sharding, and so does everything drawn after.
@@ -259,7 +259,7 @@ SparseMoeImpl::SparseMoeImpl(const LlamaDims& dims, const SparseLayers& layers)
   const auto stack = module_path(layers.expert_groups.front());
   experts = register_module(
       stack[stack.size() - 2],
-      Experts(dims.moe.experts, dims.n_embd, dims.moe.intermediate, dims.moe.shard));
+      Experts(dims.moe.experts, dims.n_embd, dims.moe.intermediate, dims.expert_shard));
 }
 
 SparseMoeImpl::Output SparseMoeImpl::forward(const torch::Tensor& x) {

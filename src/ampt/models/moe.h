@@ -59,7 +59,7 @@ const std::vector<std::string>& expert_group_parameters();
 
 class ExpertsImpl : public torch::nn::Module, public QuantizableWeights {
  public:
-  ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate, MoeDims::Shard shard = {});
+  ExpertsImpl(int64_t experts, int64_t n_embd, int64_t intermediate, ExpertShard shard = {});
   // x [N, C] → Σ_k weights[:, k] · expert_{experts[:, k]}(x) [N, C]. The N · top_k (token,
   // expert) pairs are sorted by expert once; each expert's contiguous slice goes through its
   // weights as one GEMM (on a GPU in bf16, all of them as one at::_grouped_mm), and the results

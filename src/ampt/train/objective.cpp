@@ -177,7 +177,7 @@ class PreferenceLoss : public Objective {
     torch::Tensor chosen_reward;
     torch::Tensor rejected_reward;
     std::vector<torch::Tensor> extra;
-    if (kind_ == Kind::dpo || kind_ == Kind::ipo) {
+    if (config::needs_reference(kind_)) {
       torch::Tensor reference;  // [n, 2]
       if (models_.reference_table.defined()) {
         reference = models_.reference_table.index_select(0, batch.pair_ids);
@@ -278,10 +278,6 @@ std::unique_ptr<Objective> preference_objective(const config::Config& config,
 torch::Tensor pair_log_probs(const torch::Tensor& logits, const data::Batch& batch) {
   const auto pairs = sequence_log_probs(logits, batch);
   return torch::stack({pairs.chosen, pairs.rejected}, 1);
-}
-
-bool needs_reference(Kind objective) {
-  return objective == Kind::dpo || objective == Kind::ipo;
 }
 
 }  // namespace ampt::train

@@ -71,9 +71,6 @@ struct PreferenceModels {
 std::unique_ptr<Objective> preference_objective(const config::Config& config,
                                                 PreferenceModels models);
 
-// Whether `objective` needs a reference model (dpo, ipo).
-bool needs_reference(config::Objective objective);
-
 // [pairs, 2] float32: each pair of `batch` its chosen and rejected sequence's log-probability
 // under `logits`, as the preference losses sum them.
 torch::Tensor pair_log_probs(const torch::Tensor& logits, const data::Batch& batch);
