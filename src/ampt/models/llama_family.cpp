@@ -13,7 +13,6 @@
 #include "ampt/models/llama.h"
 #include "ampt/models/memory_terms.h"
 #include "ampt/models/model_family.h"
-#include "ampt/text/tokenizer_files.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -243,17 +242,11 @@ std::string llama_write_hf(const HfExport& request) {
     c.bos_token_id = released.bos_token_id;
     c.eos_token_ids = released.eos_token_ids;
   }
-  // A pretrained directory without tokenizer files exports the model alone.
-  if (request.tokenizer_path && !hf::tokenizer_files(*request.tokenizer_path).empty()) {
-    const auto vocabulary = text::load_vocabulary(*request.tokenizer_path);
-    if (static_cast<int64_t>(vocabulary.tokens.size()) > c.vocab_size) {
-      throw UsageError(fmt::format("the tokenizer {} has {} tokens but the model has {}",
-                                   vocabulary.source, vocabulary.tokens.size(), c.vocab_size));
-    }
-  }
+  std::optional<hf::ExportTokenizer> tokenizer;
+  if (request.tokenizer_path) tokenizer = hf::read_export_tokenizer(*request.tokenizer_path, c.vocab_size);
   const auto written =
       hf::write_llama_directory(request.dir, request.weights, c, declared_linears(layer_inventory(dims)),
-                                request.tokenizer_path, request.metadata);
+                                tokenizer ? &*tokenizer : nullptr, request.metadata);
   return fmt::format("{}", fmt::join(written, ", "));
 }
 
