@@ -8,8 +8,11 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <regex>
 
 using ampt::test::read_file;
@@ -132,4 +135,128 @@ TEST_CASE("export: bad arguments are one-line usage errors", "[checkpoint][expor
   r = run_ampt({"export", "--checkpoint", "/nonexistent/a.pt", "--out", "b"});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("checkpoint '/nonexistent/a.pt' not found"));
+}
+
+namespace {
+
+// Runs ampt with each file it writes limited to `kib` KiB (RLIMIT_FSIZE, what `ulimit -f` or a
+// quota sets) and SIGXFSZ ignored, so that a write past the limit fails with EFBIG, as one past
+// a full disk fails with ENOSPC, rather than killing the process.
+ampt::test::ProcessResult run_ampt_limited(int kib, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"/bin/bash", "-c", "trap '' XFSZ; ulimit -f " + std::to_string(kib) + "; exec \"$@\"",
+                                "bash", AMPT_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return ampt::test::run_process(argv);
+}
+
+// One step of a one-block GPT on synthetic tokens, without a tokenizer, with `flags`.
+std::string gpt_checkpoint(const std::vector<std::string>& flags) {
+  const auto dir = ampt::test::make_temp_dir();
+  std::vector<std::string> args{"train", "--model", "gpt", "--n_layer", "1", "--block_size", "16",
+                                "--synthetic_samples", "64", "--batch_size", "4", "--max_steps", "1",
+                                "--device", "cpu", "--output_dir", dir};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const auto r = run_ampt(args);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  return dir + "/ckpt-00000001.pt";
+}
+
+// Every file under `dir` with its size and a hash of its bytes: what must not change when an
+// export fails.
+std::map<std::string, std::string> contents(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    std::string summary = "(directory)";
+    if (entry.is_regular_file()) {
+      const auto bytes = read_file(entry.path().string());
+      summary = std::to_string(bytes.size()) + " bytes, hash " + std::to_string(std::hash<std::string>{}(bytes));
+    }
+    files[entry.path().string().substr(dir.size() + 1)] = summary;
+  }
+  return files;
+}
+
+// The one line a failed export prints.
+void check_failed(const ampt::test::ProcessResult& r, const std::string& out, const std::string& why) {
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("ampt: error: export to " + out + " failed and left it as it was: ") &&
+                        Catch::Contains(why));
+}
+
+}  // namespace
+
+TEST_CASE("export: a hf export that fails after the weights leaves nothing, and an earlier one as it was",
+          "[checkpoint][export][atomic]") {
+  if (!std::filesystem::exists(AMPT_SOURCE_DIR "/.deps/gpt2.tiktoken")) {
+    AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken (scripts/bootstrap.sh) missing");
+  }
+  const std::string ranks = AMPT_SOURCE_DIR "/.deps/gpt2.tiktoken";
+  const auto checkpoint = gpt_checkpoint({"--n_embd", "8", "--n_head", "2", "--vocab_size", "50304"});
+  const auto parent = ampt::test::make_temp_dir();
+  // model.safetensors is 1.6 MB (50304 rows of 8 fp32) and fits under 2 MiB; the tokenizer.json
+  // written from GPT-2's ranks is 2.7 MB and does not: the failure comes after the weights and
+  // config.json are complete in the temporary directory.
+  const auto deep = parent + "/new/deeper/hf";
+  auto r = run_ampt_limited(2048, {"export", "--format", "hf", "--checkpoint", checkpoint, "--out", deep,
+                                   "--tokenizer", ranks});
+  check_failed(r, deep, "tokenizer.json': File too large (EFBIG)");
+  CHECK(ampt::test::entries(parent).empty());  // nor the parents it made, nor a temporary
+
+  const auto out = parent + "/hf";
+  r = run_ampt({"export", "--format", "hf", "--checkpoint", checkpoint, "--out", out, "--tokenizer", ranks});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto before = contents(parent);
+  CHECK(before.count("hf/tokenizer.json") == 1);
+  r = run_ampt_limited(2048, {"export", "--format", "hf", "--checkpoint", checkpoint, "--out", out,
+                              "--tokenizer", ranks});
+  check_failed(r, out, "tokenizer.json': File too large (EFBIG)");
+  CHECK(contents(parent) == before);
+
+  SECTION("a new export replaces an earlier one whole") {
+    r = run_ampt({"export", "--format", "hf", "--checkpoint", checkpoint, "--out", out});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(ampt::test::entries(parent) == std::vector<std::string>{"hf"});
+    CHECK(ampt::test::entries(out) == std::vector<std::string>{"config.json", "model.safetensors"});
+  }
+  SECTION("a directory holding what no export writes is refused, and left as it was") {
+    ampt::test::write_file(out + "/notes.md", "mine");
+    const auto mine = contents(parent);
+    r = run_ampt({"export", "--format", "hf", "--checkpoint", checkpoint, "--out", out});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "ampt: error: " + out + " holds notes.md, which no export writes: an export replaces "
+                   "its directory whole, so name a new directory or an earlier export\n");
+    CHECK(contents(parent) == mine);
+  }
+  SECTION("nor is the run's init_from replaced") {
+    const auto run = parent + "/run";
+    r = run_ampt({"train", "--init_from", out, "--block_size", "16", "--synthetic_samples", "64",
+                  "--batch_size", "4", "--max_steps", "1", "--device", "cpu", "--output_dir", run});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto kept = contents(out);
+    r = run_ampt({"export", "--format", "hf", "--checkpoint", run + "/ckpt-00000001.pt", "--out", out});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "ampt: error: --out " + out + " is the run's init_from directory (" + out +
+                       "): an export replaces its directory whole; name a new one\n");
+    CHECK(contents(out) == kept);
+  }
+}
+
+TEST_CASE("export: a peft or safetensors export that fails leaves nothing", "[checkpoint][export][atomic]") {
+  const auto parent = ampt::test::make_temp_dir();
+  // The adapters (rank 4 on c_attn of a block 32 wide: 2 KiB of fp32) do not fit in 1 KiB.
+  const auto peft = parent + "/peft";
+  const auto lora = gpt_checkpoint({"--n_embd", "32", "--n_head", "4", "--vocab_size", "64", "--lora_rank", "4"});
+  check_failed(run_ampt_limited(1, {"export", "--format", "peft", "--checkpoint", lora, "--out", peft}), peft,
+               "adapter_model.safetensors': File too large (EFBIG)");
+  CHECK(ampt::test::entries(parent).empty());
+  const auto file = parent + "/model.safetensors";
+  check_failed(run_ampt_limited(1, {"export", "--checkpoint", trained_checkpoint(), "--out", file}), file,
+               "File too large (EFBIG)");
+  CHECK(ampt::test::entries(parent).empty());
 }

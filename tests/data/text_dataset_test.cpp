@@ -48,7 +48,7 @@ Batch everything(const Dataset& dataset) {
   return dataset.gather(indices);
 }
 
-// A GPT-2-style tokenizer (vocab.json + merges.txt in `dir`) whose <|endoftext|> is 65536, beyond
+// A GPT-2-style tokenizer (tokenizer.json in `dir`) whose <|endoftext|> is 65536, beyond
 // uint16: the 256 bytes, then every pair of bytes (a, b) with b < 255 as id 256 + a + 256 b.
 std::string beyond_uint16_tokenizer(const std::string& dir) {
   ampt::text::Vocabulary v;
@@ -61,8 +61,7 @@ std::string beyond_uint16_tokenizer(const std::string& dir) {
   }
   v.special_ids.push_back(static_cast<int32_t>(v.tokens.size()));
   v.tokens.emplace_back("<|endoftext|>");
-  std::filesystem::create_directories(dir);
-  ampt::text::write_hf_tokenizer(v, dir, 1024);
+  write_file(dir + "/tokenizer.json", ampt::text::tokenizer_json(v));
   return dir;
 }
 

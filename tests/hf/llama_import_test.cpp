@@ -382,7 +382,7 @@ TEST_CASE("llama export: weights past the shard size go to shards and an index t
   const auto linears = ampt::models::declared_linears(config);
   const auto weights = ampt::hf::read_llama_weights(ampt::hf::model_files(dir), config, linears);
   const auto out = make_temp_dir() + "/sharded";
-  const auto written = ampt::hf::write_llama_directory(out, weights, config, linears, std::nullopt, {}, 60'000);
+  const auto written = ampt::hf::write_llama_directory(out, weights, config, linears, nullptr, {}, 60'000);
   REQUIRE(written.size() > 3);
   CHECK(written.front() == "model-00001-of-0000" + std::to_string(written.size() - 2) + ".safetensors");
   CHECK(written[written.size() - 2] == "model.safetensors.index.json");

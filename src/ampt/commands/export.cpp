@@ -6,6 +6,8 @@
 #include "ampt/config/command_flags.h"
 #include "ampt/core/errors.h"
 #include "ampt/data/run_tokenizer.h"
+#include "ampt/hf/export_directory.h"
+#include "ampt/hf/hub_cache.h"
 #include "ampt/hf/peft_adapter.h"
 #include "ampt/models/lora.h"
 #include "ampt/models/model_family.h"
@@ -14,7 +16,10 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace ampt::commands {
 namespace {
@@ -38,7 +43,10 @@ const config::FlagTable<ExportSettings>& export_flags() {
           "Checkpoint to read (a ckpt-*.pt file or a sharded ckpt-* directory written by ampt "
           "train)"))),
       config::required(flag_only(config::string_option(
-          "out", "", &S::out, true, "PATH", "File to write (a directory with --format hf or peft)"))),
+          "out", "", &S::out, true, "PATH",
+          "File to write (a directory with --format hf or peft), under a temporary name and "
+          "renamed into place whole: a failure leaves it as it was, an earlier export is "
+          "replaced"))),
       flag_only(config::choice_option(
           "format", "", &S::format, {"safetensors", "hf", "peft"},
           "safetensors (one file of ampt's tensors), hf (a Hugging Face model directory) or peft "
@@ -55,6 +63,14 @@ const config::FlagTable<ExportSettings>& export_flags() {
   return table;
 }
 
+// What the weights' safetensors header records of where they came from.
+std::map<std::string, std::string> export_metadata(const checkpoint::Checkpoint& saved) {
+  return {{"format", "pt"},
+          {"ampt_version", saved.ampt_version},
+          {"ampt_git_revision", saved.git_revision},
+          {"step", std::to_string(saved.step)}};
+}
+
 // The tokenizer written beside the model: export's --tokenizer, else the run's. A run's
 // init_from directory that holds no tokenizer files (a bare model) gives none, as a run without
 // a tokenizer does.
@@ -69,6 +85,35 @@ std::optional<std::string> export_tokenizer(const config::Config& config, const 
   return std::nullopt;
 }
 
+// An export replaces --out whole (hf/export_directory.h): never with what the run was trained
+// from, which a LoRA checkpoint still needs and a tokenizer's copy would be made of.
+void check_out_is_no_input(const std::string& out, const config::Config& config,
+                           const std::optional<std::string>& tokenizer) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::string, std::string>> inputs;
+  if (!config.init_from.empty()) {
+    try {
+      inputs.emplace_back("init_from", hf::pretrained_dir(config.init_from, config.hf_hub_cache));
+    } catch (const RuntimeError&) {
+      // A base no longer there cannot be replaced.
+    }
+  }
+  if (tokenizer) {
+    std::error_code error;
+    inputs.emplace_back("tokenizer", fs::is_directory(*tokenizer, error)
+                                         ? *tokenizer
+                                         : fs::path(*tokenizer).parent_path().string());
+  }
+  for (const auto& [what, input] : inputs) {
+    std::error_code error;
+    if (fs::equivalent(out, input.empty() ? "." : input, error)) {
+      throw UsageError(fmt::format("--out {} is the run's {} directory ({}): an export replaces its "
+                                   "directory whole; name a new one",
+                                   out, what, input));
+    }
+  }
+}
+
 void export_hf(const checkpoint::Checkpoint& saved, const std::string& checkpoint_path,
                const std::string& out, NamedTensors weights, const std::string& tokenizer_flag,
                const Environment& env) {
@@ -79,11 +124,10 @@ void export_hf(const checkpoint::Checkpoint& saved, const std::string& checkpoin
                                  "model, which has none: use --format safetensors",
                                  checkpoint_path, config.model));
   }
-  models::HfExport request{out, &config, std::move(weights), export_tokenizer(config, tokenizer_flag),
-                           {{"format", "pt"},
-                            {"ampt_version", saved.ampt_version},
-                            {"ampt_git_revision", saved.git_revision},
-                            {"step", std::to_string(saved.step)}}};
+  auto tokenizer = export_tokenizer(config, tokenizer_flag);
+  check_out_is_no_input(out, config, tokenizer);
+  models::HfExport request{out, &config, std::move(weights), std::move(tokenizer),
+                           export_metadata(saved)};
   if (!request.tokenizer_path) {
     fmt::print(stderr,
                "ampt: warning: the run of {} had no tokenizer (no --tokenizer, no init_from): {} gets none; add "
@@ -121,14 +165,12 @@ void export_peft(const checkpoint::Checkpoint& saved, const std::string& checkpo
                  const std::string& out, const NamedTensors& weights, const Environment& env) {
   const auto config = run_config(saved, {}, env);
   const auto& family = models::family_of(config);
+  check_out_is_no_input(out, config, std::nullopt);
   hf::write_peft_adapter(out, weights, family.hf_module_prefix,
                          {config.init_from, config.lora_rank, config.lora_alpha,
                           config.lora_dropout, models::lora_targets_of(config, family.lora_targets)},
                          family.hf_transposed,
-                         {{"format", "pt"},
-                          {"ampt_version", saved.ampt_version},
-                          {"ampt_git_revision", saved.git_revision},
-                          {"step", std::to_string(saved.step)}});
+                         export_metadata(saved));
   fmt::print("wrote {}: adapter_model.safetensors ({} tensors), adapter_config.json from {} "
              "(step {})\n",
              out, weights.size(), checkpoint_path, saved.step);
@@ -170,6 +212,8 @@ int run_export(const std::vector<std::string>& args, const Environment& env) {
   }
   const auto& dtype = flags.dtype;
 
+  // Before the checkpoint is read: what it would replace.
+  if (format != "safetensors") hf::check_replaceable(out);
   const auto saved = checkpoint::load(checkpoint_path);
   check_format(format, merge, !saved.base_fingerprint.empty(), checkpoint_path);
   NamedTensors weights;
@@ -178,21 +222,21 @@ int run_export(const std::vector<std::string>& args, const Environment& env) {
     const bool cast = dtype == "bf16" && tensor.is_floating_point();
     weights.emplace_back(name, cast ? tensor.to(torch::kBFloat16) : tensor);
   }
-  if (format == "hf") {
-    export_hf(saved, checkpoint_path, out, std::move(weights), tokenizer, env);
-    return 0;
+  // Every writer builds its file or directory under a temporary name and renames it into place
+  // (checkpoint/atomic_file.h, atomic_directory.h): a failure leaves --out as it was.
+  try {
+    if (format == "hf") {
+      export_hf(saved, checkpoint_path, out, std::move(weights), tokenizer, env);
+    } else if (format == "peft") {
+      export_peft(saved, checkpoint_path, out, weights, env);
+    } else {
+      checkpoint::write_safetensors(out, weights, export_metadata(saved));
+      fmt::print("wrote {} tensors ({}) from {} (step {}) to {}\n", weights.size(), dtype,
+                 checkpoint_path, saved.step, out);
+    }
+  } catch (const RuntimeError& e) {
+    throw RuntimeError(fmt::format("export to {} failed and left it as it was: {}", out, e.what()));
   }
-  if (format == "peft") {
-    export_peft(saved, checkpoint_path, out, weights, env);
-    return 0;
-  }
-  checkpoint::write_safetensors(out, weights,
-                    {{"format", "pt"},
-                     {"ampt_version", saved.ampt_version},
-                     {"ampt_git_revision", saved.git_revision},
-                     {"step", std::to_string(saved.step)}});
-  fmt::print("wrote {} tensors ({}) from {} (step {}) to {}\n", weights.size(), dtype,
-             checkpoint_path, saved.step, out);
   return 0;
 }
 

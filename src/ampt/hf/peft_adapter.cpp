@@ -6,6 +6,7 @@
 #include "ampt/core/json_reader.h"
 #include "ampt/core/json_text.h"
 #include "ampt/core/whole_file.h"
+#include "ampt/hf/export_directory.h"
 
 #include <fmt/format.h>
 
@@ -155,16 +156,14 @@ NamedTensors read_peft_adapter(const std::string& dir, const std::string& module
 void write_peft_adapter(const std::string& dir, const NamedTensors& weights,
                         const std::string& module_prefix, const config::AdapterSettings& config,
                         bool fan_in_fan_out, const std::map<std::string, std::string>& metadata) {
-  std::error_code error;
-  fs::create_directories(dir, error);
-  if (error) throw RuntimeError(fmt::format("cannot create '{}': {}", dir, error.message()));
   NamedTensors renamed;
   const auto peft_names = peft_tensor_names(weights, config.rank);
   for (size_t i = 0; i < weights.size(); ++i) {
     renamed.emplace_back(std::string(kPeftPrefix) + module_prefix + peft_names[i],
                          weights[i].second);
   }
-  checkpoint::write_safetensors((fs::path(dir) / "adapter_model.safetensors").string(), renamed,
+  ExportDirectory out(dir);
+  checkpoint::write_safetensors((fs::path(out.path()) / "adapter_model.safetensors").string(), renamed,
                                 metadata);
   // The targets that name an adapted Linear are peft's target_modules; the adapted expert
   // weights, by their module's last two names and their own, its target_parameters.
@@ -205,7 +204,8 @@ void write_peft_adapter(const std::string& dir, const NamedTensors& weights,
       json_number(config.dropout), json_list(modules),
       parameters.empty() ? std::string("null") : "[" + json_list(parameters) + "]",
       fan_in_fan_out ? "true" : "false");
-  checkpoint::write_file_atomically((fs::path(dir) / "adapter_config.json").string(), json);
+  checkpoint::write_file_atomically((fs::path(out.path()) / "adapter_config.json").string(), json);
+  out.commit();
 }
 
 bool is_peft_adapter(const std::string& dir) {

@@ -42,7 +42,8 @@ config::AdapterSettings read_peft_adapter_config(const std::string& dir);
 NamedTensors read_peft_adapter(const std::string& dir, const std::string& module_prefix,
                                const NamedTensors& expected, int64_t rank);
 
-// Creates `dir` when needed and writes adapter_model.safetensors from ampt's adapter `weights`
+// Writes the directory `dir` whole (export_directory.h: an earlier export there is replaced,
+// nothing is left on a failure): adapter_model.safetensors from ampt's adapter `weights`
 // (names ending in .lora_A.weight / .lora_B.weight) under peft's names (peft_tensor_names), with
 // `metadata`, and adapter_config.json from `config` (task CAUSAL_LM; `fan_in_fan_out` for GPT-2's
 // Conv1D): target_modules the targets that name an adapted Linear, target_parameters the adapted

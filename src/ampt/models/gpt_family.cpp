@@ -11,8 +11,9 @@
 #include "ampt/models/gpt_presets.h"
 #include "ampt/models/memory_terms.h"
 #include "ampt/models/model_family.h"
-#include "ampt/text/tokenizer.h"
-#include "ampt/text/tokenizer_files.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -92,25 +93,17 @@ std::string gpt_write_hf(const HfExport& request) {
   gpt2.vocab_size = dims.real_vocab();
   gpt2.layer_norm_epsilon = dims.layer_norm_eps;
   gpt2.activation_function = dims.tanh_gelu ? "gelu_new" : "gelu";
-  std::optional<text::Vocabulary> tokenizer;
+  std::optional<hf::ExportTokenizer> tokenizer;
   if (request.tokenizer_path) {
-    tokenizer = text::load_vocabulary(*request.tokenizer_path);
-    const text::Tokenizer checked(*tokenizer);  // the checks a run's tokenizer passes
-    const auto tokens = static_cast<int64_t>(tokenizer->tokens.size());
-    if (tokens > gpt2.vocab_size) {
-      throw UsageError(fmt::format("the tokenizer {} has {} tokens but the model has {}",
-                                   tokenizer->source, tokens, gpt2.vocab_size));
-    }
-    gpt2.bos_token_id = gpt2.eos_token_id = checked.eot_id();
+    tokenizer = hf::read_export_tokenizer(*request.tokenizer_path, gpt2.vocab_size);
+    gpt2.bos_token_id = gpt2.eos_token_id = tokenizer->eos;
   } else {
     gpt2.bos_token_id = gpt2.eos_token_id = std::nullopt;
   }
-  hf::write_gpt2_directory(request.dir, request.weights, gpt2, declared_linears(layer_inventory(dims)),
-                           tokenizer ? &*tokenizer : nullptr,
-                           request.metadata);
-  return tokenizer ? "config.json, model.safetensors, vocab.json, merges.txt, tokenizer_config.json, "
-                     "special_tokens_map.json"
-                   : "config.json, model.safetensors";
+  const auto written = hf::write_gpt2_directory(request.dir, request.weights, gpt2,
+                                                declared_linears(layer_inventory(dims)),
+                                                tokenizer ? &*tokenizer : nullptr, request.metadata);
+  return fmt::format("{}", fmt::join(written, ", "));
 }
 
 // A GPT block's saved tensors per token and channel (measured with torch's saved-tensor hooks;

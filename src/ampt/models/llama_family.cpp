@@ -13,7 +13,6 @@
 #include "ampt/models/llama.h"
 #include "ampt/models/memory_terms.h"
 #include "ampt/models/model_family.h"
-#include "ampt/text/tokenizer_files.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -210,17 +209,11 @@ std::string llama_write_hf(const HfExport& request) {
                             ? hf::LlamaConfig{}
                             : hf::read_llama_config(hf::pretrained_files(config).config_json);
   const hf::LlamaConfig c{dims, released.bos_token_id, released.eos_token_ids};
-  // A pretrained directory without tokenizer files exports the model alone.
-  if (request.tokenizer_path && !hf::tokenizer_files(*request.tokenizer_path).empty()) {
-    const auto vocabulary = text::load_vocabulary(*request.tokenizer_path);
-    if (static_cast<int64_t>(vocabulary.tokens.size()) > c.vocab_size) {
-      throw UsageError(fmt::format("the tokenizer {} has {} tokens but the model has {}",
-                                   vocabulary.source, vocabulary.tokens.size(), c.vocab_size));
-    }
-  }
+  std::optional<hf::ExportTokenizer> tokenizer;
+  if (request.tokenizer_path) tokenizer = hf::read_export_tokenizer(*request.tokenizer_path, c.vocab_size);
   const auto written =
       hf::write_llama_directory(request.dir, request.weights, c, declared_linears(layer_inventory(dims)),
-                                request.tokenizer_path, request.metadata);
+                                tokenizer ? &*tokenizer : nullptr, request.metadata);
   return fmt::format("{}", fmt::join(written, ", "));
 }
 

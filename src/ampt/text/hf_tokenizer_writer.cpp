@@ -8,136 +8,87 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <map>
-#include <unordered_map>
-#include <utility>
+#include <tuple>
+#include <unordered_set>
 
 namespace ampt::text {
-namespace {
 
-class MergeFinder {
- public:
-  explicit MergeFinder(const Vocabulary& vocabulary) : vocabulary_(vocabulary) {
-    byte_ids_.fill(-1);
-    std::vector<bool> special(vocabulary.tokens.size(), false);
-    for (const int32_t id : vocabulary.special_ids) special[id] = true;
-    for (std::size_t id = 0; id < vocabulary.tokens.size(); ++id) {
-      if (!special[id] && vocabulary.tokens[id].size() == 1) {
-        byte_ids_[static_cast<unsigned char>(vocabulary.tokens[id][0])] = static_cast<int32_t>(id);
-      }
-    }
-    for (const Merge& m : vocabulary.merges) pairs_.emplace(pair_key(m.left, m.right), m);
+std::string tokenizer_json(const Vocabulary& vocabulary) {
+  if (vocabulary.pre_tokenizer == PreTokenizer::sentencepiece) {
+    throw RuntimeError(fmt::format("{}: a SentencePiece vocabulary is not written as a tokenizer.json: "
+                                   "only byte-level ones are (its own tokenizer.json is copied)",
+                                   vocabulary.source));
   }
-
-  // The pair BPE joins last to make `result`, applying only merges ranked below `rank`.
-  std::pair<int32_t, int32_t> last_merge(int32_t result, int32_t rank) const {
-    const std::string& bytes = vocabulary_.tokens[result];
-    std::vector<int32_t> parts;
-    for (const char b : bytes) parts.push_back(byte_ids_[static_cast<unsigned char>(b)]);
-    while (parts.size() > 2) {
-      std::size_t best = parts.size();
-      const Merge* best_merge = nullptr;
-      for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-        const auto it = pairs_.find(pair_key(parts[i], parts[i + 1]));
-        if (it == pairs_.end() || it->second.rank >= rank) continue;
-        if (best_merge == nullptr || it->second.rank < best_merge->rank) {
-          best = i;
-          best_merge = &it->second;
-        }
-      }
-      if (best_merge == nullptr) break;
-      parts[best] = best_merge->result;
-      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(best) + 1);
-    }
-    if (parts.size() != 2 || std::find(parts.begin(), parts.end(), -1) != parts.end()) {
-      throw RuntimeError(fmt::format("{}: token {} cannot be built by BPE from lower-ranked merges, "
-                                     "so it has no merges.txt line",
-                                     vocabulary_.source, result));
-    }
-    return {parts[0], parts[1]};
-  }
-
- private:
-  const Vocabulary& vocabulary_;
-  std::array<int32_t, 256> byte_ids_{};
-  std::unordered_map<uint64_t, Merge> pairs_;
-};
-
-// One merge per token, in rank order.
-std::vector<std::pair<int32_t, int32_t>> merge_lines(const Vocabulary& vocabulary) {
-  std::map<int32_t, std::vector<const Merge*>> by_result;
-  for (const Merge& m : vocabulary.merges) by_result[m.result].push_back(&m);
-  std::vector<std::pair<int32_t, const std::vector<const Merge*>*>> ranked;
-  for (const auto& [result, merges] : by_result) ranked.emplace_back(merges.front()->rank, &merges);
-  std::sort(ranked.begin(), ranked.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  const MergeFinder finder(vocabulary);
-  std::vector<std::pair<int32_t, int32_t>> lines;
-  for (const auto& [rank, merges] : ranked) {
-    if (merges->size() == 1) {
-      lines.emplace_back(merges->front()->left, merges->front()->right);
-    } else {
-      lines.push_back(finder.last_merge(merges->front()->result, rank));
-    }
-  }
-  return lines;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw RuntimeError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
-}
-
-}  // namespace
-
-void write_hf_tokenizer(const Vocabulary& vocabulary, const std::string& dir,
-                        int64_t model_max_length) {
-  // vocab.json + merges.txt imply GPT-2's pre-tokenizer: another one's ids would change on the
-  // way back.
-  if (vocabulary.pre_tokenizer != PreTokenizer::gpt2) {
-    throw RuntimeError(fmt::format("{}: writing a {} tokenizer is not implemented (only GPT-2's): "
-                                   "copy its tokenizer files instead",
-                                   vocabulary.source, pre_tokenizer_name(vocabulary.pre_tokenizer)));
-  }
+  const auto count = static_cast<int32_t>(vocabulary.tokens.size());
   std::vector<bool> special(vocabulary.tokens.size(), false);
   for (const int32_t id : vocabulary.special_ids) special[id] = true;
+  // The model's vocab runs to the last ordinary token; special tokens after it exist only as
+  // added tokens, as tokenizer.json files have them.
+  int32_t model_size = count;
+  while (model_size > 0 && special[model_size - 1]) --model_size;
   const auto written = [&](int32_t id) {
     return special[id] ? vocabulary.tokens[id] : written_token(vocabulary.tokens[id]);
   };
 
-  std::string vocab = "{";
-  for (std::size_t id = 0; id < vocabulary.tokens.size(); ++id) {
-    vocab += fmt::format("{}{}: {}", id == 0 ? "" : ", ", json_string(written(static_cast<int32_t>(id))), id);
+  std::string vocab;
+  std::unordered_set<std::string> seen;
+  for (int32_t id = 0; id < model_size; ++id) {
+    std::string token = written(id);
+    if (!seen.insert(token).second) {
+      throw RuntimeError(fmt::format("{}: token {} is written \"{}\" as another token is, which a "
+                                     "tokenizer.json cannot hold",
+                                     vocabulary.source, id, token));
+    }
+    vocab += fmt::format("{}{}: {}", id == 0 ? "" : ", ", json_string(token), id);
   }
-  write_file(dir + "/vocab.json", vocab + "}\n");
-
-  std::string merges = "#version: 0.2\n";
-  for (const auto& [left, right] : merge_lines(vocabulary)) {
-    merges += written(left) + " " + written(right) + "\n";
+  std::vector<const Merge*> merges;
+  for (const Merge& m : vocabulary.merges) merges.push_back(&m);
+  std::ranges::sort(merges, [](const Merge* a, const Merge* b) {
+    return std::tie(a->rank, a->left, a->right) < std::tie(b->rank, b->left, b->right);
+  });
+  std::string merge_list;
+  for (const Merge* m : merges) {
+    merge_list += fmt::format("{}[{}, {}]", merge_list.empty() ? "" : ", ", json_string(written(m->left)),
+                              json_string(written(m->right)));
   }
-  write_file(dir + "/merges.txt", merges);
-
-  // GPT-2's one special token is its beginning, end and unknown token alike.
-  std::string end_of_text = "<|endoftext|>";
-  if (std::none_of(vocabulary.special_ids.begin(), vocabulary.special_ids.end(),
-                   [&](int32_t id) { return vocabulary.tokens[id] == end_of_text; })) {
-    throw RuntimeError(fmt::format("{}: no {} token for Hugging Face's bos/eos/unk", vocabulary.source,
-                                   end_of_text));
+  std::string added;
+  std::vector<int32_t> special_ids = vocabulary.special_ids;
+  std::ranges::sort(special_ids);
+  for (const int32_t id : special_ids) {
+    added += fmt::format("{}\n    {{\"id\": {}, \"content\": {}, \"single_word\": false, \"lstrip\": false, "
+                         "\"rstrip\": false, \"normalized\": false, \"special\": true}}",
+                         added.empty() ? "" : ",", id, json_string(vocabulary.tokens[id]));
   }
-  const std::string eot = json_string(end_of_text);
-  write_file(dir + "/special_tokens_map.json",
-             fmt::format("{{\"bos_token\": {0}, \"eos_token\": {0}, \"unk_token\": {0}}}\n", eot));
-  write_file(dir + "/tokenizer_config.json",
-             fmt::format("{{\n  \"add_prefix_space\": false,\n"
-                         "  \"add_bos_token\": false,\n  \"bos_token\": {0},\n  \"eos_token\": {0},\n"
-                         "  \"unk_token\": {0},\n  \"model_max_length\": {1}\n}}\n",
-                         eot, model_max_length));
+  const std::string byte_level_processor =
+      R"({"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true})";
+  std::string post_processor = byte_level_processor;
+  if (vocabulary.bos >= 0) {
+    const std::string bos = json_string(vocabulary.tokens[vocabulary.bos]);
+    post_processor = fmt::format(
+        R"({{"type": "Sequence", "processors": [{0}, {{"type": "TemplateProcessing", )"
+        R"("single": [{{"SpecialToken": {{"id": {1}, "type_id": 0}}}}, {{"Sequence": {{"id": "A", "type_id": 0}}}}], )"
+        R"("pair": [{{"SpecialToken": {{"id": {1}, "type_id": 0}}}}, {{"Sequence": {{"id": "A", "type_id": 0}}}}, )"
+        R"({{"SpecialToken": {{"id": {1}, "type_id": 1}}}}, {{"Sequence": {{"id": "B", "type_id": 1}}}}], )"
+        R"("special_tokens": {{{1}: {{"id": {1}, "ids": [{2}], "tokens": [{1}]}}}}}}]}})",
+        byte_level_processor, bos, vocabulary.bos);
+  }
+  return fmt::format(
+      "{{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n"
+      "  \"added_tokens\": [{}\n  ],\n"
+      "  \"normalizer\": {},\n"
+      "  \"pre_tokenizer\": {{\"type\": \"Sequence\", \"pretokenizers\": [{{\"type\": \"Split\", "
+      "\"pattern\": {{\"Regex\": {}}}, \"behavior\": \"Isolated\", \"invert\": false}}, {{\"type\": "
+      "\"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": false}}]}},\n"
+      "  \"post_processor\": {},\n"
+      "  \"decoder\": {{\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": true, "
+      "\"use_regex\": true}},\n"
+      "  \"model\": {{\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, "
+      "\"continuing_subword_prefix\": null, \"end_of_word_suffix\": null, \"fuse_unk\": false, "
+      "\"byte_fallback\": false, \"ignore_merges\": {},\n"
+      "    \"vocab\": {{{}}},\n    \"merges\": [{}]}}\n}}\n",
+      added, vocabulary.nfc ? R"({"type": "NFC"})" : "null",
+      json_string(std::string(pattern_regex(vocabulary.pre_tokenizer))), post_processor,
+      vocabulary.ignore_merges ? "true" : "false", vocab, merge_list);
 }
 
 }  // namespace ampt::text

@@ -18,4 +18,14 @@ Tokenizer load_tokenizer(const std::string& path);
 // What load_tokenizer reads, before it is checked and built into a Tokenizer.
 Vocabulary load_vocabulary(const std::string& path);
 
+// The files load_tokenizer reads for `path`, found as it finds them (it throws the same errors).
+struct TokenizerSource {
+  enum class Format { tokenizer_json, vocab_and_merges, tiktoken };
+  Format format = Format::tokenizer_json;
+  std::string file;    // the tokenizer.json (whatever its name), vocab.json or rank file
+  std::string merges;  // merges.txt, with vocab_and_merges
+  std::string config;  // the tokenizer_config.json beside `file`; empty for none
+};
+TokenizerSource locate_tokenizer(const std::string& path);
+
 }  // namespace ampt::text
