@@ -85,7 +85,8 @@ def record_header(device="cpu", command=None):
             f"- Command: `{command}`\n")
 
 
-def write_record(path, text, device="cpu"):
+def write_record(path, text, device="cpu", command=None):
     """Writes results file `path`: `text`'s title line, the record header, then the rest."""
     title, _, rest = text.partition("\n")
-    pathlib.Path(path).write_text(f"{title}\n\n{record_header(device)}\n{rest.lstrip(chr(10))}")
+    pathlib.Path(path).write_text(
+        f"{title}\n\n{record_header(device, command)}\n{rest.lstrip(chr(10))}")

@@ -95,9 +95,8 @@ CommandArgs split_command_args(std::string_view command, const std::vector<const
       for (auto& value : values) split.own.emplace_back(index, std::move(value));
       continue;
     }
-    const auto given = parsed.count(option.name);
-    if (given > 1) throw UsageError(fmt::format("{}: flag --{} is given twice", program, option.name));
-    if (given == 0) {
+    // A repeated flag's last value wins, as for the training options.
+    if (parsed.count(option.name) == 0) {
       if (option.required) {
         throw UsageError(fmt::format("{} needs --{}; see {} --help", program, option.name, program));
       }

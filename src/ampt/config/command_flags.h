@@ -34,8 +34,8 @@ struct CommandArgs {
 };
 
 // Takes the command's `flags` out of `args` (`--name VALUE`, `--name=VALUE`, a switch alone; the
-// arguments that are no flag for the positional option). Throws UsageError, naming the command,
-// for a flag given twice or without a value, a required flag missing, and, unless
+// arguments that are no flag for the positional option; of a repeated flag, the last). Throws
+// UsageError, naming the command, for a flag without a value, a required flag missing, and, unless
 // `training_options` lets the rest through to resolve(), an unknown flag or a stray argument.
 // An unknown flag is "unknown flag '--dtpye' (did you mean '--dtype'?)" among the command's and,
 // with `training_options`, the training flags.

@@ -19,7 +19,7 @@ std::vector<std::string> write_llama_directory(const std::string& dir, const Nam
   checkpoint::write_file_atomically(out.path() + "/config.json", llama_config_json(config));
   written.push_back("config.json");
   if (tokenizer != nullptr) {
-    for (auto& name : write_tokenizer_files(*tokenizer, out.path(), config.max_position_embeddings)) {
+    for (auto& name : write_tokenizer_files(*tokenizer, out.path(), config.block_size)) {
       written.push_back(std::move(name));
     }
   }
