@@ -82,7 +82,9 @@ def fresh(top: int) -> int:
              "`scripts/build_times.py --fresh`: the repository's HEAD cloned and built as "
              f"`scripts/dev` builds it (Release, Ninja, -j {jobs}), without ccache; the clone "
              "borrows .venv and .deps, so no download is timed. Load average at the end: "
-             f"{load:.1f} (above the core count, other work shared the machine).", "",
+             f"{load:.1f}"
+             + (" (above the core count: other work shared the machine)." if load > int(jobs) else "."),
+             "",
              "| build | wall time |", "|---|---:|"]
     lines += [f"| {label} | {t / 60:.1f} min |" for label, t in times.items()]
     lines += [f"| both | {sum(times.values()) / 60:.1f} min |", "",
