@@ -5,7 +5,7 @@ wall time, and its slowest tests, with the record header benchmarks/machine.py w
 Each pass is LABEL=JUNIT_XML[:WALL_SECONDS], the JUnit file `ctest --output-junit` wrote and, when
 known, the pass's wall time (`time ctest ...`); a test's own seconds come from the JUnit file.
 Usage: scripts/suite_record.py --pass native=build/a.xml:1450 --pass avx2=build/b.xml:1600
-                               [--command "scripts/dev test ..."] [--top 10]
+                               [--command "scripts/dev test ..."] [--top 10] [--note TEXT]
 Writes benchmarks/results/suite-cpu-<date>.md.
 """
 import argparse
@@ -33,9 +33,12 @@ def main():
                         metavar="LABEL=JUNIT[:SECONDS]")
     parser.add_argument("--command", default="scripts/dev test (ctest -j2), then the AVX2 pass of .ci/run")
     parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--note", default="", help="a paragraph after the title: what a reader must know of the run")
     args = parser.parse_args()
     today = datetime.date.today()
     lines = [f"# The test suite on a CPU ({today})", ""]
+    if args.note:
+        lines += [args.note, ""]
     for spec in args.passes:
         label, _, rest = spec.partition("=")
         path, _, wall = rest.partition(":")
