@@ -285,6 +285,44 @@ PreferenceMessages preference_messages(const JsonValue& record, const RecordPlac
   return pair;
 }
 
+PromptForm prompt_form(const JsonValue& record, const RecordPlace& place) {
+  if (record.kind != Kind::object) {
+    bad(place, fmt::format("{}: a prompt record is an object with a \"prompt\"", record.kind_name()));
+  }
+  const JsonValue* prompt = record.find("prompt");
+  if (prompt == nullptr) {
+    std::string fields;
+    for (const auto& [key, value] : record.members) fields += (fields.empty() ? "" : ", ") + key;
+    bad(place, fmt::format("no \"prompt\" (the record has {}): a prompt record's \"prompt\" is a string or {}",
+                           fields.empty() ? "no fields" : fields, kMessagesForm));
+  }
+  if (prompt->kind == Kind::string) return PromptForm::standard;
+  if (prompt->kind != Kind::array) {
+    bad(place, fmt::format("\"prompt\" is {}: expected a string or {}", prompt->kind_name(), kMessagesForm));
+  }
+  if (prompt->items.empty()) bad(place, fmt::format("\"prompt\" is empty: expected {}", kMessagesForm));
+  return PromptForm::conversational;
+}
+
+std::string_view prompt_form_name(PromptForm form) {
+  return form == PromptForm::standard ? "standard (a string)" : "conversational (a list of messages)";
+}
+
+std::vector<Turn> prompt_turns(const JsonValue& record, const RecordPlace& place) {
+  return list_turns(*record.find("prompt"), "prompt", place);
+}
+
+ChatMessages prompt_messages(const JsonValue& record, const RecordPlace& place) {
+  const JsonValue& prompt = *record.find("prompt");
+  ChatMessages chat;
+  chat.messages.kind = Kind::array;
+  for (std::size_t i = 0; i < prompt.items.size(); ++i) {
+    chat.messages.items.push_back(checked_message(prompt.items[i], fmt::format("prompt[{}]: ", i), place));
+  }
+  chat.tools = record_tools(record, place);
+  return chat;
+}
+
 std::string_view role_name(Role role) {
   switch (role) {
     case Role::system: return "system";

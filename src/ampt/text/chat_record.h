@@ -77,6 +77,20 @@ struct PreferenceMessages {
 };
 PreferenceMessages preference_messages(const JsonValue& record, const RecordPlace& place);
 
+// A prompt record of online RL (GRPO), as TRL's GRPOTrainer takes them: a "prompt" that is a
+// string (the standard form, rendered as it is) or a list of messages (the conversational form,
+// rendered by the chat template with the generation prompt after it), beside any fields the
+// rewards read. Throws RuntimeError "PATH: line N: ..." for a record that is no object, has no
+// "prompt", or whose prompt is of another kind, an empty list, or a list with a bad message.
+enum class PromptForm { standard, conversational };
+PromptForm prompt_form(const JsonValue& record, const RecordPlace& place);
+std::string_view prompt_form_name(PromptForm form);
+
+// A conversational prompt's turns for a built-in template (roles system, user and assistant,
+// string contents), and its messages and "tools" for a Jinja one (chat_messages' form).
+std::vector<Turn> prompt_turns(const JsonValue& record, const RecordPlace& place);
+ChatMessages prompt_messages(const JsonValue& record, const RecordPlace& place);
+
 std::string_view role_name(Role role);
 
 }  // namespace ampt::text
