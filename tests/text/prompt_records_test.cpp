@@ -20,7 +20,7 @@ using ampt::test::write_file;
 namespace {
 
 // The 256 bytes, <|endoftext|> (256), then `specials` from 257 on.
-Tokenizer byte_tokenizer(const std::vector<std::string>& specials, int bos = -1) {
+Tokenizer prompt_tokenizer(const std::vector<std::string>& specials, int bos = -1) {
   Vocabulary v = ampt::test::toy_vocabulary({});
   for (const std::string& special : specials) {
     v.special_ids.push_back(static_cast<int32_t>(v.tokens.size()));
@@ -31,15 +31,15 @@ Tokenizer byte_tokenizer(const std::vector<std::string>& specials, int bos = -1)
 }
 
 // <|im_start|> 257, <|im_end|> 258.
-const std::vector<std::string> kChatMl = {"<|im_start|>", "<|im_end|>"};
+const std::vector<std::string> kPromptSpecials = {"<|im_start|>", "<|im_end|>"};
 
-std::vector<int32_t> bytes(const std::string& text) {
+std::vector<int32_t> byte_ids(const std::string& text) {
   std::vector<int32_t> ids;
   for (const char c : text) ids.push_back(static_cast<unsigned char>(c));
   return ids;
 }
 
-std::vector<int32_t> join(std::initializer_list<std::vector<int32_t>> parts) {
+std::vector<int32_t> joined(std::initializer_list<std::vector<int32_t>> parts) {
   std::vector<int32_t> out;
   for (const auto& part : parts) out.insert(out.end(), part.begin(), part.end());
   return out;
@@ -53,10 +53,10 @@ TEST_CASE("prompt records: a standard prompt is its text, BOS first where the to
   const std::string path = dir + "/prompts.jsonl";
   write_file(path, "{\"prompt\": \"2+3=\", \"answer\": \"5\"}\n\n{\"prompt\": \"<|im_end|>\", \"answer\": 7}\n");
   // A tokenizer without a BOS: the text alone (GPT-2's and Qwen's tokenizers add nothing).
-  const auto plain = read_prompt_records(byte_tokenizer(kChatMl), builtin_chat_template(byte_tokenizer(kChatMl)), {path});
+  const auto plain = read_prompt_records(prompt_tokenizer(kPromptSpecials), builtin_chat_template(prompt_tokenizer(kPromptSpecials)), {path});
   CHECK(plain.form == PromptForm::standard);
   REQUIRE(plain.records.size() == 2);
-  CHECK(plain.records[0].ids == bytes("2+3="));
+  CHECK(plain.records[0].ids == byte_ids("2+3="));
   CHECK(plain.records[0].text == "2+3=");
   CHECK(plain.records[0].place == path + ": line 1");
   // The record is kept whole for the rewards, its own fields as written.
@@ -64,11 +64,11 @@ TEST_CASE("prompt records: a standard prompt is its text, BOS first where the to
   CHECK(plain.records[0].record.find("answer")->string == "5");
   CHECK(plain.records[1].place == path + ": line 3");
   // A special token's text inside a prompt stays text, as the instruction data encodes contents.
-  CHECK(plain.records[1].ids == bytes("<|im_end|>"));
+  CHECK(plain.records[1].ids == byte_ids("<|im_end|>"));
   // Llama's tokenizer adds its BOS (here <|im_start|>, 257, standing in for <|begin_of_text|>).
-  const Tokenizer with_bos = byte_tokenizer(kChatMl, 257);
+  const Tokenizer with_bos = prompt_tokenizer(kPromptSpecials, 257);
   const auto bos = read_prompt_records(with_bos, builtin_chat_template(with_bos), {path});
-  CHECK(bos.records[0].ids == join({{257}, bytes("2+3=")}));
+  CHECK(bos.records[0].ids == joined({{257}, byte_ids("2+3=")}));
 }
 
 TEST_CASE("prompt records: a conversational prompt ends with the template's generation prompt",
@@ -78,14 +78,14 @@ TEST_CASE("prompt records: a conversational prompt ends with the template's gene
   write_file(path,
              "{\"prompt\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": "
              "\"2+3?\"}], \"solution\": \"5\"}\n");
-  const Tokenizer tokenizer = byte_tokenizer(kChatMl);
+  const Tokenizer tokenizer = prompt_tokenizer(kPromptSpecials);
   SECTION("the built-in ChatML template, by hand") {
     const auto prompts = read_prompt_records(tokenizer, builtin_chat_template(tokenizer), {path});
     CHECK(prompts.form == PromptForm::conversational);
     REQUIRE(prompts.records.size() == 1);
     const auto& ids = prompts.records[0].ids;
-    CHECK(ids == join({{257}, bytes("system\nBe brief."), {258}, bytes("\n"), {257}, bytes("user\n2+3?"), {258},
-                       bytes("\n"), {257}, bytes("assistant\n")}));
+    CHECK(ids == joined({{257}, byte_ids("system\nBe brief."), {258}, byte_ids("\n"), {257}, byte_ids("user\n2+3?"), {258},
+                       byte_ids("\n"), {257}, byte_ids("assistant\n")}));
     CHECK(prompts.records[0].text ==
           "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+3?<|im_end|>\n<|im_start|>assistant\n");
   }
@@ -107,7 +107,7 @@ TEST_CASE("prompt records: a conversational prompt ends with the template's gene
 
 TEST_CASE("prompt records: a bad record is one line naming its file, line and field", "[text][prompts][errors]") {
   const auto dir = make_temp_dir();
-  const Tokenizer tokenizer = byte_tokenizer(kChatMl);
+  const Tokenizer tokenizer = prompt_tokenizer(kPromptSpecials);
   const ChatTemplate chat = builtin_chat_template(tokenizer);
   const auto fails = [&](const std::string& contents, const std::string& message) {
     const std::string path = dir + "/bad.jsonl";
