@@ -4,16 +4,19 @@
                       of its length in characters (so the test sees each text arrive whole)
     score.py count    each completion: how many requests this process has answered before
 
-Reads one JSON request per line on stdin and answers one line on stdout; exits 3 when a request
-does not carry the record's own prompt.
+Reads one JSON request per line on stdin, decoded as strict UTF-8 (as Python does under a UTF-8
+locale: a byte that is not UTF-8 is an error), and answers one line on stdout; exits 3 when a
+request does not carry the record's own prompt.
 """
+import io
 import json
 import sys
 
 
 def main():
     count_mode = sys.argv[1:] == ["count"]
-    for answered, line in enumerate(sys.stdin):
+    requests = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict")
+    for answered, line in enumerate(requests):
         request = json.loads(line)
         if request["prompt"] != request["record"].get("prompt"):
             print(f"score.py: the request's prompt {request['prompt']!r} is not the record's", file=sys.stderr)
