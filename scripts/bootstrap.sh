@@ -91,6 +91,14 @@ if ! "$venv/bin/python" -c "import trl" >/dev/null 2>&1; then
     || fail "installed trl into $venv, but it does not import (see $venv/pip-install.log)"
 fi
 
+# The math reward is checked against math-verify's verdicts (tests/reward/math_verify_reference.py).
+if ! "$venv/bin/python" -c "import math_verify" >/dev/null 2>&1; then
+  note "installing math-verify 0.9.0 (the math reward's reference) into $venv"
+  pip_install "math-verify" "math-verify==0.9.0"
+  "$venv/bin/python" -c "import math_verify" >/dev/null 2>&1 \
+    || fail "installed math-verify into $venv, but it does not import (see $venv/pip-install.log)"
+fi
+
 # The nf4 tests compare ampt's 4-bit codes and their double-quantized absmax with bitsandbytes'
 # own (its CPU path), byte for byte.
 if ! "$venv/bin/python" -c "import bitsandbytes" >/dev/null 2>&1; then
