@@ -15,31 +15,31 @@ using ampt::parse_json;
 
 TEST_CASE("reward: math and exact score against the record's field", "[reward]") {
   const auto record = parse_json(R"({"prompt": "2+2?", "answer": "4", "solution": "#### 1,234", "n": 72})");
-  CHECK(math_reward("so \\boxed{4}", record, "answer", 0) == 1.0);
-  CHECK(math_reward("so \\boxed{5}", record, "answer", 0) == 0.0);
-  CHECK(math_reward("no number", record, "answer", 0) == 0.0);
-  CHECK(math_reward("1234", record, "solution", 0) == 1.0);
-  CHECK(math_reward("it is 72", record, "n", 0) == 1.0);  // a JSON number as the answer
-  CHECK(exact_reward("  4\n", record, "answer", 0) == 1.0);
-  CHECK(exact_reward("4.0", record, "answer", 0) == 0.0);
-  CHECK(exact_reward("\t72 ", record, "n", 0) == 1.0);
-  CHECK(exact_reward("", parse_json(R"({"answer": " \n"})"), "answer", 0) == 1.0);
-  CHECK(record_text(parse_json(R"({"a": 0.25})"), "a", "exact", 0) == "0.25");
+  CHECK(math_reward("so \\boxed{4}", record, "answer", "record 0") == 1.0);
+  CHECK(math_reward("so \\boxed{5}", record, "answer", "record 0") == 0.0);
+  CHECK(math_reward("no number", record, "answer", "record 0") == 0.0);
+  CHECK(math_reward("1234", record, "solution", "record 0") == 1.0);
+  CHECK(math_reward("it is 72", record, "n", "record 0") == 1.0);  // a JSON number as the answer
+  CHECK(exact_reward("  4\n", record, "answer", "record 0") == 1.0);
+  CHECK(exact_reward("4.0", record, "answer", "record 0") == 0.0);
+  CHECK(exact_reward("\t72 ", record, "n", "record 0") == 1.0);
+  CHECK(exact_reward("", parse_json(R"({"answer": " \n"})"), "answer", "record 0") == 1.0);
+  CHECK(record_text(parse_json(R"({"a": 0.25})"), "a", "exact", "record 0") == "0.25");
 }
 
 TEST_CASE("reward: a record without the field, or math's answer without a number, is one line naming it",
           "[reward][errors]") {
   const auto record = parse_json(R"({"prompt": "2+2?", "solution": "4", "list": [1], "root": "\\sqrt{2}"})");
-  CHECK_THROWS_MATCHES(math_reward("4", record, "answer", 17), ampt::RuntimeError,
+  CHECK_THROWS_MATCHES(math_reward("4", record, "answer", "record 17"), ampt::RuntimeError,
                        Catch::Message("record 17: reward math reads the record's \"answer\", which it lacks (it has: "
                                       "prompt, solution, list, root)"));
-  CHECK_THROWS_MATCHES(exact_reward("4", parse_json("{}"), "answer", 3), ampt::RuntimeError,
+  CHECK_THROWS_MATCHES(exact_reward("4", parse_json("{}"), "answer", "record 3"), ampt::RuntimeError,
                        Catch::Message("record 3: reward exact reads the record's \"answer\", which it lacks (it has: "
                                       "no fields)"));
-  CHECK_THROWS_MATCHES(exact_reward("4", record, "list", 5), ampt::RuntimeError,
+  CHECK_THROWS_MATCHES(exact_reward("4", record, "list", "record 5"), ampt::RuntimeError,
                        Catch::Message("record 5: reward exact reads the record's \"list\", which is an array; it must "
                                       "be a string or a number"));
-  CHECK_THROWS_MATCHES(math_reward("2", record, "root", 8), ampt::RuntimeError,
+  CHECK_THROWS_MATCHES(math_reward("2", record, "root", "record 8"), ampt::RuntimeError,
                        Catch::Message("record 8: reward math: the record's \"root\", \"\\sqrt{2}\", holds no number "
                                       "(an integer, decimal or fraction, alone, in \\boxed{} or after ####); score "
                                       "such answers with exact or a reward program"));

@@ -54,7 +54,8 @@ TEST_CASE("reward: math agrees with math-verify on the answer table", "[reward][
     const std::string completion = record.find("completion")->string;
     const std::string answer = record.find("answer")->string;
     const bool reference = ampt::parse_json(verdict).boolean;
-    const bool ampt_says = ampt::reward::math_reward(completion, record, "answer", total) == 1.0;
+    const std::string where = "case " + std::to_string(total + 1);
+    const bool ampt_says = ampt::reward::math_reward(completion, record, "answer", where) == 1.0;
     ++total;
     right += reference ? 1 : 0;
     if (ampt_says != reference) {

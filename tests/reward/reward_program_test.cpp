@@ -54,14 +54,14 @@ std::string failure(const std::string& command, const std::vector<std::string>& 
   const pid_t pid = program.pid();
   std::string message = "no error";
   try {
-    program.score(*kRecord.find("prompt"), completions, kRecord, 17);
+    program.score(*kRecord.find("prompt"), completions, kRecord, "record 17");
   } catch (const ampt::RuntimeError& e) {
     message = e.what();
   }
   CHECK(reaped(pid));
   CHECK(gone(pid));
   // Every later call is refused, naming the first error.
-  CHECK_THROWS_WITH(program.score(*kRecord.find("prompt"), completions, kRecord, 18),
+  CHECK_THROWS_WITH(program.score(*kRecord.find("prompt"), completions, kRecord, "record 18"),
                     Catch::StartsWith("reward program \"" + command + "\": record 18: not scored: the program was "
                                       "stopped after an earlier error ("));
   return message;
@@ -76,7 +76,7 @@ TEST_CASE("reward: the reward program scores group after group in one process, e
     RewardProgram program(kScore, 30);
     const std::vector<std::string> completions = {"4", "It is 4.\n\"Four\", I think", "caf\xC3\xA9 \xE2\x9C\x93",
                                                   "caf\xC3", ""};
-    const auto rewards = program.score(*kRecord.find("prompt"), completions, kRecord, 0);
+    const auto rewards = program.score(*kRecord.find("prompt"), completions, kRecord, "record 0");
     // The lengths Python counts: é and ✓ are one character each, the cut \xC3 one U+FFFD.
     REQUIRE(rewards.size() == 5);
     CHECK(rewards[0] == Approx(1.001).epsilon(1e-15));
@@ -85,7 +85,7 @@ TEST_CASE("reward: the reward program scores group after group in one process, e
     CHECK(rewards[3] == Approx(4 / 1000.0).epsilon(1e-15));
     CHECK(rewards[4] == 0.0);
     const auto record = parse_json(R"({"prompt": [{"role": "user", "content": "3+3?"}], "answer": "6"})");
-    const auto chat = program.score(*record.find("prompt"), {"6", "7"}, record, 1);
+    const auto chat = program.score(*record.find("prompt"), {"6", "7"}, record, "record 1");
     REQUIRE(chat.size() == 2);
     CHECK(chat[0] == Approx(1.001).epsilon(1e-15));
     CHECK(chat[1] == Approx(0.001).epsilon(1e-15));
@@ -94,7 +94,7 @@ TEST_CASE("reward: the reward program scores group after group in one process, e
   RewardProgram program(count, 30);
   const pid_t pid = program.pid();
   for (int call = 0; call < 3; ++call) {
-    CHECK(program.score(*kRecord.find("prompt"), {"a", "b", "c"}, kRecord, call) ==
+    CHECK(program.score(*kRecord.find("prompt"), {"a", "b", "c"}, kRecord, "record " + std::to_string(call)) ==
           std::vector<double>(3, static_cast<double>(call)));
   }
   CHECK(program.pid() == pid);
@@ -120,7 +120,7 @@ TEST_CASE("reward: a reward program that crashes is one line naming the record, 
                  info.si_pid != 0;
         },
         10.0));
-    CHECK_THROWS_WITH(program.score(*kRecord.find("prompt"), {"4"}, kRecord, 17),
+    CHECK_THROWS_WITH(program.score(*kRecord.find("prompt"), {"4"}, kRecord, "record 17"),
                       prefix("exit 4") + "it exited with status 4 before answering");
   }
 }
@@ -170,7 +170,7 @@ TEST_CASE("reward: a reward program goes with its object, also one that ignores 
   {
     RewardProgram program(kScore, 30);
     pid = program.pid();
-    CHECK(program.score(*kRecord.find("prompt"), {"4"}, kRecord, 0).at(0) == Approx(1.001).epsilon(1e-15));
+    CHECK(program.score(*kRecord.find("prompt"), {"4"}, kRecord, "record 0").at(0) == Approx(1.001).epsilon(1e-15));
   }
   CHECK(reaped(pid));
   const auto start = std::chrono::steady_clock::now();

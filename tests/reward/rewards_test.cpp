@@ -28,7 +28,7 @@ TEST_CASE("reward: a group's weighted sum and each term's values, the program's 
   const auto record = parse_json(R"({"prompt": "2+2?", "answer": "4"})");
   const std::vector<std::string> completions = {"<think>easy</think>\\boxed{4}", "\\boxed{5}", "<think></think>4"};
   const std::vector<int64_t> tokens = {10, 90, 120};
-  const auto scored = rewards.score(RewardGroup{record, 3, completions, tokens});
+  const auto scored = rewards.score(RewardGroup{record, "record 3", completions, tokens});
   REQUIRE(scored.by_term.size() == 4);
   CHECK(scored.by_term[0] == std::vector<double>{1, 0, 1});
   CHECK(scored.by_term[1] == std::vector<double>{1, 0, 1});
@@ -45,7 +45,7 @@ TEST_CASE("reward: a group's weighted sum and each term's values, the program's 
 
   // A record without a prompt sends null, which score.py checks against the record's own.
   const auto no_prompt = parse_json(R"({"answer": "4"})");
-  CHECK(rewards.score(RewardGroup{no_prompt, 4, {"4"}, {1}}).total.size() == 1);
+  CHECK(rewards.score(RewardGroup{no_prompt, "record 4", {"4"}, {1}}).total.size() == 1);
 }
 
 TEST_CASE("reward: a record a term cannot score is one line naming it, before the first step too",
@@ -55,20 +55,20 @@ TEST_CASE("reward: a record a term cannot score is one line naming it, before th
   settings.answer_field = "solution";
   Rewards rewards(settings);
   const auto lacking = parse_json(R"({"prompt": "2+2?", "answer": "4"})");
-  CHECK_THROWS_MATCHES(rewards.check_record(lacking, 12), ampt::RuntimeError,
-                       Catch::Message("record 12: reward exact reads the record's \"solution\", which it lacks (it has: "
+  CHECK_THROWS_MATCHES(rewards.check_record(lacking, "data/prompts.jsonl: line 12"), ampt::RuntimeError,
+                       Catch::Message("data/prompts.jsonl: line 12: reward exact reads the record's \"solution\", which it lacks (it has: "
                                       "prompt, answer)"));
-  CHECK_THROWS_MATCHES(rewards.score(RewardGroup{lacking, 12, {"4"}, {1}}), ampt::RuntimeError,
+  CHECK_THROWS_MATCHES(rewards.score(RewardGroup{lacking, "record 12", {"4"}, {1}}), ampt::RuntimeError,
                        Catch::Message("record 12: reward exact reads the record's \"solution\", which it lacks (it has: "
                                       "prompt, answer)"));
   const auto words = parse_json(R"({"prompt": "Name it", "solution": "a triangle"})");
-  CHECK_THROWS_WITH(rewards.check_record(words, 13),
+  CHECK_THROWS_WITH(rewards.check_record(words, "record 13"),
                     Catch::StartsWith("record 13: reward math: the record's \"solution\", \"a triangle\", holds no number"));
   const auto fine = parse_json(R"({"prompt": "2+2?", "solution": "4"})");
-  rewards.check_record(fine, 14);
-  CHECK_THROWS_MATCHES(rewards.score(RewardGroup{fine, 14, {"4", "5"}, {1}}), ampt::RuntimeError,
+  rewards.check_record(fine, "record 14");
+  CHECK_THROWS_MATCHES(rewards.score(RewardGroup{fine, "record 14", {"4", "5"}, {1}}), ampt::RuntimeError,
                        Catch::Message("record 14: 1 completion lengths for 2 completions"));
-  const auto scored = rewards.score(RewardGroup{fine, 14, {" 4 ", "5"}, {1, 1}});
+  const auto scored = rewards.score(RewardGroup{fine, "record 14", {" 4 ", "5"}, {1, 1}});
   CHECK(scored.total == std::vector<double>{3, 0});
 }
 

@@ -19,38 +19,38 @@ std::string_view without_whitespace_around(std::string_view s) {
 }  // namespace
 
 std::string record_text(const JsonValue& record, const std::string& field, std::string_view reward,
-                        std::size_t record_index) {
+                        std::string_view where) {
   const JsonValue* value = record.find(field);
   if (value == nullptr) {
     std::string fields;
     for (const auto& [key, member] : record.members) fields += (fields.empty() ? "" : ", ") + key;
-    throw RuntimeError(fmt::format("record {}: reward {} reads the record's \"{}\", which it lacks (it has: {})",
-                                   record_index, reward, field, fields.empty() ? "no fields" : fields));
+    throw RuntimeError(fmt::format("{}: reward {} reads the record's \"{}\", which it lacks (it has: {})",
+                                   where, reward, field, fields.empty() ? "no fields" : fields));
   }
   if (value->kind == JsonValue::Kind::string) return value->string;
   if (value->kind == JsonValue::Kind::number) return json_number(value->number);
-  throw RuntimeError(fmt::format("record {}: reward {} reads the record's \"{}\", which is {}; it must be a string "
+  throw RuntimeError(fmt::format("{}: reward {} reads the record's \"{}\", which is {}; it must be a string "
                                  "or a number",
-                                 record_index, reward, field, value->kind_name()));
+                                 where, reward, field, value->kind_name()));
 }
 
 double math_reward(std::string_view completion, const JsonValue& record, const std::string& field,
-                   std::size_t record_index) {
-  const std::string answer = record_text(record, field, "math", record_index);
+                   std::string_view where) {
+  const std::string answer = record_text(record, field, "math", where);
   const auto expected = answer_number(answer);
   if (!expected) {
     throw RuntimeError(fmt::format(
-        "record {}: reward math: the record's \"{}\", \"{}\", holds no number (an integer, decimal or fraction, "
+        "{}: reward math: the record's \"{}\", \"{}\", holds no number (an integer, decimal or fraction, "
         "alone, in \\boxed{{}} or after ####); score such answers with exact or a reward program",
-        record_index, field, answer));
+        where, field, answer));
   }
   const auto given = completion_number(completion);
   return given && same_number(*given, *expected) ? 1.0 : 0.0;
 }
 
 double exact_reward(std::string_view completion, const JsonValue& record, const std::string& field,
-                    std::size_t record_index) {
-  const std::string answer = record_text(record, field, "exact", record_index);
+                    std::string_view where) {
+  const std::string answer = record_text(record, field, "exact", where);
   return without_whitespace_around(completion) == without_whitespace_around(answer) ? 1.0 : 0.0;
 }
 

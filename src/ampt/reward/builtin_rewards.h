@@ -13,21 +13,24 @@
 
 namespace ampt::reward {
 
+// Errors name the record by `where`: its place ("data/prompts.jsonl: line 7", text/
+// prompt_records.h's PromptRecord::place) or "record 17".
+
 // The record's `field` as text: a string as it is, a number as JSON writes it. Throws
-// RuntimeError "record N: reward NAME reads the record's "FIELD", which it lacks (it has: ...)"
-// or names the field's kind when it is neither.
+// RuntimeError "WHERE: reward NAME reads the record's "FIELD", which it lacks (it has: ...)" or
+// names the field's kind when it is neither.
 std::string record_text(const JsonValue& record, const std::string& field, std::string_view reward,
-                        std::size_t record_index);
+                        std::string_view where);
 
 // 1 when the number the completion gives (math_answer.h) equals the one the record's `field`
 // holds, else 0 (also when the completion gives none). Throws RuntimeError naming the record
 // when the field is missing or holds no number.
 double math_reward(std::string_view completion, const JsonValue& record, const std::string& field,
-                   std::size_t record_index);
+                   std::string_view where);
 
 // 1 when the completion equals the record's `field` once both are trimmed of whitespace.
 double exact_reward(std::string_view completion, const JsonValue& record, const std::string& field,
-                    std::size_t record_index);
+                    std::string_view where);
 
 // 1 when the whole completion matches `pattern` (ECMAScript, std::regex_match), else 0; matched
 // in time and stack linear in the completion's length, so back-references are refused.

@@ -184,13 +184,13 @@ std::string RewardProgram::how_it_ended() {
   return fmt::format("it was killed by signal {} ({})", info.si_status, strsignal(info.si_status));
 }
 
-void RewardProgram::fail(std::size_t record_index, const std::string& what) {
+void RewardProgram::fail(std::string_view where, const std::string& what) {
   stop(std::chrono::milliseconds(0));
   failure_ = what;
-  throw RuntimeError(fmt::format("reward program \"{}\": record {}: {}", command_, record_index, what));
+  throw RuntimeError(fmt::format("reward program \"{}\": {}: {}", command_, where, what));
 }
 
-void RewardProgram::write_request(const std::string& request, Deadline deadline, std::size_t record_index) {
+void RewardProgram::write_request(const std::string& request, Deadline deadline, std::string_view where) {
   PipeSignalHeld held;
   for (std::size_t done = 0; done < request.size();) {
     const ssize_t n = write(to_child_, request.data() + done, request.size() - done);
@@ -200,21 +200,21 @@ void RewardProgram::write_request(const std::string& request, Deadline deadline,
       continue;
     } else if (n < 0 && errno == EAGAIN) {
       if (Clock::now() >= deadline) {
-        fail(record_index, fmt::format("it read no request within {} s (the reward time-out), and was stopped",
+        fail(where, fmt::format("it read no request within {} s (the reward time-out), and was stopped",
                                        timeout_seconds_));
       }
       pollfd fd{to_child_, POLLOUT, 0};
       poll(&fd, 1, milliseconds_until(deadline));
     } else if (n < 0 && errno == EPIPE) {
       held.raised();
-      fail(record_index, how_it_ended() + " before answering");
+      fail(where, how_it_ended() + " before answering");
     } else {
-      fail(record_index, "writing its request failed: " + errno_text(errno));
+      fail(where, "writing its request failed: " + errno_text(errno));
     }
   }
 }
 
-std::string RewardProgram::read_answer(Deadline deadline, std::size_t record_index) {
+std::string RewardProgram::read_answer(Deadline deadline, std::string_view where) {
   char buffer[65536];
   for (;;) {
     if (const std::size_t newline = pending_.find('\n'); newline != std::string::npos) {
@@ -224,53 +224,53 @@ std::string RewardProgram::read_answer(Deadline deadline, std::size_t record_ind
       return line;
     }
     if (pending_.size() > kMaxAnswerBytes) {
-      fail(record_index, fmt::format("its answer runs past {} MiB without a newline: {}", kMaxAnswerBytes >> 20,
+      fail(where, fmt::format("its answer runs past {} MiB without a newline: {}", kMaxAnswerBytes >> 20,
                                      excerpt(pending_)));
     }
     if (Clock::now() >= deadline) {
-      fail(record_index,
+      fail(where,
            fmt::format("no answer within {} s (the reward time-out); the program was stopped", timeout_seconds_));
     }
     pollfd fd{from_child_, POLLIN, 0};
     const int ready = poll(&fd, 1, milliseconds_until(deadline));
-    if (ready < 0 && errno != EINTR) fail(record_index, "waiting for its answer failed: " + errno_text(errno));
+    if (ready < 0 && errno != EINTR) fail(where, "waiting for its answer failed: " + errno_text(errno));
     if (ready <= 0) continue;
     const ssize_t n = read(from_child_, buffer, sizeof buffer);
     if (n > 0) {
       pending_.append(buffer, static_cast<std::size_t>(n));
     } else if (n == 0) {
-      fail(record_index, how_it_ended() + " before answering");
+      fail(where, how_it_ended() + " before answering");
     } else if (errno != EINTR && errno != EAGAIN) {
-      fail(record_index, "reading its answer failed: " + errno_text(errno));
+      fail(where, "reading its answer failed: " + errno_text(errno));
     }
   }
 }
 
 std::vector<double> RewardProgram::score(const JsonValue& prompt, const std::vector<std::string>& completions,
-                                         const JsonValue& record, std::size_t record_index) {
+                                         const JsonValue& record, std::string_view where) {
   if (!failure_.empty()) {
-    throw RuntimeError(fmt::format("reward program \"{}\": record {}: not scored: the program was stopped after "
+    throw RuntimeError(fmt::format("reward program \"{}\": {}: not scored: the program was stopped after "
                                    "an earlier error ({})",
-                                   command_, record_index, failure_));
+                                   command_, where, failure_));
   }
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds_));
-  write_request(request_line(prompt, completions, record), deadline, record_index);
-  const std::string line = read_answer(deadline, record_index);
+  write_request(request_line(prompt, completions, record), deadline, where);
+  const std::string line = read_answer(deadline, where);
   JsonValue answer;
   try {
     answer = parse_json(line);
   } catch (const JsonError& e) {
-    fail(record_index, fmt::format("its answer is not JSON ({}): {}; each answer is one line {{\"rewards\": "
+    fail(where, fmt::format("its answer is not JSON ({}): {}; each answer is one line {{\"rewards\": "
                                    "[...]}} (anything else goes to stderr)",
                                    e.what(), excerpt(line)));
   }
   const JsonValue* rewards = answer.find("rewards");
   if (rewards == nullptr || rewards->kind != JsonValue::Kind::array) {
-    fail(record_index, fmt::format("its answer has no \"rewards\" array: {}", excerpt(line)));
+    fail(where, fmt::format("its answer has no \"rewards\" array: {}", excerpt(line)));
   }
   if (rewards->items.size() != completions.size()) {
-    fail(record_index, fmt::format("it answered {} rewards for {} completions: {}", rewards->items.size(),
+    fail(where, fmt::format("it answered {} rewards for {} completions: {}", rewards->items.size(),
                                    completions.size(), excerpt(line)));
   }
   std::vector<double> values;
@@ -278,13 +278,13 @@ std::vector<double> RewardProgram::score(const JsonValue& prompt, const std::vec
   for (std::size_t i = 0; i < rewards->items.size(); ++i) {
     const JsonValue& item = rewards->items[i];
     if (item.kind != JsonValue::Kind::number) {
-      fail(record_index, fmt::format("reward {} of its answer is {}, not a number: {}", i, item.kind_name(),
+      fail(where, fmt::format("reward {} of its answer is {}, not a number: {}", i, item.kind_name(),
                                      excerpt(line)));
     }
     values.push_back(item.number);
   }
   if (pending_.find_first_not_of(" \t\r\n") != std::string::npos) {
-    fail(record_index,
+    fail(where,
          fmt::format("it answered more than one line; the next: {}", excerpt(pending_.substr(0, pending_.find('\n')))));
   }
   return values;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 #include <vector>
 
@@ -28,19 +29,20 @@ class RewardProgram {
 
   // The program's rewards for one group: `prompt` (the record's, as it is there), its
   // `completions` (ill-formed UTF-8 replaced by U+FFFD, as Python would decode it) and the
-  // whole `record`, which errors call "record `record_index`". Each call has timeout_seconds
+  // whole `record`, which errors call `where` ("data/prompts.jsonl: line 7", or "record 17":
+  // 'reward program "CMD": WHERE: ...'). Each call has timeout_seconds
   // from sending the request to the end of the answer. After an error every call throws.
   std::vector<double> score(const JsonValue& prompt, const std::vector<std::string>& completions,
-                            const JsonValue& record, std::size_t record_index);
+                            const JsonValue& record, std::string_view where);
 
   pid_t pid() const { return pid_; }
 
  private:
   using Deadline = std::chrono::steady_clock::time_point;
-  [[noreturn]] void fail(std::size_t record_index, const std::string& what);
+  [[noreturn]] void fail(std::string_view where, const std::string& what);
   std::string how_it_ended();
-  void write_request(const std::string& request, Deadline deadline, std::size_t record_index);
-  std::string read_answer(Deadline deadline, std::size_t record_index);
+  void write_request(const std::string& request, Deadline deadline, std::string_view where);
+  std::string read_answer(Deadline deadline, std::string_view where);
   void stop(std::chrono::milliseconds grace);
 
   std::string command_;

@@ -15,20 +15,20 @@ Rewards::Rewards(const RewardSettings& settings) : settings_(settings), terms_(p
   }
 }
 
-void Rewards::check_record(const JsonValue& record, std::size_t record_index) const {
+void Rewards::check_record(const JsonValue& record, std::string_view where) const {
   for (const auto& term : terms_) {
-    if (term.kind == RewardKind::math) math_reward("", record, settings_.answer_field, record_index);
-    if (term.kind == RewardKind::exact) record_text(record, settings_.answer_field, "exact", record_index);
+    if (term.kind == RewardKind::math) math_reward("", record, settings_.answer_field, where);
+    if (term.kind == RewardKind::exact) record_text(record, settings_.answer_field, "exact", where);
   }
 }
 
 GroupRewards Rewards::score(const RewardGroup& group) {
   const auto& completions = group.completions;
   if (group.completion_tokens.size() != completions.size()) {
-    throw RuntimeError(fmt::format("record {}: {} completion lengths for {} completions", group.record_index,
+    throw RuntimeError(fmt::format("{}: {} completion lengths for {} completions", group.where,
                                    group.completion_tokens.size(), completions.size()));
   }
-  check_record(group.record, group.record_index);
+  check_record(group.record, group.where);
   GroupRewards out;
   out.total.assign(completions.size(), 0.0);
   for (const auto& term : terms_) {
@@ -37,15 +37,15 @@ GroupRewards Rewards::score(const RewardGroup& group) {
       static const JsonValue no_prompt;
       const JsonValue* prompt = group.record.find("prompt");
       values = program_->score(prompt != nullptr ? *prompt : no_prompt, completions, group.record,
-                               group.record_index);
+                               group.where);
     } else {
       for (std::size_t i = 0; i < completions.size(); ++i) {
         switch (term.kind) {
           case RewardKind::math:
-            values.push_back(math_reward(completions[i], group.record, settings_.answer_field, group.record_index));
+            values.push_back(math_reward(completions[i], group.record, settings_.answer_field, group.where));
             break;
           case RewardKind::exact:
-            values.push_back(exact_reward(completions[i], group.record, settings_.answer_field, group.record_index));
+            values.push_back(exact_reward(completions[i], group.record, settings_.answer_field, group.where));
             break;
           case RewardKind::format: values.push_back((*format_)(completions[i])); break;
           case RewardKind::overlong:

@@ -12,15 +12,17 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ampt::reward {
 
 // One prompt and its completions. `record` is the prompt record with every field (the program
-// is sent its "prompt" member, null where it has none); `record_index` is what errors call it.
+// is sent its "prompt" member, null where it has none); `where` is what errors call it: its
+// place ("data/prompts.jsonl: line 7", PromptRecord::place) or "record 17".
 struct RewardGroup {
   const JsonValue& record;
-  std::size_t record_index = 0;
+  std::string_view where;
   const std::vector<std::string>& completions;
   const std::vector<int64_t>& completion_tokens;  // each completion's length, for overlong
 };
@@ -41,7 +43,7 @@ class Rewards {
   // Throws RuntimeError naming the record when a term cannot score it: math or exact without the
   // answer field, or math with an answer that holds no number. score() checks the same; this is
   // for checking the prompt file before the first step.
-  void check_record(const JsonValue& record, std::size_t record_index) const;
+  void check_record(const JsonValue& record, std::string_view where) const;
 
   // Throws RuntimeError naming the record: check_record's errors, the program's, and
   // completion_tokens not one per completion.

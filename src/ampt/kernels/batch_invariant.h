@@ -1,0 +1,65 @@
+// Exact mode's kernels (issue #66): a Linear and a causal attention whose every output element is
+// reduced in one fixed order, so that a row's result is the same bits whatever else the call
+// holds (other rows, other lengths, padding), however many threads run it, and, for the
+// attention, whether its query comes in a prefill, a training forward or a decode step against
+// a KV cache (Thinking Machines 2025, "Defeating nondeterminism in LLM inference"). ATen's GEMMs
+// choose their blocking by the matrix shape and its attention's reduction over keys by the query
+// and key lengths, so neither promises that.
+//
+// The arithmetic is written down so that a CUDA kernel can be checked against it bit for bit:
+// inputs widened to float32 (exactly, from bfloat16 and float16), each product rounded to float32
+// and then added (no fused multiply-add, in any clone of the CPU code), each sum taken in index
+// order, the result rounded once to the inputs' dtype. A half input's products are exact in
+// float32 (8 × 8 and 11 × 11 significant bits), so there a fused multiply-add would give the same
+// bits. The CPU code is that reference; on other devices the kernels refuse the tensors.
+//
+// Forward passes only are invariant: the backward is ATen's (gradients right, not invariant).
+#pragma once
+
+#include <torch/types.h>
+
+#include <optional>
+
+namespace ampt::kernels {
+
+// Whether exact mode is on for this thread: the models' Linear seam, attention, and the sampler
+// consult it. Off unless a BatchInvariantScope says otherwise.
+bool batch_invariant();
+
+// Turns exact mode on (or off) on this thread while it lives, restoring what was before.
+class BatchInvariantScope {
+ public:
+  explicit BatchInvariantScope(bool on = true);
+  ~BatchInvariantScope();
+  BatchInvariantScope(const BatchInvariantScope&) = delete;
+  BatchInvariantScope& operator=(const BatchInvariantScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// x [..., in] (2-D [rows, in] or the models' 3-D [B, T, in]), weight [out, in], bias [out] or
+// undefined → [..., out], x·weightᵀ + bias: element (r, n) is Σ_k x[r, k]·weight[n, k] summed
+// with k ascending from 0.0f, then + bias[n], in float32, rounded once to the dtype. float32,
+// bfloat16 or float16, all three tensors of one dtype; under autocast they are cast as autocast
+// casts a Linear's. Gradients to all three, as at::linear's backward forms them.
+torch::Tensor invariant_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias);
+
+// Causal attention softmax(q·kᵀ·scale)·v over each row's own keys: q [B, H, Tq, D], k [B, Hkv,
+// Tk, D], v [B, Hkv, Tk, Dv], H a multiple of Hkv (query head h reads key/value head
+// h / (H / Hkv)), Tq ≤ Tk. Query i sits at key position p = Tk − Tq + i (Tq = Tk: a prefill or a
+// training forward; Tq = 1: a decode step against a cache of Tk keys, its own key last) and
+// attends to keys [key_start[b], p] of its row: key_start [B] int64 on the CPU holds where each
+// row's sequence begins (left padding; undefined: all rows begin at 0). A query before its row's
+// start (a padding position) gets zeros. scale: 1/√D unless given. Scores Σ_d q[d]·k[d] with d
+// ascending, times scale; their max; the exponentials (a fixed polynomial of multiplications
+// and additions, the same on every device, not the C library's expf) summed with keys
+// ascending; Σ_j e_j·v[j] with keys ascending, divided by that sum, rounded once to the dtype.
+// Gradients to q, k and v from ATen's math attention under the same mask, in float32.
+torch::Tensor invariant_causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                         const torch::Tensor& v,
+                                         const torch::Tensor& key_start = {},
+                                         std::optional<double> scale = std::nullopt);
+
+}  // namespace ampt::kernels
