@@ -209,8 +209,10 @@ TEST_CASE("grpo loss: advantages, sampler weights, each micro-batch's loss, its 
   }
   const auto path = ampt::test::make_temp_dir() + "/grpo.safetensors";
   const auto r = ampt::test::run_process({AMPT_PYTHON, kReference, path});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
+  {
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+  }
   const auto meta = ampt::parse_json(r.out);
   Tensors ref;
   for (auto& [name, tensor] : ampt::checkpoint::read_safetensors(path)) ref[name] = tensor;
