@@ -522,7 +522,7 @@ TEST_CASE("preference: bad records, objectives and options are one line each",
           "simpo_gamma (flag --simpo_gamma) is an option of the simpo objective, and this run's "
           "objective is dpo: drop it or set --objective");
   refused(records, {"--objective", "orpo", "--beta", "0.2"},
-          "beta (flag --beta) is an option of the dpo, ipo and simpo objectives, and this run's "
+          "beta (flag --beta) is an option of the dpo, ipo, simpo and grpo objectives, and this run's "
           "objective is orpo");
   refused(records, {"--objective", "simpo", "--precompute_ref_logps"},
           "precompute_ref_logps (flag --precompute_ref_logps) is an option of the dpo and ipo "

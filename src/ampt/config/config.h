@@ -24,9 +24,15 @@ enum class ParamDtype { auto_select, fp32, bf16, fp16 };
 enum class BaseDtype { auto_select, nf4, int8, fp8, bf16, fp16 };
 // A feature on, off, or decided by the run on its device (auto).
 enum class AutoSwitch { auto_select, on, off };
-// What training minimises: token cross-entropy (pretraining, SFT), or a preference loss over
-// chosen/rejected pairs (train/objective.h).
-enum class Objective { lm, dpo, ipo, simpo, orpo };
+// What training minimises: token cross-entropy (pretraining, SFT), a preference loss over
+// chosen/rejected pairs, or GRPO's policy gradient over completions the run samples itself and
+// rewards score (train/objective.h, train/rollout.h).
+enum class Objective { lm, dpo, ipo, simpo, orpo, grpo };
+// GRPO (TRL's GRPOConfig names): how the per-token losses are normalised, how rewards become
+// advantages, and whether importance ratios are per token or per sequence (GSPO).
+enum class GrpoLossType { grpo, dr_grpo, dapo, bnpo };
+enum class ScaleRewards { group, batch, none };
+enum class ImportanceSamplingLevel { token, sequence };
 
 // Whether `objective` scores the policy against a reference model (dpo, ipo): the run makes one
 // (a frozen copy, the LoRA base, or log-probabilities precomputed), the memory estimate counts
@@ -140,6 +146,29 @@ struct Config {
   // dpo, ipo: the reference model's log-probabilities of every pair, computed in one pass before
   // training instead of a reference forward per step (no reference model while training).
   bool precompute_ref_logps = false;
+  // grpo (TRL 1.16's GRPOConfig names and defaults): each prompt's completions sampled by the
+  // run itself, scored by the rewards, their group-normalised rewards the advantages of a clipped
+  // policy gradient; beta (0 here unless given) weighs the k3 KL to the reference.
+  int64_t num_generations = 8;
+  int64_t max_completion_length = 256;
+  double temperature = 1.0;
+  int64_t top_k = 0;   // 0: every token
+  double top_p = 1.0;  // 1: every token
+  GrpoLossType loss_type = GrpoLossType::dapo;
+  double epsilon = 0.2;
+  double epsilon_high = 0.0;  // 0: epsilon
+  ScaleRewards scale_rewards = ScaleRewards::group;
+  bool mask_truncated_completions = false;
+  int64_t num_iterations = 1;  // optimizer steps on each batch of completions (TRL's mu)
+  ImportanceSamplingLevel importance_sampling_level = ImportanceSamplingLevel::token;
+  // The rewards: "NAME[:WEIGHT],..." of math, exact, format, overlong (reward/reward_spec.h),
+  // and a reward program speaking JSON Lines (reward/reward_program.h).
+  std::string reward;
+  std::string reward_command;
+  double reward_timeout = 60.0;         // seconds for each of the program's answers
+  std::string reward_answer_field = "answer";  // the record's field math and exact compare with
+  std::string reward_format = R"(<think>[\s\S]*</think>[\s\S]*)";
+  int64_t overlong_buffer = 0;  // DAPO's soft overlong punishment's last tokens before the max
 
   // model
   int64_t mlp_hidden = 256;

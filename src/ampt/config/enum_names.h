@@ -47,11 +47,32 @@ struct EnumNames<OptimizerKind> {
 
 template <>
 struct EnumNames<Objective> {
-  static constexpr Spellings<Objective, 5> values{{{"lm", Objective::lm},
+  static constexpr Spellings<Objective, 6> values{{{"lm", Objective::lm},
                                                    {"dpo", Objective::dpo},
                                                    {"ipo", Objective::ipo},
                                                    {"simpo", Objective::simpo},
-                                                   {"orpo", Objective::orpo}}};
+                                                   {"orpo", Objective::orpo},
+                                                   {"grpo", Objective::grpo}}};
+};
+
+template <>
+struct EnumNames<GrpoLossType> {
+  static constexpr Spellings<GrpoLossType, 4> values{{{"grpo", GrpoLossType::grpo},
+                                                      {"dr_grpo", GrpoLossType::dr_grpo},
+                                                      {"dapo", GrpoLossType::dapo},
+                                                      {"bnpo", GrpoLossType::bnpo}}};
+};
+
+template <>
+struct EnumNames<ScaleRewards> {
+  static constexpr Spellings<ScaleRewards, 3> values{
+      {{"group", ScaleRewards::group}, {"batch", ScaleRewards::batch}, {"none", ScaleRewards::none}}};
+};
+
+template <>
+struct EnumNames<ImportanceSamplingLevel> {
+  static constexpr Spellings<ImportanceSamplingLevel, 2> values{
+      {{"token", ImportanceSamplingLevel::token}, {"sequence", ImportanceSamplingLevel::sequence}}};
 };
 
 template <>

@@ -232,9 +232,13 @@ std::vector<Option> build_table() {
                   "What training minimises: lm = token cross-entropy (pretraining, SFT); on "
                   "preference records (prompt, chosen, rejected): dpo (DPO's sigmoid loss), ipo, "
                   "simpo (reference-free, length-normalised) or orpo (odds ratio plus the chosen "
-                  "answer's NLL), as TRL computes them"),
-      float_option("beta", "preference.beta", &C::beta, positive,
-                   "dpo, ipo, simpo: the scale of the log-probability ratios (TRL's beta)"),
+                  "answer's NLL), as TRL computes them; on prompt records (prompt, and the fields "
+                  "the rewards read): grpo, the policy gradient over completions the run samples "
+                  "and --reward scores"),
+      default_noted(float_option("beta", "preference.beta", &C::beta, at_least_0,
+                                 "dpo, ipo, simpo: the scale of the log-probability ratios (TRL's "
+                                 "beta, above 0); grpo: the weight of the k3 KL to the reference"),
+                    "0.1; grpo: 0, as TRL"),
       float_option("label_smoothing", "preference.label_smoothing", &C::label_smoothing,
                    Range::interval(0, true, 0.5, false),
                    "dpo, simpo: the assumed share of pairs whose labels are flipped (cDPO)"),
@@ -250,6 +254,61 @@ std::vector<Option> build_table() {
                   &C::precompute_ref_logps,
                   "dpo, ipo: the reference model's log-probabilities of every pair in one pass "
                   "before training, none of its forwards while training"),
+      integer_option("num_generations", "grpo.num_generations", &C::num_generations, at_least_1,
+                     "grpo: completions sampled per prompt (a group); batch_size x grad_accum_steps "
+                     "completions a step"),
+      integer_option("max_completion_length", "grpo.max_completion_length",
+                     &C::max_completion_length, at_least_1,
+                     "grpo: tokens a completion may have; one that reaches it without a stop token "
+                     "is truncated"),
+      float_option("temperature", "grpo.temperature", &C::temperature, positive,
+                   "grpo: the sampler's softmax temperature (the log-probabilities are of "
+                   "logits / temperature, as TRL's)"),
+      integer_option("top_k", "grpo.top_k", &C::top_k, at_least_0,
+                     "grpo: sample among the K most likely tokens; 0: all"),
+      float_option("top_p", "grpo.top_p", &C::top_p, Range::interval(0, false, 1, true),
+                   "grpo: then among the fewest whose probabilities add up to P; 1: all"),
+      enum_option("loss_type", "grpo.loss_type", &C::loss_type,
+                  "grpo: how the token losses are normalised, as TRL's loss_type: grpo (each "
+                  "completion's mean), dr_grpo (sum / (completions x max_completion_length)), "
+                  "dapo (the mean over the step's completion tokens), bnpo (each micro-batch's "
+                  "token mean)"),
+      float_option("epsilon", "grpo.epsilon", &C::epsilon, positive,
+                   "grpo: the importance ratio is clipped to [1 - epsilon, 1 + epsilon_high]"),
+      default_noted(float_option("epsilon_high", "grpo.epsilon_high", &C::epsilon_high, at_least_0,
+                                 "grpo: the clip's upper side (DAPO's clip-higher)"),
+                    "epsilon"),
+      enum_option("scale_rewards", "grpo.scale_rewards", &C::scale_rewards,
+                  "grpo: advantages are rewards less their group's mean, divided by the group's "
+                  "std, the whole batch's, or none (Dr. GRPO)"),
+      bool_option("mask_truncated_completions", "grpo.mask_truncated_completions",
+                  &C::mask_truncated_completions,
+                  "grpo: a completion cut at max_completion_length takes no part in the loss"),
+      integer_option("num_iterations", "grpo.num_iterations", &C::num_iterations, at_least_1,
+                     "grpo: optimizer steps on each batch of completions (TRL's mu), the later "
+                     "ones against the first's log-probabilities"),
+      enum_option("importance_sampling_level", "grpo.importance_sampling_level",
+                  &C::importance_sampling_level,
+                  "grpo: one importance ratio per token, or per completion (GSPO)"),
+      string_option("reward", "grpo.reward", &C::reward, false, "NAME[:WEIGHT],...",
+                    "grpo: the rewards summed, each with its weight: math (the number the "
+                    "completion gives against the record's answer), exact, format "
+                    "(--reward_format), overlong (DAPO's, --overlong_buffer), program "
+                    "(--reward_command)"),
+      string_option("reward_command", "grpo.reward_command", &C::reward_command, false, "CMD",
+                    "grpo: a reward program, run once by /bin/sh -c: a JSON line per group on "
+                    "its stdin, {\"rewards\": [...]} back on its stdout"),
+      float_option("reward_timeout", "grpo.reward_timeout", &C::reward_timeout, positive,
+                   "grpo: seconds the reward program may take for an answer"),
+      string_option("reward_answer_field", "grpo.reward_answer_field", &C::reward_answer_field,
+                    true, "FIELD", "grpo: the prompt record's field the math and exact rewards "
+                    "compare with"),
+      string_option("reward_format", "grpo.reward_format", &C::reward_format, true, "REGEX",
+                    "grpo: the regular expression (ECMAScript) the format reward's whole "
+                    "completion must match"),
+      integer_option("overlong_buffer", "grpo.overlong_buffer", &C::overlong_buffer, at_least_0,
+                     "grpo: the overlong reward's last tokens before max_completion_length, "
+                     "over which it falls from 0 to -1 (DAPO's soft overlong punishment)"),
 
       // model
       catalog_option("model", "model.name", &C::model, &Catalog::models, "MODEL",

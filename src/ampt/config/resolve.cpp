@@ -151,12 +151,30 @@ void check_objective_options(const Config& config, const std::vector<Source>& so
     std::vector<O> objectives;
     const char* owners;
   };
-  const Owned owned[] = {{"beta", {O::dpo, O::ipo, O::simpo}, "dpo, ipo and simpo"},
+  const Owned owned[] = {{"beta", {O::dpo, O::ipo, O::simpo, O::grpo}, "dpo, ipo, simpo and grpo"},
                          {"label_smoothing", {O::dpo, O::simpo}, "dpo and simpo"},
                          {"simpo_gamma", {O::simpo}, "simpo"},
                          {"orpo_lambda", {O::orpo}, "orpo"},
                          {"rpo_alpha", {O::dpo, O::ipo}, "dpo and ipo"},
-                         {"precompute_ref_logps", {O::dpo, O::ipo}, "dpo and ipo"}};
+                         {"precompute_ref_logps", {O::dpo, O::ipo}, "dpo and ipo"},
+                         {"num_generations", {O::grpo}, "grpo"},
+                         {"max_completion_length", {O::grpo}, "grpo"},
+                         {"temperature", {O::grpo}, "grpo"},
+                         {"top_k", {O::grpo}, "grpo"},
+                         {"top_p", {O::grpo}, "grpo"},
+                         {"loss_type", {O::grpo}, "grpo"},
+                         {"epsilon", {O::grpo}, "grpo"},
+                         {"epsilon_high", {O::grpo}, "grpo"},
+                         {"scale_rewards", {O::grpo}, "grpo"},
+                         {"mask_truncated_completions", {O::grpo}, "grpo"},
+                         {"num_iterations", {O::grpo}, "grpo"},
+                         {"importance_sampling_level", {O::grpo}, "grpo"},
+                         {"reward", {O::grpo}, "grpo"},
+                         {"reward_command", {O::grpo}, "grpo"},
+                         {"reward_timeout", {O::grpo}, "grpo"},
+                         {"reward_answer_field", {O::grpo}, "grpo"},
+                         {"reward_format", {O::grpo}, "grpo"},
+                         {"overlong_buffer", {O::grpo}, "grpo"}};
   for (const auto& [option, objectives, owners] : owned) {
     const Source& source = sources[index_of(*find_option(option))];
     if (source.kind == Source::Kind::default_value) continue;
@@ -166,6 +184,41 @@ void check_objective_options(const Config& config, const std::vector<Source>& so
                                  option, describe(source), owners,
                                  objectives.size() == 1 ? "" : "s",
                                  to_string(config.objective)));
+  }
+}
+
+// GRPO's defaults where they differ from the preference losses' (TRL's GRPOConfig: beta 0,
+// epsilon_high = epsilon), and the settings that cannot make a run: one line each.
+void apply_grpo_settings(Config& config, const std::vector<Source>& sources) {
+  const Source& beta = sources[index_of(*find_option("beta"))];
+  if (config.objective != Objective::grpo) {
+    if (config.beta == 0 && config.objective != Objective::lm) {
+      throw UsageError(fmt::format("beta 0 ({}): --objective {} divides by it or scales its "
+                                   "log-ratios with it; give a value above 0",
+                                   describe(beta), to_string(config.objective)));
+    }
+    return;
+  }
+  if (beta.kind == Source::Kind::default_value) config.beta = 0.0;
+  if (config.epsilon_high == 0) config.epsilon_high = config.epsilon;
+  const Source& generations = sources[index_of(*find_option("num_generations"))];
+  if (config.num_generations < 2 && config.scale_rewards != ScaleRewards::none) {
+    throw UsageError(fmt::format(
+        "num_generations {} ({}) leaves each prompt a group of one, whose reward std is 0: "
+        "scale_rewards {} would divide by it; sample 2 or more, or set --scale_rewards none",
+        config.num_generations, describe(generations), to_string(config.scale_rewards)));
+  }
+  const int64_t completions = config.batch_size * config.grad_accum_steps;
+  if (completions % config.num_generations != 0) {
+    throw UsageError(fmt::format(
+        "num_generations {} ({}) does not divide the {} completions a step samples on each rank "
+        "(batch_size {} x grad_accum_steps {}): each prompt's group must be whole",
+        config.num_generations, describe(generations), completions, config.batch_size,
+        config.grad_accum_steps));
+  }
+  if (config.reward.empty() && config.reward_command.empty()) {
+    throw UsageError("--objective grpo needs rewards: --reward NAME[:WEIGHT],... (math, exact, "
+                     "format, overlong) or --reward_command CMD");
   }
 }
 
@@ -200,6 +253,7 @@ Resolved resolve(const std::vector<std::string>& args,
   config.launch = parse_launch(env);
   apply_target_batch(config, sources);
   check_objective_options(config, sources);
+  apply_grpo_settings(config, sources);
   config.hf_hub_cache = hf_hub_cache(env);
   check_catalog_choices(config, sources, catalog);
   apply_adapter(config, sources, catalog);

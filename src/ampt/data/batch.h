@@ -24,6 +24,17 @@ struct Batch {
   // Preference pairs: [pairs] int64, each pair's index among all the data's pairs (train and
   // validation), in the batch's order of pairs.
   torch::Tensor pair_ids;
+  // GRPO's completions (train/rollout.h), each [rows, T] as the targets unless said: each row's
+  // advantage [rows]; 1 on the completion tokens the loss counts; the sampler's log-probability of
+  // each target. Then what the GRPO objective fills in on the batch's first step, which later
+  // steps on it (num_iterations) read: the trainer's own log-probabilities then (the old policy's),
+  // the reference's (beta > 0), and the sampler-trainer mismatch figures [3]. Undefined otherwise.
+  torch::Tensor advantages;
+  torch::Tensor completion_mask;
+  torch::Tensor sampler_log_probs;
+  torch::Tensor old_log_probs;
+  torch::Tensor ref_log_probs;
+  torch::Tensor mismatch;
 };
 
 // The cumulative lengths of `positions` [B, T] on the host (Batch::starts).

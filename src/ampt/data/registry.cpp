@@ -307,6 +307,11 @@ DataSplits open_dataset(const Config& config, const SampleRequest& request,
         config.dataset));
   }
   // jsonl: data and tokens: shards say for themselves whether they hold preference records.
+  if (config.objective == config::Objective::grpo && spec->kind != config::DatasetKind::jsonl) {
+    throw UsageError(fmt::format("--objective grpo samples completions of prompt records in jsonl: "
+                                 "data, and dataset '{}' is not jsonl:",
+                                 config.dataset));
+  }
   if (config.objective != config::Objective::lm && spec->kind != config::DatasetKind::jsonl &&
       spec->kind != config::DatasetKind::tokens) {
     throw UsageError(fmt::format(

@@ -5,6 +5,7 @@
 #include "ampt/data/input_files.h"
 #include "ampt/data/loss_mask.h"
 #include "ampt/data/preference_pairs.h"
+#include "ampt/data/prompt_dataset.h"
 #include "ampt/data/run_tokenizer.h"
 #include "ampt/data/text_file.h"
 #include "ampt/data/text_shard.h"
@@ -187,6 +188,14 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
   const int64_t length = sample_length(config, request);
   const auto tokenizer = run_tokenizer(config);
   const auto chat = chat_template(files, jsonl, config, tokenizer);
+  if (config.objective == config::Objective::grpo) {
+    if (!jsonl || !chat) {
+      throw UsageError(fmt::format("--objective grpo samples completions of prompt records (JSON Lines "
+                                   "objects with a \"prompt\"), and {} holds {}",
+                                   config.dataset, jsonl ? "documents" : "plain text"));
+    }
+    return open_prompt_dataset(files, config, request, *tokenizer, *chat);
+  }
   Corpus corpus = tokenizer ? tokenized(*tokenizer, files, spec, config, request.vocab_size, progress,
                                         chat ? &*chat : nullptr)
                   : jsonl   ? jsonl_bytes(files, config.text_field, config.dataset)

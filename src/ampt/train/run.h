@@ -17,18 +17,23 @@
 #include "ampt/models/registry.h"
 #include "ampt/precision/precision_state.h"
 #include "ampt/precision/stability_monitor.h"
+#include "ampt/reward/rewards.h"
+#include "ampt/text/tokenizer.h"
 #include "ampt/train/checkpointer.h"
 #include "ampt/train/clock.h"
 #include "ampt/train/frozen_base.h"
+#include "ampt/train/grpo_objective.h"
 #include "ampt/train/objective.h"
 #include "ampt/train/optimizer.h"
 #include "ampt/train/policy.h"
+#include "ampt/train/rollout.h"
 #include "ampt/train/schedule.h"
 #include "ampt/train/step.h"
 #include "ampt/train/step_profiler.h"
 #include "ampt/train/train_state.h"
 #include "ampt/train/trainer.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +57,18 @@ struct Progress {
   torch::Tensor overflow_steps;  // counted on the device: a skipped step costs no sync
   // Time the loop spends evaluating: in the summary's split, and left out of throughput.
   double eval_seconds = 0.0;
+};
+
+// --objective grpo: what its steps are made of (run_rollout.cpp): the tokenizer its completions
+// are decoded with, the rewards, the rollout, the run's objective as GRPO's, the current
+// rollout's micro-batches (num_iterations steps train on them) and where completions.jsonl goes.
+struct GrpoParts {
+  text::Tokenizer tokenizer;
+  std::unique_ptr<reward::Rewards> rewards;
+  std::unique_ptr<Rollout> rollout;
+  GrpoObjective* objective = nullptr;
+  std::vector<data::Batch> batches;
+  std::string completions_path;  // empty on ranks other than 0
 };
 
 // What startup found, for the run's header (describe()).
@@ -123,6 +140,12 @@ class Run {
   checkpoint::Checkpoint checkpoint_meta(int64_t steps_done) const;
 
   // run_objective.cpp
+  // Whether the objective scores against a reference: dpo and ipo, grpo with beta > 0.
+  bool uses_reference() const;
+  // The reference's forward (logits, no gradients) and how the startup line names it: the frozen
+  // copy, the continued adapter as it started, or the base with the adapters off.
+  std::pair<std::function<torch::Tensor(const data::Batch&)>, std::string> reference_forward(
+      const ReferenceStart& reference);
   // reference_start()'s, from ReferenceStart.
   ReferenceStart reference_start();
   // The model's (chosen, rejected) log-probabilities of every pair of both splits, as it is now,
@@ -136,6 +159,22 @@ class Run {
   std::shared_ptr<Objective> make_objective(const ReferenceStart& reference);
   // The sequences one sample is: a preference pair's two, else one (throughput and MFU).
   int64_t rows_per_sample() const { return splits_.spec.preference ? 2 : 1; }
+
+  // run_rollout.cpp
+  bool grpo() const { return config_.objective == config::Objective::grpo; }
+  // The prompts of one rollout on this rank: batch_size x grad_accum_steps completions, in groups
+  // of num_generations.
+  int64_t prompts_per_rollout() const;
+  // The rewards and the rollout on the loader's prompts, over the Policy's decode step; throws
+  // UsageError for settings the run cannot take and RuntimeError for a prompt a reward cannot
+  // score.
+  void set_up_grpo();
+  // The objective of --objective grpo, with its reference where beta > 0.
+  std::shared_ptr<Objective> make_grpo_objective(const ReferenceStart& reference);
+  // Step `step`'s micro-batches: a new rollout's (sampled with the model in eval mode, its first
+  // completions appended to completions.jsonl) every num_iterations steps, else the current
+  // rollout's again.
+  std::vector<data::Batch> rollout_batches(int64_t step);
 
   // run_eval.cpp
   // The batch's loss under the run's precision; with `correct`, also the count of right argmax
@@ -180,6 +219,7 @@ class Run {
   StartupNotes notes_;
   double peak_flops_ = 0.0;
   std::unique_ptr<TrainStep> step_;
+  std::unique_ptr<GrpoParts> grpo_;  // --objective grpo only
   // run()'s --profile, while it runs: the step tells its census of the gradients.
   StepProfiler* profiler_ = nullptr;
   // Last: destroyed first, it waits for a write in flight while the rest of the run still exists.

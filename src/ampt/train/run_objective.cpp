@@ -17,7 +17,7 @@ namespace ampt::train {
 
 Run::ReferenceStart Run::reference_start() {
   ReferenceStart start;
-  if (!splits_.spec.preference || !needs_reference(config_.objective)) return start;
+  if (!uses_reference()) return start;
   torch::NoGradGuard no_grad;
   if (config_.precompute_ref_logps) {
     start.logps = reference_log_probs(start.logps_note);
@@ -116,7 +116,42 @@ torch::Tensor Run::reference_log_probs(std::string& note) {
   return table;
 }
 
+bool Run::uses_reference() const {
+  if (grpo()) return config_.beta > 0;
+  return splits_.spec.preference && needs_reference(config_.objective);
+}
+
+std::pair<std::function<torch::Tensor(const data::Batch&)>, std::string> Run::reference_forward(
+    const ReferenceStart& reference) {
+  if (reference.model) {
+    return {[this, copy = reference.model](const data::Batch& batch) {
+              return policy_.compute([&] { return copy->logits(batch); });
+            },
+            "a frozen copy of the model as training starts"};
+  }
+  if (!reference.adapters.empty()) {
+    return {[this, adapters = reference.adapters](const data::Batch& batch) {
+              const models::AdaptersReplaced initial(*policy_.model().module, adapters);
+              return policy_.logits(batch);
+            },
+            fmt::format("the base with {}'s adapters as they started (no second model)", config_.init_adapter)};
+  }
+  return {[this](const data::Batch& batch) {
+            const models::AdaptersOff base;
+            return policy_.logits(batch);
+          },
+          "the base with the LoRA adapters off (no second model)"};
+}
+
 std::shared_ptr<Objective> Run::make_objective(const ReferenceStart& reference) {
+  if (config_.zero_stage == 3 && reference.model) {
+    throw UsageError(fmt::format(
+        "--objective {} under zero_stage 3 would hold its reference, a copy of the model, whole on "
+        "every rank: {}train LoRA adapters (the reference is their base)",
+        config::to_string(config_.objective),
+        grpo() ? "set --beta 0 (no reference), or " : "add --precompute_ref_logps (no reference model while training), or "));
+  }
+  if (grpo()) return make_grpo_objective(reference);
   if (!splits_.spec.preference) {
     return token_cross_entropy(
         [this](const data::Batch& batch, torch::Tensor* figures) {
@@ -125,37 +160,14 @@ std::shared_ptr<Objective> Run::make_objective(const ReferenceStart& reference) 
         },
         splits_.spec.every_target_scored, policy_.model().loss_figures);
   }
-  if (config_.zero_stage == 3 && reference.model) {
-    throw UsageError(fmt::format(
-        "--objective {} under zero_stage 3 would hold its reference, a copy of the model, whole on "
-        "every rank: add --precompute_ref_logps (no reference model while training), or train "
-        "LoRA adapters (the reference is their base)",
-        config::to_string(config_.objective)));
-  }
   PreferenceModels models;
   models.policy = [this](const data::Batch& batch) { return policy_.logits(batch); };
   if (needs_reference(config_.objective)) {
     if (reference.logps.defined()) {
       models.reference_table = reference.logps;
       models.reference_description = reference.logps_note;
-    } else if (reference.model) {
-      models.reference = [this, copy = reference.model](const data::Batch& batch) {
-        return policy_.compute([&] { return copy->logits(batch); });
-      };
-      models.reference_description = "a frozen copy of the model as training starts";
-    } else if (!reference.adapters.empty()) {
-      models.reference = [this, adapters = reference.adapters](const data::Batch& batch) {
-        const models::AdaptersReplaced initial(*policy_.model().module, adapters);
-        return policy_.logits(batch);
-      };
-      models.reference_description = fmt::format(
-          "the base with {}'s adapters as they started (no second model)", config_.init_adapter);
     } else {
-      models.reference = [this](const data::Batch& batch) {
-        const models::AdaptersOff base;
-        return policy_.logits(batch);
-      };
-      models.reference_description = "the base with the LoRA adapters off (no second model)";
+      std::tie(models.reference, models.reference_description) = reference_forward(reference);
     }
   }
   return preference_objective(config_, std::move(models));

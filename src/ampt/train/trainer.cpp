@@ -180,8 +180,25 @@ log::RunSummary Run::run(Clock::time_point started) {
                           step + 1 == progress_.total_steps || stop != 0;
     std::vector<data::Batch> micro_batches;
     StepPhase data_wait("ampt::data_wait");
-    for (int64_t micro = 0; micro < progress_.grad_accum_steps; ++micro) {
-      micro_batches.push_back(progress_.batches->next());
+    if (grpo()) {
+      try {
+        micro_batches = rollout_batches(step);
+      } catch (const RuntimeError& e) {
+        // A reward that cannot score (its program crashed, hung or answered garbage) stops the
+        // run with what it has trained saved.
+        std::string saved;
+        try {
+          save_checkpoint(step, summary, /*final=*/true);
+          saved = "saved " + summary.checkpoint;
+        } catch (const RuntimeError& failed) {
+          saved = failed.what();
+        }
+        throw RuntimeError(fmt::format("training stopped after step {}: {} ({})", step, e.what(), saved));
+      }
+    } else {
+      for (int64_t micro = 0; micro < progress_.grad_accum_steps; ++micro) {
+        micro_batches.push_back(progress_.batches->next());
+      }
     }
     data_wait.end();
     const auto result = step_->run(micro_batches, lr, log_step);

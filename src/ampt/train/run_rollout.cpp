@@ -1,0 +1,150 @@
+#include "ampt/train/run.h"
+
+#include "ampt/config/enum_names.h"
+#include "ampt/core/errors.h"
+#include "ampt/core/json_text.h"
+#include "ampt/data/run_tokenizer.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace ampt::train {
+namespace {
+
+grpo::LossType loss_type(config::GrpoLossType type) {
+  switch (type) {
+    case config::GrpoLossType::grpo: return grpo::LossType::grpo;
+    case config::GrpoLossType::dr_grpo: return grpo::LossType::dr_grpo;
+    case config::GrpoLossType::dapo: return grpo::LossType::dapo;
+    case config::GrpoLossType::bnpo: return grpo::LossType::bnpo;
+  }
+  return grpo::LossType::dapo;
+}
+
+grpo::RewardScaling reward_scaling(config::ScaleRewards scaling) {
+  switch (scaling) {
+    case config::ScaleRewards::group: return grpo::RewardScaling::group;
+    case config::ScaleRewards::batch: return grpo::RewardScaling::batch;
+    case config::ScaleRewards::none: return grpo::RewardScaling::none;
+  }
+  return grpo::RewardScaling::group;
+}
+
+}  // namespace
+
+int64_t Run::prompts_per_rollout() const {
+  // config::resolve has checked that the groups are whole.
+  return config_.batch_size * config_.grad_accum_steps / config_.num_generations;
+}
+
+void Run::set_up_grpo() {
+  if (config_.scale_rewards == config::ScaleRewards::batch && dist_.world_size() > 1) {
+    throw UsageError(fmt::format("scale_rewards batch divides by the reward std of every rank's "
+                                 "completions, which {} ranks do not share yet: use group or none",
+                                 dist_.world_size()));
+  }
+  if (config_.expert_parallel > 1) {
+    throw UsageError(fmt::format("--objective grpo samples each rank's prompts apart, and expert_parallel {} "
+                                 "makes every forward an all_to_all among the ranks: drop expert_parallel",
+                                 config_.expert_parallel));
+  }
+  auto tokenizer = data::run_tokenizer(config_);
+  if (!tokenizer) {
+    throw UsageError("--objective grpo decodes its completions for the rewards: name the tokenizer "
+                     "(--tokenizer PATH), or start from a pretrained model (--init_from)");
+  }
+  const auto* prompts = dynamic_cast<const data::PromptDataset*>(splits_.train.get());
+  if (prompts == nullptr) throw RuntimeError("--objective grpo: the training data are no prompt records");
+  grpo_.reset(new GrpoParts{std::move(*tokenizer)});
+  reward::RewardSettings rewards;
+  rewards.spec = config_.reward;
+  rewards.answer_field = config_.reward_answer_field;
+  rewards.format_pattern = config_.reward_format;
+  rewards.overlong_max = config_.max_completion_length;
+  rewards.overlong_cache = config_.overlong_buffer;
+  rewards.command = config_.reward_command;
+  rewards.timeout_seconds = config_.reward_timeout;
+  grpo_->rewards = std::make_unique<reward::Rewards>(rewards);
+  // Every record is checked before the first step: a field a reward reads and lacks is a startup
+  // error naming the record, not a failure after an hour of training.
+  for (int64_t i = 0; i < prompts->size(); ++i) {
+    grpo_->rewards->check_record(prompts->record(i).record, prompts->record(i).place);
+  }
+  RolloutSettings settings;
+  settings.generations = config_.num_generations;
+  settings.rows_per_micro_batch = config_.batch_size;
+  settings.sampling.max_new_tokens = config_.max_completion_length;
+  settings.sampling.temperature = config_.temperature;
+  settings.sampling.top_k = config_.top_k;
+  settings.sampling.top_p = config_.top_p;
+  settings.sampling.seed = static_cast<uint64_t>(config_.seed);
+  settings.sampling.stop_tokens = {grpo_->tokenizer.eot_id()};
+  settings.scaling = reward_scaling(config_.scale_rewards);
+  settings.mask_truncated = config_.mask_truncated_completions;
+  settings.keep_old_log_probs = config_.num_iterations > 1;
+  settings.keep_reference = config_.beta > 0;
+  settings.device = device_.device;
+  const models::Decoding decoding{
+      [this](const torch::Tensor& tokens, models::KvCache& cache) { return policy_.next_logits(tokens, cache); },
+      policy_.model().context, device_.device};
+  grpo_->rollout = std::make_unique<Rollout>(settings, *prompts, grpo_->tokenizer, *grpo_->rewards, decoding);
+  if (dist_.rank() == 0) {
+    std::filesystem::create_directories(config_.output_dir);
+    grpo_->completions_path = (std::filesystem::path(config_.output_dir) / "completions.jsonl").string();
+  }
+}
+
+std::shared_ptr<Objective> Run::make_grpo_objective(const ReferenceStart& reference) {
+  grpo::LossSettings settings;
+  settings.loss_type = loss_type(config_.loss_type);
+  settings.epsilon_low = config_.epsilon;
+  settings.epsilon_high = config_.epsilon_high;
+  settings.beta = config_.beta;
+  settings.importance_sampling_level = config_.importance_sampling_level == config::ImportanceSamplingLevel::token
+                                           ? grpo::ImportanceLevel::token
+                                           : grpo::ImportanceLevel::sequence;
+  settings.max_completion_length = config_.max_completion_length;
+  GrpoModels models;
+  models.policy = [this](const data::Batch& batch) { return policy_.logits(batch); };
+  if (config_.beta > 0) {
+    auto [forward, description] = reference_forward(reference);
+    models.reference = std::move(forward);
+    models.reference_description = std::move(description);
+  }
+  auto objective = std::make_shared<GrpoObjective>(settings, config_.temperature, std::move(models),
+                                                   grpo_->rollout->figure_names());
+  grpo_->objective = objective.get();
+  return objective;
+}
+
+std::vector<data::Batch> Run::rollout_batches(int64_t step) {
+  auto& parts = *grpo_;
+  const int64_t iteration = step % config_.num_iterations;
+  // A run resumed between a rollout's steps has not got it: it samples the next one.
+  if (iteration != 0 && !parts.batches.empty()) {
+    parts.objective->set_iteration(iteration);
+    return parts.batches;
+  }
+  const auto prompts = progress_.batches->next();
+  torch::NoGradGuard no_grad;
+  policy_.model().module->eval();
+  auto made = parts.rollout->make(prompts, step / config_.num_iterations);
+  policy_.model().module->train();
+  policy_.release_gathered();  // ZeRO-3: the root, held through the sampling
+  parts.objective->begin_rollout(made.figures);
+  parts.batches = std::move(made.micro_batches);
+  if (!parts.completions_path.empty()) {
+    std::ofstream out(parts.completions_path, std::ios::app);
+    for (const auto& shown : made.shown) {
+      out << fmt::format("{{\"step\": {}, \"prompt_index\": {}, \"prompt\": {}, \"completion\": {}, "
+                         "\"reward\": {}, \"advantage\": {}, \"truncated\": {}}}\n",
+                         step + 1, shown.prompt, json_string(shown.prompt_text), json_string(shown.completion),
+                         json_number(shown.reward), json_number(shown.advantage), shown.truncated);
+    }
+  }
+  return parts.batches;
+}
+
+}  // namespace ampt::train
