@@ -93,7 +93,7 @@ int run_generate(const std::vector<std::string>& args, const Environment& env) {
                                  "(--tokenizer PATH)",
                                  checkpoint_path));
   }
-  sampling.stop_token = tokenizer->eot_id();
+  sampling.stop_tokens = {tokenizer->eot_id()};
   const auto device = device::select_device(config.device).device;
   if (!models::family_of(config).generation) {
     throw UsageError(fmt::format("ampt generate continues text with a language model, and model "

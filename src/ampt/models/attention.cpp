@@ -4,8 +4,6 @@
 
 #include <ATen/ops/scaled_dot_product_attention.h>
 
-#include <stdexcept>
-
 namespace ampt::models {
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t n_head, double dropout,
@@ -49,20 +47,9 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const Pac
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward_cached(
-    const torch::Tensor& x, std::pair<torch::Tensor, torch::Tensor>& cache) {
-  auto& [keys, values] = cache;
-  const bool first = !keys.defined();
-  if (!first && x.size(1) != 1) {
-    throw std::invalid_argument("forward_cached: after the prompt, one position at a time");
-  }
+    const torch::Tensor& x, const CacheStep& step, std::pair<torch::Tensor, torch::Tensor>& cache) {
   const auto qkv = c_attn->forward(x).split(x.size(2), /*dim=*/2);
-  keys = first ? heads(qkv[1]) : torch::cat({keys, heads(qkv[1])}, 2);
-  values = first ? heads(qkv[2]) : torch::cat({values, heads(qkv[2])}, 2);
-  // The prompt attends causally within itself; a later single position attends to everything
-  // cached before it, which needs no mask.
-  return project_out(at::scaled_dot_product_attention(heads(qkv[0]), keys, values,
-                                                      /*attn_mask=*/{}, 0.0,
-                                                      /*is_causal=*/first && x.size(1) > 1));
+  return project_out(cached_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), cache, step));
 }
 
 }  // namespace ampt::models

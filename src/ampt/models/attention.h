@@ -1,6 +1,7 @@
 // Causal multi-head self-attention of a GPT block.
 #pragma once
 
+#include "ampt/models/kv_cache.h"
 #include "ampt/models/linear.h"
 #include "ampt/models/packed_sequences.h"
 
@@ -20,10 +21,10 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   // x: [B, T, n_embd] → [B, T, n_embd]; position t attends to positions ≤ t only, and only to
   // those of its own example where `packed` cuts the rows into examples.
   torch::Tensor forward(const torch::Tensor& x, const PackedLayout& packed = {});
-  // The same for new positions after those whose keys and values `cache` holds ([B, n_head,
-  // T_cached, head_dim] each; undefined when empty), which it then holds too: generation
-  // computes each position once. x holds either the whole prompt (empty cache) or one position.
-  torch::Tensor forward_cached(const torch::Tensor& x, std::pair<torch::Tensor, torch::Tensor>& cache);
+  // The same for new positions after the `step.held` whose keys and values `cache` holds, which
+  // it then holds too (cached_attention, kv_cache.h): generation computes each position once.
+  torch::Tensor forward_cached(const torch::Tensor& x, const CacheStep& step,
+                               std::pair<torch::Tensor, torch::Tensor>& cache);
 
   Linear c_attn{nullptr};
   Linear c_proj{nullptr};  // a residual projection: GPT-2 scales its init

@@ -92,6 +92,28 @@ LossTerms DecoderImpl::loss_terms(const torch::Tensor& tokens, const torch::Tens
   return {std::move(loss), std::move(aux.figures)};
 }
 
+namespace {
+
+// Which keys [0, end) each new position [held, end) of a cached forward may attend to, where
+// rows start at `first` (left padding) or new positions follow held ones: [B or 1, 1, T_new,
+// end] bool; undefined where SDPA's causal flag (an empty cache) or no mask (one new position)
+// says it.
+torch::Tensor cache_mask(const torch::Tensor& first, int64_t held, int64_t end,
+                         const torch::Device& device) {
+  const int64_t time = end - held;
+  if (!first.defined() && (held == 0 || time == 1)) return {};
+  const auto options = torch::dtype(torch::kInt64).device(device);
+  const auto query = torch::arange(held, end, options).view({1, 1, time, 1});
+  const auto key = torch::arange(0, end, options).view({1, 1, 1, end});
+  auto mask = key <= query;
+  if (!first.defined()) return mask;
+  // A padding position attends to itself alone: a query that sees no key gets NaN from the
+  // softmax, and its value would carry the NaN into real positions' sums even at weight 0.
+  return mask.logical_and((key >= first.view({-1, 1, 1, 1})).logical_or(key == query));
+}
+
+}  // namespace
+
 torch::Tensor DecoderImpl::next_logits(const torch::Tensor& tokens, KvCache& cache) {
   const int64_t time = tokens.size(1), end = cache.length + time;
   if (end > context_) {
@@ -99,9 +121,18 @@ torch::Tensor DecoderImpl::next_logits(const torch::Tensor& tokens, KvCache& cac
                                    "{}: shorten the prompt or max_new_tokens",
                                    end, context_));
   }
-  const TokenPositions at{cache.length, time, {}, tokens.device()};
+  const auto device = tokens.device();
+  torch::Tensor per_row;
+  if (cache.first.defined()) {
+    per_row = (torch::arange(cache.length, end, tokens.options()).unsqueeze(0) -
+               cache.first.unsqueeze(1))
+                  .clamp_min(0);
+  }
+  const TokenPositions at{cache.length, time, per_row, device};
   auto x = embed(tokens, at);
-  const auto context = block_context(at, {});
+  auto context = block_context(at, {});
+  context.cached = {cache.length, cache.capacity > 0 ? cache.capacity : context_,
+                    cache_mask(cache.first, cache.length, end, device)};
   cache.layers.resize(blocks_->size());
   // As hidden() runs them: each block through its hooks (ZeRO-3's gathers) and its fp32 island.
   for (size_t i = 0; i < blocks_->size(); ++i) {

@@ -31,11 +31,13 @@ struct TokenPositions {
   torch::Device device = torch::kCPU;
 };
 
-// What every block of one forward reads besides its input: the packed examples, and for rotary
-// families the angles of the tokens' positions (worked out once per forward).
+// What every block of one forward reads besides its input: the packed examples, for rotary
+// families the angles of the tokens' positions (worked out once per forward), and in a cached
+// forward where its new positions go in the cache and which keys they see.
 struct BlockContext {
   PackedLayout packed;
   RotaryAngles angles;
+  CacheStep cached;
 };
 
 // A training loss with the family's auxiliary losses added at their weights, and the figures
@@ -87,9 +89,11 @@ class DecoderImpl : public torch::nn::Module {
   // The names of LossTerms::figures (empty: the family has no auxiliary loss).
   virtual std::vector<std::string> auxiliary_figure_names() const { return {}; }
   // Generation: the logits [B, classes] of the position after `tokens` [B, T_new], which
-  // follow the cache's positions; the cache grows by T_new. Each block runs through its hooks
-  // and fp32 island, and the head through its island, as in forward. Throws RuntimeError past
-  // the context.
+  // follow the cache's positions; the cache's buffers (allocated at the first call for its
+  // capacity) take T_new more. Rows left-padded to a common length (cache.first) each count their
+  // positions from their first real token and attend to no padding, so that a row's logits are
+  // those it has alone. Each block runs through its hooks and fp32 island, and the head through
+  // its island, as in forward. Throws RuntimeError past the context or the cache's capacity.
   torch::Tensor next_logits(const torch::Tensor& tokens, KvCache& cache);
 
   int64_t context() const { return context_; }
@@ -114,7 +118,7 @@ class DecoderImpl : public torch::nn::Module {
   virtual torch::Tensor embed(const torch::Tensor& tokens, const TokenPositions& at) = 0;
   // What the blocks read at `at` (rotary families: the angles).
   virtual BlockContext block_context(const TokenPositions& at, PackedLayout packed) {
-    return {std::move(packed), {}};
+    return {std::move(packed), {}, {}};
   }
   // The blocks run as one fused sequence ending in the final norm, where the family has one and
   // can take `x` (GPT's residual adds fused with the next LayerNorm); none: one by one.

@@ -79,11 +79,11 @@ BlockOutputs GptBlockImpl::forward(const torch::Tensor& x, const BlockContext& c
   return {h + call(mlp, call(ln_2, h))};
 }
 
-torch::Tensor GptBlockImpl::forward_cached(const torch::Tensor& x, const BlockContext&,
+torch::Tensor GptBlockImpl::forward_cached(const torch::Tensor& x, const BlockContext& context,
                                            std::pair<torch::Tensor, torch::Tensor>& cache) {
   // Through the attention's island as forward() goes.
   const auto attended = through_island(*attn, call(ln_1, x), [&](const torch::Tensor& in) {
-    return attn->forward_cached(in, cache);
+    return attn->forward_cached(in, context.cached, cache);
   });
   const auto h = x + attended;
   return h + call(mlp, call(ln_2, h));

@@ -1,4 +1,6 @@
-// The keys and values a language model has computed so far in generation.
+// The keys and values a language model has computed so far in generation, in buffers allocated
+// once for every position the generation reaches and written in place, and the attention of new
+// positions over them: the one place cached decoding attends.
 #pragma once
 
 #include <torch/types.h>
@@ -9,11 +11,36 @@
 
 namespace ampt::models {
 
-// One (keys, values) pair per block, [B, key/value heads, positions, head_dim] each (undefined
-// until the prompt has run).
 struct KvCache {
+  // One (keys, values) pair per block, [B, key/value heads, capacity, head_dim] each, allocated
+  // at the first write (undefined before) in the dtype the keys come in.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> layers;
-  int64_t length = 0;  // positions held
+  int64_t length = 0;    // positions written
+  int64_t capacity = 0;  // positions the buffers are allocated for; 0: the model's whole context
+  // Left-padded rows: [B] int64 on the tokens' device, each row's first real position. A row's
+  // positions (rotary angles, position embeddings) count from 0 there, and no position attends
+  // to the padding before it. Undefined: every row starts at position 0.
+  torch::Tensor first;
 };
+
+// What the blocks of one cached forward share: where its new positions go and what each sees.
+struct CacheStep {
+  int64_t held = 0;      // positions the cache held before this forward
+  int64_t capacity = 0;  // positions a layer's buffers are allocated for
+  // [B or 1, 1, T_new, held + T_new] bool, true where a new position may attend to a key.
+  // Undefined: causal within the new positions when the cache was empty, else every key held
+  // (one new position).
+  torch::Tensor mask;
+};
+
+// Writes k and v [B, kv heads, T_new, head_dim] at positions [held, held + T_new) of `layer`
+// (allocating its buffers for step.capacity positions at the first write) and attends q [B,
+// heads, T_new, head_dim] (heads a multiple of kv heads: grouped-query attention) over every
+// position held, as step.mask allows → [B, heads, T_new, head_dim]. Throws RuntimeError past the
+// buffers' capacity.
+torch::Tensor cached_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v,
+                               std::pair<torch::Tensor, torch::Tensor>& layer,
+                               const CacheStep& step);
 
 }  // namespace ampt::models

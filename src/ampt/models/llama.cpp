@@ -52,16 +52,19 @@ torch::Tensor LlamaAttentionImpl::normed(RmsNorm& norm, const torch::Tensor& hea
 }
 
 torch::Tensor LlamaAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
-                                         const torch::Tensor& v, bool causal,
-                                         const PackedLayout& packed) {
+                                         const torch::Tensor& v, const PackedLayout& packed) {
   const double dropout = is_training() ? dropout_ : 0.0;
   // is_causal lets SDPA pick flash attention on a GPU; enable_gqa shares each key/value head
   // among its group of query heads without copying it n_head / n_kv_head times.
-  const auto y = packed.packed()
-                     ? packed_attention(q, k, v, packed, dropout)
-                     : at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout, causal,
-                                                        /*scale=*/std::nullopt,
-                                                        /*enable_gqa=*/n_kv_head_ != n_head_);
+  return project_out(packed.packed()
+                         ? packed_attention(q, k, v, packed, dropout)
+                         : at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout,
+                                                            /*is_causal=*/true,
+                                                            /*scale=*/std::nullopt,
+                                                            /*enable_gqa=*/n_kv_head_ != n_head_));
+}
+
+torch::Tensor LlamaAttentionImpl::project_out(const torch::Tensor& y) {
   const int64_t batch = y.size(0), time = y.size(2);
   return o_proj->forward(y.transpose(1, 2).contiguous().view({batch, time, n_head_ * head_dim_}));
 }
@@ -75,18 +78,14 @@ LlamaAttentionImpl::Qkv LlamaAttentionImpl::qkv(const torch::Tensor& x, const Ro
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const RotaryAngles& angles,
                                           const PackedLayout& packed) {
   const auto [q, k, v] = qkv(x, angles);
-  return attend(q, k, v, /*causal=*/true, packed);
+  return attend(q, k, v, packed);
 }
 
 torch::Tensor LlamaAttentionImpl::forward_cached(const torch::Tensor& x, const RotaryAngles& angles,
+                                                 const CacheStep& step,
                                                  std::pair<torch::Tensor, torch::Tensor>& cache) {
-  auto& [keys, values] = cache;
-  const bool first = !keys.defined();
   const auto [q, k, v] = qkv(x, angles);
-  keys = first ? k : torch::cat({keys, k}, 2);
-  values = first ? v : torch::cat({values, v}, 2);
-  // The prompt attends causally within itself; a later position attends to all it follows.
-  return attend(q, keys, values, /*causal=*/first && x.size(1) > 1);
+  return project_out(cached_attention(q, k, v, cache, step));
 }
 
 LlamaMlpImpl::LlamaMlpImpl(const std::vector<LinearLayer>& block) {
@@ -139,7 +138,7 @@ torch::Tensor LlamaBlockImpl::forward_cached(const torch::Tensor& x, const Block
   // Through the attention's island as forward() goes.
   const auto attended =
       through_island(*self_attn, call(input_layernorm, x), [&](const torch::Tensor& in) {
-        return self_attn->forward_cached(in, context.angles, cache);
+        return self_attn->forward_cached(in, context.angles, context.cached, cache);
       });
   return mlp_residual(x + attended).front();
 }
@@ -178,7 +177,7 @@ BlockContext LlamaImpl::block_context(const TokenPositions& at, PackedLayout pac
   const auto& inv_freq = inv_freq_on(at.device);
   auto angles = at.per_row.defined() ? rotary_angles(inv_freq, at.per_row)
                                      : rotary_angles(inv_freq, at.start, at.time);
-  return {std::move(packed), std::move(angles)};
+  return {std::move(packed), std::move(angles), {}};
 }
 
 torch::Tensor LlamaImpl::final_norm(const torch::Tensor& x) { return call(norm_, x); }

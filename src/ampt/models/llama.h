@@ -48,10 +48,10 @@ class LlamaAttentionImpl : public torch::nn::Module {
   // own example where `packed` cuts the rows into examples.
   torch::Tensor forward(const torch::Tensor& x, const RotaryAngles& angles,
                         const PackedLayout& packed = {});
-  // The same for new positions after those `cache` holds, which it then holds too (the whole
-  // prompt into an empty cache, then one position at a time).
+  // The same for new positions after the `step.held` whose keys and values `cache` holds,
+  // which it then holds too (cached_attention, kv_cache.h).
   torch::Tensor forward_cached(const torch::Tensor& x, const RotaryAngles& angles,
-                               std::pair<torch::Tensor, torch::Tensor>& cache);
+                               const CacheStep& step, std::pair<torch::Tensor, torch::Tensor>& cache);
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RmsNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3's; none otherwise
@@ -67,7 +67,9 @@ class LlamaAttentionImpl : public torch::nn::Module {
   // The projections of x into heads, queries and keys rotated to `angles`' positions.
   Qkv qkv(const torch::Tensor& x, const RotaryAngles& angles);
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                       bool causal, const PackedLayout& packed = {});
+                       const PackedLayout& packed);
+  // The attention's output [B, heads, T, head_dim] back to [B, T, C] through o_proj.
+  torch::Tensor project_out(const torch::Tensor& y);
 
   int64_t n_head_, n_kv_head_, head_dim_;
   double dropout_;

@@ -1,0 +1,41 @@
+#include "ampt/models/kv_cache.h"
+
+#include "ampt/core/errors.h"
+
+#include <ATen/ops/scaled_dot_product_attention.h>
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace ampt::models {
+
+torch::Tensor cached_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v,
+                               std::pair<torch::Tensor, torch::Tensor>& layer,
+                               const CacheStep& step) {
+  auto& [keys, values] = layer;
+  const int64_t time = k.size(2), end = step.held + time;
+  if (!keys.defined()) {
+    keys = torch::empty({k.size(0), k.size(1), step.capacity, k.size(3)}, k.options());
+    values = torch::empty({v.size(0), v.size(1), step.capacity, v.size(3)}, v.options());
+  }
+  if (end > keys.size(2)) {
+    throw RuntimeError(fmt::format("the KV cache holds {} positions and position {} was to be "
+                                   "written: give it the capacity of the prompt and the tokens to "
+                                   "generate",
+                                   keys.size(2), end));
+  }
+  keys.narrow(2, step.held, time).copy_(k);
+  values.narrow(2, step.held, time).copy_(v);
+  // is_causal without a mask lets SDPA pick flash attention on a GPU for an unpadded prompt.
+  const bool causal = !step.mask.defined() && step.held == 0 && time > 1;
+  return at::scaled_dot_product_attention(q, keys.narrow(2, 0, end), values.narrow(2, 0, end),
+                                          step.mask.defined()
+                                              ? std::optional<torch::Tensor>(step.mask)
+                                              : std::nullopt,
+                                          /*dropout_p=*/0.0, causal,
+                                          /*scale=*/std::nullopt,
+                                          /*enable_gqa=*/q.size(1) != k.size(1));
+}
+
+}  // namespace ampt::models
