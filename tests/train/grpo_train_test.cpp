@@ -18,7 +18,7 @@ using namespace ampt::test;
 
 namespace {
 
-constexpr const char* kGpt2Tiktoken = AMPT_SOURCE_DIR "/.deps/gpt2.tiktoken";
+constexpr const char* kGrpoTokenizer = AMPT_SOURCE_DIR "/.deps/gpt2.tiktoken";
 
 std::string write_prompts(const std::string& dir) {
   const auto path = dir + "/prompts.jsonl";
@@ -34,7 +34,7 @@ std::vector<std::string> grpo_args(const std::string& prompts, const std::string
                                    std::vector<std::string> extra) {
   std::vector<std::string> args{
       "train", "--model", "gpt", "--n_layer", "1", "--n_embd", "32", "--n_head", "2",
-      "--block_size", "32", "--vocab_size", "50257", "--tokenizer", kGpt2Tiktoken, "--dataset",
+      "--block_size", "32", "--vocab_size", "50257", "--tokenizer", kGrpoTokenizer, "--dataset",
       "jsonl:" + prompts, "--objective", "grpo", "--reward", "exact,format:0.5", "--reward_format",
       "[^e]*", "--num_generations", "4", "--max_completion_length", "6", "--batch_size", "4",
       "--grad_accum_steps", "2", "--max_steps", "4", "--log_every", "1", "--lr", "1e-2",
@@ -57,9 +57,9 @@ std::vector<std::string> step_lines(const std::string& out) {
 
 }  // namespace
 
-TEST_CASE("grpo: a tiny GPT samples its completions, scores them and steps; the log has TRL's figures",
+TEST_CASE("grpo: a tiny GPT samples its completions, scores them and steps, and its log has TRL's figures",
           "[train][grpo][cli]") {
-  if (!std::filesystem::exists(kGpt2Tiktoken)) AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken missing");
+  if (!std::filesystem::exists(kGrpoTokenizer)) AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken missing");
   const auto dir = make_temp_dir();
   const auto prompts = write_prompts(dir);
   const auto r = run_grpo(grpo_args(prompts, dir + "/out", {}));
@@ -90,7 +90,7 @@ TEST_CASE("grpo: a tiny GPT samples its completions, scores them and steps; the 
 
 TEST_CASE("grpo: the same seed gives the same run bit for bit, and a resumed run continues it",
           "[train][grpo][cli][checkpoint]") {
-  if (!std::filesystem::exists(kGpt2Tiktoken)) AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken missing");
+  if (!std::filesystem::exists(kGrpoTokenizer)) AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken missing");
   const auto dir = make_temp_dir();
   const auto prompts = write_prompts(dir);
   run_grpo(grpo_args(prompts, dir + "/a", {"--save_every", "2"}));
@@ -118,7 +118,7 @@ TEST_CASE("grpo: the same seed gives the same run bit for bit, and a resumed run
 
 TEST_CASE("grpo: a reward program that crashes stops the run with a checkpoint, in one line",
           "[train][grpo][cli][errors]") {
-  if (!std::filesystem::exists(kGpt2Tiktoken)) AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken missing");
+  if (!std::filesystem::exists(kGrpoTokenizer)) AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken missing");
   const auto dir = make_temp_dir();
   const auto prompts = write_prompts(dir);
   const auto r = run_ampt(grpo_args(prompts, dir + "/out", {"--reward", "program", "--reward_command", "exit 3"}));
@@ -129,7 +129,7 @@ TEST_CASE("grpo: a reward program that crashes stops the run with a checkpoint, 
 }
 
 TEST_CASE("grpo: each bad setting or prompt record is one line naming it", "[train][grpo][cli][errors]") {
-  if (!std::filesystem::exists(kGpt2Tiktoken)) AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken missing");
+  if (!std::filesystem::exists(kGrpoTokenizer)) AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken missing");
   const auto dir = make_temp_dir();
   const auto prompts = write_prompts(dir);
   const auto refused = [&](const std::string& data, std::vector<std::string> extra, const std::string& message) {

@@ -189,12 +189,17 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
   const auto tokenizer = run_tokenizer(config);
   const auto chat = chat_template(files, jsonl, config, tokenizer);
   if (config.objective == config::Objective::grpo) {
-    if (!jsonl || !chat) {
+    if (!jsonl || !tokenizer) {
       throw UsageError(fmt::format("--objective grpo samples completions of prompt records (JSON Lines "
-                                   "objects with a \"prompt\"), and {} holds {}",
-                                   config.dataset, jsonl ? "documents" : "plain text"));
+                                   "objects with a \"prompt\"){}",
+                                   jsonl ? ", which need a tokenizer: name one with --tokenizer, or fine-tune "
+                                           "with --init_from"
+                                         : fmt::format(", and {} holds plain text", config.dataset)));
     }
-    return open_prompt_dataset(files, config, request, *tokenizer, *chat);
+    // Records without a "prompt" are no instruction records, and so have no template: reading
+    // them names the first one's missing field.
+    return open_prompt_dataset(files, config, request, *tokenizer,
+                               chat ? *chat : text::builtin_chat_template(*tokenizer));
   }
   Corpus corpus = tokenizer ? tokenized(*tokenizer, files, spec, config, request.vocab_size, progress,
                                         chat ? &*chat : nullptr)
