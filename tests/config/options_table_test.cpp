@@ -57,7 +57,7 @@ TEST_CASE("every option has help, a value hint and an expected-value description
 TEST_CASE("the table holds the specified YAML paths and sections", "[config][table]") {
   CHECK(sections() ==
         std::vector<std::string>{"run", "checkpoint", "amp", "perf", "scaler", "training",
-                                 "preference", "model", "lora", "data", "dist"});
+                                 "preference", "grpo", "model", "lora", "data", "dist"});
   CHECK(find_option("config")->yaml_path().empty());
   CHECK(find_option("model")->yaml_path() == "model.name");
   CHECK(find_option("dataset")->yaml_path() == "data.dataset");
@@ -70,6 +70,7 @@ TEST_CASE("the table holds the specified YAML paths and sections", "[config][tab
   CHECK(find_option("adam_eps")->yaml_path() == "training.adam_eps");
   CHECK(find_option("objective")->yaml_path() == "training.objective");
   CHECK(find_option("orpo_lambda")->yaml_path() == "preference.orpo_lambda");
+  CHECK(find_option("num_generations")->yaml_path() == "grpo.num_generations");
   CHECK(find_option("mlp_hidden")->yaml_path() == "model.mlp_hidden");
   CHECK(find_option("lora_targets")->yaml_path() == "lora.target_modules");
   CHECK(find_option("dist_backend")->yaml_path() == "dist.backend");

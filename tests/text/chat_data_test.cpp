@@ -14,17 +14,6 @@ using ampt::test::write_file;
 
 namespace {
 
-// A tokenizer of the 256 bytes (no merges), <|endoftext|> (256) and `specials` from 257 on.
-Tokenizer byte_tokenizer(const std::vector<std::string>& specials = {}, int bos = -1) {
-  Vocabulary v = ampt::test::toy_vocabulary({});
-  for (const std::string& special : specials) {
-    v.special_ids.push_back(static_cast<int32_t>(v.tokens.size()));
-    v.tokens.push_back(special);
-  }
-  v.bos = bos;
-  return Tokenizer(std::move(v));
-}
-
 const std::vector<std::string> kChatMl = {"<|im_start|>", "<|im_end|>"};
 // <|begin_of_text|> 257, <|start_header_id|> 258, <|end_header_id|> 259, <|eot_id|> 260.
 const std::vector<std::string> kLlama3 = {"<|begin_of_text|>", "<|start_header_id|>",
@@ -61,19 +50,19 @@ const std::vector<Turn> kPromptCompletion = {{Role::user, "Hi?"}, {Role::assista
 TEST_CASE("chat data: a prompt/completion record scores its completion only, masks by hand",
           "[text][chat]") {
   SECTION("plain (GPT-2): prompt, completion, <|endoftext|>") {
-    const auto tokenizer = byte_tokenizer();
+    const auto tokenizer = ampt::test::byte_tokenizer();
     const auto chat = builtin_chat_template(tokenizer);
     CHECK(chat.name == "plain");
     check_example(tokenizer, chat, kPromptCompletion,
                   Expected().text("Hi?").text(" Yes", true).add(256, true));
   }
   SECTION("a plain template puts the tokenizer's BOS first") {
-    const auto tokenizer = byte_tokenizer({"<s>"}, 257);
+    const auto tokenizer = ampt::test::byte_tokenizer({"<s>"}, 257);
     check_example(tokenizer, builtin_chat_template(tokenizer), kPromptCompletion,
                   Expected().add(257).text("Hi?").text(" Yes", true).add(256, true));
   }
   SECTION("ChatML (Qwen2): <|im_start|>role\\ncontent<|im_end|>\\n, no default system turn") {
-    const auto tokenizer = byte_tokenizer(kChatMl);
+    const auto tokenizer = ampt::test::byte_tokenizer(kChatMl);
     const auto chat = builtin_chat_template(tokenizer);
     CHECK(chat.name == "ChatML");
     check_example(tokenizer, chat, kPromptCompletion,
@@ -82,7 +71,7 @@ TEST_CASE("chat data: a prompt/completion record scores its completion only, mas
                       .add(257).text("assistant\n").text(" Yes", true).add(258, true).text("\n"));
   }
   SECTION("Llama-3: BOS, header tokens, trimmed contents, <|eot_id|>") {
-    const auto tokenizer = byte_tokenizer(kLlama3, 257);
+    const auto tokenizer = ampt::test::byte_tokenizer(kLlama3, 257);
     const auto chat = builtin_chat_template(tokenizer);
     CHECK(chat.name == "Llama-3");
     check_example(tokenizer, chat, kPromptCompletion,
@@ -94,7 +83,7 @@ TEST_CASE("chat data: a prompt/completion record scores its completion only, mas
 }
 
 TEST_CASE("chat data: multi-turn messages score the assistant turns only", "[text][chat]") {
-  const auto tokenizer = byte_tokenizer(kChatMl);
+  const auto tokenizer = ampt::test::byte_tokenizer(kChatMl);
   const std::vector<Turn> turns = {{Role::system, "S"}, {Role::user, "a"}, {Role::assistant, "b"},
                                    {Role::user, "c"}, {Role::assistant, "d<|im_end|>"}};
   // A special token's text inside a content stays text.
@@ -115,7 +104,7 @@ TEST_CASE("chat data: a --chat_template file, its default system turn, and its e
     "separator": "|", "default_system": "be brief", "trim": true})");
   const auto chat = read_chat_template(dir + "/t.json");
   CHECK(chat.name == dir + "/t.json");
-  const auto tokenizer = byte_tokenizer({"<s>"});
+  const auto tokenizer = ampt::test::byte_tokenizer({"<s>"});
   check_example(tokenizer, chat, {{Role::user, " hi "}, {Role::assistant, "ok"}},
                 Expected()
                     .add(257).text("S:be brief|U:hi;|A:").text("ok", true).add(256, true).text("|"));
@@ -150,7 +139,7 @@ TEST_CASE("chat data: which records are instruction records", "[text][chat]") {
 
 TEST_CASE("chat data: a bad record is one line naming its file, line and field", "[text][chat][errors]") {
   const auto dir = make_temp_dir();
-  const auto tokenizer = byte_tokenizer(kChatMl);
+  const auto tokenizer = ampt::test::byte_tokenizer(kChatMl);
   const auto chat = builtin_chat_template(tokenizer);
   const std::string path = dir + "/chat.jsonl";
   const auto error = [&](const std::string& record, const std::string& message) {
@@ -193,7 +182,7 @@ TEST_CASE("chat data: a bad record is one line naming its file, line and field",
 
 TEST_CASE("chat data: tokenize_chats gives encode_chat's ids, in batches across threads", "[text][chat]") {
   const auto dir = make_temp_dir();
-  const auto tokenizer = byte_tokenizer(kChatMl);
+  const auto tokenizer = ampt::test::byte_tokenizer(kChatMl);
   const auto chat = builtin_chat_template(tokenizer);
   std::string file;
   std::vector<int32_t> want_ids;
@@ -242,7 +231,7 @@ TEST_CASE("chat data: a preference record is its chosen example, then its reject
   const auto dir = make_temp_dir();
   // Standard records (strings) are rendered plain, as TRL trains on them, whatever template the
   // tokenizer has: the prompt, the answer, the EOS scored after it.
-  const auto tokenizer = byte_tokenizer(kChatMl);
+  const auto tokenizer = ampt::test::byte_tokenizer(kChatMl);
   write_file(dir + "/p.jsonl", R"({"prompt": "Hi?", "chosen": " Yes", "rejected": " No"})" "\n");
   CHECK(preference_form({dir + "/p.jsonl"}, InputFormat::by_extension) == PreferenceForm::standard);
   CHECK(holds_chat_records({dir + "/p.jsonl"}, InputFormat::by_extension, "text"));
@@ -286,7 +275,7 @@ TEST_CASE("chat data: a preference record is its chosen example, then its reject
 TEST_CASE("chat data: a bad preference record is one line naming its file, line and field",
           "[text][chat][preference][errors]") {
   const auto dir = make_temp_dir();
-  const auto tokenizer = byte_tokenizer(kChatMl);
+  const auto tokenizer = ampt::test::byte_tokenizer(kChatMl);
   const auto chat = builtin_chat_template(tokenizer);
   const std::string path = dir + "/prefs.jsonl";
   const auto error = [&](const std::string& first, const std::string& record,

@@ -19,17 +19,6 @@ using ampt::test::write_file;
 
 namespace {
 
-// The 256 bytes, <|endoftext|> (256), then `specials` from 257 on.
-Tokenizer prompt_tokenizer(const std::vector<std::string>& specials, int bos = -1) {
-  Vocabulary v = ampt::test::toy_vocabulary({});
-  for (const std::string& special : specials) {
-    v.special_ids.push_back(static_cast<int32_t>(v.tokens.size()));
-    v.tokens.push_back(special);
-  }
-  v.bos = bos;
-  return Tokenizer(std::move(v));
-}
-
 // <|im_start|> 257, <|im_end|> 258.
 const std::vector<std::string> kPromptSpecials = {"<|im_start|>", "<|im_end|>"};
 
@@ -53,7 +42,7 @@ TEST_CASE("prompt records: a standard prompt is its text, BOS first where the to
   const std::string path = dir + "/prompts.jsonl";
   write_file(path, "{\"prompt\": \"2+3=\", \"answer\": \"5\"}\n\n{\"prompt\": \"<|im_end|>\", \"answer\": 7}\n");
   // A tokenizer without a BOS: the text alone (GPT-2's and Qwen's tokenizers add nothing).
-  const auto plain = read_prompt_records(prompt_tokenizer(kPromptSpecials), builtin_chat_template(prompt_tokenizer(kPromptSpecials)), {path});
+  const auto plain = read_prompt_records(ampt::test::byte_tokenizer(kPromptSpecials), builtin_chat_template(ampt::test::byte_tokenizer(kPromptSpecials)), {path});
   CHECK(plain.form == PromptForm::standard);
   REQUIRE(plain.records.size() == 2);
   CHECK(plain.records[0].ids == byte_ids("2+3="));
@@ -66,7 +55,7 @@ TEST_CASE("prompt records: a standard prompt is its text, BOS first where the to
   // A special token's text inside a prompt stays text, as the instruction data encodes contents.
   CHECK(plain.records[1].ids == byte_ids("<|im_end|>"));
   // Llama's tokenizer adds its BOS (here <|im_start|>, 257, standing in for <|begin_of_text|>).
-  const Tokenizer with_bos = prompt_tokenizer(kPromptSpecials, 257);
+  const Tokenizer with_bos = ampt::test::byte_tokenizer(kPromptSpecials, 257);
   const auto bos = read_prompt_records(with_bos, builtin_chat_template(with_bos), {path});
   CHECK(bos.records[0].ids == joined({{257}, byte_ids("2+3=")}));
 }
@@ -78,7 +67,7 @@ TEST_CASE("prompt records: a conversational prompt ends with the template's gene
   write_file(path,
              "{\"prompt\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": "
              "\"2+3?\"}], \"solution\": \"5\"}\n");
-  const Tokenizer tokenizer = prompt_tokenizer(kPromptSpecials);
+  const Tokenizer tokenizer = ampt::test::byte_tokenizer(kPromptSpecials);
   SECTION("the built-in ChatML template, by hand") {
     const auto prompts = read_prompt_records(tokenizer, builtin_chat_template(tokenizer), {path});
     CHECK(prompts.form == PromptForm::conversational);
@@ -107,7 +96,7 @@ TEST_CASE("prompt records: a conversational prompt ends with the template's gene
 
 TEST_CASE("prompt records: a bad record is one line naming its file, line and field", "[text][prompts][errors]") {
   const auto dir = make_temp_dir();
-  const Tokenizer tokenizer = prompt_tokenizer(kPromptSpecials);
+  const Tokenizer tokenizer = ampt::test::byte_tokenizer(kPromptSpecials);
   const ChatTemplate chat = builtin_chat_template(tokenizer);
   const auto fails = [&](const std::string& contents, const std::string& message) {
     const std::string path = dir + "/bad.jsonl";

@@ -4,6 +4,7 @@
 
 #include "ampt/core/json_reader.h"
 #include "ampt/text/pretokenizer.h"
+#include "ampt/text/tokenizer.h"
 #include "ampt/text/vocabulary.h"
 
 #include <filesystem>
@@ -39,6 +40,18 @@ inline text::Vocabulary toy_vocabulary(const std::vector<std::pair<std::string, 
   v.special_ids.push_back(static_cast<int32_t>(v.tokens.size()));
   v.tokens.emplace_back("<|endoftext|>");
   return v;
+}
+
+// A tokenizer of the 256 bytes (no merges), <|endoftext|> (256) and `specials` from 257 on, with
+// BOS id `bos` (-1: none).
+inline text::Tokenizer byte_tokenizer(const std::vector<std::string>& specials = {}, int bos = -1) {
+  text::Vocabulary v = toy_vocabulary({});
+  for (const std::string& special : specials) {
+    v.special_ids.push_back(static_cast<int32_t>(v.tokens.size()));
+    v.tokens.push_back(special);
+  }
+  v.bos = bos;
+  return text::Tokenizer(std::move(v));
 }
 
 // Merges for common English pairs, enough to make BPE do real work in property tests.

@@ -193,6 +193,9 @@ class Run {
   void report_bad_steps(bool wait, int64_t steps_done, log::RunSummary& summary);
   [[noreturn]] void stop_unstable(const precision::BadStep& bad, int64_t steps_done,
                                   log::RunSummary& summary);
+  // Saves step `steps_done` as a run's last checkpoint before it stops: "saved PATH", or why the
+  // save failed.
+  std::string save_before_stopping(int64_t steps_done, log::RunSummary& summary);
   // A step met targets outside the vocabulary: saves what the run has (the step was skipped) and
   // stops naming the first.
   [[noreturn]] void stop_bad_targets(const precision::BadStep& bad, int64_t steps_done,

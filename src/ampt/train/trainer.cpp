@@ -117,15 +117,18 @@ void Run::stop_unstable(const precision::BadStep& bad, int64_t steps_done, log::
                                  diagnosis.problem, saved, diagnosis.next));
 }
 
-void Run::stop_bad_targets(const precision::BadStep& bad, int64_t steps_done,
-                           log::RunSummary& summary) {
-  std::string saved;
+std::string Run::save_before_stopping(int64_t steps_done, log::RunSummary& summary) {
   try {
     save_checkpoint(steps_done, summary, /*final=*/true);
-    saved = "saved " + summary.checkpoint;
+    return "saved " + summary.checkpoint;
   } catch (const RuntimeError& e) {
-    saved = e.what();
+    return e.what();  // the reason for stopping still comes first
   }
+}
+
+void Run::stop_bad_targets(const precision::BadStep& bad, int64_t steps_done,
+                           log::RunSummary& summary) {
+  const std::string saved = save_before_stopping(steps_done, summary);
   throw RuntimeError(fmt::format(
       "training stopped after step {}: step {} met bad data: {} ({})", steps_done, bad.step,
       target_check_.error(bad.bad_targets, bad.target_position, bad.target_value), saved));
@@ -186,13 +189,7 @@ log::RunSummary Run::run(Clock::time_point started) {
       } catch (const RuntimeError& e) {
         // A reward that cannot score (its program crashed, hung or answered garbage) stops the
         // run with what it has trained saved.
-        std::string saved;
-        try {
-          save_checkpoint(step, summary, /*final=*/true);
-          saved = "saved " + summary.checkpoint;
-        } catch (const RuntimeError& failed) {
-          saved = failed.what();
-        }
+        const std::string saved = save_before_stopping(step, summary);
         throw RuntimeError(fmt::format("training stopped after step {}: {} ({})", step, e.what(), saved));
       }
     } else {
