@@ -36,7 +36,7 @@ std::vector<std::string> grpo_args(const std::string& prompts, const std::string
       "train", "--model", "gpt", "--n_layer", "1", "--n_embd", "32", "--n_head", "2",
       "--block_size", "32", "--vocab_size", "50257", "--tokenizer", kGrpoTokenizer, "--dataset",
       "jsonl:" + prompts, "--objective", "grpo", "--reward", "exact,format:0.5", "--reward_format",
-      "[^e]*", "--num_generations", "4", "--max_completion_length", "6", "--batch_size", "4",
+      "[^a]*", "--num_generations", "4", "--max_completion_length", "6", "--batch_size", "4",
       "--grad_accum_steps", "2", "--max_steps", "4", "--log_every", "1", "--lr", "1e-2",
       "--warmup_steps", "0", "--mixed_precision", "no", "--loader_workers", "0", "--device", "cpu",
       "--seed", "3", "--output_dir", out};
@@ -106,6 +106,12 @@ TEST_CASE("grpo: the same seed gives the same run bit for bit, and a resumed run
   }
   CHECK(read_file(dir + "/a/completions.jsonl") == read_file(dir + "/b/completions.jsonl"));
   run_grpo(grpo_args(prompts, dir + "/resumed", {"--resume", dir + "/a/ckpt-00000002.pt"}));
+  // The resumed run samples what the uninterrupted one sampled at steps 3 and 4 (draws keyed by
+  // the step, the data position the checkpoint's), whatever the rewards made of them.
+  const auto a_shown = lines_with(read_file(dir + "/a/completions.jsonl"), "\"completion\"");
+  const auto resumed_shown = lines_with(read_file(dir + "/resumed/completions.jsonl"), "\"completion\"");
+  REQUIRE(a_shown.size() == 8);
+  CHECK(resumed_shown == std::vector<std::string>(a_shown.begin() + 4, a_shown.end()));
   const auto resumed = step_lines(dir + "/resumed");
   REQUIRE(resumed.size() == 2);
   for (size_t s = 0; s < 2; ++s) {
