@@ -65,7 +65,8 @@ RolloutBatches Rollout::make(const data::Batch& prompt_batch, int64_t generation
     }
   }
   const auto rewards = torch::tensor(totals, torch::kFloat64).to(torch::kFloat32).view({prompts, groups});
-  const auto advantages = grpo::group_advantages(rewards, settings_.scaling).advantages.view(rewards.sizes());
+  const auto scaled = grpo::group_advantages(rewards, settings_.scaling);
+  const auto advantages = scaled.advantages.view(rewards.sizes());
 
   RolloutBatches out;
   const double n = static_cast<double>(rows.size());
@@ -74,7 +75,7 @@ RolloutBatches Rollout::make(const data::Batch& prompt_batch, int64_t generation
   figures.push_back(settings_.scaling == grpo::RewardScaling::batch && rewards.numel() > 1
                         ? rewards.std().item<float>()
                         : group_std.mean().item<float>());
-  figures.push_back((group_std == 0).to(torch::kFloat32).mean().item<float>());
+  figures.push_back(scaled.frac_reward_zero_std.item<float>());
   for (const double sum : term_sums) figures.push_back(static_cast<float>(sum / n));
   figures.push_back(static_cast<float>(length_sum / n));
   figures.push_back(static_cast<float>(truncated / n));
