@@ -49,6 +49,7 @@ import tempfile
 import time
 
 import machine  # noqa: E402
+import tiny_models  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -60,14 +61,9 @@ EOT = "<|endoftext|>"
 TRL_NAME = "TRL GRPOTrainer (transformers generate)"
 
 
-def make_model(path, args):
-    if (path / "config.json").exists():
-        return
-    subprocess.run([str(PYTHON), str(ROOT / "tests" / "hf" / "llama_reference.py"), "make", str(path),
-                    "--flavour", args.flavour, "--n_layer", str(args.layers), "--hidden", str(args.hidden),
-                    "--inter", str(args.intermediate), "--heads", str(args.heads), "--kv_heads",
-                    str(args.kv_heads), "--positions", str(args.positions), "--vocab", "50257",
-                    "--tokenizer", str(ROOT / ".deps" / "gpt2.tiktoken")], check=True)
+def model_for_both(args):
+    """The cached random model, its end-of-text token the EOS that both stop at."""
+    path = tiny_models.llama_family(args.cache, args, args.positions, args.flavour)
     # llama_reference.py's ids 0 and 1 are GPT-2's '!' and '"', at which TRL would stop and ampt
     # not: both stop at the tokenizer's end-of-text, as a GPT-2-tokenized model's config says.
     from transformers import AutoTokenizer
@@ -78,6 +74,12 @@ def make_model(path, args):
             config = json.loads(file.read_text())
             config.update(bos_token_id=eot, eos_token_id=eot)
             file.write_text(json.dumps(config, indent=2) + "\n")
+    return path
+
+
+def digit_reward(completions, **kwargs):
+    """TRL's reward function: ampt's `format` reward with DIGIT, whose whole completion it matches."""
+    return [1.0 if re.fullmatch(DIGIT, c) else 0.0 for c in completions]
 
 
 def make_prompts(path, count):
@@ -148,9 +150,14 @@ def ampt_run(model, prompts, args, sampler):
             if before["step"] >= args.warmup:
                 steps += at["step"] - before["step"]
                 seconds += (at["step"] - before["step"]) * per_step / at["samples_per_sec"]
+        # The completions ampt shows, with its rewards: TRL's reward function must score them alike.
+        shown = [json.loads(line) for line in pathlib.Path(out, "completions.jsonl").read_text().splitlines()]
+        python_rewards = digit_reward([c["completion"] for c in shown])
         return {"completions_per_sec": steps * per_step / seconds, "steps_per_sec": steps / seconds,
                 "timed_steps": steps,
-                "mean_length": statistics.fmean(r["completions/mean_length"] for r in logged)}
+                "mean_length": statistics.fmean(r["completions/mean_length"] for r in logged),
+                "rewards_checked": len(shown),
+                "rewards_differing": sum(c["reward"] != r for c, r in zip(shown, python_rewards))}
 
 
 def trl_run(model, prompts, args):
@@ -169,10 +176,6 @@ def trl_worker(model, prompts, args):
     from trl import GRPOConfig, GRPOTrainer
 
     torch.set_num_threads(args.threads)
-    digit = re.compile(DIGIT)
-
-    def digit_reward(completions, **kwargs):
-        return [1.0 if digit.fullmatch(c) else 0.0 for c in completions]
 
     class Timer(TrainerCallback):
         start = end = None
@@ -263,10 +266,8 @@ def main():
         return
 
     shape = f"{args.layers}x{args.hidden}-{args.intermediate}-{args.heads}h{args.kv_heads}"
-    cache = pathlib.Path(args.cache)
-    model = cache / f"{args.flavour}-{shape}"
-    make_model(model, args)
-    prompts = cache / f"prompts-{args.prompts}.jsonl"
+    model = model_for_both(args)
+    prompts = pathlib.Path(args.cache) / f"prompts-{args.prompts}.jsonl"
     if not prompts.exists():
         make_prompts(prompts, args.prompts)
 
@@ -283,26 +284,28 @@ def main():
     if not samplers:
         runs["ampt (its default sampler)"] = lambda: ampt_run(model, prompts, args, None)
     runs[TRL_NAME] = lambda: trl_run(model, prompts, args)
-    results, errors = {name: [] for name in runs}, {}
+    results, errors, loads = {name: [] for name in runs}, {}, []
     # The results file is rewritten after every run: a run cut short (the GPU session's time
     # limit) still leaves what it measured.
     for repeat in range(args.repeats):
         for name in list(runs) if repeat % 2 == 0 else list(reversed(runs)):
+            loads.append(os.getloadavg()[0])
             r = runs[name]()
             print(f"repeat {repeat + 1} {name}: {r}", flush=True)
             if "error" in r:
                 errors[name] = r["error"]
             else:
                 results[name].append(r)
-            text = report(args, shape, prompt_tokens(model, prompts), refused, results, errors)
+            text = report(args, shape, prompt_tokens(model, prompts), refused, results, errors, loads)
             machine.write_record(ROOT / "benchmarks" / "results" /
                                  f"grpo-trl-{args.device}-{datetime.date.today().isoformat()}.md",
                                  text, args.device)
     print(text)
 
 
-def report(args, shape, prompt_lengths, refused, results, errors):
-    """The results file's text: the settings, any refused sampler mode, and the table."""
+def report(args, shape, prompt_lengths, refused, results, errors, loads):
+    """The results file's text: the settings, the machine's load as each run began (other work on
+    it slows both), any refused sampler mode, and the table."""
     median_steps = lambda name: (statistics.median([r["steps_per_sec"] for r in results[name]])
                                  if results.get(name) else None)
     trl, fast = median_steps(TRL_NAME), median_steps("ampt --sampler fast")
@@ -316,7 +319,13 @@ def report(args, shape, prompt_lengths, refused, results, errors):
              f"sampled together); temperature 1, top-k 0, top-p 1, loss_type dapo, beta 0, mu 1, AdamW "
              f"at a constant lr {args.lr:g}, {args.precision}; one reward (the completion contains a "
              f"digit). {args.steps} steps, timed after {args.warmup}; median (range) of the repeats "
-             f"({args.repeats} asked), each run in its own process, alternately.", ""]
+             f"({args.repeats} asked), each run in its own process, alternately; the machine's load "
+             f"average as the runs began {min(loads):.1f} to {max(loads):.1f}.", ""]
+    checked = [r for name, rs in results.items() if name != TRL_NAME for r in rs]
+    if checked:
+        total = sum(r["rewards_checked"] for r in checked)
+        lines += [f"TRL's reward function, given the {total} completions ampt wrote to completions.jsonl, "
+                  f"scores {total - sum(r['rewards_differing'] for r in checked)} of them as ampt did.", ""]
     if refused:
         lines += [f"- {line}" for line in refused] + [""]
     lines += ["| implementation | completions/s | steps/s | mean completion length | ampt / TRL "

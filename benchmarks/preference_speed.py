@@ -35,22 +35,12 @@ import time
 
 from machine import device_line
 import machine  # noqa: E402
+import tiny_models  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AMPT = ROOT / "build" / "ampt"
-PYTHON = ROOT / ".venv" / "bin" / "python"
 WORDS = ("the of and to in is was for on that with as by at from it an be this which or are "
          "model data train loss step answer question good bad right wrong yes no").split()
-
-
-def make_model(path, args):
-    if (path / "config.json").exists():
-        return
-    subprocess.run([str(PYTHON), str(ROOT / "tests" / "hf" / "llama_reference.py"), "make", str(path),
-                    "--n_layer", str(args.layers), "--hidden", str(args.hidden), "--inter",
-                    str(args.intermediate), "--heads", str(args.heads), "--kv_heads",
-                    str(args.kv_heads), "--positions", str(max(args.max_length, 64)), "--vocab",
-                    "50257", "--tokenizer", str(ROOT / ".deps" / "gpt2.tiktoken")], check=True)
 
 
 def make_pairs(path, count):
@@ -155,10 +145,8 @@ def main():
     args = parser.parse_args()
 
     shape = f"{args.layers}x{args.hidden}-{args.intermediate}-{args.heads}h{args.kv_heads}"
-    cache = pathlib.Path(args.cache)
-    model = cache / f"llama-{shape}"
-    make_model(model, args)
-    pairs = cache / f"pairs-{args.pairs}.jsonl"
+    model = tiny_models.llama_family(args.cache, args, max(args.max_length, 64))
+    pairs = pathlib.Path(args.cache) / f"pairs-{args.pairs}.jsonl"
     if not pairs.exists():
         make_pairs(pairs, args.pairs)
     rows = [(f"ampt, each sequence its own row (--packing=false, {args.batch} pairs a batch)",

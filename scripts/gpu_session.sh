@@ -12,7 +12,13 @@
 #                                   #   --heads 16 --kv_heads 4 --batch 8 --max_length 512,
 #                                   # timeout 540 .venv/bin/python benchmarks/moe_speed.py
 #                                   #   --device cuda --precision bf16 --layers 8 --hidden 1024
-#                                   #   --experts 64 --expert_width 512 --top_k 8 --batch 8 --block 1024)
+#                                   #   --experts 64 --expert_width 512 --top_k 8 --batch 8 --block 1024,
+#                                   # timeout 540 .venv/bin/python benchmarks/grpo_speed.py
+#                                   #   --device cuda --precision bf16 --layers 8 --hidden 1024
+#                                   #   --intermediate 3072 --heads 16 --kv_heads 8 --generations 8
+#                                   #   --batch 32 --grad_accum 2 --max_completion_length 256
+#                                   #   --steps 6 --warmup 2 --repeats 2; it rewrites its results
+#                                   #   file after every run, so a cut leaves the runs it finished)
 set -uo pipefail
 here=$(pwd)
 origin=$(sed -n 1p .gpu/origin)
