@@ -151,7 +151,10 @@ def ampt_run(model, prompts, args, sampler):
                 steps += at["step"] - before["step"]
                 seconds += (at["step"] - before["step"]) * per_step / at["samples_per_sec"]
         # The completions ampt shows, with its rewards: TRL's reward function must score them alike.
-        shown = [json.loads(line) for line in pathlib.Path(out, "completions.jsonl").read_text().splitlines()]
+        # ampt writes a completion's bytes as they decode, and random tokens cut UTF-8 sequences:
+        # read as transformers decodes them, each bad byte U+FFFD.
+        shown = [json.loads(line) for line in
+                 pathlib.Path(out, "completions.jsonl").read_text(errors="replace").splitlines()]
         python_rewards = digit_reward([c["completion"] for c in shown])
         return {"completions_per_sec": steps * per_step / seconds, "steps_per_sec": steps / seconds,
                 "timed_steps": steps,
