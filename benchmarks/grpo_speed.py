@@ -181,8 +181,9 @@ def trl_worker(model, prompts, args):
     torch.set_num_threads(args.threads)
 
     class Timer(TrainerCallback):
-        start = end = None
-        lengths = []
+        def __init__(self):
+            self.start = self.end = None
+            self.lengths = []
 
         def on_step_end(self, a, state, control, **kwargs):
             if torch.cuda.is_available():
