@@ -13,6 +13,12 @@
 
 #include <ATen/Parallel.h>
 #include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include <cmath>
+
+#include <array>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -131,6 +137,49 @@ TEST_CASE("batch-invariant linear: a row's output alone and among 1, 3, 7 others
       CHECK(linear_mismatches(invariant_linear, dtype, length, 96, 200) == 0);
     }
   }
+}
+
+TEST_CASE("batch-invariant linear: each element is the documented sum, bit for bit, in every tile shape",
+          "[kernels][batch_invariant]") {
+  // The header's arithmetic by hand: 16 lanes over k mod 16 (one fused multiply-add each where
+  // the CPU has FMA, the kernel's own rule), the last partial group padded with 0·0, the lanes
+  // added pairwise (l + l+8, l + l+4, l + l+2, l + l+1), then the bias. Rows 9 and columns 11
+  // put elements in whole 4 x 4 tiles, in partial ones and in the tail of the columns; in 37 a
+  // partial last group of k.
+  const bool fma = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+  const int64_t rows = 9, in = 37, cols = 11;
+  torch::manual_seed(3);
+  const auto x = torch::randn({rows, in});
+  const auto w = torch::randn({cols, in});
+  const auto b = torch::randn({cols});
+  torch::NoGradGuard no_grad;
+  const auto y = invariant_linear(x, w, b);
+  const auto xa = x.accessor<float, 2>(), wa = w.accessor<float, 2>();
+  const auto ba = b.accessor<float, 1>();
+  const auto ya = y.accessor<float, 2>();
+  int64_t differing = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t n = 0; n < cols; ++n) {
+      std::array<float, 16> lanes{};
+      const int64_t padded = (in + 15) / 16 * 16;
+      for (int64_t k = 0; k < padded; ++k) {
+        const float xk = k < in ? xa[r][k] : 0.0F, wk = k < in ? wa[n][k] : 0.0F;
+        float& lane = lanes[static_cast<size_t>(k % 16)];
+        if (fma) {
+          lane = std::fma(xk, wk, lane);
+        } else {
+          const volatile float product = xk * wk;  // rounded, not contracted
+          lane = lane + product;
+        }
+      }
+      for (int width = 8; width >= 1; width /= 2) {
+        for (int l = 0; l < width; ++l) lanes[static_cast<size_t>(l)] += lanes[static_cast<size_t>(l + width)];
+      }
+      const float expected = lanes[0] + ba[n];
+      differing += std::memcmp(&expected, &ya[r][n], sizeof expected) == 0 ? 0 : 1;
+    }
+  }
+  CHECK(differing == 0);
 }
 
 TEST_CASE("batch-invariant linear: ATen's at::linear is not invariant on these shapes (negative control)",

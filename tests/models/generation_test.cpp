@@ -122,14 +122,22 @@ TEST_CASE("generation: temperature 0 is argmax, top-k and top-p keep to their to
   CHECK(drawn(nucleus) == std::set<int64_t>{1, 2});
   nucleus.top_p = 0.1;  // the most likely alone reaches it
   CHECK(drawn(nucleus) == std::set<int64_t>{1});
-  // The inverse CDF over the tokens most likely first: u below token 1's probability draws it,
-  // u at the top of [0, 1) the least likely kept.
+  // Under top-p the inverse CDF runs over the tokens most likely first: u = 0 draws token 1, u at
+  // the top of [0, 1) the least likely kept (top-p 0.96 keeps 1, 2, 0 and 4, not 3).
+  nucleus.top_p = 0.96;
+  const auto edges = torch::tensor({0.0, 1.0 - 1e-12});
+  const auto ranked = ampt::models::pick_tokens(logits.narrow(0, 0, 2), edges, nucleus);
+  CHECK(ranked[0].item<int64_t>() == 1);
+  CHECK(ranked[1].item<int64_t>() == 4);
+  // Without top-p in id order (no sort of the vocabulary): the first token and the last.
   SamplingOptions all;
   all.top_k = 0;
-  const auto ends = ampt::models::pick_tokens(logits.narrow(0, 0, 2),
-                                              torch::tensor({0.0, 1.0 - 1e-12}), all);
-  CHECK(ends[0].item<int64_t>() == 1);
-  CHECK(ends[1].item<int64_t>() == 3);
+  const auto ends = ampt::models::pick_tokens(logits.narrow(0, 0, 2), edges, all);
+  CHECK(ends[0].item<int64_t>() == 0);
+  CHECK(ends[1].item<int64_t>() == 4);
+  // Under top-k the last id kept, though a masked one comes after it.
+  all.top_k = 2;
+  CHECK(ampt::models::pick_tokens(logits.narrow(0, 0, 1), edges.narrow(0, 1, 1), all)[0].item<int64_t>() == 2);
 }
 
 namespace {

@@ -33,6 +33,11 @@ enum class Objective { lm, dpo, ipo, simpo, orpo, grpo };
 enum class GrpoLossType { grpo, dr_grpo, dapo, bnpo };
 enum class ScaleRewards { group, batch, none };
 enum class ImportanceSamplingLevel { token, sequence };
+// grpo's sampler: batch-invariant kernels that give the trainer's log-probabilities bit for bit,
+// or the training forward's usual kernels, whose mismatch an importance weight corrects.
+enum class Sampler { exact, fast };
+// TRL's vllm_importance_sampling_mode.
+enum class ImportanceSamplingMode { token_truncate, token_mask, sequence_truncate, sequence_mask };
 
 // Whether `objective` scores the policy against a reference model (dpo, ipo): the run makes one
 // (a frozen copy, the LoRA base, or log-probabilities precomputed), the memory estimate counts
@@ -161,6 +166,10 @@ struct Config {
   bool mask_truncated_completions = false;
   int64_t num_iterations = 1;  // optimizer steps on each batch of completions (TRL's mu)
   ImportanceSamplingLevel importance_sampling_level = ImportanceSamplingLevel::token;
+  Sampler sampler = Sampler::exact;
+  // --sampler fast: the trainer-to-sampler probability ratio's correction (TRL's defaults).
+  ImportanceSamplingMode importance_sampling_mode = ImportanceSamplingMode::sequence_mask;
+  double importance_sampling_cap = 3.0;
   // The rewards: "NAME[:WEIGHT],..." of math, exact, format, overlong (reward/reward_spec.h),
   // and a reward program speaking JSON Lines (reward/reward_program.h).
   std::string reward;

@@ -76,6 +76,20 @@ struct EnumNames<ImportanceSamplingLevel> {
 };
 
 template <>
+struct EnumNames<Sampler> {
+  static constexpr Spellings<Sampler, 2> values{{{"exact", Sampler::exact}, {"fast", Sampler::fast}}};
+};
+
+template <>
+struct EnumNames<ImportanceSamplingMode> {
+  static constexpr Spellings<ImportanceSamplingMode, 4> values{
+      {{"token_truncate", ImportanceSamplingMode::token_truncate},
+       {"token_mask", ImportanceSamplingMode::token_mask},
+       {"sequence_truncate", ImportanceSamplingMode::sequence_truncate},
+       {"sequence_mask", ImportanceSamplingMode::sequence_mask}}};
+};
+
+template <>
 struct EnumNames<Sampling> {
   static constexpr Spellings<Sampling, 2> values{
       {{"random", Sampling::random}, {"sequential", Sampling::sequential}}};

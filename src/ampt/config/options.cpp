@@ -290,6 +290,18 @@ std::vector<Option> build_table() {
       enum_option("importance_sampling_level", "grpo.importance_sampling_level",
                   &C::importance_sampling_level,
                   "grpo: one importance ratio per token, or per completion (GSPO)"),
+      enum_option("sampler", "grpo.sampler", &C::sampler,
+                  "grpo: exact (batch-invariant kernels: the sampler's log-probabilities are the "
+                  "training forward's bit for bit; CPU only so far) or fast (the usual kernels, "
+                  "their mismatch corrected by importance weights)"),
+      enum_option("importance_sampling_mode", "grpo.importance_sampling_mode",
+                  &C::importance_sampling_mode,
+                  "grpo, --sampler fast: the trainer-to-sampler probability ratio per token or per "
+                  "completion, clamped to the cap (truncate) or 0 above it (mask), as TRL's "
+                  "vllm_importance_sampling_mode"),
+      float_option("importance_sampling_cap", "grpo.importance_sampling_cap", &C::importance_sampling_cap,
+                   positive, "grpo, --sampler fast: the largest importance weight kept (TRL's "
+                   "vllm_importance_sampling_clip_max)"),
       string_option("reward", "grpo.reward", &C::reward, false, "NAME[:WEIGHT],...",
                     "grpo: the rewards summed, each with its weight: math (the number the "
                     "completion gives against the record's answer), exact, format "

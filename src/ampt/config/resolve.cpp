@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <utility>
 #include <stdexcept>
 
 namespace ampt::config {
@@ -169,6 +170,9 @@ void check_objective_options(const Config& config, const std::vector<Source>& so
                          {"mask_truncated_completions", {O::grpo}, "grpo"},
                          {"num_iterations", {O::grpo}, "grpo"},
                          {"importance_sampling_level", {O::grpo}, "grpo"},
+                         {"sampler", {O::grpo}, "grpo"},
+                         {"importance_sampling_mode", {O::grpo}, "grpo"},
+                         {"importance_sampling_cap", {O::grpo}, "grpo"},
                          {"reward", {O::grpo}, "grpo"},
                          {"reward_command", {O::grpo}, "grpo"},
                          {"reward_timeout", {O::grpo}, "grpo"},
@@ -219,6 +223,22 @@ void apply_grpo_settings(Config& config, const std::vector<Source>& sources) {
   if (config.reward.empty() && config.reward_command.empty()) {
     throw UsageError("--objective grpo needs rewards: --reward NAME[:WEIGHT],... (math, exact, "
                      "format, overlong) or --reward_command CMD");
+  }
+  if (config.sampler != Sampler::exact) return;
+  for (const char* name : {"importance_sampling_mode", "importance_sampling_cap"}) {
+    const Source& source = sources[index_of(*find_option(name))];
+    if (source.kind == Source::Kind::default_value) continue;
+    throw UsageError(fmt::format("{} ({}) corrects --sampler fast's mismatch, and the exact sampler "
+                                 "has none: drop it or set --sampler fast",
+                                 name, describe(source)));
+  }
+  // The training forward of exact mode must be the sampler's: no random masks in it.
+  for (const auto& [name, value] : {std::pair{"dropout", config.dropout}, {"lora_dropout", config.lora_dropout}}) {
+    if (value == 0.0) continue;
+    throw UsageError(fmt::format("{} {} ({}) makes the training forward differ from the sampler's, "
+                                 "which --sampler exact computes bit for bit: set it to 0, or use "
+                                 "--sampler fast",
+                                 name, value, describe(sources[index_of(*find_option(name))])));
   }
 }
 

@@ -28,13 +28,16 @@ struct Batch {
   // advantage [rows]; 1 on the completion tokens the loss counts; the sampler's log-probability of
   // each target. Then what the GRPO objective fills in on the batch's first step, which later
   // steps on it (num_iterations) read: the trainer's own log-probabilities then (the old policy's),
-  // the reference's (beta > 0), and the sampler-trainer mismatch figures [3]. Undefined otherwise.
+  // the reference's (beta > 0), the sampler-trainer mismatch figures [3], and under --sampler fast
+  // the importance weights that correct it with TRL's figures of them [5]. Undefined otherwise.
   torch::Tensor advantages;
   torch::Tensor completion_mask;
   torch::Tensor sampler_log_probs;
   torch::Tensor old_log_probs;
   torch::Tensor ref_log_probs;
   torch::Tensor mismatch;
+  torch::Tensor sampler_weights;
+  torch::Tensor sampler_figures;
 };
 
 // The cumulative lengths of `positions` [B, T] on the host (Batch::starts).

@@ -1,9 +1,12 @@
 #include "ampt/kernels/batch_invariant.h"
 
+#include "ampt/core/autocast_dtype.h"
 #include "ampt/core/errors.h"
 #include "ampt/kernels/fused_linear.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/ops/gelu_backward.h>
+#include <ATen/ops/silu_backward.h>
 #include <c10/core/DispatchKeySet.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/accumulate.h>
@@ -11,17 +14,21 @@
 #include <torch/autograd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 // The kernels' arithmetic is their contract (batch_invariant.h): GCC contracts a·b + c into a
 // fused multiply-add by default in C++ wherever the target has one (the AVX-512 clone, not the
-// AVX2 or plain x86-64 ones), which would make the bits depend on the CPU. Only the raw-pointer
-// code between push and pop, which calls nothing but memcpy and itself, so that no inline
-// function of another setting has to be inlined into it.
+// AVX2 or plain x86-64 ones), which would make the bits depend on the CPU. The attention and the
+// elementwise functions are compiled without contraction; the Linear (its own region below) with
+// it, on every CPU with FMA. Only raw-pointer code between push and pop, which calls nothing but
+// memcpy and itself, so that no inline function of another setting has to be inlined into it.
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 
@@ -33,73 +40,9 @@ namespace {
 using Lanes16 = float __attribute__((vector_size(64)));
 constexpr int64_t kLanes16 = 16;
 
-// Through memory, not by value: passing a 64-byte vector would change with the ISA.
-inline void load16(Lanes16& v, const float* p) { std::memcpy(&v, p, sizeof v); }
-
-// A tile of the Linear: 4 rows by 32 columns, eight accumulators.
-constexpr int64_t kTileRows = 4;
-constexpr int64_t kTileCols = 2 * kLanes16;
-
-struct LinearOperands {
-  const float* x;     // [rows, in]
-  const float* wt;    // [in, padded_cols]: the weight transposed, zero past cols
-  const float* bias;  // [padded_cols], or null
-  float* y;           // [rows, cols]
-  int64_t rows, in, cols, padded_cols;
-};
-
-inline int64_t last_row_at_most(int64_t row, int64_t rows) { return row < rows ? row : rows - 1; }
-
-inline void store_tile_row(float* y, const Lanes16& low, const Lanes16& high, int64_t width) {
-  float row[kTileCols];
-  std::memcpy(row, &low, sizeof low);
-  std::memcpy(row + kLanes16, &high, sizeof high);
-  std::memcpy(y, row, static_cast<size_t>(width) * sizeof(float));
-}
-
-// Output rows row0..row0+3, columns col0..col0+31. Rows past the last read the last (their
-// results are dropped), so a row's arithmetic is the same in a full tile and a partial one.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void linear_tile(
-    const LinearOperands& a, int64_t row0, int64_t col0) {
-  const float* x0 = a.x + last_row_at_most(row0, a.rows) * a.in;
-  const float* x1 = a.x + last_row_at_most(row0 + 1, a.rows) * a.in;
-  const float* x2 = a.x + last_row_at_most(row0 + 2, a.rows) * a.in;
-  const float* x3 = a.x + last_row_at_most(row0 + 3, a.rows) * a.in;
-  Lanes16 c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{};
-  const float* w = a.wt + col0;
-  for (int64_t k = 0; k < a.in; ++k, w += a.padded_cols) {
-    Lanes16 w0, w1;
-    load16(w0, w);
-    load16(w1, w + kLanes16);
-    c00 += x0[k] * w0;
-    c01 += x0[k] * w1;
-    c10 += x1[k] * w0;
-    c11 += x1[k] * w1;
-    c20 += x2[k] * w0;
-    c21 += x2[k] * w1;
-    c30 += x3[k] * w0;
-    c31 += x3[k] * w1;
-  }
-  if (a.bias != nullptr) {
-    Lanes16 b0, b1;
-    load16(b0, a.bias + col0);
-    load16(b1, a.bias + col0 + kLanes16);
-    c00 += b0;
-    c01 += b1;
-    c10 += b0;
-    c11 += b1;
-    c20 += b0;
-    c21 += b1;
-    c30 += b0;
-    c31 += b1;
-  }
-  const int64_t width = a.cols - col0 < kTileCols ? a.cols - col0 : kTileCols;
-  float* y = a.y + row0 * a.cols + col0;
-  store_tile_row(y, c00, c01, width);
-  if (row0 + 1 < a.rows) store_tile_row(y + a.cols, c10, c11, width);
-  if (row0 + 2 < a.rows) store_tile_row(y + 2 * a.cols, c20, c21, width);
-  if (row0 + 3 < a.rows) store_tile_row(y + 3 * a.cols, c30, c31, width);
-}
+// Through memory, not by value: passing a 64-byte vector would change with the ISA. (Always
+// inlined, also into the Linear's region below, whose contraction setting differs.)
+__attribute__((always_inline)) inline void load16(Lanes16& v, const float* p) { std::memcpy(&v, p, sizeof v); }
 
 // e^x for x ≤ 0 from multiplications and additions alone (Cephes' expf: x = n·ln2 + r with
 // |r| ≤ ln2/2, a degree-7 polynomial in r, times 2^n), so that a GPU kernel can compute the
@@ -124,6 +67,109 @@ inline float exp_fixed(float x) {
   float two_n;
   std::memcpy(&two_n, &bits, sizeof two_n);
   return p * two_n;
+}
+
+// The activations' scalar functions, each from exp_fixed of a non-positive argument alone.
+inline float sigmoid_fixed(float x) {
+  if (x >= 0.0F) return 1.0F / (1.0F + exp_fixed(-x));
+  const float e = exp_fixed(x);
+  return e / (1.0F + e);
+}
+
+inline float silu_fixed(float x) { return x * sigmoid_fixed(x); }
+
+// tanh(u) = sign(u)·(1 − e^(−2|u|)) / (1 + e^(−2|u|)).
+inline float tanh_fixed(float u) {
+  const float e = exp_fixed(-2.0F * (u < 0.0F ? -u : u));
+  const float t = (1.0F - e) / (1.0F + e);
+  return u < 0.0F ? -t : t;
+}
+
+// GPT-2's GELU: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), as ATen's "tanh" approximation.
+inline float gelu_tanh_fixed(float x) {
+  constexpr float kBeta = 0.7978845608028654F;  // √(2/π)
+  const float inner = kBeta * (x + 0.044715F * (x * x * x));
+  return 0.5F * x * (1.0F + tanh_fixed(inner));
+}
+
+// erf by Abramowitz and Stegun 7.1.26 (|error| ≤ 1.5e-7, about 2 float32 ulps of 1): 1 − (a1·t
+// + … + a5·t⁵)·e^(−x²), t = 1/(1 + p·|x|), odd in x.
+inline float erf_fixed(float x) {
+  const float a = x < 0.0F ? -x : x;
+  const float t = 1.0F / (1.0F + 0.3275911F * a);
+  float p = 1.061405429F;
+  p = p * t - 1.453152027F;
+  p = p * t + 1.421413741F;
+  p = p * t - 0.284496736F;
+  p = p * t + 0.254829592F;
+  const float y = 1.0F - (p * t) * exp_fixed(-(a * a));
+  return x < 0.0F ? -y : y;
+}
+
+// The exact GELU 0.5·x·(1 + erf(x/√2)).
+inline float gelu_erf_fixed(float x) {
+  constexpr float kInvSqrt2 = 0.7071067811865476F;
+  return 0.5F * x * (1.0F + erf_fixed(x * kInvSqrt2));
+}
+
+using Ints16 = int32_t __attribute__((vector_size(64)));
+
+// exp_fixed of 16 lanes at once, in place, branch-free, each lane exactly the scalar's arithmetic.
+__attribute__((always_inline)) inline void exp_fixed16(Lanes16& x) {
+  constexpr float kLog2e = 1.44269504088896341F;
+  constexpr float kRound = 12582912.0F;
+  const Ints16 in_range = x >= -87.0F;  // false for NaN too
+  const Ints16 nan = x != x;
+  const Lanes16 low = Lanes16{} - 87.0F;
+  const Lanes16 y = in_range ? x : low;
+  const Lanes16 n = (y * kLog2e + kRound) - kRound;
+  const Lanes16 r = (y - n * 0.693359375F) - n * -2.12194440e-4F;
+  Lanes16 p = Lanes16{} + 1.9875691500e-4F;
+  p = p * r + 1.3981999507e-3F;
+  p = p * r + 8.3334519073e-3F;
+  p = p * r + 4.1665795894e-2F;
+  p = p * r + 1.6666665459e-1F;
+  p = p * r + 5.0000001201e-1F;
+  p = (p * (r * r) + r) + 1.0F;
+  const Ints16 bits = (__builtin_convertvector(n, Ints16) + 127) << 23;
+  Lanes16 two_n;
+  std::memcpy(&two_n, &bits, sizeof two_n);
+  const Lanes16 e = p * two_n;
+  const Lanes16 zero{};
+  x = nan ? x : (in_range ? e : zero);
+}
+
+// log Σ_j e^(x_j) of one row of n floats: its max m, then e^(x_j − m) summed in 16 lanes, lane
+// j mod 16 taking x_j in ascending j, the lanes then added 0 to 15, and m + log of that.
+inline float logsumexp_fixed(const float* x, int64_t n) {
+  float top = x[0];
+  for (int64_t j = 1; j < n; ++j) top = x[j] > top ? x[j] : top;
+  if (!(top > -std::numeric_limits<float>::infinity()) || top == std::numeric_limits<float>::infinity()) {
+    return top;  // all −inf, a +inf, or a NaN: as logsumexp gives them
+  }
+  Lanes16 lanes{};
+  const Lanes16 shift = Lanes16{} + top;
+  int64_t j = 0;
+  for (; j + kLanes16 <= n; j += kLanes16) {
+    Lanes16 v;
+    load16(v, x + j);
+    v -= shift;
+    exp_fixed16(v);
+    lanes += v;
+  }
+  if (j < n) {
+    // The last lanes past the row take e^(−inf) = 0.
+    float rest[kLanes16];
+    for (int64_t l = 0; l < kLanes16; ++l) rest[l] = j + l < n ? x[j + l] : -std::numeric_limits<float>::infinity();
+    Lanes16 v;
+    load16(v, rest);
+    v -= shift;
+    exp_fixed16(v);
+    lanes += v;
+  }
+  float total = 0.0F;
+  for (int64_t l = 0; l < kLanes16; ++l) total += lanes[l];
+  return top + std::log(total);
 }
 
 struct AttentionOperands {
@@ -189,6 +235,279 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void attention_quer
   }
 }
 
+enum class Activation { silu, gelu_tanh, gelu_erf };
+
+// y[i] = f(x[i]) for i in [begin, end): each element alone, the same bits wherever it lies.
+void activation_range(Activation f, const float* x, float* y, int64_t begin, int64_t end) {
+  switch (f) {
+    case Activation::silu:
+      for (int64_t i = begin; i < end; ++i) y[i] = silu_fixed(x[i]);
+      return;
+    case Activation::gelu_tanh:
+      for (int64_t i = begin; i < end; ++i) y[i] = gelu_tanh_fixed(x[i]);
+      return;
+    case Activation::gelu_erf:
+      for (int64_t i = begin; i < end; ++i) y[i] = gelu_erf_fixed(x[i]);
+      return;
+  }
+}
+
+}  // namespace
+}  // namespace ampt::kernels
+
+#pragma GCC pop_options
+
+// The Linear: each lane's a·b + c one fused multiply-add where the CPU has FMA (every AVX2 and
+// AVX-512 one, and CUDA's fmaf): as fast as a GEMM can be, and the same bits in the sampler and the
+// trainer, which run on one CPU. Without FMA (the x86-64 baseline) a·b rounded, then added.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+
+namespace ampt::kernels {
+namespace {
+
+// The Linear's weights as the kernel reads them, 16 consecutive ones at a time widened to
+// float32 (exactly): float32 as they are; bfloat16 stored; float32 rounded to bfloat16 first
+// (autocast's cast of an fp32 weight, c10's round-to-nearest-even, done here instead of in a
+// bfloat16 copy of the whole weight every call).
+using Bits16 = uint32_t __attribute__((vector_size(64)));
+using Halves16 = uint16_t __attribute__((vector_size(32)));
+
+struct Fp32Weights {
+  const float* w;
+  void load(Lanes16& v, int64_t at) const { std::memcpy(&v, w + at, sizeof v); }
+  float one(int64_t at) const { return w[at]; }
+};
+
+struct Bf16Weights {
+  const uint16_t* w;
+  void load(Lanes16& v, int64_t at) const {
+    Halves16 h;
+    std::memcpy(&h, w + at, sizeof h);
+    const Bits16 bits = __builtin_convertvector(h, Bits16) << 16U;
+    std::memcpy(&v, &bits, sizeof v);
+  }
+  float one(int64_t at) const {
+    const uint32_t bits = static_cast<uint32_t>(w[at]) << 16U;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+};
+
+inline uint32_t round_to_bf16_bits(uint32_t bits) {
+  if ((bits & 0x7FFFFFFFU) > 0x7F800000U) return 0x7FC00000U;  // NaN
+  return (bits + 0x7FFFU + ((bits >> 16U) & 1U)) & 0xFFFF0000U;
+}
+
+struct Fp32AsBf16Weights {
+  const float* w;
+  void load(Lanes16& v, int64_t at) const {
+    Bits16 bits;
+    std::memcpy(&bits, w + at, sizeof bits);
+    const Bits16 nan = (bits & 0x7FFFFFFFU) > 0x7F800000U;  // all ones where NaN
+    const Bits16 rounded = (bits + 0x7FFFU + ((bits >> 16U) & 1U)) & 0xFFFF0000U;
+    const Bits16 out = (rounded & ~nan) | ((Bits16{} + 0x7FC00000U) & nan);
+    std::memcpy(&v, &out, sizeof v);
+  }
+  float one(int64_t at) const {
+    uint32_t bits;
+    std::memcpy(&bits, w + at, sizeof bits);
+    bits = round_to_bf16_bits(bits);
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+};
+
+// The 16 lanes added pairwise, as a warp's shuffle-down reduction adds them: lane l + lane l+8,
+// then l + l+4 of those, then l + l+2, then l + l+1; lane 0 holds the total.
+using Index16 = int32_t __attribute__((vector_size(64)));
+
+__attribute__((always_inline)) inline float lane_sum(Lanes16 v) {
+  v += __builtin_shuffle(v, Index16{8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15});
+  v += __builtin_shuffle(v, Index16{4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7});
+  v += __builtin_shuffle(v, Index16{2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3});
+  v += __builtin_shuffle(v, Index16{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+  return v[0];
+}
+
+// lane_sum of 16 vectors at once, each total by the same pairwise tree: every step adds the two
+// halves of each lane group of two vectors (width 8, then 4, 2, 1) into one vector holding both
+// vectors' groups, so that 15 shuffled additions do what 16 lane_sums do in 64.
+__attribute__((always_inline)) inline void halves_add(Lanes16& out, const Lanes16& a, const Lanes16& b,
+                                                      const Index16& low, const Index16& high) {
+  const Lanes16 sum = __builtin_shuffle(a, b, low) + __builtin_shuffle(a, b, high);
+  out = sum;
+}
+
+// Which lane of lane_sums16's last vector holds input vector i's total: its steps followed on the
+// vectors' numbers (each step interleaves the two vectors' groups, first's then second's).
+constexpr std::array<int, kLanes16> total_lanes() {
+  std::array<std::array<int, kLanes16>, kLanes16> groups{};
+  for (int i = 0; i < kLanes16; ++i) groups[i][0] = i;
+  for (int count = kLanes16, per = 1; count > 1; count /= 2, per *= 2) {
+    std::array<std::array<int, kLanes16>, kLanes16> next{};
+    for (int i = 0; i < count / 2; ++i) {
+      for (int g = 0; g < per; ++g) {
+        next[i][2 * g] = groups[2 * i][g];
+        next[i][2 * g + 1] = groups[2 * i + 1][g];
+      }
+    }
+    groups = next;
+  }
+  std::array<int, kLanes16> lane{};
+  for (int l = 0; l < kLanes16; ++l) lane[groups[0][l]] = l;
+  return lane;
+}
+
+__attribute__((always_inline)) inline void lane_sums16(const Lanes16* in, float* out) {
+  // Step masks: the first halves of each group of the two vectors (first's, then second's),
+  // and the second halves (the same lanes + width).
+  const Index16 low8{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
+  const Index16 low4{0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27};
+  const Index16 low2{0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
+  const Index16 low1{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30};
+  const Index16 high8 = low8 + 8, high4 = low4 + 4, high2 = low2 + 2, high1 = low1 + 1;
+  Lanes16 v[kLanes16];
+  for (int i = 0; i < kLanes16; ++i) v[i] = in[i];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) halves_add(v[i], v[2 * i], v[2 * i + 1], low8, high8);
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) halves_add(v[i], v[2 * i], v[2 * i + 1], low4, high4);
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i) halves_add(v[i], v[2 * i], v[2 * i + 1], low2, high2);
+  halves_add(v[0], v[0], v[1], low1, high1);
+  constexpr auto lane_of = total_lanes();
+  for (int i = 0; i < kLanes16; ++i) out[i] = v[0][lane_of[i]];
+}
+
+struct LinearOperands {
+  const float* x;     // [rows, in] float32
+  const float* bias;  // [cols] float32, or null
+  float* y;           // [rows, cols]
+  int64_t rows, in, cols;
+};
+
+// Outputs (r0.., n0..) of an R x C tile: element (r, n) is the 16 lanes' sums, lane l of
+// x[r, k]·w[n, k] over the k ≡ l (mod 16) ascending (a last partial group of k padded with
+// 0·0), the lanes then added pairwise (lane_sum), then the bias. Rows and columns past the last read the last (their results are dropped), so an
+// element's arithmetic does not depend on the tile it falls in, nor the tile's shape on anything
+// but the CPU (every shape gives the same bits).
+template <int R, int C, class Weights>
+__attribute__((always_inline)) inline void linear_tile(const LinearOperands& a, const Weights& w,
+                                                       int64_t r0, int64_t n0) {
+  const float* x[R];
+  int64_t wrow[C];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) x[i] = a.x + (r0 + i < a.rows ? r0 + i : a.rows - 1) * a.in;
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) wrow[j] = (n0 + j < a.cols ? n0 + j : a.cols - 1) * a.in;
+  Lanes16 acc[R][C] = {};
+  const int64_t whole = a.in / kLanes16 * kLanes16;
+  for (int64_t k = 0; k < whole; k += kLanes16) {
+    Lanes16 xv[R], wv[C];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) load16(xv[i], x[i] + k);
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) w.load(wv[j], wrow[j] + k);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) acc[i][j] += xv[i] * wv[j];
+    }
+  }
+  if (whole < a.in) {
+    // The last group of fewer than 16 k, zero-padded: the missing lanes add 0·0. (Not lane by
+    // lane: indexing the accumulators at run time would keep them in memory, not registers.)
+    const int64_t rest = a.in - whole;
+    Lanes16 xv[R], wv[C];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      float t[kLanes16] = {};
+      std::memcpy(t, x[i] + whole, static_cast<size_t>(rest) * sizeof(float));
+      load16(xv[i], t);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      float t[kLanes16] = {};
+      for (int64_t l = 0; l < rest; ++l) t[l] = w.one(wrow[j] + whole + l);
+      load16(wv[j], t);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) acc[i][j] += xv[i] * wv[j];
+    }
+  }
+  float totals[R][C];
+  if constexpr (R * C == kLanes16) {
+    lane_sums16(&acc[0][0], &totals[0][0]);
+  } else {
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) totals[i][j] = lane_sum(acc[i][j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) {
+    if (r0 + i >= a.rows) break;
+    float* y = a.y + (r0 + i) * a.cols;
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      if (n0 + j >= a.cols) break;
+      y[n0 + j] = a.bias != nullptr ? totals[i][j] + a.bias[n0 + j] : totals[i][j];
+    }
+  }
+}
+
+// Column tiles [first, last) of C columns, each over all rows in tiles of R (the tile's weight
+// rows stay in L1 while the rows pass), rows in blocks so that a block stays in L2.
+template <int R, int C, class Weights>
+__attribute__((always_inline)) inline void linear_panels(const LinearOperands& a, const Weights& w,
+                                                         int64_t first, int64_t last) {
+  constexpr int64_t kBlockRows = 128;
+  for (int64_t block = 0; block < a.rows; block += kBlockRows) {
+    const int64_t end = block + kBlockRows < a.rows ? block + kBlockRows : a.rows;
+    for (int64_t t = first; t < last; ++t) {
+      for (int64_t r = block; r < end; r += R) linear_tile<R, C>(a, w, r, t * C);
+    }
+  }
+}
+
+// The tile shapes fit each ISA's registers: 16 zmm accumulators under AVX-512, 6 pairs of ymm
+// under AVX2 and the baseline. kLinearColumns is their common column count, which the tasks cut
+// the columns by.
+constexpr int64_t kLinearColumns = 4;
+
+template <class Weights>
+__attribute__((target("avx512f,fma"))) void linear_panels_avx512(const LinearOperands& a, const Weights& w,
+                                                              int64_t first, int64_t last) {
+  linear_panels<4, kLinearColumns>(a, w, first, last);
+}
+
+template <class Weights>
+__attribute__((target("avx2,fma"))) void linear_panels_avx2(const LinearOperands& a, const Weights& w,
+                                                         int64_t first, int64_t last) {
+  linear_panels<1, kLinearColumns>(a, w, first, last);
+}
+
+template <class Weights>
+void linear_panels_baseline(const LinearOperands& a, const Weights& w, int64_t first, int64_t last) {
+  linear_panels<1, kLinearColumns>(a, w, first, last);
+}
+
+template <class Weights>
+void linear_columns(const LinearOperands& a, const Weights& w, int64_t first, int64_t last) {
+  static const int isa = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") ? 2
+                         : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")  ? 1
+                                                                                             : 0;
+  if (isa == 2) return linear_panels_avx512(a, w, first, last);
+  if (isa == 1) return linear_panels_avx2(a, w, first, last);
+  linear_panels_baseline(a, w, first, last);
+}
+
 }  // namespace
 }  // namespace ampt::kernels
 
@@ -225,67 +544,71 @@ void require_float_dtype(const char* kernel, const char* name, const torch::Tens
 }
 
 torch::Tensor linear_values(const torch::Tensor& x, const torch::Tensor& weight,
-                            const torch::Tensor& bias) {
+                            const torch::Tensor& bias, c10::ScalarType dtype) {
   const int64_t in = weight.size(1);
   const int64_t cols = weight.size(0);
   const int64_t rows = c10::multiply_integers(x.sizes().begin(), x.sizes().end() - 1);
-  const auto xs = x.reshape({rows, in}).to(torch::kFloat32).contiguous();
-  const int64_t padded = (cols + kTileCols - 1) / kTileCols * kTileCols;
-  const auto fp32 = x.options().dtype(torch::kFloat32);
-  auto wt = torch::zeros({in, padded}, fp32);
-  wt.narrow(1, 0, cols).copy_(weight.t());
-  torch::Tensor b;
-  if (bias.defined()) {
-    b = torch::zeros({padded}, fp32);
-    b.narrow(0, 0, cols).copy_(bias);
-  }
-  auto y = torch::empty({rows, cols}, fp32);
-  if (rows > 0 && cols > 0) {
-    const LinearOperands operands{xs.const_data_ptr<float>(),
-                                  wt.const_data_ptr<float>(),
-                                  b.defined() ? b.const_data_ptr<float>() : nullptr,
-                                  y.mutable_data_ptr<float>(),
-                                  rows,
-                                  in,
-                                  cols,
-                                  padded};
-    const int64_t row_tiles = (rows + kTileRows - 1) / kTileRows;
-    const int64_t tiles = row_tiles * (padded / kTileCols);
-    const int64_t grain = std::max<int64_t>(1, kWorkPerTask / (kTileRows * kTileCols * std::max<int64_t>(in, 1)));
-    // Column panels outer, so that a task's tiles share their panel of the weight.
-    at::parallel_for(0, tiles, grain, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        linear_tile(operands, (t % row_tiles) * kTileRows, (t / row_tiles) * kTileCols);
-      }
-    });
-  }
+  // x and the bias rounded to the compute dtype, then widened; the weight read as it is stored
+  // where the kernel can (float32, bfloat16, float32 to be rounded to bfloat16), else rounded and
+  // widened here.
+  const auto widened = [dtype](const torch::Tensor& t) {
+    return t.to(dtype).to(torch::kFloat32).contiguous();
+  };
+  const auto xs = widened(x.reshape({rows, in}));
+  const auto b = bias.defined() ? widened(bias) : torch::Tensor();
+  // Allocated in the output's shape, not viewed into it: a view made inside an autograd
+  // Function could not be modified in place later.
   auto sizes = x.sizes().vec();
   sizes.back() = cols;
-  return y.to(x.scalar_type()).view(sizes);
+  auto y = torch::empty(sizes, x.options().dtype(torch::kFloat32));
+  if (rows == 0 || cols == 0) return y.to(dtype);
+  const LinearOperands operands{xs.const_data_ptr<float>(), b.defined() ? b.const_data_ptr<float>() : nullptr,
+                                y.mutable_data_ptr<float>(), rows, in, cols};
+  torch::Tensor stored = weight.contiguous();
+  if (!(dtype == torch::kFloat32 || dtype == torch::kBFloat16) ||
+      !(stored.scalar_type() == torch::kFloat32 || stored.scalar_type() == torch::kBFloat16)) {
+    stored = widened(stored);
+  }
+  const int64_t tiles = (cols + kLinearColumns - 1) / kLinearColumns;
+  const int64_t grain = std::max<int64_t>(1, kWorkPerTask / (kLinearColumns * std::max<int64_t>(in, 1) * rows));
+  const auto run = [&](const auto& weights) {
+    at::parallel_for(0, tiles, grain, [&](int64_t begin, int64_t end) { linear_columns(operands, weights, begin, end); });
+  };
+  if (stored.scalar_type() == torch::kBFloat16) {
+    run(Bf16Weights{reinterpret_cast<const uint16_t*>(stored.const_data_ptr<at::BFloat16>())});
+  } else if (dtype == torch::kBFloat16) {
+    run(Fp32AsBf16Weights{stored.const_data_ptr<float>()});
+  } else {
+    run(Fp32Weights{stored.const_data_ptr<float>()});
+  }
+  return y.to(dtype);
 }
 
 class InvariantLinearFunction : public torch::autograd::Function<InvariantLinearFunction> {
  public:
+  // x and bias in the compute dtype; weight in it, or float32 to be rounded to it (bfloat16).
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight,
                                const std::optional<torch::Tensor>& bias) {
     ctx->save_for_backward({x, weight});
     ctx->saved_data["bias"] = bias.has_value();
-    return linear_values(x, weight, bias.value_or(torch::Tensor()));
+    return linear_values(x, weight, bias.value_or(torch::Tensor()), x.scalar_type());
   }
 
-  // As at::linear's backward forms them (fused_linear's linear_param_grads, no epilogues).
+  // As at::linear's backward forms them under autocast (fused_linear's linear_param_grads, no
+  // epilogues; a float32 weight's gradient the compute dtype's, cast as autocast's cast passes it).
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto& x = saved[0];
     const auto& weight = saved[1];
-    const auto dy = grads[0].reshape({-1, weight.size(0)}).contiguous();
-    const auto params = linear_param_grads(
+    const auto dy = grads[0].to(x.scalar_type()).reshape({-1, weight.size(0)}).contiguous();
+    auto params = linear_param_grads(
         dy, [&] { return x.reshape({-1, weight.size(1)}); }, ctx->needs_input_grad(1),
         // (Without a bias autograd counts no third input to ask about.)
         ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2), /*epilogues=*/false);
+    if (params.weight.defined()) params.weight = params.weight.to(weight.scalar_type());
     torch::Tensor dx;
-    if (ctx->needs_input_grad(0)) dx = dy.mm(weight).reshape(x.sizes());
+    if (ctx->needs_input_grad(0)) dx = dy.mm(weight.to(x.scalar_type())).reshape(x.sizes());
     return {dx, params.weight, params.bias};
   }
 };
@@ -369,6 +692,41 @@ class InvariantAttentionFunction : public torch::autograd::Function<InvariantAtt
   }
 };
 
+
+torch::Tensor activation_values(const torch::Tensor& x, Activation f) {
+  const auto xs = x.to(torch::kFloat32).contiguous();
+  auto y = torch::empty_like(xs);
+  const float* in = xs.const_data_ptr<float>();
+  float* out = y.mutable_data_ptr<float>();
+  at::parallel_for(0, xs.numel(), kWorkPerTask,
+                   [&](int64_t begin, int64_t end) { activation_range(f, in, out, begin, end); });
+  return y.to(x.scalar_type());
+}
+
+class InvariantActivationFunction : public torch::autograd::Function<InvariantActivationFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t f) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["f"] = f;
+    return activation_values(x, static_cast<Activation>(f));
+  }
+
+  // ATen's derivatives of the functions the fixed arithmetic approximates to a few ulps.
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto x = ctx->get_saved_variables()[0];
+    const auto f = static_cast<Activation>(ctx->saved_data["f"].toInt());
+    const auto g = grads[0].to(x.scalar_type());
+    const auto dx = f == Activation::silu ? at::silu_backward(g, x)
+                                          : at::gelu_backward(g, x, f == Activation::gelu_tanh ? "tanh" : "none");
+    return {dx, torch::Tensor()};
+  }
+};
+
+torch::Tensor invariant_activation(const char* name, const torch::Tensor& x, Activation f) {
+  require_cpu(name, "x", x);
+  require_float_dtype(name, "x", x, x.scalar_type());
+  return InvariantActivationFunction::apply(x, static_cast<int64_t>(f));
+}
 }  // namespace
 
 bool batch_invariant() { return invariant_on; }
@@ -384,10 +742,14 @@ torch::Tensor invariant_linear(const torch::Tensor& x, const torch::Tensor& weig
   require_cpu("linear", "bias", bias);
   // As autocast casts a Linear's arguments (at::linear is in its lower-precision list).
   const auto cx = autocast_linear_arg(x);
-  const auto cw = autocast_linear_arg(weight);
+  // A float32 weight under bfloat16 autocast is rounded inside the kernel, as the cast would
+  // round it: no bfloat16 copy of the whole weight per call.
+  const bool rounded_inside = cx.scalar_type() == torch::kBFloat16 && weight.scalar_type() == torch::kFloat32 &&
+                              autocast_dtype(weight.device().type()) == torch::kBFloat16;
+  const auto cw = rounded_inside ? weight : autocast_linear_arg(weight);
   const auto cb = bias.defined() ? autocast_linear_arg(bias) : bias;
   require_float_dtype("linear", "x", cx, cx.scalar_type());
-  require_float_dtype("linear", "weight", cw, cx.scalar_type());
+  if (!rounded_inside) require_float_dtype("linear", "weight", cw, cx.scalar_type());
   if (cb.defined()) require_float_dtype("linear", "bias", cb, cx.scalar_type());
   TORCH_CHECK(cx.dim() >= 1 && cw.dim() == 2 && cx.size(-1) == cw.size(1),
               "batch-invariant linear: x ", cx.sizes(), " and weight ", cw.sizes(),
@@ -432,6 +794,53 @@ torch::Tensor invariant_causal_attention(const torch::Tensor& q, const torch::Te
   }
   const double s = scale.value_or(1.0 / std::sqrt(static_cast<double>(cq.size(3))));
   return InvariantAttentionFunction::apply(cq, ck, cv, start, s);
+}
+
+}  // namespace ampt::kernels
+
+namespace ampt::kernels {
+
+torch::Tensor invariant_silu(const torch::Tensor& x) {
+  return invariant_activation("silu", x, Activation::silu);
+}
+
+torch::Tensor invariant_gelu(const torch::Tensor& x, std::string_view approximate) {
+  TORCH_CHECK(approximate == "tanh" || approximate == "none", "batch-invariant gelu: approximate '",
+              approximate, "'; 'tanh' or 'none' are allowed");
+  return invariant_activation("gelu", x, approximate == "tanh" ? Activation::gelu_tanh : Activation::gelu_erf);
+}
+
+torch::Tensor invariant_logsumexp(const torch::Tensor& x) {
+  require_cpu("logsumexp", "x", x);
+  TORCH_CHECK(x.dim() == 2 && x.size(1) > 0, "batch-invariant logsumexp: x ", x.sizes(),
+              "; [rows, n] with n ≥ 1 is allowed");
+  const auto xs = x.detach().to(torch::kFloat32).contiguous();
+  const int64_t rows = xs.size(0), n = xs.size(1);
+  auto out = torch::empty({rows}, xs.options());
+  const float* in = xs.const_data_ptr<float>();
+  float* o = out.mutable_data_ptr<float>();
+  at::parallel_for(0, rows, std::max<int64_t>(1, kWorkPerTask / n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) o[r] = logsumexp_fixed(in + r * n, n);
+  });
+  return out;
+}
+
+std::pair<torch::Tensor, torch::Tensor> invariant_cos_sin(const torch::Tensor& angles) {
+  require_cpu("cos/sin", "angles", angles);
+  TORCH_CHECK(angles.scalar_type() == torch::kFloat32, "batch-invariant cos/sin: angles are ",
+              angles.scalar_type(), "; float32 is allowed");
+  const auto a = angles.contiguous();
+  auto cos = torch::empty_like(a), sin = torch::empty_like(a);
+  const float* in = a.const_data_ptr<float>();
+  float* c = cos.mutable_data_ptr<float>();
+  float* s = sin.mutable_data_ptr<float>();
+  at::parallel_for(0, a.numel(), kWorkPerTask, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      c[i] = std::cos(in[i]);
+      s[i] = std::sin(in[i]);
+    }
+  });
+  return {cos, sin};
 }
 
 }  // namespace ampt::kernels

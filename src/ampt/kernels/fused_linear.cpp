@@ -1,6 +1,7 @@
 #include "ampt/kernels/fused_linear.h"
 
 #include "ampt/core/autocast_dtype.h"
+#include "ampt/kernels/batch_invariant.h"
 #include "ampt/kernels/fp32_gemm.h"
 #include "ampt/kernels/gemm_epilogues.h"
 #include "ampt/kernels/weight_copies.h"
@@ -122,6 +123,7 @@ torch::Tensor fused_linear(const torch::Tensor& x, const torch::Tensor& weight,
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias) {
+  if (batch_invariant()) return invariant_linear(x, weight, bias);
   if (linear_copies(weight, bias).weight.defined()) return fused_linear(x, weight, bias, false);
   return at::linear(x, weight, bias);
 }

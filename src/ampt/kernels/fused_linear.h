@@ -68,7 +68,8 @@ torch::Tensor fused_linear(const torch::Tensor& x, const torch::Tensor& weight,
 
 // at::linear(x, weight, bias), except where the weight has a half copy (weight_copies.h): then
 // fused_linear over the copies without the epilogues, at::linear's arithmetic on the same
-// values. Every Linear of ampt's models runs through this or fused_linear.
+// values; and in exact mode (batch_invariant.h) invariant_linear. Every Linear of ampt's models
+// runs through this or fused_linear.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias);
 

@@ -1,5 +1,6 @@
 #include "ampt/kernels/token_log_probs.h"
 
+#include "ampt/kernels/batch_invariant.h"
 #include "ampt/kernels/fused_classifier.h"
 #include "ampt/kernels/target_check.h"
 
@@ -13,10 +14,16 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// Logits in float32 divided by the temperature (the sampler's and the trainer's one order).
+torch::Tensor scaled(const torch::Tensor& logits, double temperature, bool copy = false) {
+  auto x = logits.to(torch::kFloat32, /*non_blocking=*/false, copy);
+  return temperature == 1.0 ? x : x.div_(temperature);
+}
+
 class TokenLogProbs : public torch::autograd::Function<TokenLogProbs> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits,
-                               const torch::Tensor& targets, int64_t chunk) {
+                               const torch::Tensor& targets, int64_t chunk, double temperature) {
     const int64_t rows = logits.size(0);
     auto out = torch::zeros({rows}, logits.options().dtype(torch::kFloat32));
     auto lse = torch::empty({rows}, out.options());
@@ -24,14 +31,15 @@ class TokenLogProbs : public torch::autograd::Function<TokenLogProbs> {
     const auto safe = targets.clamp_min(0);
     for (int64_t r = 0; r < rows; r += chunk) {
       const int64_t end = std::min(rows, r + chunk);
-      const auto x = logits.slice(0, r, end).to(torch::kFloat32);
-      const auto chunk_lse = x.logsumexp(-1);
+      const auto x = scaled(logits.slice(0, r, end), temperature);
+      const auto chunk_lse = batch_invariant() ? invariant_logsumexp(x) : x.logsumexp(-1);
       lse.slice(0, r, end).copy_(chunk_lse);
       const auto picked = x.gather(1, safe.slice(0, r, end).unsqueeze(1)).squeeze(1);
       out.slice(0, r, end).copy_((picked - chunk_lse).mul_(counted.slice(0, r, end)));
     }
     ctx->save_for_backward({logits, targets, lse});
     ctx->saved_data["chunk"] = chunk;
+    ctx->saved_data["temperature"] = temperature;
     return out;
   }
 
@@ -40,8 +48,10 @@ class TokenLogProbs : public torch::autograd::Function<TokenLogProbs> {
     const auto& logits = saved[0];
     const auto& targets = saved[1];
     const auto& lse = saved[2];
-    // d logp_t / d x = onehot(t) - softmax(x), per counted row, times the incoming gradient.
-    const auto g = grads[0].to(torch::kFloat32).mul(targets.ne(kIgnoreIndex));
+    // d logp_t / d x = (onehot(t) - softmax(x / T)) / T, per counted row, times the incoming
+    // gradient.
+    const double temperature = ctx->saved_data["temperature"].toDouble();
+    const auto g = grads[0].to(torch::kFloat32).mul(targets.ne(kIgnoreIndex)).div(temperature);
     const auto safe = targets.clamp_min(0);
     auto grad_logits = torch::empty_like(logits);
     const int64_t rows = logits.size(0);
@@ -50,8 +60,7 @@ class TokenLogProbs : public torch::autograd::Function<TokenLogProbs> {
       const int64_t end = std::min(rows, r + chunk);
       const auto gr = g.slice(0, r, end).unsqueeze(1);
       // A copy even of float32 logits: the saved logits may feed another backward too.
-      auto grad = logits.slice(0, r, end)
-                      .to(torch::kFloat32, /*non_blocking=*/false, /*copy=*/true)
+      auto grad = scaled(logits.slice(0, r, end), temperature, /*copy=*/true)
                       .sub_(lse.slice(0, r, end).unsqueeze(1))
                       .exp_()
                       .mul_(gr)
@@ -59,16 +68,17 @@ class TokenLogProbs : public torch::autograd::Function<TokenLogProbs> {
       grad.scatter_add_(1, safe.slice(0, r, end).unsqueeze(1), gr);
       grad_logits.slice(0, r, end).copy_(grad);
     }
-    return {grad_logits, torch::Tensor(), torch::Tensor()};
+    return {grad_logits, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
 torch::Tensor token_log_probs(const torch::Tensor& logits, const torch::Tensor& targets,
-                              int64_t chunk_rows) {
+                              int64_t chunk_rows, double temperature) {
   return TokenLogProbs::apply(logits, targets,
-                              chunk_rows > 0 ? chunk_rows : default_chunk_rows(logits.size(1)));
+                              chunk_rows > 0 ? chunk_rows : default_chunk_rows(logits.size(1)),
+                              temperature);
 }
 
 }  // namespace ampt::kernels

@@ -11,9 +11,12 @@
 namespace ampt::kernels {
 
 // logits [rows, vocab] (any floating dtype), targets [rows] int64 (kIgnoreIndex: the row counts
-// 0) → [rows] float32 log-probabilities, logits[t] - logsumexp(logits), with gradients to
-// logits in their dtype. `chunk_rows`: rows per chunk, 0 for default_chunk_rows (fused_classifier.h).
+// 0) → [rows] float32 log-probabilities of softmax(logits / temperature), x[t] - logsumexp(x)
+// with x the logits in float32 divided by `temperature`, with gradients to logits in their dtype.
+// `chunk_rows`: rows per chunk, 0 for default_chunk_rows (fused_classifier.h). In exact mode
+// (batch_invariant.h) each row's logsumexp is invariant_logsumexp's: a row's log-probability is
+// then the same bits whatever the other rows and the chunking, the sampler's as the trainer's.
 torch::Tensor token_log_probs(const torch::Tensor& logits, const torch::Tensor& targets,
-                              int64_t chunk_rows = 0);
+                              int64_t chunk_rows = 0, double temperature = 1.0);
 
 }  // namespace ampt::kernels

@@ -214,6 +214,13 @@ void ConsoleReporter::on_end(const RunSummary& s) {
     if (name == "rewards/accuracies") log::info("Reward Accuracy:  {:.1f}%", 100.0 * value);
     if (name == "rewards/margins") log::info("Reward Margin:    {:.4f}", value);
   }
+  // GRPO's mean reward, first logged step to last.
+  for (const auto& [name, first] : s.initial_figures) {
+    if (name != "reward") continue;
+    for (const auto& [last_name, last] : s.final_figures) {
+      if (last_name == name) log::info("Mean Reward:      {:.4f} → {:.4f}", first, last);
+    }
+  }
   if (s.initial_val_loss >= 0.0 && s.final_val_loss >= 0.0 && language_model_ &&
       s.final_figures.empty()) {
     log::info("Val Perplexity:   {:.2f} pretrained → {:.2f} after {} steps", std::exp(s.initial_val_loss),

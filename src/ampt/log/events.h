@@ -156,7 +156,9 @@ struct RunSummary {
   int64_t steps_this_run = 0;
   double initial_loss = 0.0;
   double final_loss = 0.0;
-  // A preference run's figures at its last logged step (rewards/accuracies, ...).
+  // An objective's figures (a preference run's rewards/accuracies, GRPO's reward, ...) at the
+  // first and the last step logged in this run.
+  std::vector<std::pair<std::string, double>> initial_figures;
   std::vector<std::pair<std::string, double>> final_figures;
   int64_t skipped_steps = 0;
   double initial_scale = 0.0;

@@ -159,7 +159,8 @@ void MetricsWriter::on_end(const RunSummary& s) {
           json_number(s.seconds), json_number(s.startup_seconds), json_number(s.training_seconds),
           json_number(s.eval_seconds), json_number(s.checkpoint_seconds), s.checkpoints_saved,
           s.checkpoint_bytes, json_number(s.checkpoint_write_seconds), s.final_save_skipped,
-          s.peak_memory_bytes, s.peak_memory_kind, json_figures(s.final_figures, "final_")),
+          s.peak_memory_bytes, s.peak_memory_kind,
+          json_figures(s.initial_figures, "initial_") + json_figures(s.final_figures, "final_")),
       summary_path);
 }
 

@@ -1,8 +1,7 @@
 #include "ampt/models/attention.h"
 
+#include "ampt/kernels/batch_invariant.h"
 #include "ampt/kernels/fused_attention.h"
-
-#include <ATen/ops/scaled_dot_product_attention.h>
 
 namespace ampt::models {
 
@@ -25,8 +24,8 @@ torch::Tensor CausalSelfAttentionImpl::project_out(const torch::Tensor& y) {
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const PackedLayout& packed) {
-  const bool whole = fused_ && !packed.packed() && c_attn->plain() && c_proj->plain() &&
-                     (dropout_ == 0.0 || !is_training());
+  const bool whole = fused_ && !kernels::batch_invariant() && !packed.packed() && c_attn->plain() &&
+                     c_proj->plain() && (dropout_ == 0.0 || !is_training());
   if (whole) {
     const kernels::AttentionWeights weights{c_attn->weight, c_attn->bias, c_proj->weight,
                                             c_proj->bias};
@@ -39,11 +38,8 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const Pac
     return project_out(
         packed_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), packed, dropout));
   }
-  // is_causal instead of an explicit mask lets SDPA pick flash attention (bf16/fp16 on a GPU)
-  // and skip the masked half of the work. Attention dropout only while training, as nn.Dropout.
-  return project_out(at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]),
-                                                      heads(qkv[2]), /*attn_mask=*/{}, dropout,
-                                                      /*is_causal=*/true));
+  // Attention dropout only while training, as nn.Dropout.
+  return project_out(causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), dropout));
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward_cached(

@@ -1,6 +1,7 @@
 #include "ampt/models/decoder.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/kernels/batch_invariant.h"
 #include "ampt/kernels/fused_classifier.h"
 #include "ampt/kernels/fused_linear.h"
 #include "ampt/precision/precision_islands.h"
@@ -27,15 +28,19 @@ torch::Tensor DecoderImpl::hidden(const torch::Tensor& tokens, const torch::Tens
   const bool checkpointed = grad_ckpt_ && is_training() && torch::GradMode::is_enabled();
   // Islands decide per module what runs in fp32; a fused sequence would hand them half inputs.
   const auto* islands = active_islands();
-  if (fused_ && !checkpointed && !blocks_->is_empty() && block_hooks_ == nullptr &&
+  // Exact mode runs each operation through its own batch-invariant kernel.
+  const bool invariant = kernels::batch_invariant();
+  if (fused_ && !invariant && !checkpointed && !blocks_->is_empty() && block_hooks_ == nullptr &&
       (islands == nullptr || islands->list().empty())) {
     if (auto out = fused_blocks(x, context)) return *out;
   }
   for (size_t i = 0; i < blocks_->size(); ++i) {
     auto* block = blocks_[i]->as<DecoderBlockImpl>();
-    // A recomputation in backward may run on another thread: it takes this pass's islands.
-    const auto run = [block, islands, context](const torch::Tensor& input) {
+    // A recomputation in backward may run on another thread: it takes this pass's islands and
+    // mode.
+    const auto run = [block, islands, invariant, context](const torch::Tensor& input) {
       IslandScope scope(islands);
+      const kernels::BatchInvariantScope mode(invariant);
       BlockOutputs out;
       // A block's fp32 island casts its output; its reports pass as they are.
       auto y = through_island(*block, input, [&](const torch::Tensor& in) {
@@ -132,7 +137,7 @@ torch::Tensor DecoderImpl::next_logits(const torch::Tensor& tokens, KvCache& cac
   auto x = embed(tokens, at);
   auto context = block_context(at, {});
   context.cached = {cache.length, cache.capacity > 0 ? cache.capacity : context_,
-                    cache_mask(cache.first, cache.length, end, device)};
+                    cache_mask(cache.first, cache.length, end, device), cache.first};
   cache.layers.resize(blocks_->size());
   // As hidden() runs them: each block through its hooks (ZeRO-3's gathers) and its fp32 island.
   for (size_t i = 0; i < blocks_->size(); ++i) {

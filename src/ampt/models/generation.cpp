@@ -1,12 +1,14 @@
 #include "ampt/models/generation.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/kernels/token_log_probs.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 namespace ampt::models {
 namespace {
@@ -65,9 +67,11 @@ torch::Tensor pick_tokens(const torch::Tensor& logits, const torch::Tensor& unif
     const auto kth = std::get<0>(scores.topk(options.top_k, -1)).narrow(-1, options.top_k - 1, 1);
     scores = scores.masked_fill(scores < kth, minus_inf);
   }
-  // Most likely first, ties in id order (a stable sort): the draw depends on the probabilities
-  // and the uniform number alone.
-  const auto [sorted, order] = scores.sort(/*stable=*/true, /*dim=*/-1, /*descending=*/true);
+  // Top-p ranks the tokens: most likely first, ties in id order (a stable sort), so that the draw
+  // depends on the probabilities and the uniform number alone. Without it the tokens stay in id
+  // order (a sort of the whole vocabulary per token was half of a GRPO step's sampling).
+  torch::Tensor sorted = scores, order;
+  if (options.top_p < 1.0) std::tie(sorted, order) = scores.sort(/*stable=*/true, /*dim=*/-1, /*descending=*/true);
   auto probabilities = sorted.softmax(-1);
   if (options.top_p < 1.0) {
     // Drop a token when the ones ranked above it already reach top_p; the first always stays.
@@ -78,11 +82,12 @@ torch::Tensor pick_tokens(const torch::Tensor& logits, const torch::Tensor& unif
   // Rounding can carry u · total past the last kept token's sum, which is then the one taken.
   const auto cdf = probabilities.to(torch::kFloat64).cumsum(-1);
   const auto target = uniforms.to(torch::kFloat64).unsqueeze(-1) * cdf.narrow(-1, vocab - 1, 1);
-  const auto last_kept = (probabilities > 0).sum(-1, /*keepdim=*/true) - 1;
+  const auto last_kept =
+      (vocab - 1) - (probabilities > 0).flip(-1).to(torch::kInt32).argmax(-1, /*keepdim=*/true);
   const auto index =
       torch::minimum(torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true),
                      last_kept);
-  return order.gather(-1, index).squeeze(-1);
+  return (order.defined() ? order.gather(-1, index) : index).squeeze(-1);
 }
 
 std::vector<Completion> sample(const Decoding& model, const std::vector<SampleRow>& rows,
@@ -153,8 +158,9 @@ std::vector<Completion> sample(const Decoding& model, const std::vector<SampleRo
   while (produced < steps) {
     const auto scores = logits.to(torch::kFloat32);
     const auto picked = pick_tokens(scores, uniforms.select(1, produced), options);
-    const auto scaled = options.temperature > 0.0 ? scores / options.temperature : scores;
-    const auto logprob = scaled.log_softmax(-1).gather(-1, picked.unsqueeze(-1)).squeeze(-1);
+    // The trainer's function of the same logits (GRPO's log-probabilities of its rows).
+    const auto logprob = kernels::token_log_probs(logits, picked, 0,
+                                                  options.temperature > 0.0 ? options.temperature : 1.0);
     const auto token = picked.masked_fill(stopped, pad);
     tokens.select(1, produced).copy_(token);
     logprobs.select(1, produced).copy_(logprob.masked_fill(stopped, 0.0));

@@ -49,7 +49,8 @@ torch::Tensor keyed_uniforms(const std::vector<SampleRow>& rows, uint64_t seed, 
 // The next token [B] int64 of each row's logits [B, vocab] (any float dtype and device): the
 // first argmax when temperature is 0, else the inverse CDF at `uniforms` [B] (in [0, 1), on the
 // logits' device) of softmax(logits / temperature) restricted by top_k and top_p (HF's
-// TopKLogitsWarper then TopPLogitsWarper), the tokens ordered most likely first and ties by id.
+// TopKLogitsWarper then TopPLogitsWarper), the tokens ordered most likely first and ties by id
+// under top_p, in id order otherwise.
 torch::Tensor pick_tokens(const torch::Tensor& logits, const torch::Tensor& uniforms,
                           const SamplingOptions& options);
 

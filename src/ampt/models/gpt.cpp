@@ -4,6 +4,7 @@
 #include "ampt/precision/precision_islands.h"
 
 #include "ampt/kernels/add_layer_norm.h"
+#include "ampt/kernels/batch_invariant.h"
 #include "ampt/kernels/gelu_mlp.h"
 #include "ampt/models/activation_checkpoint.h"
 #include "ampt/models/lora.h"
@@ -51,18 +52,21 @@ GptMlpImpl::GptMlpImpl(double dropout, bool tanh_gelu, const std::vector<LinearL
 
 torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
   const kernels::GeluMlpWeights weights{c_fc->weight, c_fc->bias, c_proj->weight, c_proj->bias};
-  if (fused_ && c_fc->plain() && c_proj->plain()) {
+  const bool invariant = kernels::batch_invariant();
+  if (fused_ && !invariant && c_fc->plain() && c_proj->plain()) {
     return dropout_->forward(kernels::gelu_mlp(x, weights, gelu_approximate_, epilogues_));
   }
   // The fp8 MLP has no place for an adapter's update: adapted layers go one by one.
   const bool adapted = lora_adapter(*c_fc) || lora_adapter(*c_proj);
-  if (fused_ && c_fc->fp8() && c_proj->fp8() && gelu_approximate_ == "tanh" && !adapted) {
+  if (fused_ && !invariant && c_fc->fp8() && c_proj->fp8() && gelu_approximate_ == "tanh" && !adapted) {
     return dropout_->forward(precision::fp8_gelu_mlp(x, weights, c_fc->fp8(), c_proj->fp8(),
                                                      /*record=*/!recomputing()));
   }
   // The tanh approximation is GPT-2's own GELU (and llm.c's), so weights trained elsewhere
   // behave the same here.
-  return dropout_->forward(c_proj->forward(torch::gelu(c_fc->forward(x), gelu_approximate_)));
+  const auto h = c_fc->forward(x);
+  return dropout_->forward(c_proj->forward(invariant ? kernels::invariant_gelu(h, gelu_approximate_)
+                                                     : torch::gelu(h, gelu_approximate_)));
 }
 
 GptBlockImpl::GptBlockImpl(const GptDims& dims, const std::vector<LinearLayer>& block) {

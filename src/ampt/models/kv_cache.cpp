@@ -1,6 +1,7 @@
 #include "ampt/models/kv_cache.h"
 
 #include "ampt/core/errors.h"
+#include "ampt/kernels/batch_invariant.h"
 
 #include <ATen/ops/scaled_dot_product_attention.h>
 #include <fmt/format.h>
@@ -27,6 +28,10 @@ torch::Tensor cached_attention(const torch::Tensor& q, const torch::Tensor& k,
   }
   keys.narrow(2, step.held, time).copy_(k);
   values.narrow(2, step.held, time).copy_(v);
+  if (kernels::batch_invariant()) {
+    return kernels::invariant_causal_attention(q, keys.narrow(2, 0, end), values.narrow(2, 0, end),
+                                               step.first.defined() ? step.first.to(torch::kCPU) : torch::Tensor());
+  }
   // is_causal without a mask lets SDPA pick flash attention on a GPU for an unpadded prompt.
   const bool causal = !step.mask.defined() && step.held == 0 && time > 1;
   return at::scaled_dot_product_attention(q, keys.narrow(2, 0, end), values.narrow(2, 0, end),
@@ -36,6 +41,20 @@ torch::Tensor cached_attention(const torch::Tensor& q, const torch::Tensor& k,
                                           /*dropout_p=*/0.0, causal,
                                           /*scale=*/std::nullopt,
                                           /*enable_gqa=*/q.size(1) != k.size(1));
+}
+
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, double dropout) {
+  if (kernels::batch_invariant()) {
+    if (dropout > 0.0) {
+      throw UsageError(fmt::format("exact mode's attention has no dropout, and attention dropout {} "
+                                   "is on while training: set dropout 0 (or --sampler fast)",
+                                   dropout));
+    }
+    return kernels::invariant_causal_attention(q, k, v);
+  }
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout, /*is_causal=*/true,
+                                          /*scale=*/std::nullopt, /*enable_gqa=*/q.size(1) != k.size(1));
 }
 
 }  // namespace ampt::models

@@ -1,6 +1,7 @@
 // The keys and values a language model has computed so far in generation, in buffers allocated
 // once for every position the generation reaches and written in place, and the attention of new
-// positions over them: the one place cached decoding attends.
+// positions over them: the one place cached decoding attends; beside it the causal attention of
+// an uncached forward, so that exact mode's two share one kernel.
 #pragma once
 
 #include <torch/types.h>
@@ -31,16 +32,28 @@ struct CacheStep {
   // Undefined: causal within the new positions when the cache was empty, else every key held
   // (one new position).
   torch::Tensor mask;
+  // KvCache::first: where each row's keys begin (undefined: at 0). Exact mode's attention reads
+  // this instead of the mask.
+  torch::Tensor first;
 };
 
 // Writes k and v [B, kv heads, T_new, head_dim] at positions [held, held + T_new) of `layer`
 // (allocating its buffers for step.capacity positions at the first write) and attends q [B,
 // heads, T_new, head_dim] (heads a multiple of kv heads: grouped-query attention) over every
-// position held, as step.mask allows → [B, heads, T_new, head_dim]. Throws RuntimeError past the
-// buffers' capacity.
+// position held, as step.mask allows → [B, heads, T_new, head_dim]; in exact mode
+// (kernels/batch_invariant.h) by invariant_causal_attention from each row's step.first, the
+// arithmetic of the training forward's attention. Throws RuntimeError past the buffers' capacity.
 torch::Tensor cached_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v,
                                std::pair<torch::Tensor, torch::Tensor>& layer,
                                const CacheStep& step);
+
+// The causal attention of a forward without a cache (training, evaluation): q [B, heads, T, D]
+// over k and v [B, kv heads, T, D], each position attending to itself and those before it, with
+// attention `dropout`: SDPA's (is_causal, which lets it pick flash attention on a GPU), or in
+// exact mode invariant_causal_attention, as cached_attention computes the same positions. Exact
+// mode has no attention dropout: throws UsageError for dropout > 0 there.
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, double dropout);
 
 }  // namespace ampt::models

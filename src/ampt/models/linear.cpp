@@ -1,6 +1,7 @@
 #include "ampt/models/linear.h"
 
 #include "ampt/core/autocast_dtype.h"
+#include "ampt/kernels/batch_invariant.h"
 #include "ampt/kernels/fused_linear.h"
 #include "ampt/models/activation_checkpoint.h"
 #include "ampt/models/lora.h"
@@ -67,7 +68,7 @@ torch::Tensor LinearImpl::base(const torch::Tensor& x, bool epilogues, bool isla
     });
   }
   if (fp8_) return fp8_->forward(x, weight, bias, /*record=*/!recomputing());
-  if (island || !epilogues) {
+  if (island || !epilogues || kernels::batch_invariant()) {
     return precision::through_island(*this, x, [&](const torch::Tensor& in) {
       return kernels::linear(in, weight, bias);
     });

@@ -1,7 +1,8 @@
 #include "ampt/models/llama.h"
 
+#include "ampt/kernels/batch_invariant.h"
 
-#include <ATen/ops/scaled_dot_product_attention.h>
+
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/init.h>
 
@@ -54,14 +55,10 @@ torch::Tensor LlamaAttentionImpl::normed(RmsNorm& norm, const torch::Tensor& hea
 torch::Tensor LlamaAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
                                          const torch::Tensor& v, const PackedLayout& packed) {
   const double dropout = is_training() ? dropout_ : 0.0;
-  // is_causal lets SDPA pick flash attention on a GPU; enable_gqa shares each key/value head
-  // among its group of query heads without copying it n_head / n_kv_head times.
-  return project_out(packed.packed()
-                         ? packed_attention(q, k, v, packed, dropout)
-                         : at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout,
-                                                            /*is_causal=*/true,
-                                                            /*scale=*/std::nullopt,
-                                                            /*enable_gqa=*/n_kv_head_ != n_head_));
+  // causal_attention's enable_gqa shares each key/value head among its group of query heads
+  // without copying it n_head / n_kv_head times.
+  return project_out(packed.packed() ? packed_attention(q, k, v, packed, dropout)
+                                     : causal_attention(q, k, v, dropout));
 }
 
 torch::Tensor LlamaAttentionImpl::project_out(const torch::Tensor& y) {
@@ -95,7 +92,9 @@ LlamaMlpImpl::LlamaMlpImpl(const std::vector<LinearLayer>& block) {
 }
 
 torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x) {
-  return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
+  const auto gate = gate_proj->forward(x);
+  const auto activated = kernels::batch_invariant() ? kernels::invariant_silu(gate) : torch::silu(gate);
+  return down_proj->forward(activated * up_proj->forward(x));
 }
 
 LlamaBlockImpl::LlamaBlockImpl(const LlamaDims& dims, const std::vector<LinearLayer>& block,

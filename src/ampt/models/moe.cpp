@@ -1,6 +1,7 @@
 #include "ampt/models/moe.h"
 
 #include "ampt/core/autocast_dtype.h"
+#include "ampt/kernels/batch_invariant.h"
 #include "ampt/models/linear.h"
 #include "ampt/models/lora.h"
 
@@ -38,11 +39,16 @@ torch::Tensor grouped_linear(const torch::Tensor& x, const torch::Tensor& weight
   // each narrow's and select's would fill a zero tensor of the whole input or weight per expert.
   const auto rows = x.split_with_sizes(counts);
   const auto weights = weight.unbind(0);
+  // Exact mode: each row's product alone, whichever rows share its expert.
+  const bool invariant = kernels::batch_invariant();
+  const auto gemm = [invariant](const torch::Tensor& in, const torch::Tensor& w) {
+    return invariant ? kernels::invariant_linear(in, w, {}) : at::mm(in, w.t());
+  };
   std::vector<torch::Tensor> slices;
   for (size_t e = 0; e < counts.size(); ++e) {
-    if (counts[e] > 0) slices.push_back(at::mm(rows[e], weights[e].t()));
+    if (counts[e] > 0) slices.push_back(gemm(rows[e], weights[e]));
   }
-  if (slices.empty()) return at::mm(x, weights[0].t());  // no rows: [0, out]
+  if (slices.empty()) return gemm(x, weights[0]);  // no rows: [0, out]
   return slices.size() == 1 ? slices.front() : torch::cat(slices);
 }
 
@@ -151,9 +157,13 @@ torch::Tensor ExpertsImpl::forward(const torch::Tensor& x, const Routing& routin
   // over a token's experts is then the same in every run; and a gather, which keeps only its
   // index for backward (index_copy would keep a copy of `out`).
   const auto unsorted = out.index_select(0, inverse_permutation(order));
-  return (unsorted.view({tokens, top_k, -1}) *
-          routing.weights.unsqueeze(-1).to(unsorted.scalar_type()))
-      .sum(1);
+  const auto weighted =
+      unsorted.view({tokens, top_k, -1}) * routing.weights.unsqueeze(-1).to(unsorted.scalar_type());
+  if (!kernels::batch_invariant()) return weighted.sum(1);
+  // Exact mode: the slots added one by one, 0 to k - 1, not in the order a reduction picks.
+  auto sum = weighted.select(1, 0);
+  for (int64_t slot = 1; slot < top_k; ++slot) sum = sum + weighted.select(1, slot);
+  return sum;
 }
 
 torch::Tensor ExpertsImpl::run(const torch::Tensor& rows, const torch::Tensor& per_expert) {
@@ -181,7 +191,8 @@ torch::Tensor ExpertsImpl::run(const torch::Tensor& rows, const torch::Tensor& p
     return StoredGroupedLinear::apply(in.to(matmul_dtype(in)), weight, counts);
   };
   const auto halves = project(rows, 0).chunk(2, -1);
-  return project(torch::silu(halves[0]) * halves[1], 1);
+  const auto gate = kernels::batch_invariant() ? kernels::invariant_silu(halves[0]) : torch::silu(halves[0]);
+  return project(gate * halves[1], 1);
 }
 
 torch::Tensor ExpertsImpl::exchange_and_run(const torch::Tensor& rows, const torch::Tensor& per_expert) {
@@ -249,6 +260,7 @@ RouterImpl::RouterImpl(int64_t experts, int64_t n_embd) {
 
 torch::Tensor RouterImpl::forward(const torch::Tensor& x) {
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+  if (kernels::batch_invariant()) return kernels::invariant_linear(x.to(torch::kFloat32), weight.to(torch::kFloat32), {});
   return at::mm(x.to(torch::kFloat32), weight.to(torch::kFloat32).t());
 }
 

@@ -1,6 +1,8 @@
 #include "ampt/models/packed_sequences.h"
 
 #include "ampt/core/autocast_dtype.h"
+#include "ampt/core/errors.h"
+#include "ampt/kernels/batch_invariant.h"
 
 #include <ATen/ops/_flash_attention_forward.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
@@ -43,6 +45,10 @@ PackedLayout packed_layout(const torch::Tensor& positions, const torch::Tensor& 
 torch::Tensor packed_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const PackedLayout& layout, double dropout) {
   const int64_t batch = q.size(0), heads = q.size(1), time = q.size(2), width = q.size(3);
+  if (kernels::batch_invariant()) {
+    throw UsageError("exact mode's attention takes one sequence a row, and this forward packs examples "
+                     "into rows: turn packing off for it");
+  }
   if (layout.cumulative_lengths.defined() && varlen_runs(q.device(), q.scalar_type()) &&
       k.scalar_type() == q.scalar_type()) {
     // [B, heads, T, d] → [B·T, heads, d]: the examples end to end, as the kernel reads them.

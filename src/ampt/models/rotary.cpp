@@ -1,5 +1,7 @@
 #include "ampt/models/rotary.h"
 
+#include "ampt/kernels/batch_invariant.h"
+
 #include <cmath>
 #include <numbers>
 
@@ -32,6 +34,11 @@ RotaryAngles angles_of(const torch::Tensor& inv_freq, const torch::Tensor& posit
   // An elementwise product, not a matmul: autocast would run a matmul in half precision.
   const auto freqs = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq;
   const auto angles = torch::cat({freqs, freqs}, -1);
+  // ATen's cos and sin give an element other bits at the end of a call than in its middle.
+  if (kernels::batch_invariant()) {
+    auto [cos, sin] = kernels::invariant_cos_sin(angles);
+    return {std::move(cos), std::move(sin)};
+  }
   return {angles.cos(), angles.sin()};
 }
 

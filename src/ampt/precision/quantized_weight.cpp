@@ -5,6 +5,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/kernels/fp8_gemm.h"
 #include "ampt/kernels/fp8_quantize.h"
+#include "ampt/kernels/fused_linear.h"
 #include "ampt/kernels/kernel_support.h"
 
 #include <fmt/format.h>
@@ -54,8 +55,8 @@ struct QuantizedLinear : public torch::autograd::Function<QuantizedLinear> {
     ctx->saved_data["weight"] = c10::IValue::make_capsule(weight);
     ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
     if (auto y = fp8_codes_gemm(x, *weight, bias)) return *y;
-    return at::linear(x, weight->dequantize(dtype),
-                      bias ? std::optional<torch::Tensor>(bias->to(dtype)) : std::nullopt);
+    // kernels::linear: at::linear, or in exact mode the batch-invariant GEMM.
+    return kernels::linear(x, weight->dequantize(dtype), bias ? bias->to(dtype) : torch::Tensor());
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {

@@ -2,9 +2,12 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/data/document_examples.h"
+#include "ampt/kernels/fused_classifier.h"
 #include "ampt/kernels/token_log_probs.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace ampt::train {
 namespace {
@@ -21,13 +24,28 @@ std::string_view loss_type_name(grpo::LossType type) {
   return "?";
 }
 
+std::string_view sampler_correction_name(grpo::SamplerCorrection mode) {
+  switch (mode) {
+    case grpo::SamplerCorrection::token_truncate: return "token_truncate";
+    case grpo::SamplerCorrection::token_mask: return "token_mask";
+    case grpo::SamplerCorrection::sequence_truncate: return "sequence_truncate";
+    case grpo::SamplerCorrection::sequence_mask: return "sequence_mask";
+  }
+  return "?";
+}
+
 }  // namespace
 
 GrpoObjective::GrpoObjective(grpo::LossSettings settings, double temperature, GrpoModels models,
-                             std::vector<std::string> rollout_figures)
-    : settings_(settings), temperature_(temperature), models_(std::move(models)) {
-  names_ = grpo::figure_names(settings_, /*with_entropy=*/false);
+                             std::vector<std::string> rollout_figures,
+                             std::optional<grpo::SamplerCorrectionSettings> correction)
+    : settings_(settings), temperature_(temperature), models_(std::move(models)), correction_(correction) {
+  names_ = grpo::figure_names(settings_, /*with_entropy=*/true);
   for (const char* name : {"mismatch/kl", "mismatch/max_abs_logp", "mismatch/ratio_outside"}) names_.emplace_back(name);
+  if (correction_) {
+    const auto& sampling = grpo::sampler_figure_names();
+    names_.insert(names_.end(), sampling.begin(), sampling.end());
+  }
   names_.insert(names_.end(), rollout_figures.begin(), rollout_figures.end());
 }
 
@@ -41,13 +59,28 @@ torch::Tensor GrpoObjective::units(const data::Batch& batch) const {
 }
 
 torch::Tensor GrpoObjective::log_probs(const torch::Tensor& logits, const data::Batch& batch) const {
-  const auto scaled = temperature_ == 1.0 ? logits : logits / temperature_;
-  const auto rows = scaled.flatten(0, -2);
-  return kernels::token_log_probs(rows, batch.targets.flatten()).view(batch.targets.sizes());
+  // The sampler's function of the same logits (models::sample): in exact mode the same bits.
+  return kernels::token_log_probs(logits.flatten(0, -2), batch.targets.flatten(), 0, temperature_)
+      .view(batch.targets.sizes());
+}
+
+torch::Tensor GrpoObjective::entropies(const torch::Tensor& logits, const data::Batch& batch) const {
+  torch::NoGradGuard no_grad;
+  const auto rows = logits.flatten(0, -2);
+  auto out = torch::empty({rows.size(0)}, rows.options().dtype(torch::kFloat32));
+  // Chunk by chunk, as the log-probabilities: the [rows, vocab] softmax never whole in float32.
+  const int64_t chunk = kernels::default_chunk_rows(rows.size(1));
+  for (int64_t r = 0; r < rows.size(0); r += chunk) {
+    const int64_t end = std::min(rows.size(0), r + chunk);
+    const auto logp = (rows.slice(0, r, end).to(torch::kFloat32) / temperature_).log_softmax(-1);
+    out.slice(0, r, end).copy_(-(logp.exp() * logp).sum(-1));
+  }
+  return out.view(batch.targets.sizes());
 }
 
 ObjectiveLoss GrpoObjective::loss(const data::Batch& batch) {
-  const auto log_probs_now = log_probs(models_.policy(batch), batch);
+  const auto logits = models_.policy(batch);
+  const auto log_probs_now = log_probs(logits, batch);
   const bool first = iteration_ == 0;
   if (first) {
     torch::NoGradGuard no_grad;
@@ -60,6 +93,12 @@ ObjectiveLoss GrpoObjective::loss(const data::Batch& batch) {
     batch.mismatch.copy_(torch::stack({k3.sum() / tokens, difference.abs().max(), outside.sum() / tokens}));
     if (batch.old_log_probs.defined()) batch.old_log_probs.copy_(log_probs_now.detach());
     if (batch.ref_log_probs.defined()) batch.ref_log_probs.copy_(log_probs(models_.reference(batch), batch));
+    if (correction_) {
+      const auto weights = grpo::sampler_weights(log_probs_now.detach(), batch.sampler_log_probs,
+                                                 batch.completion_mask, *correction_);
+      batch.sampler_weights.copy_(weights.weights.expand_as(batch.sampler_weights));
+      batch.sampler_figures.copy_(weights.figures);
+    }
   }
   grpo::LossInputs inputs;
   inputs.log_probs = log_probs_now;
@@ -68,12 +107,17 @@ ObjectiveLoss GrpoObjective::loss(const data::Batch& batch) {
   inputs.ref_log_probs = batch.ref_log_probs;
   inputs.advantages = batch.advantages;
   inputs.mask = batch.completion_mask;
+  inputs.entropies = entropies(logits, batch);
+  if (correction_) inputs.sampler_weights = batch.sampler_weights;
   auto terms = grpo::policy_loss(settings_, inputs);
   // Each figure is its mean over this micro-batch, weighted by the micro-batch's units: the step
   // divides the sum by the step's units (the rollout's figures then come out as they are).
   const auto units = this->units(batch).to(torch::kFloat32);
   const auto means = terms.figure_sums / terms.figure_counts.to(torch::kFloat32).clamp_min(1);
-  auto figures = torch::cat({means, batch.mismatch, rollout_figures_}) * units;
+  std::vector<torch::Tensor> parts{means, batch.mismatch};
+  if (correction_) parts.push_back(batch.sampler_figures);
+  parts.push_back(rollout_figures_);
+  auto figures = torch::cat(parts) * units;
   return {terms.loss, figures.detach()};
 }
 
@@ -81,11 +125,14 @@ std::string GrpoObjective::describe() const {
   std::string clip = settings_.epsilon_high == settings_.epsilon_low
                          ? fmt::format("epsilon {}", settings_.epsilon_low)
                          : fmt::format("epsilon {} / {}", settings_.epsilon_low, settings_.epsilon_high);
-  return fmt::format("grpo, loss_type {}, {}, {} importance ratios{}", loss_type_name(settings_.loss_type), clip,
+  return fmt::format("grpo, loss_type {}, {}, {} importance ratios{}{}", loss_type_name(settings_.loss_type), clip,
                      settings_.importance_sampling_level == grpo::ImportanceLevel::token ? "token" : "sequence",
                      settings_.beta == 0 ? ", no KL (beta 0)"
                                          : fmt::format(", k3 KL beta {} to {}", settings_.beta,
-                                                       models_.reference_description));
+                                                       models_.reference_description),
+                     correction_ ? fmt::format(", fast sampler corrected ({} weights up to {})",
+                                               sampler_correction_name(correction_->mode), *correction_->max)
+                                 : ", exact sampler");
 }
 
 }  // namespace ampt::train

@@ -8,7 +8,9 @@
 // > 0, in the batch for the later steps. The first step also measures how far the sampler's
 // log-probabilities are from the trainer's on the same tokens: mismatch/kl (the k3 estimate of
 // KL(sampler || trainer)), mismatch/max_abs_logp and mismatch/ratio_outside (the share of tokens
-// whose probability ratio lies outside [0.9, 1.1]).
+// whose probability ratio lies outside [0.9, 1.1]). Under --sampler fast it also weighs each token's
+// loss by TRL's truncated or masked importance weight of trainer over sampler (sampler_weights,
+// grpo_loss.h), logged as TRL's sampling/* figures.
 #pragma once
 
 #include "ampt/data/batch.h"
@@ -17,6 +19,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,8 +37,11 @@ class GrpoObjective : public Objective {
  public:
   // `rollout_figures`: the names of the rollout's figures (Rollout::figure_names), reported
   // beside the loss's.
+  // `correction`: --sampler fast's importance weights (none: the exact sampler, whose mismatch
+  // is 0), computed on a rollout's first step and kept for its later ones.
   GrpoObjective(grpo::LossSettings settings, double temperature, GrpoModels models,
-                std::vector<std::string> rollout_figures);
+                std::vector<std::string> rollout_figures,
+                std::optional<grpo::SamplerCorrectionSettings> correction = std::nullopt);
 
   // Before the steps on a new rollout: its figures [rollout_figures.size()] on the device.
   void begin_rollout(torch::Tensor figures);
@@ -51,10 +57,14 @@ class GrpoObjective : public Objective {
   // [rows, T] float32: each target's log-probability under logits / temperature (0 off the
   // completion).
   torch::Tensor log_probs(const torch::Tensor& logits, const data::Batch& batch) const;
+  // [rows, T] float32, no gradient: each position's entropy of softmax(logits / temperature), TRL's
+  // `entropy` figure (its mean over the completion tokens).
+  torch::Tensor entropies(const torch::Tensor& logits, const data::Batch& batch) const;
 
   grpo::LossSettings settings_;
   double temperature_;
   GrpoModels models_;
+  std::optional<grpo::SamplerCorrectionSettings> correction_;
   std::vector<std::string> names_;
   torch::Tensor rollout_figures_;
   int64_t iteration_ = 0;

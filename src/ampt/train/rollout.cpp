@@ -128,6 +128,10 @@ RolloutBatches Rollout::make(const data::Batch& prompt_batch, int64_t generation
     const auto room = [&] { return torch::zeros({count, width}, torch::dtype(torch::kFloat32).device(settings_.device)); };
     if (settings_.keep_old_log_probs) batch.old_log_probs = room();
     if (settings_.keep_reference) batch.ref_log_probs = room();
+    if (settings_.keep_sampler_weights) {
+      batch.sampler_weights = room();
+      batch.sampler_figures = torch::zeros({static_cast<int64_t>(grpo::sampler_figure_names().size())}, torch::dtype(torch::kFloat32).device(settings_.device));
+    }
     batch.mismatch = torch::zeros({3}, torch::dtype(torch::kFloat32).device(settings_.device));
     out.micro_batches.push_back(std::move(batch));
   }

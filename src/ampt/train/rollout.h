@@ -34,6 +34,7 @@ struct RolloutSettings {
   // (num_iterations > 1) and the reference's (beta > 0).
   bool keep_old_log_probs = false;
   bool keep_reference = false;
+  bool keep_sampler_weights = false;  // --sampler fast: the importance weights that correct it
   torch::Device device = torch::kCPU;
 };
 

@@ -4,6 +4,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/core/json_text.h"
 #include "ampt/data/run_tokenizer.h"
+#include "ampt/kernels/batch_invariant.h"
 
 #include <fmt/format.h>
 
@@ -21,6 +22,23 @@ grpo::LossType loss_type(config::GrpoLossType type) {
     case config::GrpoLossType::bnpo: return grpo::LossType::bnpo;
   }
   return grpo::LossType::dapo;
+}
+
+grpo::SamplerCorrection sampler_correction(config::ImportanceSamplingMode mode) {
+  switch (mode) {
+    case config::ImportanceSamplingMode::token_truncate: return grpo::SamplerCorrection::token_truncate;
+    case config::ImportanceSamplingMode::token_mask: return grpo::SamplerCorrection::token_mask;
+    case config::ImportanceSamplingMode::sequence_truncate: return grpo::SamplerCorrection::sequence_truncate;
+    case config::ImportanceSamplingMode::sequence_mask: return grpo::SamplerCorrection::sequence_mask;
+  }
+  return grpo::SamplerCorrection::sequence_mask;
+}
+
+// A forward of the exact sampler's mode: every operation batch-invariant (kernels/batch_invariant.h).
+template <class Forward>
+auto in_mode(bool exact, Forward&& forward) {
+  const kernels::BatchInvariantScope mode(exact);
+  return forward();
 }
 
 grpo::RewardScaling reward_scaling(config::ScaleRewards scaling) {
@@ -49,6 +67,11 @@ void Run::set_up_grpo() {
     throw UsageError(fmt::format("--objective grpo samples each rank's prompts apart, and expert_parallel {} "
                                  "makes every forward an all_to_all among the ranks: drop expert_parallel",
                                  config_.expert_parallel));
+  }
+  if (config_.sampler == config::Sampler::exact && !device_.device.is_cpu()) {
+    throw UsageError(fmt::format("--sampler exact: the batch-invariant kernels run on the CPU only so far, "
+                                 "and this run is on {}: use --sampler fast there",
+                                 device_.device.str()));
   }
   auto tokenizer = data::run_tokenizer(config_);
   if (!tokenizer) {
@@ -85,9 +108,13 @@ void Run::set_up_grpo() {
   settings.mask_truncated = config_.mask_truncated_completions;
   settings.keep_old_log_probs = config_.num_iterations > 1;
   settings.keep_reference = config_.beta > 0;
+  settings.keep_sampler_weights = config_.sampler == config::Sampler::fast;
   settings.device = device_.device;
+  const bool exact = config_.sampler == config::Sampler::exact;
   const models::Decoding decoding{
-      [this](const torch::Tensor& tokens, models::KvCache& cache) { return policy_.next_logits(tokens, cache); },
+      [this, exact](const torch::Tensor& tokens, models::KvCache& cache) {
+        return in_mode(exact, [&] { return policy_.next_logits(tokens, cache); });
+      },
       policy_.model().context, device_.device};
   grpo_->rollout = std::make_unique<Rollout>(settings, *prompts, grpo_->tokenizer, *grpo_->rewards, decoding);
   if (dist_.rank() == 0) {
@@ -107,14 +134,22 @@ std::shared_ptr<Objective> Run::make_grpo_objective(const ReferenceStart& refere
                                            : grpo::ImportanceLevel::sequence;
   settings.max_completion_length = config_.max_completion_length;
   GrpoModels models;
-  models.policy = [this](const data::Batch& batch) { return policy_.logits(batch); };
+  const bool exact = config_.sampler == config::Sampler::exact;
+  models.policy = [this, exact](const data::Batch& batch) {
+    return in_mode(exact, [&] { return policy_.logits(batch); });
+  };
   if (config_.beta > 0) {
     auto [forward, description] = reference_forward(reference);
-    models.reference = std::move(forward);
+    models.reference = [exact, frozen = std::move(forward)](const data::Batch& batch) {
+      return in_mode(exact, [&] { return frozen(batch); });
+    };
     models.reference_description = std::move(description);
   }
+  std::optional<grpo::SamplerCorrectionSettings> correction;
+  if (!exact) correction = grpo::SamplerCorrectionSettings{sampler_correction(config_.importance_sampling_mode), std::nullopt,
+                                                           config_.importance_sampling_cap};
   auto objective = std::make_shared<GrpoObjective>(settings, config_.temperature, std::move(models),
-                                                   grpo_->rollout->figure_names());
+                                                   grpo_->rollout->figure_names(), correction);
   grpo_->objective = objective.get();
   return objective;
 }

@@ -222,6 +222,7 @@ log::RunSummary Run::run(Clock::time_point started) {
       observer_.on_step(report);
       if (step == 0) progress_.initial_loss = summary.initial_loss = report.loss;
       summary.final_loss = report.loss;
+      if (summary.initial_figures.empty()) summary.initial_figures = report.figures;
       summary.final_figures = report.figures;
     }
     if (const auto census = profiler.take_census(step + 1)) observer_.on_census(census->counts);
