@@ -187,10 +187,9 @@ def main():
         print("  " + " ".join(f"{r['reward']:.3f}" for r in grpo[i:i + 10]) + f"   (steps {i + 1}-{i + 10})")
 
     ok = final >= 0.9
-    checks = []
+    checks, seconds = [], {}
     if args.check:
         print("checks:")
-        seconds = {}
         seconds["rerun"] = run(grpo_args(ampt, data, out / "sft-hf", out / "grpo-rerun"), out / "grpo-rerun.log")
         checks.append(same("the same seed again", grpo, steps(out / "grpo-rerun")))
         checks.append((out / "grpo" / "completions.jsonl").read_bytes() ==
@@ -224,23 +223,31 @@ def main():
         sys.path.insert(0, str(ROOT / "benchmarks"))
         import machine
         command = " ".join(["scripts/grpo_toy_task.py", *map(shlex.quote, sys.argv[1:])])
+        mismatch = max(r["mismatch/max_abs_logp"] for r in grpo)
         text = [f"# GRPO learns a toy task on the CPU ({time.strftime('%Y-%m-%d')})", "",
-                f"A 2-layer GPT of width 128 (byte tokenizer, 257 tokens, fp32) learns the sum of two 2-digit "
-                f"numbers: SFT on a sloppy teacher's answers (a+b-1, a+b, a+b+1), {SFT_STEPS} steps in "
-                f"{sft_seconds:.0f} s, then `--objective grpo --reward exact` on 4,100 other problems, 16 prompts x "
-                f"8 completions a step, {GRPO_STEPS} steps in {grpo_seconds:.0f} s (wall times of the whole "
-                f"`ampt train` processes; the machine was shared with other builds and runs).", "",
+                f"A 2-layer GPT of width 128 (byte tokenizer, 257 tokens, fp32, one intra-op thread) learns the "
+                f"sum of two 2-digit numbers: SFT on a sloppy teacher's answers (a+b-1, a+b, a+b+1), "
+                f"{SFT_STEPS} steps in {sft_seconds:.0f} s, then `--objective grpo --reward exact` on 4,100 other "
+                f"problems, 16 prompts x 8 completions a step, {GRPO_STEPS} steps in {grpo_seconds:.0f} s: "
+                f"{sft_seconds + grpo_seconds:.0f} s in all (wall times of the whole `ampt train` processes, "
+                f"export aside; the machine was shared with other builds and runs).", "",
                 f"- reward at step 1: {start:.3f}; mean of steps 1-{LAST}: {first:.3f}",
                 f"- mean of the last {LAST} steps: **{final:.3f}**; the mean of {LAST} steps first reaches 0.9 at "
                 f"step {reached}",
-                f"- SFT loss {sft[0]['loss']:.3f} -> {sft[-1]['loss']:.3f} (per scored token)", ""]
+                f"- SFT loss {sft[0]['loss']:.3f} -> {sft[-1]['loss']:.3f} (per scored token)",
+                f"- sampler-trainer mismatch (today's sampler): `mismatch/max_abs_logp` at most {mismatch:.2g}", ""]
         if args.check:
             text += ["Reproducibility (every figure of metrics.jsonl but the timings, compared bit for bit): "
                      + ("all the same" if all(checks) else "**differences found**")
-                     + ": the same seed again, the run resumed from its step-150 checkpoint (steps 151-300), the "
-                       "reward computed by an external Python program (data/reward.py) against the built-in "
-                       "`exact`, and that program's run again and resumed.", ""]
-        text += ["Reward per step (`reward` in metrics.jsonl), step 1 and every 10th:", "", curve_table(grpo), ""]
+                     + ": the same seed again (and its completions.jsonl), the run resumed from its step-150 "
+                       "checkpoint (steps 151-300), the reward computed by an external Python program "
+                       "(data/reward.py) against the built-in `exact`, and that program's run again and resumed. "
+                       "Wall times: " + ", ".join(f"{k} {v:.0f} s" for k, v in seconds.items()) + ".", ""]
+        text += ["Reward per step (`reward` in metrics.jsonl), step 1 and every 10th:", "", curve_table(grpo), "",
+                 "Every step's reward, ten a line:", ""]
+        text += ["    " + " ".join(f"{r['reward']:.3f}" for r in grpo[i:i + 10]) + f"   steps {i + 1}-{i + 10}"
+                 for i in range(0, len(grpo), 10)]
+        text += [""]
         machine.write_record(args.record, "\n".join(text), command=command)
         print(f"wrote {args.record}")
     sys.exit(0 if ok else 1)
