@@ -3,7 +3,10 @@
 // sampler-trainer mismatch, completions.jsonl what it wrote; the same seed gives the same run bit
 // for bit, and a resumed run continues it bit for bit (the draws are keyed by step, prompt and
 // sample, the data position is the checkpoint's); a reward program that crashes stops the run with
-// a checkpoint; every bad setting is one line.
+// a checkpoint; every bad setting is one line. The same holds with the rewards of a Python reward
+// program, on byte tokens, whose completions (cut inside a character) reach completions.jsonl as
+// well-formed UTF-8.
+#include "ampt/text/utf8.h"
 #include "support/json_field.h"
 #include "support/process.h"
 #include "support/skip.h"
@@ -55,6 +58,43 @@ std::vector<std::string> step_lines(const std::string& out) {
   return lines_with(read_file(out + "/metrics.jsonl"), "\"grad_norm\"");
 }
 
+// Runs `dir`/a (saving at step 2) and `dir`/b from the same seed, and `dir`/resumed from a's
+// step-2 checkpoint, with `extra` flags: b is a bit for bit, and the resumed run is a's steps 3
+// and 4, the completions it samples included (draws keyed by the step, the data position the
+// checkpoint's), whatever the rewards made of them.
+void check_rerun_and_resume(const std::string& dir, const std::string& prompts, std::vector<std::string> extra) {
+  const auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), extra.begin(), extra.end());
+    return more;
+  };
+  run_grpo(grpo_args(prompts, dir + "/a", with({"--save_every", "2"})));
+  run_grpo(grpo_args(prompts, dir + "/b", extra));
+  const auto a = step_lines(dir + "/a"), b = step_lines(dir + "/b");
+  REQUIRE(a.size() == 4);
+  REQUIRE(b.size() == 4);
+  const auto keys = {"loss", "reward", "grad_norm", "mismatch/kl", "completions/mean_length"};
+  for (size_t s = 0; s < a.size(); ++s) {
+    for (const char* key : keys) {
+      INFO("step " << s + 1 << " " << key);
+      CHECK(json_field(a[s], key) == json_field(b[s], key));
+    }
+  }
+  CHECK(read_file(dir + "/a/completions.jsonl") == read_file(dir + "/b/completions.jsonl"));
+  run_grpo(grpo_args(prompts, dir + "/resumed", with({"--resume", dir + "/a/ckpt-00000002.pt"})));
+  const auto a_shown = lines_with(read_file(dir + "/a/completions.jsonl"), "\"completion\"");
+  const auto resumed_shown = lines_with(read_file(dir + "/resumed/completions.jsonl"), "\"completion\"");
+  REQUIRE(a_shown.size() == 8);
+  CHECK(resumed_shown == std::vector<std::string>(a_shown.begin() + 4, a_shown.end()));
+  const auto resumed = step_lines(dir + "/resumed");
+  REQUIRE(resumed.size() == 2);
+  for (size_t s = 0; s < 2; ++s) {
+    for (const char* key : keys) {
+      INFO("step " << s + 3 << " " << key);
+      CHECK(json_field(resumed[s], key) == json_field(a[s + 2], key));
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("grpo: a tiny GPT samples its completions, scores them and steps, and its log has TRL's figures",
@@ -92,34 +132,33 @@ TEST_CASE("grpo: the same seed gives the same run bit for bit, and a resumed run
           "[train][grpo][cli][checkpoint]") {
   if (!std::filesystem::exists(kGrpoTokenizer)) AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken missing");
   const auto dir = make_temp_dir();
-  const auto prompts = write_prompts(dir);
-  run_grpo(grpo_args(prompts, dir + "/a", {"--save_every", "2"}));
-  run_grpo(grpo_args(prompts, dir + "/b", {}));
-  const auto a = step_lines(dir + "/a"), b = step_lines(dir + "/b");
-  REQUIRE(a.size() == 4);
-  REQUIRE(b.size() == 4);
-  for (size_t s = 0; s < a.size(); ++s) {
-    for (const char* key : {"loss", "reward", "mismatch/kl", "completions/mean_length"}) {
-      INFO("step " << s + 1 << " " << key);
-      CHECK(json_field(a[s], key) == json_field(b[s], key));
-    }
+  check_rerun_and_resume(dir, write_prompts(dir), {});
+}
+
+TEST_CASE("grpo: with a Python reward program on byte tokens, the same seed gives the same run bit for bit, "
+          "a resumed run continues it, and completions.jsonl is well-formed UTF-8",
+          "[train][grpo][cli][checkpoint][reward]") {
+  if (!std::filesystem::exists(AMPT_PYTHON)) AMPT_SKIP(reference, "skipping: no Python at " AMPT_PYTHON);
+  const auto dir = make_temp_dir();
+  // A tiktoken file of the 256 bytes: <|endoftext|> after them (256), as scripts/grpo_toy_task.py's.
+  std::string ranks;
+  constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (int b = 0; b < 256; ++b) {
+    ranks += std::string{kBase64[b >> 2], kBase64[(b & 3) << 4], '=', '='} + " " + std::to_string(b) + "\n";
   }
-  CHECK(read_file(dir + "/a/completions.jsonl") == read_file(dir + "/b/completions.jsonl"));
-  run_grpo(grpo_args(prompts, dir + "/resumed", {"--resume", dir + "/a/ckpt-00000002.pt"}));
-  // The resumed run samples what the uninterrupted one sampled at steps 3 and 4 (draws keyed by
-  // the step, the data position the checkpoint's), whatever the rewards made of them.
-  const auto a_shown = lines_with(read_file(dir + "/a/completions.jsonl"), "\"completion\"");
-  const auto resumed_shown = lines_with(read_file(dir + "/resumed/completions.jsonl"), "\"completion\"");
-  REQUIRE(a_shown.size() == 8);
-  CHECK(resumed_shown == std::vector<std::string>(a_shown.begin() + 4, a_shown.end()));
-  const auto resumed = step_lines(dir + "/resumed");
-  REQUIRE(resumed.size() == 2);
-  for (size_t s = 0; s < 2; ++s) {
-    for (const char* key : {"loss", "reward", "grad_norm", "completions/mean_length"}) {
-      INFO("step " << s + 3 << " " << key);
-      CHECK(json_field(resumed[s], key) == json_field(a[s + 2], key));
-    }
-  }
+  write_file(dir + "/bytes.tiktoken", ranks);
+  // score.py: 1 when the completion holds the answer, plus a thousandth of its length, so that the
+  // advantages, losses and gradients are not all 0.
+  const std::string score = std::string("'") + AMPT_PYTHON + "' '" + AMPT_SOURCE_DIR "/tests/reward/programs/score.py'";
+  check_rerun_and_resume(dir, write_prompts(dir),
+                         {"--tokenizer", dir + "/bytes.tiktoken", "--vocab_size", "257", "--reward", "program",
+                          "--reward_command", score});
+  CHECK_THAT(read_file(dir + "/a/metrics.jsonl"), Catch::Contains("\"rewards/program/mean\""));
+  // A random model's byte tokens end completions inside characters; TRL's batch_decode reads them
+  // with U+FFFD, and so do the rewards and completions.jsonl.
+  const auto shown = read_file(dir + "/a/completions.jsonl");
+  CHECK(ampt::text::first_invalid_utf8(shown) == shown.size());
+  CHECK_THAT(shown, Catch::Contains("\xEF\xBF\xBD"));
 }
 
 TEST_CASE("grpo: a reward program that crashes stops the run with a checkpoint, in one line",

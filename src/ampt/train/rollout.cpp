@@ -2,6 +2,7 @@
 
 #include "ampt/core/errors.h"
 #include "ampt/data/document_examples.h"
+#include "ampt/text/utf8.h"
 
 #include <fmt/format.h>
 
@@ -50,7 +51,10 @@ RolloutBatches Rollout::make(const data::Batch& prompt_batch, int64_t generation
       auto tokens = c.tokens;
       const bool stopped = !c.truncated && !tokens.empty();
       if (stopped) tokens.pop_back();  // the stop token is no text of the answer
-      texts[p * groups + g] = tokenizer_.decode(std::vector<int32_t>(tokens.begin(), tokens.end()));
+      // As TRL's batch_decode: a completion cut inside a character (byte tokens, byte-level BPE)
+      // is read with U+FFFD, so that the rewards and completions.jsonl get well-formed UTF-8.
+      texts[p * groups + g] =
+          text::replace_invalid_utf8(tokenizer_.decode(std::vector<int32_t>(tokens.begin(), tokens.end())));
       group_texts.push_back(texts[p * groups + g]);
       lengths.push_back(static_cast<int64_t>(c.tokens.size()));
       length_sum += static_cast<double>(c.tokens.size());
