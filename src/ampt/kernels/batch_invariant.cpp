@@ -44,6 +44,25 @@ constexpr int64_t kLanes16 = 16;
 // inlined, also into the Linear's region below, whose contraction setting differs.)
 __attribute__((always_inline)) inline void load16(Lanes16& v, const float* p) { std::memcpy(&v, p, sizeof v); }
 
+// exp_fixed's arithmetic for a float or 16 lanes alike: x = n·ln2 + r, n an integer, and p the
+// polynomial in r whose product with 2^n is e^x (out-parameters: a 64-byte vector returned by
+// value would change with the ISA).
+template <class T>
+__attribute__((always_inline)) inline void exp_reduced(const T& x, T& n, T& p) {
+  constexpr float kLog2e = 1.44269504088896341F;
+  constexpr float kRound = 12582912.0F;  // 1.5·2^23: adding it rounds to an integer
+  n = (x * kLog2e + kRound) - kRound;
+  // ln 2 in two parts, the first with few enough bits that n times it is exact.
+  const T r = (x - n * 0.693359375F) - n * -2.12194440e-4F;
+  p = T{} + 1.9875691500e-4F;
+  p = p * r + 1.3981999507e-3F;
+  p = p * r + 8.3334519073e-3F;
+  p = p * r + 4.1665795894e-2F;
+  p = p * r + 1.6666665459e-1F;
+  p = p * r + 5.0000001201e-1F;
+  p = (p * (r * r) + r) + 1.0F;
+}
+
 // e^x for x ≤ 0 from multiplications and additions alone (Cephes' expf: x = n·ln2 + r with
 // |r| ≤ ln2/2, a degree-7 polynomial in r, times 2^n), so that a GPU kernel can compute the
 // same bits, which it could not from glibc's expf or CUDA's. Below −87, where 2^n would leave
@@ -51,18 +70,8 @@ __attribute__((always_inline)) inline void load16(Lanes16& v, const float* p) { 
 // can notice).
 inline float exp_fixed(float x) {
   if (!(x >= -87.0F)) return x != x ? x : 0.0F;
-  constexpr float kLog2e = 1.44269504088896341F;
-  constexpr float kRound = 12582912.0F;  // 1.5·2^23: adding it rounds to an integer
-  const float n = (x * kLog2e + kRound) - kRound;
-  // ln 2 in two parts, the first with few enough bits that n times it is exact.
-  const float r = (x - n * 0.693359375F) - n * -2.12194440e-4F;
-  float p = 1.9875691500e-4F;
-  p = p * r + 1.3981999507e-3F;
-  p = p * r + 8.3334519073e-3F;
-  p = p * r + 4.1665795894e-2F;
-  p = p * r + 1.6666665459e-1F;
-  p = p * r + 5.0000001201e-1F;
-  p = (p * (r * r) + r) + 1.0F;
+  float n, p;
+  exp_reduced(x, n, p);
   const auto bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
   float two_n;
   std::memcpy(&two_n, &bits, sizeof two_n);
@@ -116,21 +125,12 @@ using Ints16 = int32_t __attribute__((vector_size(64)));
 
 // exp_fixed of 16 lanes at once, in place, branch-free, each lane exactly the scalar's arithmetic.
 __attribute__((always_inline)) inline void exp_fixed16(Lanes16& x) {
-  constexpr float kLog2e = 1.44269504088896341F;
-  constexpr float kRound = 12582912.0F;
   const Ints16 in_range = x >= -87.0F;  // false for NaN too
   const Ints16 nan = x != x;
   const Lanes16 low = Lanes16{} - 87.0F;
   const Lanes16 y = in_range ? x : low;
-  const Lanes16 n = (y * kLog2e + kRound) - kRound;
-  const Lanes16 r = (y - n * 0.693359375F) - n * -2.12194440e-4F;
-  Lanes16 p = Lanes16{} + 1.9875691500e-4F;
-  p = p * r + 1.3981999507e-3F;
-  p = p * r + 8.3334519073e-3F;
-  p = p * r + 4.1665795894e-2F;
-  p = p * r + 1.6666665459e-1F;
-  p = p * r + 5.0000001201e-1F;
-  p = (p * (r * r) + r) + 1.0F;
+  Lanes16 n, p;
+  exp_reduced(y, n, p);
   const Ints16 bits = (__builtin_convertvector(n, Ints16) + 127) << 23;
   Lanes16 two_n;
   std::memcpy(&two_n, &bits, sizeof two_n);
