@@ -160,7 +160,8 @@ class PreferenceLoss : public Objective {
         return fmt::format("orpo: the chosen answer's NLL plus lambda {} times the log odds ratio; "
                            "reference-free",
                            orpo_lambda_);
-      case Kind::lm: break;
+      case Kind::lm:
+      case Kind::grpo: break;  // not preference objectives
     }
     return "";
   }
