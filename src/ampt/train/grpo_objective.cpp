@@ -24,16 +24,6 @@ std::string_view loss_type_name(grpo::LossType type) {
   return "?";
 }
 
-std::string_view sampler_correction_name(grpo::SamplerCorrection mode) {
-  switch (mode) {
-    case grpo::SamplerCorrection::token_truncate: return "token_truncate";
-    case grpo::SamplerCorrection::token_mask: return "token_mask";
-    case grpo::SamplerCorrection::sequence_truncate: return "sequence_truncate";
-    case grpo::SamplerCorrection::sequence_mask: return "sequence_mask";
-  }
-  return "?";
-}
-
 }  // namespace
 
 GrpoObjective::GrpoObjective(grpo::LossSettings settings, double temperature, GrpoModels models,
@@ -130,9 +120,7 @@ std::string GrpoObjective::describe() const {
                      settings_.beta == 0 ? ", no KL (beta 0)"
                                          : fmt::format(", k3 KL beta {} to {}", settings_.beta,
                                                        models_.reference_description),
-                     correction_ ? fmt::format(", fast sampler corrected ({} weights up to {})",
-                                               sampler_correction_name(correction_->mode), *correction_->max)
-                                 : ", exact sampler");
+                     ", " + models_.sampler_description);
 }
 
 }  // namespace ampt::train

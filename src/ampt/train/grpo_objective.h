@@ -31,6 +31,7 @@ struct GrpoModels {
   // The reference's, without gradients; null when beta is 0.
   std::function<torch::Tensor(const data::Batch&)> reference;
   std::string reference_description;
+  std::string sampler_description;  // which sampler, and how its mismatch is corrected
 };
 
 class GrpoObjective : public Objective {

@@ -145,6 +145,11 @@ std::shared_ptr<Objective> Run::make_grpo_objective(const ReferenceStart& refere
     };
     models.reference_description = std::move(description);
   }
+  // The mode's spelling from the option's own names.
+  models.sampler_description = exact ? "exact sampler"
+                                     : fmt::format("fast sampler corrected ({} weights up to {})",
+                                                   config::to_string(config_.importance_sampling_mode),
+                                                   config_.importance_sampling_cap);
   std::optional<grpo::SamplerCorrectionSettings> correction;
   if (!exact) correction = grpo::SamplerCorrectionSettings{sampler_correction(config_.importance_sampling_mode), std::nullopt,
                                                            config_.importance_sampling_cap};
