@@ -78,3 +78,35 @@ TEST_CASE("token_log_probs: float32 logits are read, never written: two uses bac
       .backward();
   CHECK(torch::allclose(logits.grad(), x.grad(), 1e-5, 1e-6));
 }
+
+TEST_CASE("token_log_probs_and_entropies: the same log-probabilities and gradient, and each row's "
+          "entropy of softmax(logits / temperature) as float64's, in chunks",
+          "[kernels][grpo]") {
+  torch::manual_seed(2);
+  const int64_t rows = 29;
+  const int64_t vocab = 40;
+  const auto logits = torch::randn({rows, vocab}, torch::kFloat64) * 4;
+  const auto targets = torch::randint(vocab, {rows}, torch::kInt64);
+  const auto weights = torch::randn({rows}, torch::kFloat64);
+  for (const double temperature : {1.0, 0.7}) {
+    const auto logp = (logits / temperature).log_softmax(-1);
+    const auto entropy = -(logp.exp() * logp).sum(-1);
+    for (const int64_t chunk : {0, 1, 8}) {
+      INFO("temperature " << temperature << ", chunk rows " << chunk);
+      torch::Tensor entropies;
+      const auto both = gathered(logits.to(torch::kFloat32), weights, [&](const torch::Tensor& x) {
+        auto out = ampt::kernels::token_log_probs_and_entropies(x, targets, chunk, temperature);
+        entropies = out.entropies;
+        return out.log_probs;
+      });
+      const auto alone = gathered(logits.to(torch::kFloat32), weights, [&](const torch::Tensor& x) {
+        return ampt::kernels::token_log_probs(x, targets, chunk, temperature);
+      });
+      CHECK(torch::equal(both.values, alone.values));
+      CHECK(torch::equal(both.grad, alone.grad));
+      CHECK_FALSE(entropies.requires_grad());
+      CHECK(entropies.dtype() == torch::kFloat32);
+      CHECK(torch::allclose(entropies.to(torch::kFloat64), entropy, 1e-5, 1e-5));
+    }
+  }
+}

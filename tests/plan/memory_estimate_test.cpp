@@ -780,8 +780,7 @@ TEST_CASE("memory estimate: dpo and ipo, and no other objective, count a referen
           "[memory][preference]") {
   const ampt::models::Scheme bf16{Precision::bf16, OptLevel::O1};
   for (const auto& [name, objective] : ampt::config::EnumNames<ampt::config::Objective>::values) {
-    // grpo's memory (the sampler's KV cache, its G completions, beta's reference) is not
-    // estimated yet (issue #66).
+    // grpo's reference follows its beta (its own test case).
     if (objective == ampt::config::Objective::lm || objective == ampt::config::Objective::grpo) continue;
     INFO(name);
     // By hand: TRL's DPOTrainer takes a ref_model for dpo and ipo; CPOTrainer (simpo) and
@@ -809,6 +808,71 @@ TEST_CASE("memory estimate: dpo and ipo, and no other objective, count a referen
       CHECK_THAT(r.out, Catch::Contains(said));
     }
   }
+}
+
+TEST_CASE("memory estimate: grpo's sampler KV cache of every completion, the completion's logits "
+          "and beta's reference, by hand",
+          "[memory][grpo]") {
+  using ampt::plan::estimate_memory;
+  const ampt::models::Scheme bf16{Precision::bf16, OptLevel::O1};
+  const ampt::models::Scheme fp32{Precision::fp32, OptLevel::O0};
+  // qwen3 (tiny): 2 blocks, 2 key/value heads of width 32, a vocabulary of 256.
+  auto config = with_model("qwen3");
+  config.objective = ampt::config::Objective::grpo;
+  config.batch_size = 4;
+  config.grad_accum_steps = 2;
+  config.num_generations = 4;
+  config.max_completion_length = 16;
+  config.beta = 0;
+  const auto dims = ampt::models::model_dims(config, {}, 48);
+  CHECK(dims.rollout.completions == 8);
+  CHECK(dims.terms.cache_width == 2 * 2 * 2 * 32);
+  CHECK_FALSE(dims.preference.active);
+  const auto lm = ampt::models::model_dims(with_model("qwen3"), {}, 48);
+  const auto plain = estimate_memory(lm, bf16, OptimizerKind::adamw, 0.9, 4);
+  const auto m = estimate_memory(dims, bf16, OptimizerKind::adamw, 0.9, 4);
+  // 4 rows' 16 completion positions of logits in bf16, and their gradient.
+  CHECK(m.activations == plain.activations + 2 * 4 * 16 * 256 * 2);
+  CHECK(m.activations_checkpointed == plain.activations_checkpointed + 2 * 4 * 16 * 256 * 2);
+  // 8 completions of 48 positions, 256 cache elements each in bf16; the decode step's logits
+  // [8, 256] in bf16 with three float32 copies and a float64 CDF.
+  CHECK(m.sampler == 8 * 48 * 256 * 2 + 8 * 256 * (2 + 3 * 4 + 8));
+  CHECK(estimate_memory(dims, fp32, OptimizerKind::adamw, 0.9, 4).sampler ==
+        8 * 48 * 256 * 4 + 8 * 256 * (4 + 3 * 4 + 8));
+  CHECK(m.weights == plain.weights);
+  CHECK(m.reference_weights == 0);
+  // 512 completions at once: the sampler, not the activations, sets the peak.
+  auto many = config;
+  many.grad_accum_steps = 128;
+  const auto sampled = estimate_memory(ampt::models::model_dims(many, {}, 48), bf16,
+                                       OptimizerKind::adamw, 0.9, 4);
+  REQUIRE(sampled.sampler > sampled.activations);
+  CHECK(sampled.total() == sampled.persistent() + sampled.sampler);
+  // The GPT's cache: 2 blocks of keys and values 64 wide.
+  auto gpt = config;
+  gpt.model = "gpt-tiny";
+  CHECK(ampt::models::model_dims(gpt, {}, 48).terms.cache_width == 2 * 2 * 64);
+  // beta > 0 in full fine-tuning holds a frozen copy, as dpo's; under LoRA the base is it.
+  auto kl = config;
+  kl.beta = 0.04;
+  const auto p = ampt::plan::count_parameters(lm);
+  const auto with_copy = estimate_memory(ampt::models::model_dims(kl, {}, 48), bf16,
+                                         OptimizerKind::adamw, 0.9, 4);
+  CHECK(with_copy.reference_weights == 2 * p.matmul_weights + 4 * (p.total - p.matmul_weights));
+  CHECK(with_copy.weights == plain.weights + with_copy.reference_weights);
+  kl.lora_rank = 4;
+  CHECK(estimate_memory(ampt::models::model_dims(kl, {}, 48), bf16, OptimizerKind::adamw, 0.9, 4)
+            .reference_weights == 0);
+
+  const auto r = ampt::test::run_ampt({"recommend", "--model", "qwen3", "--objective", "grpo",
+                                       "--batch_size", "4", "--grad_accum_steps", "2",
+                                       "--num_generations", "4", "--max_completion_length", "16",
+                                       "--reward", "exact", "--seq_len", "48"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("--objective grpo: 8 completions (batch_size x grad_accum_steps) "
+                                    "sampled at once between the steps, their KV cache of 48 tokens each"));
+  CHECK_THAT(r.out, Catch::Contains("no reference model (beta 0)"));
 }
 
 TEST_CASE("memory estimate: a sparse model's experts under ZeRO-3 are gathered with their block, "

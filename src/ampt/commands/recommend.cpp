@@ -208,8 +208,27 @@ std::string lora_text(const models::ModelDims& d, const plan::ParameterCounts& p
       grouped(p.total - p.trainable), held);
 }
 
-// "dpo: each pair two sequences ..." after the LoRA line; empty for token cross-entropy.
-std::string preference_text(const config::Config& config, const models::ModelDims& d) {
+// "--objective grpo: 64 completions sampled at once ..." after the LoRA line.
+std::string rollout_text(const config::Config& config, const models::ModelDims& d) {
+  const auto& r = d.rollout;
+  const int64_t cache = r.completions * d.seq_len * d.terms.cache_width;
+  const std::string reference =
+      config.beta == 0 ? "no reference model (beta 0)"
+      : r.reference_copy ? "a frozen copy of the model as the KL's reference (its Linear weights in the compute dtype)"
+                         : "the KL's reference is the base with the adapters off: no second model";
+  return fmt::format(
+      "--objective grpo: {} completions (batch_size x grad_accum_steps) sampled at once between the steps, "
+      "their KV cache of {} tokens each (--seq_len: the prompt and max_completion_length {}) {:.2f} GiB in a "
+      "half dtype, {:.2f} GiB in fp32, counted where it passes the activations; trained {} at a time, the "
+      "logits held on their completion's positions alone; {}\n",
+      r.completions, d.seq_len, r.completion_length, plan::gib(2 * cache), plan::gib(4 * cache),
+      config.batch_size, reference);
+}
+
+// The objective's line after the LoRA line ("dpo: each pair two sequences ..."); empty for token
+// cross-entropy.
+std::string objective_text(const config::Config& config, const models::ModelDims& d) {
+  if (d.rollout.active) return rollout_text(config, d);
   if (!d.preference.active) return "";
   const std::string rows = d.preference.padded
                                ? "a micro-batch of N pairs is 2N padded sequences"
@@ -243,7 +262,9 @@ std::string recommend_help() {
       "also says from how many ranks the run (its precision, --batch_size and --grad_ckpt) fits\n"
       "the GPU. With --lora_rank R the base is frozen and only the adapters train. With a\n"
       "preference --objective the estimate counts two sequences per padded pair, the logits\n"
-      "held whole and the reference model (a copy, or none).",
+      "held whole and the reference model (a copy, or none). With --objective grpo it counts the\n"
+      "sampler's KV cache for every completion of a rollout, --seq_len tokens each (the prompt\n"
+      "and the completion), the completion's logits and beta's reference.",
       recommend_flag_references(), &models::catalog());
 }
 
@@ -303,7 +324,7 @@ int run_recommend(const std::vector<std::string>& args, const Environment& env) 
       dims.name, grouped(model_parameters), dims.terms.description,
       config.optimizer == config::OptimizerKind::adamw ? "adamw (2 fp32 states per parameter)"
                                                        : "sgd",
-      lora_text(dims, params), preference_text(config, dims), gpu.memory_gb, gpu.compute_capability, plan::gib(usable), gpu.memory_gb, 1.0 - plan::kFragmentation,
+      lora_text(dims, params), objective_text(config, dims), gpu.memory_gb, gpu.compute_capability, plan::gib(usable), gpu.memory_gb, 1.0 - plan::kFragmentation,
       sharding_text(sharding), sharding.active() ? " per rank" : "", config.batch_size);
   std::string not_listed;
   std::string per_parameter;

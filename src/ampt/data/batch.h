@@ -38,6 +38,11 @@ struct Batch {
   torch::Tensor mismatch;
   torch::Tensor sampler_weights;
   torch::Tensor sampler_figures;
+  // The positions whose logits an objective reads, [N] int64 indices into the flattened [B·T]
+  // (GRPO's completion tokens): the model's logits are then [N, vocab] of those alone, the head
+  // never run on the prompt and the padding (TRL's logits_to_keep). Undefined: every position.
+  // Counted where the batch is made, on the host, so that no device sync finds them.
+  torch::Tensor logit_rows;
 };
 
 // The cumulative lengths of `positions` [B, T] on the host (Batch::starts).

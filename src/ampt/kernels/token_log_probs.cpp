@@ -22,11 +22,14 @@ torch::Tensor scaled(const torch::Tensor& logits, double temperature, bool copy 
 
 class TokenLogProbs : public torch::autograd::Function<TokenLogProbs> {
  public:
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits,
-                               const torch::Tensor& targets, int64_t chunk, double temperature) {
+  // {log-probabilities, entropies}: the entropies [rows] where `with_entropy`, else empty.
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& logits,
+                               const torch::Tensor& targets, int64_t chunk, double temperature,
+                               bool with_entropy) {
     const int64_t rows = logits.size(0);
     auto out = torch::zeros({rows}, logits.options().dtype(torch::kFloat32));
     auto lse = torch::empty({rows}, out.options());
+    auto entropy = torch::empty({with_entropy ? rows : 0}, out.options());
     const auto counted = targets.ne(kIgnoreIndex);
     const auto safe = targets.clamp_min(0);
     for (int64_t r = 0; r < rows; r += chunk) {
@@ -36,11 +39,17 @@ class TokenLogProbs : public torch::autograd::Function<TokenLogProbs> {
       lse.slice(0, r, end).copy_(chunk_lse);
       const auto picked = x.gather(1, safe.slice(0, r, end).unsqueeze(1)).squeeze(1);
       out.slice(0, r, end).copy_((picked - chunk_lse).mul_(counted.slice(0, r, end)));
+      if (with_entropy) {
+        // -sum p·log p from the same float32 chunk and logsumexp: no second pass to float32.
+        const auto logp = x - chunk_lse.unsqueeze(1);
+        entropy.slice(0, r, end).copy_(logp.exp().mul_(logp).sum(-1).neg_());
+      }
     }
     ctx->save_for_backward({logits, targets, lse});
     ctx->saved_data["chunk"] = chunk;
     ctx->saved_data["temperature"] = temperature;
-    return out;
+    ctx->mark_non_differentiable({entropy});
+    return {out, entropy};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -68,17 +77,29 @@ class TokenLogProbs : public torch::autograd::Function<TokenLogProbs> {
       grad.scatter_add_(1, safe.slice(0, r, end).unsqueeze(1), gr);
       grad_logits.slice(0, r, end).copy_(grad);
     }
-    return {grad_logits, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {grad_logits, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
+
+variable_list apply(const torch::Tensor& logits, const torch::Tensor& targets, int64_t chunk_rows,
+                    double temperature, bool with_entropy) {
+  return TokenLogProbs::apply(logits, targets,
+                              chunk_rows > 0 ? chunk_rows : default_chunk_rows(logits.size(1)),
+                              temperature, with_entropy);
+}
 
 }  // namespace
 
 torch::Tensor token_log_probs(const torch::Tensor& logits, const torch::Tensor& targets,
                               int64_t chunk_rows, double temperature) {
-  return TokenLogProbs::apply(logits, targets,
-                              chunk_rows > 0 ? chunk_rows : default_chunk_rows(logits.size(1)),
-                              temperature);
+  return apply(logits, targets, chunk_rows, temperature, false)[0];
+}
+
+LogProbsAndEntropies token_log_probs_and_entropies(const torch::Tensor& logits,
+                                                   const torch::Tensor& targets,
+                                                   int64_t chunk_rows, double temperature) {
+  auto both = apply(logits, targets, chunk_rows, temperature, true);
+  return {std::move(both[0]), std::move(both[1])};
 }
 
 }  // namespace ampt::kernels

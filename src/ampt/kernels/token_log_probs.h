@@ -19,4 +19,15 @@ namespace ampt::kernels {
 torch::Tensor token_log_probs(const torch::Tensor& logits, const torch::Tensor& targets,
                               int64_t chunk_rows = 0, double temperature = 1.0);
 
+// token_log_probs with each row's entropy of the same softmax, -sum p·log p [rows] float32
+// without gradient (GRPO's `entropy` figure), from the same pass over each chunk.
+struct LogProbsAndEntropies {
+  torch::Tensor log_probs;
+  torch::Tensor entropies;
+};
+LogProbsAndEntropies token_log_probs_and_entropies(const torch::Tensor& logits,
+                                                   const torch::Tensor& targets,
+                                                   int64_t chunk_rows = 0,
+                                                   double temperature = 1.0);
+
 }  // namespace ampt::kernels

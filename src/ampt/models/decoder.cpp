@@ -72,8 +72,9 @@ torch::Tensor DecoderImpl::head(const torch::Tensor& h) const {
 torch::Tensor DecoderImpl::forward(const torch::Tensor& tokens) { return logits(tokens, {}, {}); }
 
 torch::Tensor DecoderImpl::logits(const torch::Tensor& tokens, const torch::Tensor& positions,
-                                  const torch::Tensor& starts) {
-  return head(hidden(tokens, positions, starts));
+                                  const torch::Tensor& starts, const torch::Tensor& rows) {
+  const auto h = hidden(tokens, positions, starts);
+  return head(rows.defined() ? h.flatten(0, -2).index_select(0, rows) : h);
 }
 
 torch::Tensor DecoderImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets,

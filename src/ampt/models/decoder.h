@@ -74,9 +74,11 @@ class DecoderImpl : public torch::nn::Module {
 
   // tokens [B, T], T ≤ context → logits [B, T, classes].
   torch::Tensor forward(const torch::Tensor& tokens);
-  // The same over packed examples: `positions` and `starts` as loss() takes them.
+  // The same over packed examples: `positions` and `starts` as loss() takes them; where `rows`
+  // [N] (indices into the flattened [B·T]) is defined, [N, classes]: the head on those
+  // positions alone.
   torch::Tensor logits(const torch::Tensor& tokens, const torch::Tensor& positions,
-                       const torch::Tensor& starts);
+                       const torch::Tensor& starts, const torch::Tensor& rows = {});
   // The mean next-token cross-entropy against targets [B, T]: the head and the loss fused,
   // chunk by chunk (kernels/fused_classifier.h), unless set_fused(false). `positions` [B, T]
   // (packed examples, data::Batch, with their cumulative lengths `starts`) restart at 0 for each

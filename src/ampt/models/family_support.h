@@ -97,7 +97,7 @@ Model decoder_model(Holder holder, LayerInventory layers, int64_t tokens) {
     model.loss_figures = std::move(names);
   }
   model.logits = [holder](const data::Batch& batch) mutable {
-    return holder->logits(batch.inputs, batch.positions, batch.starts);
+    return holder->logits(batch.inputs, batch.positions, batch.starts, batch.logit_rows);
   };
   model.tokens_per_sample = tokens;
   model.layers = std::move(layers);

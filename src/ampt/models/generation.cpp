@@ -60,7 +60,8 @@ torch::Tensor pick_tokens(const torch::Tensor& logits, const torch::Tensor& unif
                           const SamplingOptions& options) {
   auto scores = logits.to(torch::kFloat32);
   if (options.temperature <= 0.0) return scores.argmax(-1);
-  scores = scores / options.temperature;
+  // x / 1 is x: no pass over the vocabulary for it.
+  if (options.temperature != 1.0) scores = scores / options.temperature;
   const double minus_inf = -std::numeric_limits<double>::infinity();
   const int64_t vocab = scores.size(-1);
   if (options.top_k > 0 && options.top_k < vocab) {
@@ -79,11 +80,12 @@ torch::Tensor pick_tokens(const torch::Tensor& logits, const torch::Tensor& unif
     probabilities = sorted.masked_fill(drop, minus_inf).softmax(-1);
   }
   // The inverse CDF in float64: the first token whose cumulative probability passes u · total.
-  // Rounding can carry u · total past the last kept token's sum, which is then the one taken.
+  // Rounding can carry u · total up to the total, past every token: the first whose cumulative
+  // sum reaches the total (the last with any width in the CDF) is then the one taken.
   const auto cdf = probabilities.to(torch::kFloat64).cumsum(-1);
-  const auto target = uniforms.to(torch::kFloat64).unsqueeze(-1) * cdf.narrow(-1, vocab - 1, 1);
-  const auto last_kept =
-      (vocab - 1) - (probabilities > 0).flip(-1).to(torch::kInt32).argmax(-1, /*keepdim=*/true);
+  const auto total = cdf.narrow(-1, vocab - 1, 1);
+  const auto target = uniforms.to(torch::kFloat64).unsqueeze(-1) * total;
+  const auto last_kept = torch::searchsorted(cdf, total, /*out_int32=*/false, /*right=*/false);
   const auto index =
       torch::minimum(torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true),
                      last_kept);

@@ -185,6 +185,7 @@ ModelDims gpt_memory_dims(const config::Config& config, std::vector<int64_t>, in
   d.cpu = config.device == config::DeviceKind::cpu;
   d.layers = layer_inventory(gpt);
   d.terms = gpt_memory_terms(gpt, d);
+  d.terms.cache_width = 2 * gpt.n_layer * gpt.n_embd;
   return d;
 }
 

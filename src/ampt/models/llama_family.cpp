@@ -184,6 +184,7 @@ ModelDims llama_memory_dims(const config::Config& config, std::vector<int64_t>, 
   d.fused_kernels = config.fused_kernels != config::AutoSwitch::off;
   d.layers = layer_inventory(llama);
   d.terms = llama_memory_terms(llama, d);
+  d.terms.cache_width = 2 * llama.n_layer * llama.n_kv_head * llama.head_dim();
   return d;
 }
 

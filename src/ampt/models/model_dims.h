@@ -38,6 +38,17 @@ struct PreferenceDims {
   bool reference_copy = false;
 };
 
+// --objective grpo's rollouts (train/rollout.h), as they weigh on memory: each rank samples its
+// batch_size x grad_accum_steps completions at once into one KV cache, then trains on them
+// batch_size at a time, the head run on the completion's positions alone.
+struct RolloutDims {
+  bool active = false;
+  int64_t completions = 0;        // sampled at once
+  int64_t completion_length = 0;  // --max_completion_length
+  // beta > 0 in full fine-tuning: a frozen copy of the model as the KL's reference.
+  bool reference_copy = false;
+};
+
 struct ModelDims;
 struct Scheme;
 
@@ -53,6 +64,9 @@ struct FamilyTerms {
   // expert weights, each [E, out, in] stack as one [E·out, in] matrix (its storage and its
   // dequantized copy are the whole stack's).
   std::vector<LinearLayer> stacked_weights;
+  // Families that generate: the elements one token's keys and values take in the KV cache,
+  // over every block (kv_cache.h); 0: the family does not generate.
+  int64_t cache_width = 0;
   int64_t norm = 0;        // norm weights and biases (fp32 under O2)
   int64_t block_norm = 0;  // of those, one block's (transformers)
   // Bytes saved for backward at `micro_batch` samples, with the loss's and the backward's
@@ -76,6 +90,7 @@ struct ModelDims {
   bool cpu = false;
   LoraDims lora;
   PreferenceDims preference;
+  RolloutDims rollout;
   // Transformers: the blocks and their Linear layers, as the built model has them.
   LayerInventory layers;
   FamilyTerms terms;

@@ -36,7 +36,7 @@ struct Model {
   std::function<LossTerms(const data::Batch&)> loss_terms;
   std::vector<std::string> loss_figures;
   // Transformers: the logits [B, T, vocab] of a batch, packed examples included (the preference
-  // losses read them).
+  // losses read them); [N, vocab] of the positions batch.logit_rows names, where it does (GRPO).
   std::function<torch::Tensor(const data::Batch&)> logits;
   // Training FLOPs (forward + backward) of one sample at the data's shape, for MFU: 6 per
   // multiply-accumulate for the MLP and the CNN, llm.c's GPT formula times T for a GPT

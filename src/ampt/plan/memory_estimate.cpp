@@ -142,7 +142,20 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
     m.activations += logits;
     if (m.activations_checkpointed >= 0) m.activations_checkpointed += logits;
   }
-  if (dims.preference.reference_copy) {
+  if (dims.rollout.active) {
+    // The training forward's logits of the completion's positions (Batch::logit_rows), in the
+    // compute dtype, kept for backward with a gradient as large: beyond the activations' head.
+    const int64_t logits = 2 * rows * dims.rollout.completion_length * dims.classes * frozen_width(scheme);
+    m.activations += logits;
+    if (m.activations_checkpointed >= 0) m.activations_checkpointed += logits;
+    // The sampler (models/generation.h): every completion's keys and values for the prompt and
+    // the completion, in the compute dtype; the decode step's logits with the draw's float32
+    // copies (scores, probabilities, the log-probability's) and float64 CDF.
+    const int64_t sampled = dims.rollout.completions;
+    m.sampler = sampled * dims.seq_len * dims.terms.cache_width * frozen_width(scheme) +
+                sampled * dims.classes * (frozen_width(scheme) + 3 * 4 + 8);
+  }
+  if (dims.preference.reference_copy || dims.rollout.reference_copy) {
     // The frozen reference: its matmul weights in the compute dtype, the rest in fp32.
     m.reference_weights = frozen_width(scheme) * p.matmul_weights + 4 * (p.total - p.matmul_weights);
     m.weights += m.reference_weights;

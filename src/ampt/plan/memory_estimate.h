@@ -43,7 +43,8 @@ struct MemoryEstimate {
   // LoRA: the part of `weights` that is the frozen base, held in the precision's half dtype
   // (bf16 for fp8) except its norms, in fp32 for fp32/O0.
   int64_t frozen_weights = 0;
-  // dpo and ipo full fine-tuning: the part of `weights` that is the frozen reference copy.
+  // dpo and ipo full fine-tuning, and grpo's with beta > 0: the part of `weights` that is the
+  // frozen reference copy.
   int64_t reference_weights = 0;
   int64_t gradients = 0;
   int64_t masters = 0;      // O2: fp32 master weights
@@ -54,16 +55,20 @@ struct MemoryEstimate {
   // O2: the fp32 master gradients, made from the half ones at the optimizer step, when the
   // activations are gone, and released after it.
   int64_t step_transient = 0;
+  // --objective grpo: the sampler's, between the steps, when no activations are held: the KV
+  // cache of every completion sampled at once and the decode step's logits with their copies
+  // for the draw.
+  int64_t sampler = 0;
   // Under ZeRO (shard_memory): the part of persistent() that is this rank's 1/N slices (the fp32
   // master shard, the optimizer state's and the fp32 gradient shard), which more ranks shrink;
   // the rest is the same on any number of ranks.
   int64_t sharded = 0;
   int64_t persistent() const { return weights + gradients + masters + optimizer + cast_copies; }
-  int64_t total() const { return persistent() + std::max(activations, step_transient); }
+  int64_t total() const { return persistent() + std::max({activations, step_transient, sampler}); }
   int64_t total_checkpointed() const {
     return activations_checkpointed < 0
                ? -1
-               : persistent() + std::max(activations_checkpointed, step_transient);
+               : persistent() + std::max({activations_checkpointed, step_transient, sampler});
   }
 };
 MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,

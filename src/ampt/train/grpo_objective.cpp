@@ -2,12 +2,11 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/data/document_examples.h"
-#include "ampt/kernels/fused_classifier.h"
 #include "ampt/kernels/token_log_probs.h"
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <utility>
 
 namespace ampt::train {
 namespace {
@@ -22,6 +21,21 @@ std::string_view loss_type_name(grpo::LossType type) {
     case grpo::LossType::bnpo: return "bnpo";
   }
   return "?";
+}
+
+// [B, T] of the values [N] of the batch's logit rows (every position where it names none), 0
+// elsewhere.
+torch::Tensor at_positions(const torch::Tensor& values, const data::Batch& batch) {
+  if (!batch.logit_rows.defined()) return values.view(batch.targets.sizes());
+  return torch::zeros({batch.targets.numel()}, values.options())
+      .index_put({batch.logit_rows}, values)
+      .view(batch.targets.sizes());
+}
+
+// The batch's targets at its logit rows, flat.
+torch::Tensor scored_targets(const data::Batch& batch) {
+  const auto targets = batch.targets.flatten();
+  return batch.logit_rows.defined() ? targets.index_select(0, batch.logit_rows) : targets;
 }
 
 }  // namespace
@@ -50,27 +64,19 @@ torch::Tensor GrpoObjective::units(const data::Batch& batch) const {
 
 torch::Tensor GrpoObjective::log_probs(const torch::Tensor& logits, const data::Batch& batch) const {
   // The sampler's function of the same logits (models::sample): in exact mode the same bits.
-  return kernels::token_log_probs(logits.flatten(0, -2), batch.targets.flatten(), 0, temperature_)
-      .view(batch.targets.sizes());
+  return at_positions(kernels::token_log_probs(logits.flatten(0, -2), scored_targets(batch), 0, temperature_),
+                      batch);
 }
 
-torch::Tensor GrpoObjective::entropies(const torch::Tensor& logits, const data::Batch& batch) const {
-  torch::NoGradGuard no_grad;
-  const auto rows = logits.flatten(0, -2);
-  auto out = torch::empty({rows.size(0)}, rows.options().dtype(torch::kFloat32));
-  // Chunk by chunk, as the log-probabilities: the [rows, vocab] softmax never whole in float32.
-  const int64_t chunk = kernels::default_chunk_rows(rows.size(1));
-  for (int64_t r = 0; r < rows.size(0); r += chunk) {
-    const int64_t end = std::min(rows.size(0), r + chunk);
-    const auto logp = (rows.slice(0, r, end).to(torch::kFloat32) / temperature_).log_softmax(-1);
-    out.slice(0, r, end).copy_(-(logp.exp() * logp).sum(-1));
-  }
-  return out.view(batch.targets.sizes());
+kernels::LogProbsAndEntropies GrpoObjective::log_probs_and_entropies(const torch::Tensor& logits,
+                                                                     const data::Batch& batch) const {
+  auto both = kernels::token_log_probs_and_entropies(logits.flatten(0, -2), scored_targets(batch), 0, temperature_);
+  return {at_positions(both.log_probs, batch), at_positions(both.entropies, batch)};
 }
 
 ObjectiveLoss GrpoObjective::loss(const data::Batch& batch) {
   const auto logits = models_.policy(batch);
-  const auto log_probs_now = log_probs(logits, batch);
+  const auto [log_probs_now, entropies] = log_probs_and_entropies(logits, batch);
   const bool first = iteration_ == 0;
   if (first) {
     torch::NoGradGuard no_grad;
@@ -97,7 +103,7 @@ ObjectiveLoss GrpoObjective::loss(const data::Batch& batch) {
   inputs.ref_log_probs = batch.ref_log_probs;
   inputs.advantages = batch.advantages;
   inputs.mask = batch.completion_mask;
-  inputs.entropies = entropies(logits, batch);
+  inputs.entropies = entropies;
   if (correction_) inputs.sampler_weights = batch.sampler_weights;
   auto terms = grpo::policy_loss(settings_, inputs);
   // Each figure is its mean over this micro-batch, weighted by the micro-batch's units: the step

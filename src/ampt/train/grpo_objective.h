@@ -14,6 +14,7 @@
 #pragma once
 
 #include "ampt/data/batch.h"
+#include "ampt/kernels/token_log_probs.h"
 #include "ampt/train/grpo_loss.h"
 #include "ampt/train/objective.h"
 
@@ -26,7 +27,8 @@
 namespace ampt::train {
 
 struct GrpoModels {
-  // The trained model's logits [rows, T, vocab], with gradients.
+  // The trained model's logits [rows, T, vocab], with gradients: [N, vocab] of the completion's
+  // positions alone where the batch names them (Batch::logit_rows, as the rollout's do).
   std::function<torch::Tensor(const data::Batch&)> policy;
   // The reference's, without gradients; null when beta is 0.
   std::function<torch::Tensor(const data::Batch&)> reference;
@@ -58,9 +60,11 @@ class GrpoObjective : public Objective {
   // [rows, T] float32: each target's log-probability under logits / temperature (0 off the
   // completion).
   torch::Tensor log_probs(const torch::Tensor& logits, const data::Batch& batch) const;
-  // [rows, T] float32, no gradient: each position's entropy of softmax(logits / temperature), TRL's
-  // `entropy` figure (its mean over the completion tokens).
-  torch::Tensor entropies(const torch::Tensor& logits, const data::Batch& batch) const;
+  // The same, with each completion position's entropy of softmax(logits / temperature) [rows, T]
+  // float32 without gradient (0 elsewhere), TRL's `entropy` figure (its mean over the completion
+  // tokens), from the same pass.
+  kernels::LogProbsAndEntropies log_probs_and_entropies(const torch::Tensor& logits,
+                                                        const data::Batch& batch) const;
 
   grpo::LossSettings settings_;
   double temperature_;

@@ -109,6 +109,7 @@ RolloutBatches Rollout::make(const data::Batch& prompt_batch, int64_t generation
     auto out_targets = targets.accessor<int64_t, 2>();
     auto m = mask.accessor<float, 2>();
     auto s = sampler.accessor<float, 2>();
+    std::vector<int64_t> scored;  // the completion's positions, flat: the logits the loss reads
     for (int64_t i = 0; i < count; ++i) {
       const auto& prompt = rows[first + i].prompt;
       const auto& c = completions[first + i];
@@ -119,6 +120,7 @@ RolloutBatches Rollout::make(const data::Batch& prompt_batch, int64_t generation
       for (std::size_t j = 0; j < c.tokens.size(); ++j) {
         const auto t = static_cast<int64_t>(prompt.size() + j) - 1;
         out_targets[i][t] = c.tokens[j];
+        scored.push_back(i * width + t);
         m[i][t] = counted;
         s[i][t] = c.logprobs[j];
       }
@@ -127,6 +129,7 @@ RolloutBatches Rollout::make(const data::Batch& prompt_batch, int64_t generation
     batch.inputs = inputs.to(settings_.device);
     batch.targets = targets.to(settings_.device);
     batch.completion_mask = mask.to(settings_.device);
+    batch.logit_rows = torch::tensor(scored, torch::kInt64).to(settings_.device);
     batch.sampler_log_probs = sampler.to(settings_.device);
     batch.advantages = flat_advantages.narrow(0, first, count).to(torch::kFloat32).to(settings_.device);
     const auto room = [&] { return torch::zeros({count, width}, torch::dtype(torch::kFloat32).device(settings_.device)); };
