@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ TEST_CASE("prompt records: a standard prompt is its text, BOS first where the to
   // A tokenizer without a BOS: the text alone (GPT-2's and Qwen's tokenizers add nothing).
   const auto plain = read_prompt_records(ampt::test::byte_tokenizer(kPromptSpecials), builtin_chat_template(ampt::test::byte_tokenizer(kPromptSpecials)), {path});
   CHECK(plain.form == PromptForm::standard);
+  CHECK_FALSE(plain.end_of_turn.has_value());  // a standard prompt's completion has no turn to end
   REQUIRE(plain.records.size() == 2);
   CHECK(plain.records[0].ids == byte_ids("2+3="));
   CHECK(plain.records[0].text == "2+3=");
@@ -77,6 +79,8 @@ TEST_CASE("prompt records: a conversational prompt ends with the template's gene
                        byte_ids("\n"), {257}, byte_ids("assistant\n")}));
     CHECK(prompts.records[0].text ==
           "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+3?<|im_end|>\n<|im_start|>assistant\n");
+    // The assistant's turn ends at <|im_end|>, whatever the tokenizer's EOS.
+    CHECK(prompts.end_of_turn == std::optional<int32_t>(258));
   }
   SECTION("Qwen3's own Jinja template: apply_chat_template(add_generation_prompt=True)") {
     ChatTemplate chat;
@@ -91,6 +95,17 @@ TEST_CASE("prompt records: a conversational prompt ends with the template's gene
     // Encoded whole, the template's special tokens as their ids.
     CHECK(prompts.records[0].ids == tokenizer.encode(expected, SpecialTokens::allowed));
     CHECK(prompts.records[0].ids.front() == 257);
+    CHECK(prompts.end_of_turn == std::optional<int32_t>(258));
+  }
+  SECTION("the plain template: its suffix is the EOS, which ends a completion anyway") {
+    const auto prompts = read_prompt_records(tokenizer, plain_chat_template(tokenizer), {path});
+    CHECK(prompts.form == PromptForm::conversational);
+    CHECK(prompts.end_of_turn == std::optional<int32_t>(tokenizer.eot_id()));
+  }
+  SECTION("a template that puts no special token after the content has no end of turn") {
+    ChatTemplate chat = builtin_chat_template(tokenizer);
+    chat.assistant.suffix = "\n\n";
+    CHECK_FALSE(read_prompt_records(tokenizer, chat, {path}).end_of_turn.has_value());
   }
 }
 

@@ -13,6 +13,7 @@
 #include "ampt/text/tokenizer.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ class PromptDataset : public Dataset {
   Batch gather(const std::vector<int64_t>& indices) const override;
   const text::PromptRecord& record(int64_t index) const { return prompts_.records.at(index); }
   text::PromptForm form() const { return prompts_.form; }
+  std::optional<int32_t> end_of_turn() const { return prompts_.end_of_turn; }
 
  private:
   text::PromptRecords prompts_;

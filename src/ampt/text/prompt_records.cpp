@@ -27,6 +27,29 @@ void encode_turns(const Tokenizer& tokenizer, const ChatTemplate& chat, const st
 
 }  // namespace
 
+std::optional<int32_t> end_of_turn_token(const Tokenizer& tokenizer, const ChatTemplate& chat) {
+  std::string after;  // the template's text after the assistant's content
+  if (chat.jinja) {
+    constexpr std::string_view content = "OK";
+    const auto messages = parse_json(R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "OK"}])");
+    std::string text;
+    try {
+      text = render_jinja_text(*chat.jinja, messages, JsonValue{}, /*generation_prompt=*/false);
+    } catch (const RuntimeError&) {
+      return std::nullopt;  // a template that renders no such chat: the tokenizer's EOS alone ends turns
+    }
+    const auto at = text.rfind(content);
+    if (at == std::string::npos) return std::nullopt;
+    after = text.substr(at + content.size());
+  } else {
+    after = chat.assistant.suffix;
+  }
+  for (const int32_t id : tokenizer.encode(after, SpecialTokens::allowed)) {
+    if (tokenizer.is_special(id)) return id;
+  }
+  return std::nullopt;
+}
+
 PromptRecords read_prompt_records(const Tokenizer& tokenizer, const ChatTemplate& chat,
                                   const std::vector<std::string>& paths) {
   PromptRecords prompts;
@@ -70,6 +93,7 @@ PromptRecords read_prompt_records(const Tokenizer& tokenizer, const ChatTemplate
     }
   }
   if (first) prompts.form = *first;
+  if (prompts.form == PromptForm::conversational) prompts.end_of_turn = end_of_turn_token(tokenizer, chat);
   return prompts;
 }
 

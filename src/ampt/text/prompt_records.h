@@ -13,6 +13,7 @@
 #include "ampt/text/tokenizer.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,16 @@ struct PromptRecord {
 struct PromptRecords {
   PromptForm form = PromptForm::standard;
   std::vector<PromptRecord> records;
+  // Conversational prompts: the special token that ends the assistant's turn under the template
+  // (ChatML's <|im_end|>, Llama-3's <|eot_id|>, Gemma's <end_of_turn>), where the template puts
+  // one after the turn's content; a completion ends there as at the tokenizer's EOS.
+  std::optional<int32_t> end_of_turn;
 };
+
+// The special token that ends an assistant's turn under `chat`: the first one after the content
+// in a one-exchange chat (a Jinja template's rendering, a built-in template's assistant suffix);
+// none where no special token follows the content.
+std::optional<int32_t> end_of_turn_token(const Tokenizer& tokenizer, const ChatTemplate& chat);
 
 // Every record of `paths` (JSON Lines), in order; `chat` renders conversational prompts (a Jinja
 // template's text encoded whole, its special tokens recognised; a built-in template's pieces

@@ -103,7 +103,12 @@ void Run::set_up_grpo() {
   settings.sampling.top_k = config_.top_k;
   settings.sampling.top_p = config_.top_p;
   settings.sampling.seed = static_cast<uint64_t>(config_.seed);
+  // A completion ends at the tokenizer's EOS, and under a chat template at its end of turn too
+  // (a base model's tokenizer ends text with <|endoftext|>, its template turns with <|im_end|>).
   settings.sampling.stop_tokens = {grpo_->tokenizer.eot_id()};
+  if (const auto turn = prompts->end_of_turn(); turn && *turn != grpo_->tokenizer.eot_id()) {
+    settings.sampling.stop_tokens.push_back(*turn);
+  }
   settings.scaling = reward_scaling(config_.scale_rewards);
   settings.mask_truncated = config_.mask_truncated_completions;
   settings.keep_old_log_probs = config_.num_iterations > 1;
