@@ -1,18 +1,9 @@
 #include "ampt/train/grpo_objective.h"
 
-#include "ampt/config/enum_names.h"
-#include "ampt/data/document_examples.h"
-#include "ampt/kernels/fused_classifier.h"
-#include "ampt/kernels/token_log_probs.h"
-
 #include <fmt/format.h>
-
-#include <algorithm>
 
 namespace ampt::train {
 namespace {
-
-constexpr double kRatioBand = 0.1;  // mismatch/ratio_outside counts ratios outside 1 ± this
 
 std::string_view loss_type_name(grpo::LossType type) {
   switch (type) {
@@ -29,9 +20,9 @@ std::string_view loss_type_name(grpo::LossType type) {
 GrpoObjective::GrpoObjective(grpo::LossSettings settings, double temperature, GrpoModels models,
                              std::vector<std::string> rollout_figures,
                              std::optional<grpo::SamplerCorrectionSettings> correction)
-    : settings_(settings), temperature_(temperature), models_(std::move(models)), correction_(correction) {
+    : SampledObjective(temperature), settings_(settings), models_(std::move(models)), correction_(correction) {
   names_ = grpo::figure_names(settings_, /*with_entropy=*/true);
-  for (const char* name : {"mismatch/kl", "mismatch/max_abs_logp", "mismatch/ratio_outside"}) names_.emplace_back(name);
+  names_.insert(names_.end(), mismatch_names().begin(), mismatch_names().end());
   if (correction_) {
     const auto& sampling = grpo::sampler_figure_names();
     names_.insert(names_.end(), sampling.begin(), sampling.end());
@@ -39,33 +30,8 @@ GrpoObjective::GrpoObjective(grpo::LossSettings settings, double temperature, Gr
   names_.insert(names_.end(), rollout_figures.begin(), rollout_figures.end());
 }
 
-void GrpoObjective::begin_rollout(torch::Tensor figures) {
-  rollout_figures_ = std::move(figures);
-  iteration_ = 0;
-}
-
 torch::Tensor GrpoObjective::units(const data::Batch& batch) const {
   return grpo::loss_units(settings_.loss_type, batch.completion_mask);
-}
-
-torch::Tensor GrpoObjective::log_probs(const torch::Tensor& logits, const data::Batch& batch) const {
-  // The sampler's function of the same logits (models::sample): in exact mode the same bits.
-  return kernels::token_log_probs(logits.flatten(0, -2), batch.targets.flatten(), 0, temperature_)
-      .view(batch.targets.sizes());
-}
-
-torch::Tensor GrpoObjective::entropies(const torch::Tensor& logits, const data::Batch& batch) const {
-  torch::NoGradGuard no_grad;
-  const auto rows = logits.flatten(0, -2);
-  auto out = torch::empty({rows.size(0)}, rows.options().dtype(torch::kFloat32));
-  // Chunk by chunk, as the log-probabilities: the [rows, vocab] softmax never whole in float32.
-  const int64_t chunk = kernels::default_chunk_rows(rows.size(1));
-  for (int64_t r = 0; r < rows.size(0); r += chunk) {
-    const int64_t end = std::min(rows.size(0), r + chunk);
-    const auto logp = (rows.slice(0, r, end).to(torch::kFloat32) / temperature_).log_softmax(-1);
-    out.slice(0, r, end).copy_(-(logp.exp() * logp).sum(-1));
-  }
-  return out.view(batch.targets.sizes());
 }
 
 ObjectiveLoss GrpoObjective::loss(const data::Batch& batch) {
@@ -74,13 +40,7 @@ ObjectiveLoss GrpoObjective::loss(const data::Batch& batch) {
   const bool first = iteration_ == 0;
   if (first) {
     torch::NoGradGuard no_grad;
-    const auto scored = (batch.targets != data::kIgnoredTarget).to(torch::kFloat32);
-    const auto difference = (log_probs_now.detach() - batch.sampler_log_probs) * scored;
-    const auto ratio = difference.exp();
-    const auto tokens = scored.sum().clamp_min(1);
-    const auto k3 = ((ratio - 1) - difference) * scored;
-    const auto outside = ((ratio - 1).abs() > kRatioBand).to(torch::kFloat32) * scored;
-    batch.mismatch.copy_(torch::stack({k3.sum() / tokens, difference.abs().max(), outside.sum() / tokens}));
+    measure_mismatch(log_probs_now.detach(), batch);
     if (batch.old_log_probs.defined()) batch.old_log_probs.copy_(log_probs_now.detach());
     if (batch.ref_log_probs.defined()) batch.ref_log_probs.copy_(log_probs(models_.reference(batch), batch));
     if (correction_) {
