@@ -123,6 +123,16 @@ TEST_CASE("distill: a tiny student sampling its own completions lowers its rever
   CHECK(shown.size() == 40 * 4);  // a rollout of 4 prompts a step, the first completion of each
   CHECK_THAT(shown.front(), Catch::Contains("\"step\": 1"));
   CHECK_THAT(shown.front(), !Catch::Contains("\"reward\""));
+  // A LoRA student of a teacher stored in nf4, in bf16: the exact sampler still agrees with the
+  // trainer, and the teacher's weights are held as asked.
+  const auto lora = run_distill(distill_args(files, files.dir + "/lora", {"--lora_rank", "4", "--teacher_dtype", "nf4",
+                                                                           "--mixed_precision", "bf16"}));
+  CHECK_THAT(lora.out, Catch::Contains("frozen, its Linear weights in nf4 ("));
+  for (const auto& line : rollout_steps(files.dir + "/lora")) {
+    INFO(line);
+    CHECK(json_field(line, "mismatch/max_abs_logp") == 0.0);
+    CHECK(std::isfinite(json_field(line, "distill/reverse_kl")));
+  }
 }
 
 TEST_CASE("distill: the same seed gives the same run bit for bit, and a resumed run continues it",
