@@ -57,7 +57,7 @@ TEST_CASE("every option has help, a value hint and an expected-value description
 TEST_CASE("the table holds the specified YAML paths and sections", "[config][table]") {
   CHECK(sections() ==
         std::vector<std::string>{"run", "checkpoint", "amp", "perf", "scaler", "training",
-                                 "preference", "grpo", "model", "lora", "data", "dist"});
+                                 "preference", "grpo", "distill", "model", "lora", "data", "dist"});
   CHECK(find_option("config")->yaml_path().empty());
   CHECK(find_option("model")->yaml_path() == "model.name");
   CHECK(find_option("dataset")->yaml_path() == "data.dataset");

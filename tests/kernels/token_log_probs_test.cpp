@@ -63,20 +63,25 @@ TEST_CASE("token_log_probs: autograd's log_softmax and gather, in chunks, ignore
 
 TEST_CASE("token_log_probs: float32 logits are read, never written: two uses backpropagate",
           "[kernels][preference]") {
-  torch::manual_seed(1);
-  const auto logits = torch::randn({6, 11}).requires_grad_(true);
-  const auto before = logits.detach().clone();
-  const auto first = torch::randint(11, {6}, torch::kInt64);
-  const auto second = torch::randint(11, {6}, torch::kInt64);
-  (ampt::kernels::token_log_probs(logits, first).sum() +
-   ampt::kernels::token_log_probs(logits, second).sum())
-      .backward();
-  CHECK(torch::equal(logits.detach(), before));
-  const auto x = before.clone().requires_grad_(true);
-  const auto log_probs = x.log_softmax(-1);
-  (log_probs.gather(1, first.unsqueeze(1)).sum() + log_probs.gather(1, second.unsqueeze(1)).sum())
-      .backward();
-  CHECK(torch::allclose(logits.grad(), x.grad(), 1e-5, 1e-6));
+  // At a temperature too: the logits divided out of place (once they were divided in place, and
+  // the backward recomputed the softmax from logits / temperature^2).
+  for (const double temperature : {1.0, 0.7}) {
+    INFO("temperature " << temperature);
+    torch::manual_seed(1);
+    const auto logits = torch::randn({6, 11}).requires_grad_(true);
+    const auto before = logits.detach().clone();
+    const auto first = torch::randint(11, {6}, torch::kInt64);
+    const auto second = torch::randint(11, {6}, torch::kInt64);
+    (ampt::kernels::token_log_probs(logits, first, 0, temperature).sum() +
+     ampt::kernels::token_log_probs(logits, second, 0, temperature).sum())
+        .backward();
+    CHECK(torch::equal(logits.detach(), before));
+    const auto x = before.clone().requires_grad_(true);
+    const auto log_probs = (x / temperature).log_softmax(-1);
+    (log_probs.gather(1, first.unsqueeze(1)).sum() + log_probs.gather(1, second.unsqueeze(1)).sum())
+        .backward();
+    CHECK(torch::allclose(logits.grad(), x.grad(), 1e-5, 1e-6));
+  }
 }
 
 TEST_CASE("token_log_probs_and_entropies: the same log-probabilities and gradient, and each row's "

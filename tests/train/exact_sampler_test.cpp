@@ -9,11 +9,10 @@
 // so that the weights move). The runs cover each pair of (model, adapter,
 // precision) values once (a Latin square), not their whole product. The negative control:
 // --sampler fast on the same kind of run shows a mismatch.
-#include "ampt/text/hf_tokenizer_writer.h"
 #include "distributed/rank_processes.h"
 #include "support/json_field.h"
 #include "support/process.h"
-#include "text/text_fixtures.h"
+#include "train/rollout_runs.h"
 
 #include <catch2/catch.hpp>
 
@@ -26,25 +25,6 @@ using namespace ampt::test;
 
 namespace {
 
-// A byte tokenizer (256 bytes, <|endoftext|> the stop token) and 8 prompts of 8 lengths.
-struct ExactRunFiles {
-  std::string dir, tokenizer, prompts;
-};
-
-ExactRunFiles write_exact_run_files() {
-  ExactRunFiles files{make_temp_dir(), "", ""};
-  files.tokenizer = files.dir + "/tokenizer.json";
-  write_file(files.tokenizer, ampt::text::tokenizer_json(ampt::test::toy_vocabulary({})));
-  files.prompts = files.dir + "/prompts.jsonl";
-  std::string records;
-  for (const char* prompt : {"7+5=", "one and", "The sky is", "Two plus two", "Ten minus three", "a b c d e f g",
-                             "Say yes or no:", "What is 17 + 25?"}) {
-    records += std::string(R"({"prompt": ")") + prompt + "\"}\n";
-  }
-  write_file(files.prompts, records);
-  return files;
-}
-
 struct ExactRun {
   std::string model;       // llama, qwen3, qwen3-moe (their tiny presets)
   std::string adapter;     // full, lora, qlora
@@ -56,7 +36,7 @@ struct ExactRun {
   std::string top_p;
 };
 
-std::vector<std::string> exact_args(const ExactRunFiles& files, const ExactRun& run, const std::string& out) {
+std::vector<std::string> exact_args(const ByteRolloutFiles& files, const ExactRun& run, const std::string& out) {
   std::vector<std::string> args{
       "train", "--model", run.model, "--vocab_size", "257", "--block_size", "40", "--tokenizer", files.tokenizer,
       "--dataset", "jsonl:" + files.prompts, "--objective", "grpo", "--reward", "format", "--reward_format",
@@ -74,10 +54,6 @@ std::string describe_run(const ExactRun& run) {
   return run.model + " " + run.adapter + " " + run.precision + ", G " + std::to_string(run.generations) +
          ", micro-batch " + std::to_string(run.batch_size) + " x " + std::to_string(run.grad_accum) + ", " +
          run.threads + " threads, top-p " + run.top_p;
-}
-
-std::vector<std::string> exact_step_lines(const std::string& out) {
-  return lines_with(read_file(out + "/metrics.jsonl"), "\"grad_norm\"");
 }
 
 // Every step's sampler log-probabilities were the trainer's, and the steps trained.
@@ -101,7 +77,7 @@ void check_exact_steps(const std::vector<std::string>& steps) {
 TEST_CASE("grpo exact sampler: the sampler's log-probabilities are the trainer's bit for bit, for "
           "Llama, Qwen3 and Qwen3-MoE, full, LoRA and QLoRA, fp32, bf16 and fp16",
           "[train][grpo][cli][exact]") {
-  const auto files = write_exact_run_files();
+  const auto files = write_byte_rollout_files();
   // (model, adapter, precision) a Latin square; each prompt sampled alone (G 4, 4 completions a
   // step), beside 1 (G 4, 8), 3 (G 2, 8) and 7 others (G 2, 16); micro-batches of 1, 4 and 8; 1
   // and 2 threads; top-p 0.9.
@@ -124,12 +100,12 @@ TEST_CASE("grpo exact sampler: the sampler's log-probabilities are the trainer's
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     CHECK_THAT(r.out, Catch::Contains(", exact sampler"));
-    check_exact_steps(exact_step_lines(out));
+    check_exact_steps(rollout_steps(out));
   }
 }
 
 TEST_CASE("grpo exact sampler: bit for bit on 2 Gloo ranks with ZeRO-3", "[train][grpo][cli][exact][distributed]") {
-  const auto files = write_exact_run_files();
+  const auto files = write_byte_rollout_files();
   const ExactRun run{"qwen3", "full", "bf16", 2, 2, 2, "1", "1"};
   auto args = exact_args(files, run, files.dir + "/ranks");
   args.insert(args.begin(), AMPT_BINARY);
@@ -140,12 +116,12 @@ TEST_CASE("grpo exact sampler: bit for bit on 2 Gloo ranks with ZeRO-3", "[train
     REQUIRE(ranks.status[r] == 0);
   }
   CHECK_THAT(ranks.out[0], Catch::Contains("[DIST] 2 ranks, gloo backend"));
-  check_exact_steps(exact_step_lines(files.dir + "/ranks"));
+  check_exact_steps(rollout_steps(files.dir + "/ranks"));
 }
 
 TEST_CASE("grpo fast sampler: the same kind of run shows a mismatch, and TRL's sampling figures",
           "[train][grpo][cli][exact]") {
-  const auto files = write_exact_run_files();
+  const auto files = write_byte_rollout_files();
   // A GPT in fp32: its decode step's GEMMs and attention reduce in another order than the
   // training forward's, which float32's rounding shows.
   std::vector<std::string> args{
@@ -159,7 +135,7 @@ TEST_CASE("grpo fast sampler: the same kind of run shows a mismatch, and TRL's s
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains(", fast sampler corrected (sequence_mask weights up to 3)"));
-  const auto steps = exact_step_lines(files.dir + "/fast");
+  const auto steps = rollout_steps(files.dir + "/fast");
   REQUIRE(steps.size() == 3);
   double largest = 0;
   for (const auto& line : steps) {
@@ -175,11 +151,11 @@ TEST_CASE("grpo fast sampler: the same kind of run shows a mismatch, and TRL's s
   const auto exact = run_ampt(args);
   INFO(exact.out << exact.err);
   REQUIRE(exact.exit_code == 0);
-  check_exact_steps(exact_step_lines(files.dir + "/exact"));
+  check_exact_steps(rollout_steps(files.dir + "/exact"));
 }
 
 TEST_CASE("grpo sampler: settings that cannot hold are one line each", "[train][grpo][cli][errors]") {
-  const auto files = write_exact_run_files();
+  const auto files = write_byte_rollout_files();
   const ExactRun run{"llama", "full", "no", 2, 2, 1, "1", "1"};
   const auto refused = [&](std::vector<std::string> extra, const std::string& message) {
     auto args = exact_args(files, run, files.dir + "/refused");

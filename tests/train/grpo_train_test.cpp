@@ -10,6 +10,7 @@
 #include "support/json_field.h"
 #include "support/process.h"
 #include "support/skip.h"
+#include "train/rollout_runs.h"
 
 #include <catch2/catch.hpp>
 
@@ -54,45 +55,16 @@ ProcessResult run_grpo(const std::vector<std::string>& args) {
   return r;
 }
 
-std::vector<std::string> step_lines(const std::string& out) {
-  return lines_with(read_file(out + "/metrics.jsonl"), "\"grad_norm\"");
-}
-
-// Runs `dir`/a (saving at step 2) and `dir`/b from the same seed, and `dir`/resumed from a's
-// step-2 checkpoint, with `extra` flags: b is a bit for bit, and the resumed run is a's steps 3
-// and 4, the completions it samples included (draws keyed by the step, the data position the
-// checkpoint's), whatever the rewards made of them.
-void check_rerun_and_resume(const std::string& dir, const std::string& prompts, std::vector<std::string> extra) {
-  const auto with = [&](std::vector<std::string> more) {
-    more.insert(more.begin(), extra.begin(), extra.end());
-    return more;
-  };
-  run_grpo(grpo_args(prompts, dir + "/a", with({"--save_every", "2"})));
-  run_grpo(grpo_args(prompts, dir + "/b", extra));
-  const auto a = step_lines(dir + "/a"), b = step_lines(dir + "/b");
-  REQUIRE(a.size() == 4);
-  REQUIRE(b.size() == 4);
-  const auto keys = {"loss", "reward", "grad_norm", "mismatch/kl", "completions/mean_length"};
-  for (size_t s = 0; s < a.size(); ++s) {
-    for (const char* key : keys) {
-      INFO("step " << s + 1 << " " << key);
-      CHECK(json_field(a[s], key) == json_field(b[s], key));
-    }
-  }
-  CHECK(read_file(dir + "/a/completions.jsonl") == read_file(dir + "/b/completions.jsonl"));
-  run_grpo(grpo_args(prompts, dir + "/resumed", with({"--resume", dir + "/a/ckpt-00000002.pt"})));
-  const auto a_shown = lines_with(read_file(dir + "/a/completions.jsonl"), "\"completion\"");
-  const auto resumed_shown = lines_with(read_file(dir + "/resumed/completions.jsonl"), "\"completion\"");
-  REQUIRE(a_shown.size() == 8);
-  CHECK(resumed_shown == std::vector<std::string>(a_shown.begin() + 4, a_shown.end()));
-  const auto resumed = step_lines(dir + "/resumed");
-  REQUIRE(resumed.size() == 2);
-  for (size_t s = 0; s < 2; ++s) {
-    for (const char* key : keys) {
-      INFO("step " << s + 3 << " " << key);
-      CHECK(json_field(resumed[s], key) == json_field(a[s + 2], key));
-    }
-  }
+// The rerun and the resume of check_rerun_and_resume (rollout_runs.h) on the GRPO runs of
+// `prompts` with `extra` flags, whatever the rewards made of the completions.
+void check_grpo_rerun_and_resume(const std::string& dir, const std::string& prompts,
+                                 std::vector<std::string> extra) {
+  check_rerun_and_resume(
+      [&](const std::string& out, std::vector<std::string> more) {
+        more.insert(more.begin(), extra.begin(), extra.end());
+        return grpo_args(prompts, out, more);
+      },
+      dir, {"loss", "reward", "grad_norm", "mismatch/kl", "completions/mean_length"}, 2);
 }
 
 }  // namespace
@@ -105,7 +77,7 @@ TEST_CASE("grpo: a tiny GPT samples its completions, scores them and steps, and 
   const auto r = run_grpo(grpo_args(prompts, dir + "/out", {}));
   CHECK_THAT(r.out, Catch::Contains("4 prompt records, standard (a string)"));
   CHECK_THAT(r.out, Catch::Contains("grpo, loss_type dapo, epsilon 0.2, token importance ratios, no KL (beta 0)"));
-  const auto steps = step_lines(dir + "/out");
+  const auto steps = rollout_steps(dir + "/out");
   REQUIRE(steps.size() == 4);
   for (const auto& line : steps) {
     INFO(line);
@@ -132,7 +104,7 @@ TEST_CASE("grpo: the same seed gives the same run bit for bit, and a resumed run
           "[train][grpo][cli][checkpoint]") {
   if (!std::filesystem::exists(kGrpoTokenizer)) AMPT_SKIP(reference, "skipping: .deps/gpt2.tiktoken missing");
   const auto dir = make_temp_dir();
-  check_rerun_and_resume(dir, write_prompts(dir), {});
+  check_grpo_rerun_and_resume(dir, write_prompts(dir), {});
 }
 
 TEST_CASE("grpo: with a Python reward program on byte tokens, the same seed gives the same run bit for bit, "
@@ -150,7 +122,7 @@ TEST_CASE("grpo: with a Python reward program on byte tokens, the same seed give
   // score.py: 1 when the completion holds the answer, plus a thousandth of its length, so that the
   // advantages, losses and gradients are not all 0.
   const std::string score = std::string("'") + AMPT_PYTHON + "' '" + AMPT_SOURCE_DIR "/tests/reward/programs/score.py'";
-  check_rerun_and_resume(dir, write_prompts(dir),
+  check_grpo_rerun_and_resume(dir, write_prompts(dir),
                          {"--tokenizer", dir + "/bytes.tiktoken", "--vocab_size", "257", "--reward", "program",
                           "--reward_command", score});
   CHECK_THAT(read_file(dir + "/a/metrics.jsonl"), Catch::Contains("\"rewards/program/mean\""));
@@ -200,6 +172,6 @@ TEST_CASE("grpo: each bad setting or prompt record is one line naming it", "[tra
   const auto r = run_ampt({"train", "--model", "gpt", "--objective", "dpo", "--num_generations", "4",
                            "--output_dir", dir + "/dpo"});
   CHECK(r.exit_code != 0);
-  CHECK_THAT(r.err, Catch::Contains("num_generations (flag --num_generations) is an option of the grpo objective, "
-                                    "and this run's objective is dpo"));
+  CHECK_THAT(r.err, Catch::Contains("num_generations (flag --num_generations) is an option of the grpo and "
+                                    "distill objectives, and this run's objective is dpo"));
 }

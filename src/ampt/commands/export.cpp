@@ -11,6 +11,7 @@
 #include "ampt/hf/peft_adapter.h"
 #include "ampt/models/lora.h"
 #include "ampt/models/model_family.h"
+#include "ampt/text/tokenizer_files.h"
 
 #include <fmt/format.h>
 
@@ -78,10 +79,7 @@ std::optional<std::string> export_tokenizer(const config::Config& config, const 
   if (!flag.empty()) return flag;
   auto path = data::run_tokenizer_path(config);
   if (!path || !config.tokenizer.empty() || !std::filesystem::is_directory(*path)) return path;
-  for (const auto& entry : std::filesystem::directory_iterator(*path)) {
-    const auto name = entry.path().filename().string();
-    if (name == "tokenizer.json" || name == "vocab.json" || name.ends_with(".tiktoken")) return path;
-  }
+  if (text::holds_tokenizer(*path)) return path;
   return std::nullopt;
 }
 

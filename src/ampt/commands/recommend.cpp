@@ -213,15 +213,16 @@ std::string rollout_text(const config::Config& config, const models::ModelDims& 
   const auto& r = d.rollout;
   const int64_t cache = r.completions * d.seq_len * d.terms.cache_width;
   const std::string reference =
-      config.beta == 0 ? "no reference model (beta 0)"
+      config.objective == config::Objective::distill ? "the teacher (--teacher) not counted"
+      : config.beta == 0 ? "no reference model (beta 0)"
       : r.reference_copy ? "a frozen copy of the model as the KL's reference (its Linear weights in the compute dtype)"
                          : "the KL's reference is the base with the adapters off: no second model";
   return fmt::format(
-      "--objective grpo: {} completions (batch_size x grad_accum_steps) sampled at once between the steps, "
+      "--objective {}: {} completions (batch_size x grad_accum_steps) sampled at once between the steps, "
       "their KV cache of {} tokens each (--seq_len: the prompt and max_completion_length {}) {:.2f} GiB in a "
       "half dtype, {:.2f} GiB in fp32, counted where it passes the activations; trained {} at a time, the "
       "logits held on their completion's positions alone; {}\n",
-      r.completions, d.seq_len, r.completion_length, plan::gib(2 * cache), plan::gib(4 * cache),
+      config::to_string(config.objective), r.completions, d.seq_len, r.completion_length, plan::gib(2 * cache), plan::gib(4 * cache),
       config.batch_size, reference);
 }
 

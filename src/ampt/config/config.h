@@ -25,9 +25,10 @@ enum class BaseDtype { auto_select, nf4, int8, fp8, bf16, fp16 };
 // A feature on, off, or decided by the run on its device (auto).
 enum class AutoSwitch { auto_select, on, off };
 // What training minimises: token cross-entropy (pretraining, SFT), a preference loss over
-// chosen/rejected pairs, or GRPO's policy gradient over completions the run samples itself and
-// rewards score (train/objective.h, train/rollout.h).
-enum class Objective { lm, dpo, ipo, simpo, orpo, grpo };
+// chosen/rejected pairs, GRPO's policy gradient over completions the run samples itself and
+// rewards score, or on-policy distillation: the same sampling, a teacher model scoring each
+// sampled token (train/objective.h, train/rollout.h).
+enum class Objective { lm, dpo, ipo, simpo, orpo, grpo, distill };
 // GRPO (TRL's GRPOConfig names): how the per-token losses are normalised, how rewards become
 // advantages, and whether importance ratios are per token or per sequence (GSPO).
 enum class GrpoLossType { grpo, dr_grpo, dapo, bnpo };
@@ -44,6 +45,12 @@ enum class ImportanceSamplingMode { token_truncate, token_mask, sequence_truncat
 // it and recommend says which; simpo and orpo are reference-free.
 constexpr bool needs_reference(Objective objective) {
   return objective == Objective::dpo || objective == Objective::ipo;
+}
+
+// Whether `objective` trains on completions the run samples of prompt records (grpo, distill):
+// prompt data, the sampler's settings, a rollout per step.
+constexpr bool samples_completions(Objective objective) {
+  return objective == Objective::grpo || objective == Objective::distill;
 }
 
 struct Config {
@@ -178,6 +185,11 @@ struct Config {
   std::string reward_answer_field = "answer";  // the record's field math and exact compare with
   std::string reward_format = R"(<think>[\s\S]*</think>[\s\S]*)";
   int64_t overlong_buffer = 0;  // DAPO's soft overlong punishment's last tokens before the max
+  // distill: the teacher, a Hugging Face model directory (or a name in the hub cache) with the
+  // student's vocabulary, frozen; how its block Linear weights are held (auto: base_dtype where
+  // the run quantizes its base, else the compute dtype).
+  std::string teacher;
+  BaseDtype teacher_dtype = BaseDtype::auto_select;
 
   // model
   int64_t mlp_hidden = 256;

@@ -47,12 +47,13 @@ struct EnumNames<OptimizerKind> {
 
 template <>
 struct EnumNames<Objective> {
-  static constexpr Spellings<Objective, 6> values{{{"lm", Objective::lm},
+  static constexpr Spellings<Objective, 7> values{{{"lm", Objective::lm},
                                                    {"dpo", Objective::dpo},
                                                    {"ipo", Objective::ipo},
                                                    {"simpo", Objective::simpo},
                                                    {"orpo", Objective::orpo},
-                                                   {"grpo", Objective::grpo}}};
+                                                   {"grpo", Objective::grpo},
+                                                   {"distill", Objective::distill}}};
 };
 
 template <>

@@ -234,7 +234,8 @@ std::vector<Option> build_table() {
                   "simpo (reference-free, length-normalised) or orpo (odds ratio plus the chosen "
                   "answer's NLL), as TRL computes them; on prompt records (prompt, and the fields "
                   "the rewards read): grpo, the policy gradient over completions the run samples "
-                  "and --reward scores"),
+                  "and --reward scores, or distill, on-policy distillation: the same sampling, "
+                  "each sampled token scored by --teacher (the per-token reverse KL)"),
       default_noted(float_option("beta", "preference.beta", &C::beta, at_least_0,
                                  "dpo, ipo, simpo: the scale of the log-probability ratios (TRL's "
                                  "beta, above 0); grpo: the weight of the k3 KL to the reference"),
@@ -255,19 +256,19 @@ std::vector<Option> build_table() {
                   "dpo, ipo: the reference model's log-probabilities of every pair in one pass "
                   "before training, none of its forwards while training"),
       integer_option("num_generations", "grpo.num_generations", &C::num_generations, at_least_1,
-                     "grpo: completions sampled per prompt (a group); batch_size x grad_accum_steps "
-                     "completions a step"),
+                     "grpo, distill: completions sampled per prompt (a group); batch_size x "
+                     "grad_accum_steps completions a step"),
       integer_option("max_completion_length", "grpo.max_completion_length",
                      &C::max_completion_length, at_least_1,
-                     "grpo: tokens a completion may have; one that reaches it without a stop token "
-                     "is truncated"),
+                     "grpo, distill: tokens a completion may have; one that reaches it without a "
+                     "stop token is truncated"),
       float_option("temperature", "grpo.temperature", &C::temperature, positive,
-                   "grpo: the sampler's softmax temperature (the log-probabilities are of "
-                   "logits / temperature, as TRL's)"),
+                   "grpo, distill: the sampler's softmax temperature (the log-probabilities are "
+                   "of logits / temperature, as TRL's; distill's teacher scores at 1)"),
       integer_option("top_k", "grpo.top_k", &C::top_k, at_least_0,
-                     "grpo: sample among the K most likely tokens; 0: all"),
+                     "grpo, distill: sample among the K most likely tokens; 0: all"),
       float_option("top_p", "grpo.top_p", &C::top_p, Range::interval(0, false, 1, true),
-                   "grpo: then among the fewest whose probabilities add up to P; 1: all"),
+                   "grpo, distill: then among the fewest whose probabilities add up to P; 1: all"),
       enum_option("loss_type", "grpo.loss_type", &C::loss_type,
                   "grpo: how the token losses are normalised, as TRL's loss_type: grpo (each "
                   "completion's mean), dr_grpo (sum / (completions x max_completion_length)), "
@@ -283,7 +284,8 @@ std::vector<Option> build_table() {
                   "std, the whole batch's, or none (Dr. GRPO)"),
       bool_option("mask_truncated_completions", "grpo.mask_truncated_completions",
                   &C::mask_truncated_completions,
-                  "grpo: a completion cut at max_completion_length takes no part in the loss"),
+                  "grpo, distill: a completion cut at max_completion_length takes no part in "
+                  "the loss"),
       integer_option("num_iterations", "grpo.num_iterations", &C::num_iterations, at_least_1,
                      "grpo: optimizer steps on each batch of completions (TRL's mu), the later "
                      "ones against the first's log-probabilities"),
@@ -291,9 +293,9 @@ std::vector<Option> build_table() {
                   &C::importance_sampling_level,
                   "grpo: one importance ratio per token, or per completion (GSPO)"),
       enum_option("sampler", "grpo.sampler", &C::sampler,
-                  "grpo: exact (batch-invariant kernels: the sampler's log-probabilities are the "
-                  "training forward's bit for bit; CPU only so far) or fast (the usual kernels, "
-                  "their mismatch corrected by importance weights)"),
+                  "grpo, distill: exact (batch-invariant kernels: the sampler's log-probabilities "
+                  "are the training forward's bit for bit; CPU only so far) or fast (the usual "
+                  "kernels, their mismatch corrected by importance weights)"),
       enum_option("importance_sampling_mode", "grpo.importance_sampling_mode",
                   &C::importance_sampling_mode,
                   "grpo, --sampler fast: the trainer-to-sampler probability ratio per token or per "
@@ -321,6 +323,14 @@ std::vector<Option> build_table() {
       integer_option("overlong_buffer", "grpo.overlong_buffer", &C::overlong_buffer, at_least_0,
                      "grpo: the overlong reward's last tokens before max_completion_length, "
                      "over which it falls from 0 to -1 (DAPO's soft overlong punishment)"),
+      string_option("teacher", "distill.teacher", &C::teacher, false, "DIR|NAME",
+                    "distill: the teacher, a Hugging Face model directory (or a name in the hub "
+                    "cache) with the student's vocabulary and tokenizer, frozen; it scores every "
+                    "token the student samples"),
+      enum_option("teacher_dtype", "distill.teacher_dtype", &C::teacher_dtype,
+                  "distill: how the teacher's block Linear weights are held: auto = as "
+                  "--base_dtype holds a LoRA run's base where that is set, else the dtype the run "
+                  "computes in; nf4, int8, fp8, bf16, fp16 as --base_dtype stores them"),
 
       // model
       catalog_option("model", "model.name", &C::model, &Catalog::models, "MODEL",

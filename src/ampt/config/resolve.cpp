@@ -158,19 +158,19 @@ void check_objective_options(const Config& config, const std::vector<Source>& so
                          {"orpo_lambda", {O::orpo}, "orpo"},
                          {"rpo_alpha", {O::dpo, O::ipo}, "dpo and ipo"},
                          {"precompute_ref_logps", {O::dpo, O::ipo}, "dpo and ipo"},
-                         {"num_generations", {O::grpo}, "grpo"},
-                         {"max_completion_length", {O::grpo}, "grpo"},
-                         {"temperature", {O::grpo}, "grpo"},
-                         {"top_k", {O::grpo}, "grpo"},
-                         {"top_p", {O::grpo}, "grpo"},
+                         {"num_generations", {O::grpo, O::distill}, "grpo and distill"},
+                         {"max_completion_length", {O::grpo, O::distill}, "grpo and distill"},
+                         {"temperature", {O::grpo, O::distill}, "grpo and distill"},
+                         {"top_k", {O::grpo, O::distill}, "grpo and distill"},
+                         {"top_p", {O::grpo, O::distill}, "grpo and distill"},
                          {"loss_type", {O::grpo}, "grpo"},
                          {"epsilon", {O::grpo}, "grpo"},
                          {"epsilon_high", {O::grpo}, "grpo"},
                          {"scale_rewards", {O::grpo}, "grpo"},
-                         {"mask_truncated_completions", {O::grpo}, "grpo"},
+                         {"mask_truncated_completions", {O::grpo, O::distill}, "grpo and distill"},
                          {"num_iterations", {O::grpo}, "grpo"},
                          {"importance_sampling_level", {O::grpo}, "grpo"},
-                         {"sampler", {O::grpo}, "grpo"},
+                         {"sampler", {O::grpo, O::distill}, "grpo and distill"},
                          {"importance_sampling_mode", {O::grpo}, "grpo"},
                          {"importance_sampling_cap", {O::grpo}, "grpo"},
                          {"reward", {O::grpo}, "grpo"},
@@ -178,7 +178,9 @@ void check_objective_options(const Config& config, const std::vector<Source>& so
                          {"reward_timeout", {O::grpo}, "grpo"},
                          {"reward_answer_field", {O::grpo}, "grpo"},
                          {"reward_format", {O::grpo}, "grpo"},
-                         {"overlong_buffer", {O::grpo}, "grpo"}};
+                         {"overlong_buffer", {O::grpo}, "grpo"},
+                         {"teacher", {O::distill}, "distill"},
+                         {"teacher_dtype", {O::distill}, "distill"}};
   for (const auto& [option, objectives, owners] : owned) {
     const Source& source = sources[index_of(*find_option(option))];
     if (source.kind == Source::Kind::default_value) continue;
@@ -192,10 +194,11 @@ void check_objective_options(const Config& config, const std::vector<Source>& so
 }
 
 // GRPO's defaults where they differ from the preference losses' (TRL's GRPOConfig: beta 0,
-// epsilon_high = epsilon), and the settings that cannot make a run: one line each.
-void apply_grpo_settings(Config& config, const std::vector<Source>& sources) {
+// epsilon_high = epsilon), and the settings that cannot make a run of grpo or distill: one line
+// each.
+void apply_sampling_settings(Config& config, const std::vector<Source>& sources) {
   const Source& beta = sources[index_of(*find_option("beta"))];
-  if (config.objective != Objective::grpo) {
+  if (!samples_completions(config.objective)) {
     if (config.beta == 0 && config.objective != Objective::lm) {
       throw UsageError(fmt::format("beta 0 ({}): --objective {} divides by it or scales its "
                                    "log-ratios with it; give a value above 0",
@@ -203,10 +206,12 @@ void apply_grpo_settings(Config& config, const std::vector<Source>& sources) {
     }
     return;
   }
-  if (beta.kind == Source::Kind::default_value) config.beta = 0.0;
-  if (config.epsilon_high == 0) config.epsilon_high = config.epsilon;
+  const bool grpo = config.objective == Objective::grpo;
+  if (grpo && beta.kind == Source::Kind::default_value) config.beta = 0.0;
+  if (grpo && config.epsilon_high == 0) config.epsilon_high = config.epsilon;
   const Source& generations = sources[index_of(*find_option("num_generations"))];
-  if (config.num_generations < 2 && config.scale_rewards != ScaleRewards::none) {
+  // Distillation scores each token by the teacher, not a group's rewards: a group of one is fine.
+  if (grpo && config.num_generations < 2 && config.scale_rewards != ScaleRewards::none) {
     throw UsageError(fmt::format(
         "num_generations {} ({}) leaves each prompt a group of one, whose reward std is 0: "
         "scale_rewards {} would divide by it; sample 2 or more, or set --scale_rewards none",
@@ -220,9 +225,13 @@ void apply_grpo_settings(Config& config, const std::vector<Source>& sources) {
         config.num_generations, describe(generations), completions, config.batch_size,
         config.grad_accum_steps));
   }
-  if (config.reward.empty() && config.reward_command.empty()) {
+  if (grpo && config.reward.empty() && config.reward_command.empty()) {
     throw UsageError("--objective grpo needs rewards: --reward NAME[:WEIGHT],... (math, exact, "
                      "format, overlong) or --reward_command CMD");
+  }
+  if (!grpo && config.teacher.empty()) {
+    throw UsageError("--objective distill needs a teacher: --teacher DIR, a Hugging Face model "
+                     "directory (or a name in the hub cache) with the student's vocabulary");
   }
   if (config.sampler != Sampler::exact) return;
   for (const char* name : {"importance_sampling_mode", "importance_sampling_cap"}) {
@@ -273,7 +282,7 @@ Resolved resolve(const std::vector<std::string>& args,
   config.launch = parse_launch(env);
   apply_target_batch(config, sources);
   check_objective_options(config, sources);
-  apply_grpo_settings(config, sources);
+  apply_sampling_settings(config, sources);
   config.hf_hub_cache = hf_hub_cache(env);
   check_catalog_choices(config, sources, catalog);
   apply_adapter(config, sources, catalog);

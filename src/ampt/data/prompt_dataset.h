@@ -33,10 +33,10 @@ class PromptDataset : public Dataset {
   text::PromptRecords prompts_;
 };
 
-// --objective grpo's data: the prompt records of `files` (text/prompt_records.h) rendered by
-// `chat`, every one of them training's (GRPO holds none out: its figures are the rewards of what
-// it samples). Throws UsageError for a token id at or above the vocabulary, and for a prompt that
-// leaves no room for max_completion_length tokens in the model's context, naming the record.
+// --objective grpo and distill's data: the prompt records of `files` (text/prompt_records.h)
+// rendered by `chat`, every one of them training's (none held out: the figures are those of what
+// the run samples). Throws UsageError for a token id at or above the vocabulary, and for a prompt
+// that leaves no room for max_completion_length tokens in the model's context, naming the record.
 DataSplits open_prompt_dataset(const std::vector<std::string>& files, const config::Config& config,
                                const SampleRequest& request, const text::Tokenizer& tokenizer,
                                const text::ChatTemplate& chat);

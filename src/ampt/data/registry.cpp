@@ -307,10 +307,10 @@ DataSplits open_dataset(const Config& config, const SampleRequest& request,
         config.dataset));
   }
   // jsonl: data and tokens: shards say for themselves whether they hold preference records.
-  if (config.objective == config::Objective::grpo && spec->kind != config::DatasetKind::jsonl) {
-    throw UsageError(fmt::format("--objective grpo samples completions of prompt records in jsonl: "
+  if (config::samples_completions(config.objective) && spec->kind != config::DatasetKind::jsonl) {
+    throw UsageError(fmt::format("--objective {} samples completions of prompt records in jsonl: "
                                  "data, and dataset '{}' is not jsonl:",
-                                 config.dataset));
+                                 config::to_string(config.objective), config.dataset));
   }
   if (config.objective != config::Objective::lm && spec->kind != config::DatasetKind::jsonl &&
       spec->kind != config::DatasetKind::tokens) {

@@ -1,5 +1,6 @@
 #include "ampt/data/text_dataset.h"
 
+#include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
 #include "ampt/data/document_examples.h"
 #include "ampt/data/input_files.h"
@@ -188,10 +189,11 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
   const int64_t length = sample_length(config, request);
   const auto tokenizer = run_tokenizer(config);
   const auto chat = chat_template(files, jsonl, config, tokenizer);
-  if (config.objective == config::Objective::grpo) {
+  if (config::samples_completions(config.objective)) {
     if (!jsonl || !tokenizer) {
-      throw UsageError(fmt::format("--objective grpo samples completions of prompt records (JSON Lines "
+      throw UsageError(fmt::format("--objective {} samples completions of prompt records (JSON Lines "
                                    "objects with a \"prompt\"){}",
+                                   config::to_string(config.objective),
                                    jsonl ? ", which need a tokenizer: name one with --tokenizer, or fine-tune "
                                            "with --init_from"
                                          : fmt::format(", and {} holds plain text", config.dataset)));

@@ -55,7 +55,7 @@ std::string snapshot_of(const fs::path& repo) {
 
 }  // namespace
 
-std::string pretrained_dir(const std::string& init_from, const std::string& hub_cache) {
+std::string pretrained_dir(const std::string& init_from, const std::string& hub_cache, std::string_view option) {
   if (fs::is_directory(init_from)) return init_from;
   const auto ids = repo_ids(init_from);
   std::vector<std::string> looked;
@@ -66,10 +66,10 @@ std::string pretrained_dir(const std::string& init_from, const std::string& hub_
     if (auto snapshot = snapshot_of(repo); !snapshot.empty()) return snapshot;
   }
   throw RuntimeError(fmt::format(
-      "init_from '{}' is not a directory, and the Hugging Face cache {} has no snapshot of it "
+      "{} '{}' is not a directory, and the Hugging Face cache {} has no snapshot of it "
       "(looked for {}); ampt never downloads: fetch it where there is network access "
       "(huggingface-cli download {}) and copy the cache or the model's directory here",
-      init_from, hub_cache.empty() ? "(none: HF_HUB_CACHE, HF_HOME and HOME are unset)" : hub_cache,
+      option, init_from, hub_cache.empty() ? "(none: HF_HUB_CACHE, HF_HOME and HOME are unset)" : hub_cache,
       fmt::join(looked, " and "), ids.back()));
 }
 

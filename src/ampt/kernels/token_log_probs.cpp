@@ -14,10 +14,13 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// Logits in float32 divided by the temperature (the sampler's and the trainer's one order).
+// Logits in float32 divided by the temperature (the sampler's and the trainer's one order). Float32
+// logits are not copied by `to`: they are divided out of place, never in the caller's tensor (the
+// objective reads it again for the entropy, and the backward recomputes from it).
 torch::Tensor scaled(const torch::Tensor& logits, double temperature, bool copy = false) {
   auto x = logits.to(torch::kFloat32, /*non_blocking=*/false, copy);
-  return temperature == 1.0 ? x : x.div_(temperature);
+  if (temperature == 1.0) return x;
+  return x.is_same(logits) ? x.div(temperature) : x.div_(temperature);
 }
 
 class TokenLogProbs : public torch::autograd::Function<TokenLogProbs> {

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <utility>
 
 namespace ampt::log {
 
@@ -214,11 +215,14 @@ void ConsoleReporter::on_end(const RunSummary& s) {
     if (name == "rewards/accuracies") log::info("Reward Accuracy:  {:.1f}%", 100.0 * value);
     if (name == "rewards/margins") log::info("Reward Margin:    {:.4f}", value);
   }
-  // GRPO's mean reward, first logged step to last.
-  for (const auto& [name, first] : s.initial_figures) {
-    if (name != "reward") continue;
-    for (const auto& [last_name, last] : s.final_figures) {
-      if (last_name == name) log::info("Mean Reward:      {:.4f} → {:.4f}", first, last);
+  // GRPO's mean reward and distillation's reverse KL, first logged step to last.
+  for (const auto& [name, label] :
+       {std::pair{"reward", "Mean Reward:     "}, {"distill/reverse_kl", "Reverse KL:      "}}) {
+    for (const auto& [first_name, first] : s.initial_figures) {
+      if (first_name != name) continue;
+      for (const auto& [last_name, last] : s.final_figures) {
+        if (last_name == name) log::info("{} {:.4f} → {:.4f}", label, first, last);
+      }
     }
   }
   if (s.initial_val_loss >= 0.0 && s.final_val_loss >= 0.0 && language_model_ &&

@@ -26,9 +26,10 @@ ModelDims model_dims(const config::Config& config, std::vector<int64_t> input_sh
                      int64_t seq_len) {
   auto dims = family_of(config).memory_dims(config, std::move(input_shape), seq_len);
   dims.lora = lora_dims(config, dims);
-  if (config.objective == config::Objective::grpo) {
+  if (config::samples_completions(config.objective)) {
+    const bool grpo_reference = config.objective == config::Objective::grpo && config.beta > 0;
     dims.rollout = {true, config.batch_size * config.grad_accum_steps, config.max_completion_length,
-                    config.beta > 0 && !dims.lora.active()};
+                    grpo_reference && !dims.lora.active()};
   } else if (config.objective != config::Objective::lm) {
     const bool reference = config::needs_reference(config.objective);
     dims.preference = {true, !config.packing,

@@ -38,7 +38,8 @@ struct PreferenceDims {
   bool reference_copy = false;
 };
 
-// --objective grpo's rollouts (train/rollout.h), as they weigh on memory: each rank samples its
+// --objective grpo's and distill's rollouts (train/rollout.h), as they weigh on memory (distill's
+// teacher, a model of its own dimensions, is not counted): each rank samples its
 // batch_size x grad_accum_steps completions at once into one KV cache, then trains on them
 // batch_size at a time, the head run on the completion's positions alone.
 struct RolloutDims {

@@ -73,6 +73,15 @@ TokenizerSource locate_tokenizer(const std::string& path) {
       path, tiktoken.empty() ? "no tokenizer files" : "more than one *.tiktoken file"));
 }
 
+bool holds_tokenizer(const std::string& dir) {
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    const auto name = entry.path().filename().string();
+    if (name == "tokenizer.json" || name == "vocab.json" || name.ends_with(".tiktoken")) return true;
+  }
+  return false;
+}
+
 Vocabulary load_vocabulary(const std::string& path) {
   const TokenizerSource source = locate_tokenizer(path);
   Vocabulary vocabulary = source.format == TokenizerSource::Format::vocab_and_merges

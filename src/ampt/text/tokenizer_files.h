@@ -28,4 +28,8 @@ struct TokenizerSource {
 };
 TokenizerSource locate_tokenizer(const std::string& path);
 
+// Whether directory `dir` holds a tokenizer's files (tokenizer.json, vocab.json or a *.tiktoken
+// file): a model directory without them is a bare model.
+bool holds_tokenizer(const std::string& dir);
+
 }  // namespace ampt::text

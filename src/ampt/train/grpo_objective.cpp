@@ -1,17 +1,9 @@
 #include "ampt/train/grpo_objective.h"
 
-#include "ampt/config/enum_names.h"
-#include "ampt/data/document_examples.h"
-#include "ampt/kernels/token_log_probs.h"
-
 #include <fmt/format.h>
-
-#include <utility>
 
 namespace ampt::train {
 namespace {
-
-constexpr double kRatioBand = 0.1;  // mismatch/ratio_outside counts ratios outside 1 ± this
 
 std::string_view loss_type_name(grpo::LossType type) {
   switch (type) {
@@ -23,29 +15,14 @@ std::string_view loss_type_name(grpo::LossType type) {
   return "?";
 }
 
-// [B, T] of the values [N] of the batch's logit rows (every position where it names none), 0
-// elsewhere.
-torch::Tensor at_positions(const torch::Tensor& values, const data::Batch& batch) {
-  if (!batch.logit_rows.defined()) return values.view(batch.targets.sizes());
-  return torch::zeros({batch.targets.numel()}, values.options())
-      .index_put({batch.logit_rows}, values)
-      .view(batch.targets.sizes());
-}
-
-// The batch's targets at its logit rows, flat.
-torch::Tensor scored_targets(const data::Batch& batch) {
-  const auto targets = batch.targets.flatten();
-  return batch.logit_rows.defined() ? targets.index_select(0, batch.logit_rows) : targets;
-}
-
 }  // namespace
 
 GrpoObjective::GrpoObjective(grpo::LossSettings settings, double temperature, GrpoModels models,
                              std::vector<std::string> rollout_figures,
                              std::optional<grpo::SamplerCorrectionSettings> correction)
-    : settings_(settings), temperature_(temperature), models_(std::move(models)), correction_(correction) {
+    : SampledObjective(temperature), settings_(settings), models_(std::move(models)), correction_(correction) {
   names_ = grpo::figure_names(settings_, /*with_entropy=*/true);
-  for (const char* name : {"mismatch/kl", "mismatch/max_abs_logp", "mismatch/ratio_outside"}) names_.emplace_back(name);
+  names_.insert(names_.end(), mismatch_names().begin(), mismatch_names().end());
   if (correction_) {
     const auto& sampling = grpo::sampler_figure_names();
     names_.insert(names_.end(), sampling.begin(), sampling.end());
@@ -53,25 +30,8 @@ GrpoObjective::GrpoObjective(grpo::LossSettings settings, double temperature, Gr
   names_.insert(names_.end(), rollout_figures.begin(), rollout_figures.end());
 }
 
-void GrpoObjective::begin_rollout(torch::Tensor figures) {
-  rollout_figures_ = std::move(figures);
-  iteration_ = 0;
-}
-
 torch::Tensor GrpoObjective::units(const data::Batch& batch) const {
   return grpo::loss_units(settings_.loss_type, batch.completion_mask);
-}
-
-torch::Tensor GrpoObjective::log_probs(const torch::Tensor& logits, const data::Batch& batch) const {
-  // The sampler's function of the same logits (models::sample): in exact mode the same bits.
-  return at_positions(kernels::token_log_probs(logits.flatten(0, -2), scored_targets(batch), 0, temperature_),
-                      batch);
-}
-
-kernels::LogProbsAndEntropies GrpoObjective::log_probs_and_entropies(const torch::Tensor& logits,
-                                                                     const data::Batch& batch) const {
-  auto both = kernels::token_log_probs_and_entropies(logits.flatten(0, -2), scored_targets(batch), 0, temperature_);
-  return {at_positions(both.log_probs, batch), at_positions(both.entropies, batch)};
 }
 
 ObjectiveLoss GrpoObjective::loss(const data::Batch& batch) {
@@ -80,13 +40,7 @@ ObjectiveLoss GrpoObjective::loss(const data::Batch& batch) {
   const bool first = iteration_ == 0;
   if (first) {
     torch::NoGradGuard no_grad;
-    const auto scored = (batch.targets != data::kIgnoredTarget).to(torch::kFloat32);
-    const auto difference = (log_probs_now.detach() - batch.sampler_log_probs) * scored;
-    const auto ratio = difference.exp();
-    const auto tokens = scored.sum().clamp_min(1);
-    const auto k3 = ((ratio - 1) - difference) * scored;
-    const auto outside = ((ratio - 1).abs() > kRatioBand).to(torch::kFloat32) * scored;
-    batch.mismatch.copy_(torch::stack({k3.sum() / tokens, difference.abs().max(), outside.sum() / tokens}));
+    measure_mismatch(log_probs_now.detach(), batch);
     if (batch.old_log_probs.defined()) batch.old_log_probs.copy_(log_probs_now.detach());
     if (batch.ref_log_probs.defined()) batch.ref_log_probs.copy_(log_probs(models_.reference(batch), batch));
     if (correction_) {

@@ -12,14 +12,16 @@
 namespace ampt::train {
 
 Rollout::Rollout(RolloutSettings settings, const data::PromptDataset& prompts,
-                 const text::Tokenizer& tokenizer, reward::Rewards& rewards, models::Decoding decoding)
+                 const text::Tokenizer& tokenizer, reward::Rewards* rewards, models::Decoding decoding)
     : settings_(std::move(settings)),
       prompts_(prompts),
       tokenizer_(tokenizer),
       rewards_(rewards),
       decoding_(std::move(decoding)) {
-  figure_names_ = {"reward", "reward_std", "frac_reward_zero_std"};
-  for (const auto& term : rewards_.terms()) figure_names_.push_back("rewards/" + term.name + "/mean");
+  if (rewards_) {
+    figure_names_ = {"reward", "reward_std", "frac_reward_zero_std"};
+    for (const auto& term : rewards_->terms()) figure_names_.push_back("rewards/" + term.name + "/mean");
+  }
   figure_names_.push_back("completions/mean_length");
   figure_names_.push_back("completions/clipped_ratio");
 }
@@ -38,8 +40,8 @@ RolloutBatches Rollout::make(const data::Batch& prompt_batch, int64_t generation
   const auto completions = models::sample(decoding_, rows, sampling);
 
   // Rewards, group by group; each term's values kept for its figure.
-  const auto terms = rewards_.terms().size();
-  std::vector<double> totals(rows.size());
+  const auto terms = rewards_ ? rewards_->terms().size() : 0;
+  std::vector<double> totals(rows.size(), 0.0);
   std::vector<double> term_sums(terms, 0.0);
   std::vector<std::string> texts(rows.size());
   double length_sum = 0, truncated = 0;
@@ -60,32 +62,35 @@ RolloutBatches Rollout::make(const data::Batch& prompt_batch, int64_t generation
       length_sum += static_cast<double>(c.tokens.size());
       truncated += c.truncated ? 1 : 0;
     }
+    if (!rewards_) continue;
     const int64_t index = rows[p * groups].prompt_index;
     const auto& record = prompts_.record(index);
-    const auto scored = rewards_.score({record.record, record.place, group_texts, lengths});
+    const auto scored = rewards_->score({record.record, record.place, group_texts, lengths});
     for (int64_t g = 0; g < groups; ++g) totals[p * groups + g] = scored.total[g];
     for (std::size_t t = 0; t < terms; ++t) {
       for (const double v : scored.by_term[t]) term_sums[t] += v;
     }
   }
-  const auto rewards = torch::tensor(totals, torch::kFloat64).to(torch::kFloat32).view({prompts, groups});
-  const auto scaled = grpo::group_advantages(rewards, settings_.scaling);
-  const auto advantages = scaled.advantages.view(rewards.sizes());
-
   RolloutBatches out;
   const double n = static_cast<double>(rows.size());
-  std::vector<float> figures = {static_cast<float>(rewards.mean().item<float>())};
-  const auto group_std = groups > 1 ? rewards.std(1, /*unbiased=*/true) : torch::zeros({prompts});
-  figures.push_back(settings_.scaling == grpo::RewardScaling::batch && rewards.numel() > 1
-                        ? rewards.std().item<float>()
-                        : group_std.mean().item<float>());
-  figures.push_back(scaled.frac_reward_zero_std.item<float>());
-  for (const double sum : term_sums) figures.push_back(static_cast<float>(sum / n));
+  std::vector<float> figures;
+  auto flat_advantages = torch::zeros({static_cast<int64_t>(rows.size())}, torch::kFloat32);
+  if (rewards_) {
+    const auto rewards = torch::tensor(totals, torch::kFloat64).to(torch::kFloat32).view({prompts, groups});
+    const auto scaled = grpo::group_advantages(rewards, settings_.scaling);
+    flat_advantages = scaled.advantages.reshape({-1}).to(torch::kCPU);
+    figures.push_back(rewards.mean().item<float>());
+    const auto group_std = groups > 1 ? rewards.std(1, /*unbiased=*/true) : torch::zeros({prompts});
+    figures.push_back(settings_.scaling == grpo::RewardScaling::batch && rewards.numel() > 1
+                          ? rewards.std().item<float>()
+                          : group_std.mean().item<float>());
+    figures.push_back(scaled.frac_reward_zero_std.item<float>());
+    for (const double sum : term_sums) figures.push_back(static_cast<float>(sum / n));
+  }
   figures.push_back(static_cast<float>(length_sum / n));
   figures.push_back(static_cast<float>(truncated / n));
   out.figures = torch::tensor(figures, torch::kFloat32).to(settings_.device);
 
-  const auto flat_advantages = advantages.reshape({-1}).to(torch::kCPU);
   for (int64_t p = 0; p < prompts; ++p) {
     const int64_t r = p * groups;
     const int64_t index = rows[r].prompt_index;

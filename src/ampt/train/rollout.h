@@ -1,11 +1,12 @@
-// GRPO's rollout: a batch of prompts becomes the micro-batches a step trains on. Each prompt's
-// G completions are sampled by the run's own Policy (its decode step: the weights being trained,
-// their precision and adapters, no copy), with draws keyed by (seed, generation, prompt, sample),
-// so that a prompt samples the same completions whatever else is in its batch and in a resumed
-// run; the rewards score each group, group_advantages makes their advantages, and the
-// completions are laid out as training rows: prompt then completion, the targets the completion's
-// tokens (the stop token included, as TRL's mask ends at the first EOS), beside the sampler's
-// log-probability of each, the advantages and the completion mask.
+// The rollout of GRPO and on-policy distillation: a batch of prompts becomes the micro-batches a
+// step trains on. Each prompt's G completions are sampled by the run's own Policy (its decode
+// step: the weights being trained, their precision and adapters, no copy), with draws keyed by
+// (seed, generation, prompt, sample), so that a prompt samples the same completions whatever
+// else is in its batch and in a resumed run; GRPO's rewards score each group and group_advantages
+// makes their advantages (distillation has none: its teacher scores each token in the
+// objective), and the completions are laid out as training rows: prompt then completion, the
+// targets the completion's tokens (the stop token included, as TRL's mask ends at the first EOS),
+// beside the sampler's log-probability of each, the advantages and the completion mask.
 #pragma once
 
 #include "ampt/data/batch.h"
@@ -43,14 +44,14 @@ struct ShownCompletion {
   int64_t prompt = 0;  // its index among the data's prompts
   std::string prompt_text;
   std::string completion;
-  double reward = 0;
-  double advantage = 0;
+  double reward = 0;     // 0 without rewards
+  double advantage = 0;  // 0 without rewards
   bool truncated = false;
 };
 
 struct RolloutBatches {
   // [rows, T] each: inputs, targets (kIgnoredTarget off the completion), and the GRPO fields of
-  // data::Batch (advantages, completion_mask, sampler_log_probs).
+  // data::Batch (advantages, 0 without rewards; completion_mask, sampler_log_probs).
   std::vector<data::Batch> micro_batches;
   // [figure_names().size()] float32 on the device: the rollout's figures, the same for every
   // micro-batch of it.
@@ -62,23 +63,24 @@ class Rollout {
  public:
   // Each rank makes its own prompts' rollout: a group never spans ranks, so that group scaling
   // needs nothing of the others (scale_rewards batch over several ranks is refused by the run).
+  // `rewards`: GRPO's; null for distillation, whose rollout scores nothing.
   Rollout(RolloutSettings settings, const data::PromptDataset& prompts, const text::Tokenizer& tokenizer,
-          reward::Rewards& rewards, models::Decoding decoding);
+          reward::Rewards* rewards, models::Decoding decoding);
 
   // The completions of `prompts` (a loader batch: inputs [n] the prompts' indices), sampled at
   // generation `generation`, scored and laid out; throws RuntimeError naming the record for a
   // reward that cannot score it.
   RolloutBatches make(const data::Batch& prompts, int64_t generation);
 
-  // reward, reward_std, frac_reward_zero_std, rewards/<name>/mean each, completions/mean_length,
-  // completions/clipped_ratio (TRL's names).
+  // With rewards: reward, reward_std, frac_reward_zero_std, rewards/<name>/mean each; then
+  // completions/mean_length, completions/clipped_ratio (TRL's names).
   const std::vector<std::string>& figure_names() const { return figure_names_; }
 
  private:
   RolloutSettings settings_;
   const data::PromptDataset& prompts_;
   const text::Tokenizer& tokenizer_;
-  reward::Rewards& rewards_;
+  reward::Rewards* rewards_;
   models::Decoding decoding_;
   std::vector<std::string> figure_names_;
 };

@@ -22,7 +22,7 @@
 #include "ampt/train/checkpointer.h"
 #include "ampt/train/clock.h"
 #include "ampt/train/frozen_base.h"
-#include "ampt/train/grpo_objective.h"
+#include "ampt/train/sampled_objective.h"
 #include "ampt/train/objective.h"
 #include "ampt/train/optimizer.h"
 #include "ampt/train/policy.h"
@@ -59,14 +59,15 @@ struct Progress {
   double eval_seconds = 0.0;
 };
 
-// --objective grpo: what its steps are made of (run_rollout.cpp): the tokenizer its completions
-// are decoded with, the rewards, the rollout, the run's objective as GRPO's, the current
-// rollout's micro-batches (num_iterations steps train on them) and where completions.jsonl goes.
-struct GrpoParts {
+// --objective grpo and distill: what their steps are made of (run_rollout.cpp): the tokenizer
+// the completions are decoded with, GRPO's rewards (none for distill), the rollout, the run's
+// objective as one that trains on rollouts, the current rollout's micro-batches (num_iterations
+// steps train on them) and where completions.jsonl goes.
+struct RolloutParts {
   text::Tokenizer tokenizer;
   std::unique_ptr<reward::Rewards> rewards;
   std::unique_ptr<Rollout> rollout;
-  GrpoObjective* objective = nullptr;
+  SampledObjective* objective = nullptr;
   std::vector<data::Batch> batches;
   std::string completions_path;  // empty on ranks other than 0
 };
@@ -140,7 +141,8 @@ class Run {
   checkpoint::Checkpoint checkpoint_meta(int64_t steps_done) const;
 
   // run_objective.cpp
-  // Whether the objective scores against a reference: dpo and ipo, grpo with beta > 0.
+  // Whether the objective scores against a reference: dpo and ipo, grpo with beta > 0 (distill's
+  // teacher is no reference: it is its own model, load_teacher's).
   bool uses_reference() const;
   // The reference's forward (logits, no gradients) and how the startup line names it: the frozen
   // copy, the continued adapter as it started, or the base with the adapters off.
@@ -148,6 +150,11 @@ class Run {
       const ReferenceStart& reference);
   // reference_start()'s, from ReferenceStart.
   ReferenceStart reference_start();
+  // A frozen model that computes under the run's precision (a reference's copy, a teacher):
+  // without gradients, in eval mode, its Linear weights held in the compute dtype where autocast
+  // computes them in a half dtype (the same values at half the memory). Returns the dtype its
+  // Linear weights are held in ("Float", "BFloat16").
+  std::string hold_frozen(models::Model& model);
   // The model's (chosen, rejected) log-probabilities of every pair of both splits, as it is now,
   // [pairs, 2] on the device by Batch::pair_ids: read from the token cache where an earlier run
   // kept them (reference_cache.h), else computed and kept there; `note` says which, and how many
@@ -162,15 +169,27 @@ class Run {
 
   // run_rollout.cpp
   bool grpo() const { return config_.objective == config::Objective::grpo; }
+  // grpo and distill: each step's micro-batches are a rollout's completions.
+  bool samples() const { return config::samples_completions(config_.objective); }
   // The prompts of one rollout on this rank: batch_size x grad_accum_steps completions, in groups
   // of num_generations.
   int64_t prompts_per_rollout() const;
-  // The rewards and the rollout on the loader's prompts, over the Policy's decode step; throws
+  // GRPO's rewards and the rollout on the loader's prompts, over the Policy's decode step; throws
   // UsageError for settings the run cannot take and RuntimeError for a prompt a reward cannot
   // score.
-  void set_up_grpo();
+  void set_up_rollout();
   // The objective of --objective grpo, with its reference where beta > 0.
   std::shared_ptr<Objective> make_grpo_objective(const ReferenceStart& reference);
+  // The objective of --objective distill, with its teacher (load_teacher).
+  std::shared_ptr<Objective> make_distill_objective();
+
+  // run_teacher.cpp
+  // --objective distill's teacher: config.teacher's model, refused in one line where its
+  // vocabulary or tokenizer is not the student's or its context too short for the completions,
+  // loaded, frozen and held as --teacher_dtype says (hold_frozen, then quantized where it asks);
+  // `description` names it and how it is held. Refused under ZeRO-3, which would hold it whole on
+  // every rank.
+  std::shared_ptr<models::Model> load_teacher(std::string& description);
   // Step `step`'s micro-batches: a new rollout's (sampled with the model in eval mode, its first
   // completions appended to completions.jsonl) every num_iterations steps, else the current
   // rollout's again.
@@ -222,7 +241,7 @@ class Run {
   StartupNotes notes_;
   double peak_flops_ = 0.0;
   std::unique_ptr<TrainStep> step_;
-  std::unique_ptr<GrpoParts> grpo_;  // --objective grpo only
+  std::unique_ptr<RolloutParts> rollout_;  // --objective grpo and distill only
   // run()'s --profile, while it runs: the step tells its census of the gradients.
   StepProfiler* profiler_ = nullptr;
   // Last: destroyed first, it waits for a write in flight while the rest of the run still exists.

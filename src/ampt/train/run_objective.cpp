@@ -2,8 +2,8 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
-#include "ampt/models/lora.h"
 #include "ampt/data/token_cache.h"
+#include "ampt/models/lora.h"
 #include "ampt/train/pretrained.h"
 #include "ampt/train/reference_cache.h"
 
@@ -48,19 +48,27 @@ Run::ReferenceStart Run::reference_start() {
   for (auto& item : copy->module->named_buffers()) {
     item.value().set_data(buffers[item.key()].detach().clone());
   }
+  hold_frozen(*copy);
+  start.model = std::move(copy);
+  return start;
+}
+
+std::string Run::hold_frozen(models::Model& model) {
+  model.module->eval();
+  for (auto& parameter : model.module->parameters()) parameter.set_requires_grad(false);
   // Autocast computes every Linear in its half dtype: holding their weights in it gives the same
   // values at half the memory. Norms and embeddings keep the dtype the model gives them.
   const auto& policy = policy_.precision().policy();
-  if (policy.autocast && policy.compute_dtype != torch::kFloat &&
-      policy_.precision().stages().size() <= 1) {
-    for (const auto& module : copy->module->modules()) {
-      if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module.get())) {
-        linear->weight.set_data(linear->weight.to(policy.compute_dtype));
-      }
+  const bool cast =
+      policy.autocast && policy.compute_dtype != torch::kFloat && policy_.precision().stages().size() <= 1;
+  std::string held;
+  for (const auto& module : model.module->modules()) {
+    if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module.get())) {
+      if (cast) linear->weight.set_data(linear->weight.to(policy.compute_dtype));
+      held = c10::toString(linear->weight.scalar_type());
     }
   }
-  start.model = std::move(copy);
-  return start;
+  return held;
 }
 
 torch::Tensor Run::reference_log_probs(std::string& note) {
@@ -152,6 +160,7 @@ std::shared_ptr<Objective> Run::make_objective(const ReferenceStart& reference) 
         grpo() ? "set --beta 0 (no reference), or " : "add --precompute_ref_logps (no reference model while training), or "));
   }
   if (grpo()) return make_grpo_objective(reference);
+  if (config_.objective == config::Objective::distill) return make_distill_objective();
   if (!splits_.spec.preference) {
     return token_cross_entropy(
         [this](const data::Batch& batch, torch::Tensor* figures) {

@@ -101,8 +101,9 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
                                           "process: every sparse layer keeps all its experts",
                                           config.expert_parallel));
   }
-  // A GRPO step's batch is made by its rollout, of as many prompts as its completions need.
-  if (!grpo()) fit_batch_to_split();  // before a resume compares the checkpoint's batches with this run's
+  // A GRPO or distillation step's batch is made by its rollout, of as many prompts as its
+  // completions need.
+  if (!samples()) fit_batch_to_split();  // before a resume compares the checkpoint's batches with this run's
   // Pretrained weights first: a resumed run's checkpoint then replaces them.
   std::map<std::string, TensorDigest> digests;
   if (!config.init_from.empty()) {
@@ -132,12 +133,12 @@ Run::Run(const config::Config& config, const RunContext& context, log::Observer&
   data::LoaderState data_start;
   if (resume) data_start = restore(*resume, note);
   progress_.loading = data::train_loader_options(config_, device_.device);
-  progress_.loading.batch_size = grpo() ? prompts_per_rollout() : progress_.batch_size;
+  progress_.loading.batch_size = samples() ? prompts_per_rollout() : progress_.batch_size;
   progress_.batches.emplace(splits_.train, progress_.loading, data_start);
-  if (grpo()) {
+  if (samples()) {
     // Each prompt batch is one rollout, which num_iterations steps train on.
     progress_.steps_per_epoch = progress_.batches->batches_per_epoch() * config_.num_iterations;
-    set_up_grpo();
+    set_up_rollout();
   } else {
     fit_accumulation_to_epoch();
     progress_.steps_per_epoch = progress_.batches->batches_per_epoch() / progress_.grad_accum_steps;
@@ -208,7 +209,7 @@ void Run::set_up_speed_features(const ReferenceStart& reference) {
       dist_.active() ? std::string("a distributed step waits for the other ranks on the host")
       : splits_.spec.preference
           ? std::string("preference batches name their pairs, which a replay would not refresh")
-      : grpo() ? std::string("a GRPO rollout's micro-batches change shape with its completions")
+      : samples() ? std::string("a rollout's micro-batches change shape with its completions")
           : cuda_graph_obstacle(device_.device, config_.grad_ckpt, config_.dropout,
                                 splits_.train->gather({0}).positions.defined());
   // O2 allocates its fp32 gradients per step and a schedule changes dtypes: both stay eager.

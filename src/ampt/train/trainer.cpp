@@ -183,7 +183,7 @@ log::RunSummary Run::run(Clock::time_point started) {
                           step + 1 == progress_.total_steps || stop != 0;
     std::vector<data::Batch> micro_batches;
     StepPhase data_wait("ampt::data_wait");
-    if (grpo()) {
+    if (samples()) {
       try {
         micro_batches = rollout_batches(step);
       } catch (const RuntimeError& e) {
