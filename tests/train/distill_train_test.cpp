@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -145,6 +146,39 @@ TEST_CASE("distill: the same seed gives the same run bit for bit, and a resumed 
                          4, kDistillThreads);
 }
 
+TEST_CASE("distill: a teacher of the student's tokenizer with a vocabulary padded past the student's "
+          "scores the student's tokens",
+          "[train][distill][cli]") {
+  const auto files = write_distill_files();
+  // A teacher of 320 rows over the same 257-token tokenizer (as Qwen2.5-7B's 152064 over 0.5B's 151936).
+  auto args = std::vector<std::string>{"train", "--dataset", "text:" + files.dir + "/corpus.txt", "--block_size",
+                                       "32", "--batch_size", "4", "--max_steps", "2", "--output_dir",
+                                       files.dir + "/trained-wide"};
+  auto model = distill_model_args(files);
+  *(std::ranges::find(model, "257")) = "320";
+  args.insert(args.end(), model.begin(), model.end());
+  const auto trained = run_ampt(args, kDistillThreads);
+  INFO(trained.out << trained.err);
+  REQUIRE(trained.exit_code == 0);
+  const auto wide = files.dir + "/wide-teacher";
+  const auto exported = run_ampt({"export", "--format", "hf", "--checkpoint",
+                                  files.dir + "/trained-wide/ckpt-00000002.pt", "--out", wide},
+                                 kDistillThreads);
+  INFO(exported.out << exported.err);
+  REQUIRE(exported.exit_code == 0);
+  auto distill = distill_args(files, files.dir + "/student-wide", {"--max_steps", "2"});
+  *(std::ranges::find(distill, "--teacher") + 1) = wide;
+  const auto r = run_distill(distill);
+  CHECK_THAT(r.out, Catch::Contains("its tokenizer the student's, its vocabulary padded to 320 rows over the "
+                                    "student's 257"));
+  const auto steps = lines_with(read_file(files.dir + "/student-wide/metrics.jsonl"), "\"distill/reverse_kl\"");
+  REQUIRE(steps.size() == 2);
+  for (const auto& step : steps) {
+    CHECK(json_field(step, "mismatch/max_abs_logp") == 0.0);
+    CHECK(std::isfinite(json_field(step, "distill/reverse_kl")));
+  }
+}
+
 TEST_CASE("distill: each bad teacher or setting is one line naming it", "[train][distill][cli][errors]") {
   const auto files = write_distill_files();
   namespace fs = std::filesystem;
@@ -155,21 +189,29 @@ TEST_CASE("distill: each bad teacher or setting is one line naming it", "[train]
     CHECK_THAT(r.err, Catch::Contains(message));
     CHECK(lines_with(r.err, "\n").size() <= 1);
   };
-  const auto with_teacher = [&](const std::string& teacher) {
-    auto args = distill_args(files, files.dir + "/refused", {});
+  const auto with_teacher = [&](const std::string& teacher,
+                                std::vector<std::string> args = {}) {
+    if (args.empty()) args = distill_args(files, files.dir + "/refused", {});
     *(std::ranges::find(args, "--teacher") + 1) = teacher;
     return args;
   };
-  // Another vocabulary: the same teacher's config.json with 300 tokens.
-  const auto wide = files.dir + "/wide";
-  fs::copy(files.teacher, wide);
-  auto config = read_file(wide + "/config.json");
-  const auto at = config.find("\"vocab_size\": 257");
-  REQUIRE(at != std::string::npos);
-  config.replace(at, std::string("\"vocab_size\": 257").size(), "\"vocab_size\": 300");
-  write_file(wide + "/config.json", config);
-  refused(with_teacher(wide), "--teacher " + wide + ": its vocabulary of 300 tokens (" + wide +
-                                  "/config.json) is not the student's 257 (model llama)");
+  // A student whose vocabulary passes the teacher's: it could sample ids the teacher has not.
+  auto wider = distill_args(files, files.dir + "/refused", {});
+  *(std::ranges::find(wider, "257")) = "300";
+  refused(wider, "--teacher " + files.teacher + ": its vocabulary of 257 tokens (" + files.teacher +
+                     "/config.json) is not the student's 300 (model llama): distillation scores the same token ids "
+                     "by both models, which need one tokenizer and a teacher's vocabulary at least the student's");
+  // Without tokenizer files to compare, the sizes alone, and they must be equal.
+  const auto bare = files.dir + "/bare";
+  fs::create_directories(bare);
+  for (const auto& entry : fs::directory_iterator(files.teacher)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind("tokenizer", 0) != 0 && name != "special_tokens_map.json" && name != "vocab.json" &&
+        name != "merges.txt") {
+      fs::copy(entry.path(), bare + "/" + name);
+    }
+  }
+  refused(with_teacher(bare, wider), "(a teacher without tokenizer files must have the student's vocabulary size)");
   // As many tokens, another tokenizer: a merge takes the place of a byte's id order.
   const auto other = files.dir + "/other";
   fs::copy(files.teacher, other);

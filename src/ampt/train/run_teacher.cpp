@@ -41,30 +41,37 @@ std::shared_ptr<models::Model> Run::load_teacher(std::string& description) {
   teacher.dropout = 0.0;
   teacher.grad_ckpt = false;  // it takes no gradients
   teacher.tokenizer.clear();
-  // Both models score the same token ids: the vocabularies, and where the teacher has one its
-  // tokenizer, must be the student's.
+  // Both models score the same token ids: the teacher's tokenizer, where it has one, must be the
+  // student's, and its vocabulary the student's or, with that tokenizer, padded further
+  // (Qwen2.5-7B's 152064 rows over 0.5B's 151936): the student samples no id the teacher lacks.
   const auto student_vocab = models::sample_request(config_).vocab_size;
   const auto teacher_vocab = models::sample_request(teacher).vocab_size;
   const auto student_source = config_.init_from.empty() ? fmt::format("model {}", config_.model)
                                                         : hf::pretrained_files(config_).config_json;
-  if (teacher_vocab != student_vocab) {
-    throw UsageError(fmt::format("--teacher {}: its vocabulary of {} tokens ({}) is not the student's {} ({}): "
-                                 "distillation scores the same token ids by both models, which need one "
-                                 "tokenizer",
-                                 config_.teacher, teacher_vocab, files.config_json, student_vocab, student_source));
-  }
   const auto& tokenizer = rollout_->tokenizer;
-  std::string checked = "its vocabulary and tokenizer the student's";
-  if (text::holds_tokenizer(dir)) {
+  const bool own_tokenizer = text::holds_tokenizer(dir);
+  if (own_tokenizer) {
     const auto own = text::load_tokenizer(dir);
     if (own.fingerprint() != tokenizer.fingerprint()) {
       throw UsageError(fmt::format("--teacher {}: its tokenizer ({}) is not the student's ({}): the same "
                                    "{} token ids are other tokens to the two models",
                                    config_.teacher, own.source(), tokenizer.source(), student_vocab));
     }
-  } else {
-    checked = "its vocabulary the student's (it has no tokenizer files to compare)";
   }
+  const bool padded = own_tokenizer && teacher_vocab > student_vocab;
+  if (teacher_vocab != student_vocab && !padded) {
+    throw UsageError(fmt::format(
+        "--teacher {}: its vocabulary of {} tokens ({}) is not the student's {} ({}): distillation scores the "
+        "same token ids by both models, which need one tokenizer{}",
+        config_.teacher, teacher_vocab, files.config_json, student_vocab, student_source,
+        own_tokenizer ? " and a teacher's vocabulary at least the student's"
+                      : " (a teacher without tokenizer files must have the student's vocabulary size)"));
+  }
+  std::string checked = !own_tokenizer ? "its vocabulary the student's (it has no tokenizer files to compare)"
+                        : padded       ? fmt::format("its tokenizer the student's, its vocabulary padded to {} rows "
+                                                     "over the student's {}",
+                                                     teacher_vocab, student_vocab)
+                                       : "its vocabulary and tokenizer the student's";
   // Every completion row, its longest prompt and max_completion_length, fits the teacher's context.
   const auto& prompts = dynamic_cast<const data::PromptDataset&>(*splits_.train);
   int64_t longest = 0;
