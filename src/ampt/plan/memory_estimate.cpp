@@ -134,20 +134,19 @@ MemoryEstimate estimate_memory(const ModelDims& dims, const Scheme& scheme,
   if (dims.transformer()) {
     m.activations_checkpointed = dims.terms.activations(dims, scheme, rows, true);
   }
-  if (dims.preference.active) {
-    // The preference losses read the logits whole, in the compute dtype, and keep them for
-    // backward (kernels/token_log_probs.h), whose gradient of them is as large: beyond the
-    // fused head's chunk that the activations count.
-    const int64_t logits = 2 * rows * dims.seq_len * dims.classes * frozen_width(scheme);
+  // The preference and rollout losses read the logits whole, in the compute dtype, and keep them
+  // for backward (kernels/token_log_probs.h), whose gradient of them is as large: beyond the
+  // fused head's chunk that the activations count. A preference loss's of every position, a
+  // rollout's of the completion's alone (Batch::logit_rows).
+  const int64_t logit_positions = dims.preference.active ? dims.seq_len
+                                  : dims.rollout.active  ? dims.rollout.completion_length
+                                                         : 0;
+  if (logit_positions > 0) {
+    const int64_t logits = 2 * rows * logit_positions * dims.classes * frozen_width(scheme);
     m.activations += logits;
     if (m.activations_checkpointed >= 0) m.activations_checkpointed += logits;
   }
   if (dims.rollout.active) {
-    // The training forward's logits of the completion's positions (Batch::logit_rows), in the
-    // compute dtype, kept for backward with a gradient as large: beyond the activations' head.
-    const int64_t logits = 2 * rows * dims.rollout.completion_length * dims.classes * frozen_width(scheme);
-    m.activations += logits;
-    if (m.activations_checkpointed >= 0) m.activations_checkpointed += logits;
     // The sampler (models/generation.h): every completion's keys and values for the prompt and
     // the completion, in the compute dtype; the decode step's logits with the draw's float32
     // copies (scores, probabilities, the log-probability's) and float64 CDF.
