@@ -131,6 +131,19 @@ TEST_CASE("bad checkpoint: a newer format version", "[checkpoint][errors]") {
                 "has format version 2, newer than the 1 this ampt reads");
 }
 
+TEST_CASE("bad checkpoint: another objective's run is not resumed", "[checkpoint][errors]") {
+  const auto dir = trained_dir();
+  auto grpo = ampt::checkpoint::load(dir + "/ckpt-00000010.pt");
+  CHECK(grpo.objective == "lm");
+  grpo.objective = "grpo";
+  const auto grpo_dir = ampt::test::make_temp_dir();
+  const auto path = ampt::checkpoint::save(grpo_dir, grpo, 3);
+  check_refused(dir, {"--resume", path, "--max_steps", "20"},
+                "checkpoint '" + path + "' was saved by an --objective grpo run, this run's is lm: "
+                "--resume continues the run that saved it; to start lm from its weights, `ampt "
+                "export --checkpoint " + path + " --format hf --out DIR` and give --init_from DIR");
+}
+
 TEST_CASE("atomic write: replaces the file whole and leaves no temporary", "[checkpoint]") {
   const auto dir = ampt::test::make_temp_dir();
   const auto path = dir + "/file";

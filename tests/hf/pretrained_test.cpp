@@ -55,6 +55,14 @@ TEST_CASE("hf: a name the cache lacks says where it looked and that nothing is d
   CHECK_THROWS_WITH(pretrained_dir("gpt2", ""),
                     Catch::Contains("the Hugging Face cache (none: HF_HUB_CACHE, HF_HOME and HOME "
                                     "are unset)"));
+  // A file, most often an ampt checkpoint, is not sent to the cache.
+  const auto checkpoint = cache + "/ckpt-00000050.pt";
+  ampt::test::write_file(checkpoint, "not read");
+  CHECK_THROWS_WITH(pretrained_dir(checkpoint, cache),
+                    "init_from '" + checkpoint + "' is a file, not a model directory: an ampt "
+                    "checkpoint continues its own run with --resume " + checkpoint + ", or becomes a "
+                    "model directory with `ampt export --checkpoint " + checkpoint + " --format hf "
+                    "--out DIR` for init_from DIR");
 }
 
 TEST_CASE("hf: model files are config.json with model.safetensors or a sharded index",

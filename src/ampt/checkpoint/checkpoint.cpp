@@ -181,6 +181,7 @@ void write_checkpoint_file(const std::string& path, const Checkpoint& c) {
   root.insert("ampt_version", c.ampt_version);
   root.insert("git_revision", c.git_revision);
   root.insert("config", c.config);
+  if (!c.objective.empty()) root.insert("objective", c.objective);
   root.insert("step", c.step);
   root.insert("data_epoch", c.data_epoch);
   root.insert("data_position", c.data_position);
@@ -255,6 +256,7 @@ Checkpoint load_file(const std::string& path) {
   c.ampt_version = r.text("ampt_version");
   c.git_revision = r.text("git_revision");
   c.config = r.text("config");
+  if (r.has("objective")) c.objective = r.text("objective");
   c.step = r.integer("step");
   c.data_epoch = r.integer("data_epoch");
   c.data_position = r.integer("data_position");

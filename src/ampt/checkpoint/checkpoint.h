@@ -31,6 +31,9 @@ struct Checkpoint {
   std::string ampt_version;
   std::string git_revision;
   std::string config;  // the resolved configuration, as `ampt config` prints it
+  // The run's --objective ("lm", "grpo", ...): a checkpoint resumes only a run of its own
+  // objective. Empty in checkpoints written before it was recorded.
+  std::string objective;
 
   int64_t step = 0;           // optimizer steps completed
   int64_t data_epoch = 0;     // where the next batch comes from

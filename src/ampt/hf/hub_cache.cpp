@@ -57,6 +57,14 @@ std::string snapshot_of(const fs::path& repo) {
 
 std::string pretrained_dir(const std::string& init_from, const std::string& hub_cache, std::string_view option) {
   if (fs::is_directory(init_from)) return init_from;
+  if (fs::exists(init_from)) {
+    // A file is most often a checkpoint of ampt's own, which the cache message would misread.
+    throw RuntimeError(fmt::format(
+        "{} '{}' is a file, not a model directory: an ampt checkpoint continues its own run with "
+        "--resume {}, or becomes a model directory with `ampt export --checkpoint {} --format hf "
+        "--out DIR` for {} DIR",
+        option, init_from, init_from, init_from, option));
+  }
   const auto ids = repo_ids(init_from);
   std::vector<std::string> looked;
   for (const auto& id : ids) {

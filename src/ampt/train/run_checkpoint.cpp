@@ -1,5 +1,6 @@
 #include "ampt/train/run.h"
 
+#include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
 #include "ampt/core/version.h"
 #include "ampt/train/base_fingerprint.h"
@@ -24,6 +25,15 @@ data::LoaderState Run::restore(const std::string& path, std::string& note) {
   const auto begun = Clock::now();
   checkpoint::CheckpointReader reader(path);
   const auto& saved = reader.meta();
+  const auto objective = config::to_string(config_.objective);
+  if (!saved.objective.empty() && saved.objective != objective) {
+    // Its data position counts other records, and its optimizer state belongs to another loss.
+    throw RuntimeError(fmt::format(
+        "checkpoint '{}' was saved by an --objective {} run, this run's is {}: --resume continues "
+        "the run that saved it; to start {} from its weights, `ampt export --checkpoint {} --format "
+        "hf --out DIR` and give --init_from DIR",
+        path, saved.objective, objective, objective, path));
+  }
   const auto& optimizer = state_->optimizer();
   if (saved.optimizer_kind != optimizer.kind()) {
     throw RuntimeError(fmt::format("checkpoint '{}' was saved with optimizer {}, this run uses {}",
@@ -105,6 +115,7 @@ checkpoint::Checkpoint Run::checkpoint_meta(int64_t steps_done) const {
   c.ampt_version = kVersion;
   c.git_revision = kGitRevision;
   c.config = context_.config_text;
+  c.objective = config::to_string(config_.objective);
   c.step = steps_done;
   c.data_epoch = progress_.batches->state().epoch;
   c.data_position = progress_.batches->state().position;
