@@ -8,6 +8,7 @@
 #include "ampt/hf/pretrained.h"
 #include "ampt/models/generation.h"
 #include "ampt/models/catalog.h"
+#include "ampt/models/gpt_presets.h"
 #include "ampt/models/llama_presets.h"
 #include "ampt/models/model_family.h"
 #include "ampt/models/registry.h"
@@ -55,8 +56,8 @@ const std::vector<std::vector<std::string>>& flavours() {
   return all;
 }
 
-std::vector<std::string> with(std::vector<std::string> args, const std::string& extra) {
-  args.push_back(extra);
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& extra) {
+  args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
 
@@ -79,18 +80,23 @@ TEST_CASE("llama import: logits and loss equal LlamaForCausalLM's (fp32), llama3
   check_against_transformers(dir);
 }
 
-TEST_CASE("llama import: Qwen2 (q/k/v biases, tied head) from bf16 shards equals Qwen2ForCausalLM",
+TEST_CASE("llama import: Qwen2 (q/k/v biases, tied head, a sliding layer) from bf16 shards equals Qwen2ForCausalLM",
           "[hf][llama]") {
   if (!have_transformers()) {
     AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
-  const auto dir = make_llama({"--flavour", "qwen2", "--tied", "--shard_kb", "60", "--dtype", "bfloat16"});
+  // use_sliding_window from layer 1 on: layer 0 attends to all 12 positions, layer 1 to 5.
+  const auto dir = make_llama({"--flavour", "qwen2", "--tied", "--shard_kb", "60", "--dtype", "bfloat16",
+                               "--sliding_window", "5", "--max_window_layers", "1"});
   CHECK(ampt::models::catalog().pretrained_model(dir, "") == "qwen2");
+  const auto config = ampt::hf::read_llama_config(dir + "/config.json");
+  CHECK(config.window(0) == 0);
+  CHECK(config.window(1) == 5);
   REQUIRE(ampt::hf::model_files(dir).weights.size() > 1);
   check_against_transformers(dir);
 }
 
-TEST_CASE("llama import: Qwen3 (q/k norms, wide heads, tied) and Mistral equal transformers'",
+TEST_CASE("llama import: Qwen3 (q/k norms, wide heads, tied) and Mistral (a sliding window) equal transformers'",
           "[hf][llama]") {
   if (!have_transformers()) {
     AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
@@ -101,8 +107,9 @@ TEST_CASE("llama import: Qwen3 (q/k norms, wide heads, tied) and Mistral equal t
   CHECK(config.head_dim() == 32);
   CHECK(config.qk_norm);
   check_against_transformers(qwen3);
-  const auto mistral = make_llama(flavours()[3]);
+  const auto mistral = make_llama(with(flavours()[3], {"--sliding_window", "4"}));
   CHECK(ampt::models::catalog().pretrained_model(mistral, "") == "mistral");
+  CHECK(ampt::hf::read_llama_config(mistral + "/config.json").window(1) == 4);
   check_against_transformers(mistral);
 }
 
@@ -111,11 +118,13 @@ TEST_CASE("llama generate: greedy tokens through the KV cache (GQA) equal transf
   if (!have_transformers()) {
     AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
-  // Llama's GQA and Qwen3's q/k norms and wide heads; Qwen2's biases and Mistral's config differ
-  // only in the forward, which the import tests compare.
-  for (const auto& flavour : {flavours()[0], flavours()[2]}) {
+  // Llama's GQA and Qwen3's q/k norms and wide heads, its layer 1 sliding (20 new tokens after 4
+  // past its window of 6, the cache's keys before it unread); Qwen2's biases and Mistral's config
+  // differ only in the forward, which the import tests compare.
+  const std::vector<std::string> window{"--sliding_window", "6", "--max_window_layers", "1"};
+  for (const auto& flavour : {flavours()[0], with(flavours()[2], window)}) {
     INFO(flavour[1]);
-    const auto dir = make_llama(with(flavour, "--llama3"));
+    const auto dir = make_llama(with(flavour, {"--llama3"}));
     auto model = load(dir);
     ampt::models::SamplingOptions greedy;
     greedy.temperature = 0.0;
@@ -133,7 +142,7 @@ TEST_CASE("llama fine-tune: 20 AdamW steps follow a PyTorch + transformers loop 
   }
   for (const auto& args : flavours()) {
     const auto& flavour = args[1];
-    const auto dir = make_llama(with(args, "--llama3"));
+    const auto dir = make_llama(with(args, {"--llama3"}));
     // Four windows of 16 + 1 tokens: one batch, the same every step (its order does not change
     // a mean loss).
     const auto data = make_temp_dir() + "/train.bin";
@@ -198,6 +207,9 @@ void check_export(const std::vector<std::string>& args) {
   CHECK_THAT(r.out, Catch::StartsWith("wrote " + exported + ": model.safetensors, config.json"));
   const auto written = ampt::hf::read_llama_config(exported + "/config.json");
   CHECK(written.flavour == args[1]);
+  const auto original = ampt::hf::read_llama_config(dir + "/config.json");
+  CHECK(written.sliding_window == original.sliding_window);
+  CHECK(written.sliding_layers == original.sliding_layers);
   CHECK(written.eos_token_ids == std::vector<int64_t>{1});
 
   // The exported weights are the trained ones, not the pretrained ones: compare with the checkpoint
@@ -227,9 +239,11 @@ TEST_CASE("llama export: --format hf loads in transformers with ampt's logits an
   if (!have_transformers()) {
     AMPT_SKIP(reference, "skipping: transformers is not installed in " AMPT_PYTHON);
   }
-  // A tied Qwen2 (biases) and a Qwen3 (q/k norms, head_dim). Mistral's config.json adds only
-  // `sliding_window: null`, which no sequence as short as these tells apart in transformers.
-  for (const auto& args : {std::vector<std::string>{"--flavour", "qwen2", "--tied"}, flavours()[2]}) {
+  // A tied Qwen2 (biases) whose layer 1 slides over 3 positions (trained on 16, compared on 8)
+  // and a Qwen3 (q/k norms, head_dim). Mistral's config.json differs only in its window key.
+  for (const auto& args : {std::vector<std::string>{"--flavour", "qwen2", "--tied", "--sliding_window", "3",
+                                                    "--max_window_layers", "1"},
+                           flavours()[2]}) {
     INFO(args[1]);
     check_export(args);
   }
@@ -246,19 +260,18 @@ TEST_CASE("llama import: a config, shard or index that does not fit is one line 
     ampt::test::write_file(path, "{" + dims + extra + "}");
     CHECK_THROWS_WITH(ampt::hf::read_llama_config(path), path + ": " + message);
   };
-  refuse(R"(, "use_sliding_window": true)",
-         "use_sliding_window is true: ampt's attention is full causal attention, no sliding window");
+  const std::string no_window =
+      ": a llama model has no sliding window; mistral, mixtral, qwen2, qwen3 and qwen3_moe models have one";
+  refuse(R"(, "use_sliding_window": true)", "use_sliding_window is true" + no_window);
   refuse(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0})",
          "rope_type yarn is not one ampt's Llama implements (default or llama3)");
   refuse(R"(, "num_local_experts": 8)",
          "num_local_experts is set: ampt builds experts for qwen3_moe and mixtral models, not "
          "model_type llama");
   refuse(R"(, "hidden_act": "gelu")", "hidden_act gelu is not the SwiGLU activation ampt's Llama has (silu)");
-  refuse(R"(, "layer_types": ["full_attention", "sliding_attention"])",
-         "layer_types holds sliding_attention: ampt's Llama has full_attention layers only");
+  refuse(R"(, "layer_types": ["full_attention", "sliding_attention"])", "layer_types holds sliding_attention" + no_window);
   refuse(R"(, "head_dim": 31)", "the head dimension 31 is odd: rotary embeddings rotate pairs");
-  refuse(R"(, "sliding_window": 4096)",
-         "sliding_window is 4096: ampt's attention is full causal attention; only null is allowed");
+  refuse(R"(, "sliding_window": 4096)", "sliding_window is 4096" + no_window);
   refuse(R"(, "mlp_bias": true)", "mlp_bias is true: ampt's Llama MLP has no biases");
   ampt::test::write_file(path, R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, )"
                                R"("num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 3, )"
@@ -355,6 +368,23 @@ TEST_CASE("llama config: every preset's architecture reads back from the config.
   moe.moe.aux_loss_coef = 0.02;
   moe.eos_token_ids = {1, 2};
   cases.emplace_back("qwen3_moe with dense layers", moe);
+  // Sliding windows: over every layer, and Qwen's by layer (the first layer full; the last).
+  const auto windowed = [&](const std::string& preset, int64_t window, std::vector<bool> layers) {
+    auto c = std::ranges::find(cases, preset, &decltype(cases)::value_type::first)->second;
+    c.sliding_window = window;
+    c.sliding_layers = std::move(layers);
+    cases.emplace_back(preset + " with a sliding window", c);
+  };
+  windowed("mistral", 4096, {});
+  windowed("mixtral", 64, {});
+  windowed("qwen3-moe", 128, {});
+  windowed("qwen3", 512, {});
+  windowed("qwen2", 7, {false, true});
+  auto last = std::ranges::find(cases, "qwen3-0.6b", &decltype(cases)::value_type::first)->second;
+  last.sliding_window = 1024;
+  last.sliding_layers.assign(static_cast<size_t>(last.n_layer), false);
+  last.sliding_layers.back() = true;
+  cases.emplace_back("qwen3-0.6b sliding in its last layer", last);
 
   const auto path = ampt::test::make_temp_dir() + "/config.json";
   for (const auto& [name, written] : cases) {
@@ -370,6 +400,55 @@ TEST_CASE("llama config: every preset's architecture reads back from the config.
     CHECK(read.bos_token_id == written.bos_token_id);
     CHECK(read.eos_token_ids == written.eos_token_ids);
   }
+}
+
+TEST_CASE("llama config: sliding windows read as transformers' config classes read them",
+          "[hf][llama]") {
+  const auto path = ampt::test::make_temp_dir() + "/config.json";
+  const auto read = [&](const std::string& type, const std::string& extra) {
+    ampt::test::write_file(path, R"({"model_type": ")" + type + R"(", "hidden_size": 64, )"
+                                 R"("intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4, )"
+                                 R"("max_position_embeddings": 64, "vocab_size": 100)" + extra + "}");
+    const auto c = ampt::hf::read_llama_config(path);
+    return std::vector<int64_t>{c.window(0), c.window(1), c.window(2)};
+  };
+  using Windows = std::vector<int64_t>;
+  // MistralConfig's window is 4096 unless the file says null; Mixtral's none unless given.
+  CHECK(read("mistral", "") == Windows{4096, 4096, 4096});
+  CHECK(read("mistral", R"(, "sliding_window": null)") == Windows{0, 0, 0});
+  CHECK(read("mistral", R"(, "sliding_window": 8)") == Windows{8, 8, 8});
+  // Qwen's window only with use_sliding_window, from max_window_layers (28 unless given) on, or
+  // where layer_types says.
+  CHECK(read("qwen2", R"(, "sliding_window": 8)") == Windows{0, 0, 0});
+  CHECK(read("qwen2", R"(, "use_sliding_window": true, "sliding_window": 8)") == Windows{0, 0, 0});
+  CHECK(read("qwen2", R"(, "use_sliding_window": true, "max_window_layers": 1)") == Windows{0, 4096, 4096});
+  CHECK(read("qwen3", R"(, "use_sliding_window": true, "sliding_window": 8, "layer_types": )"
+                      R"(["sliding_attention", "full_attention", "sliding_attention"])") == Windows{8, 0, 8});
+  CHECK_THROWS_WITH(read("qwen2", R"(, "use_sliding_window": true, "layer_types": ["full_attention"])"),
+                    path + ": layer_types is not a list of the 3 layers' types");
+  CHECK_THROWS_WITH(
+      read("qwen2", R"(, "use_sliding_window": true, "layer_types": ["full_attention", "chunked_attention", "full_attention"])"),
+      path + ": layer_types holds chunked_attention: sliding_attention and full_attention are allowed");
+  CHECK_THROWS_WITH(read("mistral", R"(, "sliding_window": 0)"), path + ": sliding_window is 0, not a positive size");
+
+  // --sliding_window on a preset: every layer, on a family that has one, within the context.
+  ampt::config::Config preset;
+  preset.model = "mistral";
+  preset.sliding_window = 8;
+  CHECK(ampt::models::resolve_llama_dims(preset).window(1) == 8);
+  preset.sliding_window = 100;
+  CHECK_THROWS_WITH(ampt::models::resolve_llama_dims(preset),
+                    "sliding_window 100 exceeds model mistral's context of 64 positions (block_size): a "
+                    "window that long is full attention; give 0 or a window of at most 64");
+  preset.model = "llama";
+  preset.sliding_window = 8;
+  CHECK_THROWS_WITH(ampt::models::resolve_llama_dims(preset),
+                    "sliding_window 8 with model llama: a llama model has no sliding window (transformers' "
+                    "LlamaForCausalLM); mistral, mixtral, qwen2, qwen3 and qwen3-moe have one");
+  preset.model = "gpt";
+  CHECK_THROWS_WITH(ampt::models::resolve_gpt_dims(preset),
+                    "sliding_window 8 with model gpt: GPT-2's attention has no window; the Llama "
+                    "family's mistral, qwen2 and qwen3 presets have one");
 }
 
 TEST_CASE("llama export: weights past the shard size go to shards and an index transformers reads",

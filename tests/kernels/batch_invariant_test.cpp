@@ -100,15 +100,18 @@ torch::Tensor aten_linear(const torch::Tensor& x, const torch::Tensor& w, const 
   return at::linear(x, w, b);
 }
 
-// Causal attention over each row's keys [start, position] by ATen's math, in float64: the
-// reference values and gradients are compared against.
+// Causal attention over each row's keys [start, position] (within `window` of the position,
+// where it is not 0) by ATen's math, in float64: the reference values and gradients are compared
+// against.
 torch::Tensor reference_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                  const torch::Tensor& v, const torch::Tensor& start) {
+                                  const torch::Tensor& v, const torch::Tensor& start,
+                                  int64_t window = 0) {
   const int64_t queries = q.size(2), keys = k.size(2), group = q.size(1) / k.size(1);
   const auto key = torch::arange(keys).view({1, 1, 1, keys});
   const auto position = torch::arange(keys - queries, keys).view({1, 1, queries, 1});
   const auto first = start.view({-1, 1, 1, 1});
-  const auto mask = key.le(position).logical_and(key.ge(first));
+  auto mask = key.le(position).logical_and(key.ge(first));
+  if (window > 0) mask = mask.logical_and(key.gt(position - window));
   return at::scaled_dot_product_attention(q, k.repeat_interleave(group, 1),
                                           v.repeat_interleave(group, 1), mask);
 }
@@ -357,6 +360,60 @@ TEST_CASE("batch-invariant attention: values as ATen's attention under the same 
       const double largest = reference[i].grad().abs().max().item<double>();
       CHECK((ours[i].grad().to(torch::kFloat64) - reference[i].grad()).abs().max().item<double>() <
             epsilon * largest);
+    }
+  }
+}
+
+TEST_CASE("batch-invariant attention: a sliding window's query is the same bits in the prefill, against every key and against its window alone",
+          "[kernels][batch_invariant]") {
+  torch::manual_seed(16);
+  const int64_t batch = 3, time = 13, window = 4;
+  const auto start = torch::tensor({0, 5, 11}, torch::kInt64);
+  const auto valid = torch::arange(time).view({1, 1, time, 1}).ge(start.view({-1, 1, 1, 1}));
+  const auto qkv64 = random_qkv(batch, time, torch::kFloat64);
+  for (const auto dtype : kDtypes) {
+    INFO(dtype);
+    std::vector<torch::Tensor> qkv, reference;
+    for (const auto& t : qkv64) {
+      qkv.push_back(t.to(dtype).requires_grad_(dtype == torch::kFloat32));
+      reference.push_back(t.to(dtype).to(torch::kFloat64).requires_grad_(true));
+    }
+    const auto& q = qkv[0];
+    const auto& k = qkv[1];
+    const auto& v = qkv[2];
+    const auto prefill = invariant_causal_attention(q, k, v, start, std::nullopt, window);
+    // A decode step over every key held, and over only the window a trimmed cache keeps.
+    for (int64_t t = 0; t < time; ++t) {
+      INFO("position " << t);
+      // A row's start past the keys held (its padding still) is where they end.
+      const auto step = invariant_causal_attention(q.narrow(2, t, 1), k.narrow(2, 0, t + 1),
+                                                   v.narrow(2, 0, t + 1), start.clamp_max(t + 1),
+                                                   std::nullopt, window);
+      CHECK(torch::equal(step.select(2, 0), prefill.select(2, t)));
+      const int64_t from = std::max<int64_t>(0, t + 1 - window);
+      const auto trimmed = invariant_causal_attention(
+          q.narrow(2, t, 1), k.narrow(2, from, t + 1 - from), v.narrow(2, from, t + 1 - from),
+          (start - from).clamp(0, t + 1 - from), std::nullopt, window);
+      CHECK(torch::equal(trimmed.select(2, 0), prefill.select(2, t)));
+    }
+    // The window is kept: past it, row 0's queries differ from full causal attention's.
+    const auto full = invariant_causal_attention(q, k, v, start);
+    CHECK(torch::equal(full.narrow(2, 0, window), prefill.narrow(2, 0, window)));
+    for (int64_t t = window; t < time; ++t) CHECK_FALSE(torch::equal(full[0].select(1, t), prefill[0].select(1, t)));
+    // Values (and in float32 gradients) as float64 math under the banded mask, to the
+    // tolerances of the full attention's test above.
+    const auto expected = reference_attention(reference[0], reference[1], reference[2], start, window) * valid;
+    const double tolerance = dtype == torch::kFloat32 ? 1e-6 : dtype == torch::kBFloat16 ? 8e-3 : 1e-3;
+    CHECK((prefill.detach().to(torch::kFloat64) - expected.detach()).abs().max().item<double>() < tolerance);
+    if (dtype != torch::kFloat32) continue;
+    const auto g64 = torch::randn({batch, 4, time, 40}, torch::kFloat64);
+    (prefill.to(torch::kFloat64) * g64).sum().backward();
+    (expected * g64).sum().backward();
+    for (size_t i = 0; i < 3; ++i) {
+      INFO("gradient " << i);
+      const double largest = reference[i].grad().abs().max().item<double>();
+      CHECK((qkv[i].grad().to(torch::kFloat64) - reference[i].grad()).abs().max().item<double>() <
+            8 * 1.1920929e-7 * largest);
     }
   }
 }

@@ -1,6 +1,7 @@
 // Generation: the KV cache gives the logits a full forward pass gives, through the same block
 // hooks; the token choice is greedy at temperature 0 and stays within top-k / top-p otherwise; a
 // batch of left-padded prompts gives each row what it gets alone (tokens, logits, log-probs).
+#include "ampt/kernels/batch_invariant.h"
 #include "ampt/models/generation.h"
 #include "ampt/models/gpt.h"
 #include "ampt/models/registry.h"
@@ -235,11 +236,16 @@ namespace {
 using ampt::models::Completion;
 using ampt::models::SampleRow;
 
-// A tiny language model of family `name` (gpt, llama, qwen3, qwen3-moe) over 64 tokens and 24
-// positions, in eval mode.
+// A tiny language model of family `name` (gpt, llama, qwen3, qwen3-moe; "mistral window 3":
+// Mistral's attention through a sliding window of 3) over 64 tokens and 24 positions, in eval
+// mode.
 ampt::models::Model tiny_lm(const std::string& name) {
   ampt::config::Config config;
   config.model = name;
+  if (name == "mistral window 3") {
+    config.model = "mistral";
+    config.sliding_window = 3;
+  }
   config.n_layer = 2;
   config.block_size = 24;
   config.vocab_size = 64;
@@ -254,8 +260,8 @@ ampt::models::Model tiny_lm(const std::string& name) {
 }
 
 // GPT's learned positions, Llama's rotary ones with grouped-query attention, Qwen3's q/k norms,
-// and Qwen3-MoE's routed experts.
-const std::vector<std::string> kFamilies = {"gpt", "llama", "qwen3", "qwen3-moe"};
+// Qwen3-MoE's routed experts, and a sliding window shorter than most prompts.
+const std::vector<std::string> kFamilies = {"gpt", "llama", "qwen3", "qwen3-moe", "mistral window 3"};
 
 // The first `count` of eight prompts of lengths 1 to 8, in no order, each its own prompt index.
 std::vector<SampleRow> prompts(size_t count) {
@@ -305,6 +311,37 @@ double max_difference(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 }  // namespace
+
+TEST_CASE("generation: through a sliding window the KV cache's logits equal a full forward's, "
+          "bit for bit in exact mode",
+          "[models][generation]") {
+  torch::NoGradGuard no_grad;
+  auto windowed = tiny_lm("mistral window 3");
+  auto full = tiny_lm("mistral");  // the same weights (the same seed), every position seen
+  const auto tokens = torch::randint(0, 64, {1, 12}, torch::kInt64);
+  for (const bool exact : {false, true}) {
+    INFO((exact ? "exact mode" : "fast mode"));
+    const ampt::kernels::BatchInvariantScope mode(exact);
+    const auto logits = windowed.forward(tokens);
+    const auto unwindowed = full.forward(tokens);
+    // The window changes what a position sees only past its first 3.
+    CHECK(torch::allclose(logits.narrow(1, 0, 3), unwindowed.narrow(1, 0, 3), 1e-5, 1e-6));
+    for (int64_t t = 3; t < 12; ++t) {
+      CHECK_FALSE(torch::allclose(logits.select(1, t), unwindowed.select(1, t), 1e-3, 1e-4));
+    }
+    ampt::models::KvCache cache;
+    auto step = windowed.next_logits(tokens.narrow(1, 0, 5), cache);
+    for (int64_t t = 4; t < 12; ++t) {
+      INFO("position " << t);
+      if (t > 4) step = windowed.next_logits(tokens.narrow(1, t, 1), cache);
+      if (exact) {
+        CHECK(torch::equal(step[0], logits[0][t]));
+      } else {
+        CHECK(torch::allclose(step[0], logits[0][t], 1e-5, 1e-6));
+      }
+    }
+  }
+}
 
 TEST_CASE("batched generation: a left-padded row's logits are those it has alone, prefill and "
           "decoding, in fp32 and bf16",

@@ -1,9 +1,10 @@
-// Packed examples never see each other: on tiny GPT-2, Llama and Qwen2 models (fp32, CPU), a
+// Packed examples never see each other: on tiny GPT-2, Llama, Qwen2 and windowed Mistral models (fp32, CPU), a
 // batch of windows that each hold several instruction examples gives every example the loss it
 // has alone in a padded window, the same gradients for every parameter, and 20 AdamW steps on
 // packed windows follow the same steps on the examples one per window; so do chats rendered by
 // Qwen3's own Jinja template (reasoning blocks, tool calls) on a tiny Qwen2 model.
 #include "ampt/data/document_examples.h"
+#include "ampt/models/kv_cache.h"
 #include "ampt/models/packed_sequences.h"
 #include "ampt/models/registry.h"
 #include "ampt/text/chat_jinja.h"
@@ -116,7 +117,8 @@ struct Family {
   int64_t vocab = 0;
 };
 
-// Tiny GPT-2, Llama and Qwen2 models (the latter two their families' tiny presets).
+// Tiny GPT-2, Llama and Qwen2 models (the latter two their families' tiny presets), and a
+// Mistral whose sliding window of 4 is shorter than most examples.
 std::vector<Family> families() {
   ampt::config::Config gpt;
   gpt.model = "gpt";
@@ -125,10 +127,12 @@ std::vector<Family> families() {
   gpt.n_head = 4;
   gpt.block_size = kWindow;
   gpt.vocab_size = 64;
-  ampt::config::Config llama, qwen2;
+  ampt::config::Config llama, qwen2, mistral;
   llama.model = "llama";
   qwen2.model = "qwen2";
-  return {{"gpt", gpt, 64}, {"llama", llama, 256}, {"qwen2", qwen2, 256}};
+  mistral.model = "mistral";
+  mistral.sliding_window = 4;
+  return {{"gpt", gpt, 64}, {"llama", llama, 256}, {"qwen2", qwen2, 256}, {"mistral window 4", mistral, 256}};
 }
 
 ampt::models::Model build_family_model(const Family& family) {
@@ -252,7 +256,8 @@ TEST_CASE("packing: Qwen3-template chats packed follow the same 20 AdamW steps a
   check_same_steps(build, data, 1);
 }
 
-TEST_CASE("packing: FlashAttention's variable-length path equals SDPA with the block-diagonal mask",
+TEST_CASE("packing: FlashAttention's variable-length path equals SDPA with the block-diagonal mask, "
+          "and through a sliding window with the band too",
           "[models][packing][cuda]") {
   if (!torch::cuda::is_available()) {
     AMPT_SKIP(gpu, "no CUDA device: FlashAttention's variable-length path needs one");
@@ -266,27 +271,38 @@ TEST_CASE("packing: FlashAttention's variable-length path equals SDPA with the b
   CHECK(starts.to(torch::kInt64).equal(torch::tensor({0, 20, 50, 64, 128}, torch::kInt64)));
   const auto positions = host.to(cuda.dtype(torch::kInt64));
   for (const auto dtype : {torch::kBFloat16, torch::kHalf}) {
-    INFO(dtype);
-    const auto q = torch::randn({2, 8, 64, 64}, cuda.dtype(dtype)).requires_grad_();
-    const auto k = torch::randn({2, 2, 64, 64}, cuda.dtype(dtype)).requires_grad_();
-    const auto v = torch::randn({2, 2, 64, 64}, cuda.dtype(dtype)).requires_grad_();
-    const auto varlen = ampt::models::packed_layout(positions, starts.to(torch::kCUDA), dtype);
-    REQUIRE(varlen.cumulative_lengths.defined());
-    const auto masked = ampt::models::packed_layout(positions, starts, torch::kFloat);
-    REQUIRE(masked.mask.defined());
-    const auto grad = torch::randn({2, 8, 64, 64}, cuda.dtype(dtype));
-    const auto run = [&](const ampt::models::PackedLayout& layout, bool float32) {
-      const auto cast = [&](const torch::Tensor& t) { return float32 ? t.to(torch::kFloat) : t; };
-      const auto out = ampt::models::packed_attention(cast(q), cast(k), cast(v), layout, 0.0);
-      const auto grads = torch::autograd::grad({out}, {q, k, v}, {cast(grad)});
-      return std::vector<torch::Tensor>{out.to(torch::kFloat), grads[0].to(torch::kFloat),
-                                        grads[1].to(torch::kFloat), grads[2].to(torch::kFloat)};
-    };
-    const auto a = run(varlen, false);
-    const auto b = run(masked, true);  // fp32 SDPA: the reference the half kernel rounds
-    for (size_t i = 0; i < a.size(); ++i) {
-      INFO("tensor " << i << ": apart " << (a[i] - b[i]).abs().max().item<double>());
-      CHECK(torch::allclose(a[i], b[i], 2e-2, 2e-2));
+    for (const int64_t window : {0, 16}) {
+      INFO(dtype << ", window " << window);
+      const ampt::models::AttentionSpec spec{window};
+      const auto q = torch::randn({2, 8, 64, 64}, cuda.dtype(dtype)).requires_grad_();
+      const auto k = torch::randn({2, 2, 64, 64}, cuda.dtype(dtype)).requires_grad_();
+      const auto v = torch::randn({2, 2, 64, 64}, cuda.dtype(dtype)).requires_grad_();
+      const auto varlen = ampt::models::packed_layout(positions, starts.to(torch::kCUDA), dtype);
+      REQUIRE(varlen.cumulative_lengths.defined());
+      const auto masked = ampt::models::packed_layout(positions, starts, torch::kFloat);
+      REQUIRE(masked.mask.defined());
+      const auto grad = torch::randn({2, 8, 64, 64}, cuda.dtype(dtype));
+      // Packed, or (no layout) one causal sequence a row.
+      const auto run = [&](const ampt::models::PackedLayout& layout, bool float32) {
+        const auto cast = [&](const torch::Tensor& t) { return float32 ? t.to(torch::kFloat) : t; };
+        const auto out = layout.packed()
+                             ? ampt::models::packed_attention(cast(q), cast(k), cast(v), layout, 0.0, spec)
+                             : ampt::models::causal_attention(cast(q), cast(k), cast(v), 0.0, spec);
+        const auto grads = torch::autograd::grad({out}, {q, k, v}, {cast(grad)});
+        return std::vector<torch::Tensor>{out.to(torch::kFloat), grads[0].to(torch::kFloat),
+                                          grads[1].to(torch::kFloat), grads[2].to(torch::kFloat)};
+      };
+      // fp32 SDPA with the masks: the reference the half kernel rounds.
+      for (const auto& [half, float32] : {std::pair{varlen, masked}, std::pair{ampt::models::PackedLayout{},
+                                                                               ampt::models::PackedLayout{}}}) {
+        INFO((half.packed() ? "packed" : "one sequence a row"));
+        const auto a = run(half, false);
+        const auto b = run(float32, true);
+        for (size_t i = 0; i < a.size(); ++i) {
+          INFO("tensor " << i << ": apart " << (a[i] - b[i]).abs().max().item<double>());
+          CHECK(torch::allclose(a[i], b[i], 2e-2, 2e-2));
+        }
+      }
     }
   }
 }

@@ -204,6 +204,9 @@ struct Config {
   int64_t block_size = 0;  // context length: the longest token block the model accepts
   int64_t vocab_size = 0;
   double dropout = 0.0;  // on embeddings, attention weights and residual branches
+  // A Llama-family preset's sliding-window attention over this many positions in every layer
+  // (Mistral's); 0: full causal attention. A pretrained model's window is its config.json's.
+  int64_t sliding_window = 0;
   // Mixture-of-Experts: the load-balancing loss's weight; -1: the model's own.
   double router_aux_loss_coef = -1.0;
   double router_z_loss_coef = 0.0;  // ST-MoE's router z-loss weight; 0: off

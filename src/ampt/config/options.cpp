@@ -362,6 +362,11 @@ std::vector<Option> build_table() {
                      "Vocabulary size, the embedding's rows (GPT and Llama families); 0 takes the preset's"),
       float_option("dropout", "model.dropout", &C::dropout, unit_half_open,
                    "GPT dropout on embeddings, attention and residual branches"),
+      integer_option("sliding_window", "model.sliding_window", &C::sliding_window, at_least_0,
+                     "Llama-family presets but llama's (mistral, qwen2, qwen3, ...): each layer's "
+                     "queries attend to themselves and the N - 1 positions before, as Mistral's "
+                     "sliding window; 0 = full causal attention. With init_from the model's "
+                     "config.json decides"),
       float_option("router_aux_loss_coef", "model.router_aux_loss_coef", &C::router_aux_loss_coef,
                    Range::at_least(-1),
                    "Mixture-of-Experts models (qwen3-moe, mixtral): the weight of the router's "

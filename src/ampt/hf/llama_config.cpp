@@ -35,6 +35,8 @@ class ConfigFile {
     return value == nullptr || value->kind == JsonValue::Kind::null ? nullptr : value;
   }
   const JsonValue* find(std::string_view key) const { return find(root_, key); }
+  // Whether the file names `key` at all, null included (find: only with a value).
+  bool names(std::string_view key) const { return root_.find(key) != nullptr; }
 
   double number(const JsonValue& value, std::string_view key) const {
     if (value.kind != JsonValue::Kind::number) fail(fmt::format("{} is {}, not a number", key, value.kind_name()));
@@ -150,31 +152,69 @@ void read_experts(const ConfigFile& file, LlamaArchitecture& config) {
   }
 }
 
+// The sliding window as transformers' config classes read it: Mistral's sliding_window (4096
+// where the file has none, null: off) and Mixtral's (none unless given) over every layer; Qwen's
+// only where use_sliding_window is true (then 4096 unless given), Qwen3-MoE's over every layer,
+// Qwen2's and Qwen3's over the layers layer_types calls sliding_attention, or without
+// layer_types those from max_window_layers (28 unless given) on.
+void read_window(const ConfigFile& file, LlamaArchitecture& config) {
+  const auto& type = config.flavour;
+  const bool qwen = type == "qwen2" || type == "qwen3" || type == "qwen3_moe";
+  if (type == "llama" || (qwen && !file.flag("use_sliding_window", false))) return;
+  if (file.find("sliding_window")) {
+    config.sliding_window = file.size("sliding_window");
+  } else if (!file.names("sliding_window") && type != "mixtral") {
+    config.sliding_window = 4096;
+  }
+  if (config.sliding_window == 0 || (type != "qwen2" && type != "qwen3")) return;
+  auto& sliding = config.sliding_layers;
+  if (const JsonValue* layers = file.find("layer_types")) {
+    if (layers->kind != JsonValue::Kind::array || std::ssize(layers->items) != config.n_layer) {
+      file.fail(fmt::format("layer_types is not a list of the {} layers' types", config.n_layer));
+    }
+    for (const JsonValue& layer : layers->items) {
+      const bool known = layer.kind == JsonValue::Kind::string &&
+                         (layer.string == "sliding_attention" || layer.string == "full_attention");
+      if (!known) {
+        file.fail(fmt::format("layer_types holds {}: sliding_attention and full_attention are allowed",
+                              layer.kind == JsonValue::Kind::string ? layer.string : layer.kind_name()));
+      }
+      sliding.push_back(layer.string == "sliding_attention");
+    }
+  } else {
+    const JsonValue* first = file.find("max_window_layers");
+    const double from = first != nullptr ? file.number(*first, "max_window_layers") : 28;
+    for (int64_t layer = 0; layer < config.n_layer; ++layer) sliding.push_back(layer >= from);
+  }
+  // One window for all, or none, as Mistral's: the same attention, said the short way.
+  if (std::ranges::none_of(sliding, [](bool s) { return s; })) config.sliding_window = 0;
+  if (config.sliding_window == 0 || std::ranges::all_of(sliding, [](bool s) { return s; })) sliding.clear();
+}
+
 // Settings that change the architecture away from the one ampt builds, refused by name.
 void refuse_unsupported(const ConfigFile& file) {
   if (const auto act = file.text("hidden_act", "silu"); act != "silu") {
     file.fail(fmt::format("hidden_act {} is not the SwiGLU activation ampt's Llama has (silu)", act));
   }
   if (file.flag("mlp_bias", false)) file.fail("mlp_bias is true: ampt's Llama MLP has no biases");
-  if (file.flag("use_sliding_window", false)) {
-    file.fail("use_sliding_window is true: ampt's attention is full causal attention, no sliding window");
-  }
-  // Qwen2 and Qwen3 keep a window size that use_sliding_window false turns off; Mistral's is on
-  // whenever it is set.
-  if (const JsonValue* window = file.find("sliding_window");
-      window != nullptr && !file.find("use_sliding_window")) {
-    const auto value = window->kind == JsonValue::Kind::number
-                           ? fmt::format("{:g}", window->number)
-                           : std::string(window->kind_name());
-    file.fail(fmt::format("sliding_window is {}: ampt's attention is full causal attention; only "
-                          "null is allowed",
-                          value));
-  }
-  if (const JsonValue* layers = file.find("layer_types")) {
-    for (const JsonValue& type : layers->items) {
-      if (type.kind != JsonValue::Kind::string || type.string != "full_attention") {
-        file.fail(fmt::format("layer_types holds {}: ampt's Llama has full_attention layers only",
+  // LlamaForCausalLM has no window: a llama config asking for one is another model's.
+  if (file.text("model_type", "") == "llama") {
+    const auto refused = [&](const std::string& what) {
+      file.fail(fmt::format("{}: a llama model has no sliding window; mistral, mixtral, qwen2, qwen3 "
+                            "and qwen3_moe models have one",
+                            what));
+    };
+    if (file.flag("use_sliding_window", false)) refused("use_sliding_window is true");
+    if (const JsonValue* window = file.find("sliding_window")) {
+      refused(window->kind == JsonValue::Kind::number ? fmt::format("sliding_window is {:g}", window->number)
+                                                      : fmt::format("sliding_window is {}", window->kind_name()));
+    }
+    if (const JsonValue* layers = file.find("layer_types")) {
+      for (const JsonValue& type : layers->items) {
+        if (type.kind != JsonValue::Kind::string || type.string != "full_attention") {
+          refused(fmt::format("layer_types holds {}",
                               type.kind == JsonValue::Kind::string ? type.string : type.kind_name()));
+        }
       }
     }
   }
@@ -214,6 +254,11 @@ const char* architecture(const std::string& model_type) {
 
 }  // namespace
 
+int64_t LlamaArchitecture::window(int64_t layer) const {
+  if (sliding_window == 0) return 0;
+  return sliding_layers.empty() || sliding_layers.at(static_cast<size_t>(layer)) ? sliding_window : 0;
+}
+
 bool MoeArchitecture::sparse(int64_t layer) const {
   return active() && (layer + 1) % sparse_step == 0 &&
          std::ranges::find(dense_layers, layer) == dense_layers.end();
@@ -252,6 +297,7 @@ LlamaConfig read_llama_config(const std::string& path) {
   config.o_bias = !qwen2 && attention_bias;
   config.qk_norm = qwen3 || qwen3_moe;
   if (qwen3_moe || mixtral) read_experts(file, config);
+  read_window(file, config);
   config.tied_head = file.flag("tie_word_embeddings", false);
   if (const auto bos = file.ids("bos_token_id"); !bos.empty()) config.bos_token_id = bos.front();
   config.eos_token_ids = file.ids("eos_token_id");
@@ -271,31 +317,44 @@ LlamaConfig read_llama_config(const std::string& path) {
 }
 
 std::string llama_config_json(const LlamaConfig& c) {
-  // What each class reads besides the shared keys: Qwen2's window switch, Qwen3's bias switch
-  // and window, Mistral's window (null: off), Llama's biases.
+  // What each class reads besides the shared keys: Qwen's window switch and window (Qwen2's and
+  // Qwen3's by layer), Qwen3's bias switch, Mistral's and Mixtral's window (null: off), Llama's
+  // biases.
+  const auto window = c.sliding_window > 0 ? std::to_string(c.sliding_window) : std::string("null");
+  std::string qwen_window = fmt::format("  \"use_sliding_window\": {},\n  \"sliding_window\": {},\n",
+                                        c.sliding_window > 0 ? "true" : "false", window);
+  if (c.sliding_window > 0 && c.flavour != "qwen3_moe") {
+    std::vector<std::string> types;
+    int64_t leading_full = 0;
+    for (int64_t layer = 0; layer < c.n_layer; ++layer) {
+      types.push_back(c.window(layer) > 0 ? "\"sliding_attention\"" : "\"full_attention\"");
+      if (c.window(layer) == 0 && leading_full == layer) ++leading_full;
+    }
+    // max_window_layers too, for readers older than layer_types.
+    qwen_window += fmt::format("  \"max_window_layers\": {},\n  \"layer_types\": [{}],\n",
+                               leading_full, fmt::join(types, ", "));
+  }
   std::string own;
   if (c.flavour == "qwen2") {
-    own = "  \"use_sliding_window\": false,\n";
+    own = qwen_window;
   } else if (c.flavour == "qwen3") {
-    own = fmt::format("  \"attention_bias\": {},\n  \"use_sliding_window\": false,\n"
-                      "  \"sliding_window\": null,\n",
-                      c.qkv_bias ? "true" : "false");
+    own = fmt::format("  \"attention_bias\": {},\n{}", c.qkv_bias ? "true" : "false", qwen_window);
   } else if (c.flavour == "mistral") {
-    own = "  \"sliding_window\": null,\n";
+    own = fmt::format("  \"sliding_window\": {},\n", window);
   } else if (c.flavour == "qwen3_moe") {
     own = fmt::format(
-        "  \"attention_bias\": {},\n  \"use_sliding_window\": false,\n  \"sliding_window\": null,\n"
+        "  \"attention_bias\": {},\n{}"
         "  \"num_experts\": {},\n  \"num_experts_per_tok\": {},\n  \"moe_intermediate_size\": {},\n"
         "  \"norm_topk_prob\": {},\n  \"decoder_sparse_step\": {},\n  \"mlp_only_layers\": [{}],\n"
         "  \"router_aux_loss_coef\": {},\n",
-        c.qkv_bias ? "true" : "false", c.moe.experts, c.moe.top_k, c.moe.intermediate,
+        c.qkv_bias ? "true" : "false", qwen_window, c.moe.experts, c.moe.top_k, c.moe.intermediate,
         c.moe.normalize_top_k ? "true" : "false", c.moe.sparse_step,
         fmt::join(c.moe.dense_layers, ", "), json_float(c.moe.aux_loss_coef));
   } else if (c.flavour == "mixtral") {
     own = fmt::format(
-        "  \"sliding_window\": null,\n  \"num_local_experts\": {},\n  \"num_experts_per_tok\": {},\n"
+        "  \"sliding_window\": {},\n  \"num_local_experts\": {},\n  \"num_experts_per_tok\": {},\n"
         "  \"router_aux_loss_coef\": {},\n  \"router_jitter_noise\": 0.0,\n",
-        c.moe.experts, c.moe.top_k, json_float(c.moe.aux_loss_coef));
+        window, c.moe.experts, c.moe.top_k, json_float(c.moe.aux_loss_coef));
   } else {
     own = fmt::format("  \"attention_bias\": {},\n  \"mlp_bias\": false,\n", c.qkv_bias ? "true" : "false");
   }

@@ -3,10 +3,10 @@
 // MixtralForCausalLM): the architecture ampt builds to load its weights, and the file it writes
 // when it hands one back. Qwen2 is Llama with biases on q/k/v; Qwen3 adds an RMSNorm over each
 // query and key head before the rotation and a head_dim of its own (128 unless given); Mistral is
-// Llama without biases, its sliding window refused. Qwen3-MoE is Qwen3's attention (head_dim
-// hidden / heads unless given) with experts in every decoder_sparse_step-th block not in
-// mlp_only_layers; Mixtral is Mistral with experts in every block, intermediate_size their width.
-// Both
+// Llama without biases. Qwen3-MoE is Qwen3's attention (head_dim hidden / heads unless given)
+// with experts in every decoder_sparse_step-th block not in mlp_only_layers; Mixtral is Mistral
+// with experts in every block, intermediate_size their width. All but Llama may attend through a
+// sliding window, read as transformers reads it (LlamaArchitecture::sliding_window). Both
 // spellings of rotary settings are read: transformers 5's `rope_parameters` and the hub's older
 // `rope_theta` + `rope_scaling`.
 #pragma once
@@ -74,12 +74,20 @@ struct LlamaArchitecture {
   bool o_bias = false;
   bool qk_norm = false;    // Qwen3's q_norm and k_norm: an RMSNorm over each query and key head
   bool tied_head = false;  // tie_word_embeddings: the head reuses embed_tokens
+  // Sliding-window attention, as transformers' masks have it: in a sliding layer a query attends
+  // to itself and the sliding_window - 1 positions before it, in the others to every position
+  // before it. 0: no sliding layer. sliding_layers holds one flag per layer; empty, every layer
+  // slides (Mistral, Mixtral, Qwen3-MoE read one window for all).
+  int64_t sliding_window = 0;
+  std::vector<bool> sliding_layers;
   MoeArchitecture moe;
   // model_type: "llama", "qwen2", "qwen3", "mistral", "qwen3_moe" or "mixtral".
   std::string flavour = "llama";
 
   int64_t head_dim() const { return head_size > 0 ? head_size : n_embd / n_head; }
   int64_t query_width() const { return n_head * head_dim(); }  // q_proj's out, o_proj's in
+  // The window of block `layer`'s attention: sliding_window where it slides, else 0 (all of it).
+  int64_t window(int64_t layer) const;
   bool operator==(const LlamaArchitecture&) const = default;
 };
 
@@ -90,7 +98,7 @@ struct LlamaConfig : LlamaArchitecture {
 };
 
 // Reads `path`. A file that is not JSON, lacks a dimension, or asks for what ampt's Llama does
-// not build (another model_type, activation or rope_type, a sliding window, experts outside
+// not build (another model_type, activation or rope_type, a window on a llama, experts outside
 // qwen3_moe and mixtral, more experts per token than experts, a router's jitter, an MLP bias, an
 // odd head_dim, tensor-parallel pretraining_tp) is one RuntimeError line naming the file, the key
 // and what is allowed.

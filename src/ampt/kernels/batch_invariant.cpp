@@ -179,6 +179,7 @@ struct AttentionOperands {
   const int64_t* start;  // [B]
   float* out;           // [B, H, Tq, Dv]
   int64_t heads, kv_heads, queries, keys, padded_keys, dim, value_dim;
+  int64_t window;  // 0: every key up to the query's own
   float scale;
 };
 
@@ -192,12 +193,12 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void attention_quer
   const int64_t kv = b * a.kv_heads + (row_head % a.heads) / (a.heads / a.kv_heads);
   const float* q = a.q + item * a.dim;
   float* o = a.out + item * a.value_dim;
-  const int64_t first = a.start[b];
   const int64_t last = a.keys - a.queries + i;
-  if (last < first) {
+  if (last < a.start[b]) {
     std::memset(o, 0, static_cast<size_t>(a.value_dim) * sizeof(float));
     return;
   }
+  const int64_t first = a.window > 0 ? std::max(a.start[b], last - a.window + 1) : a.start[b];
   const float* kt = a.kt + kv * a.dim * a.padded_keys;
   for (int64_t j = first; j <= last; j += kLanes16) {
     Lanes16 s{};
@@ -277,6 +278,7 @@ struct Fp32Weights {
   const float* w;
   void load(Lanes16& v, int64_t at) const { std::memcpy(&v, w + at, sizeof v); }
   float one(int64_t at) const { return w[at]; }
+  void prefetch(int64_t at) const { __builtin_prefetch(w + at); }
 };
 
 struct Bf16Weights {
@@ -293,6 +295,7 @@ struct Bf16Weights {
     std::memcpy(&f, &bits, sizeof f);
     return f;
   }
+  void prefetch(int64_t at) const { __builtin_prefetch(w + at); }
 };
 
 inline uint32_t round_to_bf16_bits(uint32_t bits) {
@@ -318,6 +321,7 @@ struct Fp32AsBf16Weights {
     std::memcpy(&f, &bits, sizeof f);
     return f;
   }
+  void prefetch(int64_t at) const { __builtin_prefetch(w + at); }
 };
 
 // The 16 lanes added pairwise, as a warp's shuffle-down reduction adds them: lane l + lane l+8,
@@ -361,25 +365,29 @@ constexpr std::array<int, kLanes16> total_lanes() {
   return lane;
 }
 
-__attribute__((always_inline)) inline void lane_sums16(const Lanes16* in, float* out) {
-  // Step masks: the first halves of each group of the two vectors (first's, then second's),
-  // and the second halves (the same lanes + width).
+// lane_sum of a tile's 16 accumulators at once, acc[i][j] (R x C = 16), into one vector whose
+// lane C·i + j holds acc[i][j]'s total: each vector enters the tree at the position whose total
+// lands in that lane. The steps' masks: the first halves of each group of the two vectors (first's,
+// then second's), and the second halves (the same lanes + width).
+template <int R, int C>
+__attribute__((always_inline)) inline void lane_sums16(const Lanes16 (&acc)[R][C], Lanes16& totals) {
+  static_assert(R * C == kLanes16);
   const Index16 low8{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
   const Index16 low4{0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27};
   const Index16 low2{0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
   const Index16 low1{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30};
   const Index16 high8 = low8 + 8, high4 = low4 + 4, high2 = low2 + 2, high1 = low1 + 1;
+  constexpr auto lane_of = total_lanes();
   Lanes16 v[kLanes16];
-  for (int i = 0; i < kLanes16; ++i) v[i] = in[i];
+#pragma GCC unroll 16
+  for (int i = 0; i < kLanes16; ++i) v[i] = acc[lane_of[i] / C][lane_of[i] % C];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) halves_add(v[i], v[2 * i], v[2 * i + 1], low8, high8);
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) halves_add(v[i], v[2 * i], v[2 * i + 1], low4, high4);
 #pragma GCC unroll 2
   for (int i = 0; i < 2; ++i) halves_add(v[i], v[2 * i], v[2 * i + 1], low2, high2);
-  halves_add(v[0], v[0], v[1], low1, high1);
-  constexpr auto lane_of = total_lanes();
-  for (int i = 0; i < kLanes16; ++i) out[i] = v[0][lane_of[i]];
+  halves_add(totals, v[0], v[1], low1, high1);
 }
 
 struct LinearOperands {
@@ -389,20 +397,39 @@ struct LinearOperands {
   int64_t rows, in, cols;
 };
 
+// A tile's outputs that fall inside y, total(i, j) + the bias.
+template <int R, int C, class Total>
+__attribute__((always_inline)) inline void store_tile(const LinearOperands& a, int64_t r0, int64_t n0,
+                                                      const Total& total) {
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) {
+    if (r0 + i >= a.rows) break;
+    float* y = a.y + (r0 + i) * a.cols;
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      if (n0 + j >= a.cols) break;
+      y[n0 + j] = a.bias != nullptr ? total(i, j) + a.bias[n0 + j] : total(i, j);
+    }
+  }
+}
+
 // Outputs (r0.., n0..) of an R x C tile: element (r, n) is the 16 lanes' sums, lane l of
 // x[r, k]·w[n, k] over the k ≡ l (mod 16) ascending (a last partial group of k padded with
 // 0·0), the lanes then added pairwise (lane_sum), then the bias. Rows and columns past the last read the last (their results are dropped), so an
 // element's arithmetic does not depend on the tile it falls in, nor the tile's shape on anything
 // but the CPU (every shape gives the same bits).
-template <int R, int C, class Weights>
+template <int R, int C, bool Fetch, class Weights>
 __attribute__((always_inline)) inline void linear_tile(const LinearOperands& a, const Weights& w,
                                                        int64_t r0, int64_t n0) {
   const float* x[R];
-  int64_t wrow[C];
+  int64_t wrow[C], next[C];
 #pragma GCC unroll 8
   for (int i = 0; i < R; ++i) x[i] = a.x + (r0 + i < a.rows ? r0 + i : a.rows - 1) * a.in;
 #pragma GCC unroll 8
-  for (int j = 0; j < C; ++j) wrow[j] = (n0 + j < a.cols ? n0 + j : a.cols - 1) * a.in;
+  for (int j = 0; j < C; ++j) {
+    wrow[j] = (n0 + j < a.cols ? n0 + j : a.cols - 1) * a.in;
+    next[j] = (n0 + C + j < a.cols ? n0 + C + j : a.cols - 1) * a.in;
+  }
   Lanes16 acc[R][C] = {};
   const int64_t whole = a.in / kLanes16 * kLanes16;
   for (int64_t k = 0; k < whole; k += kLanes16) {
@@ -411,6 +438,10 @@ __attribute__((always_inline)) inline void linear_tile(const LinearOperands& a, 
     for (int i = 0; i < R; ++i) load16(xv[i], x[i] + k);
 #pragma GCC unroll 8
     for (int j = 0; j < C; ++j) w.load(wv[j], wrow[j] + k);
+    if constexpr (Fetch) {
+#pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) w.prefetch(next[j] + k);
+    }
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 8
@@ -440,38 +471,61 @@ __attribute__((always_inline)) inline void linear_tile(const LinearOperands& a, 
       for (int j = 0; j < C; ++j) acc[i][j] += xv[i] * wv[j];
     }
   }
-  float totals[R][C];
   if constexpr (R * C == kLanes16) {
-    lane_sums16(&acc[0][0], &totals[0][0]);
+    Lanes16 totals;
+    lane_sums16(acc, totals);
+    if (r0 + R <= a.rows && n0 + C <= a.cols) {
+      // A whole tile: each row's C totals (+ their biases) stored at once.
+      if (a.bias != nullptr) {
+        float b[kLanes16];
+#pragma GCC unroll 16
+        for (int l = 0; l < kLanes16; ++l) b[l] = a.bias[n0 + l % C];
+        Lanes16 bv;
+        load16(bv, b);
+        totals += bv;
+      }
+      float t[kLanes16];
+      std::memcpy(t, &totals, sizeof t);
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) std::memcpy(a.y + (r0 + i) * a.cols + n0, t + C * i, C * sizeof(float));
+      return;
+    }
+    store_tile<R, C>(a, r0, n0, [&](int i, int j) { return totals[C * i + j]; });
   } else {
+    float totals[R][C];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 8
       for (int j = 0; j < C; ++j) totals[i][j] = lane_sum(acc[i][j]);
     }
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < R; ++i) {
-    if (r0 + i >= a.rows) break;
-    float* y = a.y + (r0 + i) * a.cols;
-#pragma GCC unroll 8
-    for (int j = 0; j < C; ++j) {
-      if (n0 + j >= a.cols) break;
-      y[n0 + j] = a.bias != nullptr ? totals[i][j] + a.bias[n0 + j] : totals[i][j];
-    }
+    store_tile<R, C>(a, r0, n0, [&](int i, int j) { return totals[i][j]; });
   }
 }
 
-// Column tiles [first, last) of C columns, each over all rows in tiles of R (the tile's weight
-// rows stay in L1 while the rows pass), rows in blocks so that a block stays in L2.
+// Column tiles [first, last) of C columns. The columns go in panels whose weights stay in L2
+// while every row passes (each weight read from memory once a call), the rows in blocks whose
+// inputs stay in L1 while the panel's tiles pass, each tile's weights in L1 while the block's
+// rows pass.
 template <int R, int C, class Weights>
 __attribute__((always_inline)) inline void linear_panels(const LinearOperands& a, const Weights& w,
                                                          int64_t first, int64_t last) {
-  constexpr int64_t kBlockRows = 128;
-  for (int64_t block = 0; block < a.rows; block += kBlockRows) {
-    const int64_t end = block + kBlockRows < a.rows ? block + kBlockRows : a.rows;
-    for (int64_t t = first; t < last; ++t) {
-      for (int64_t r = block; r < end; r += R) linear_tile<R, C>(a, w, r, t * C);
+  constexpr int64_t kBlockBytes = 24 << 10;   // of L1's 32 KiB or more
+  constexpr int64_t kPanelBytes = 256 << 10;  // of L2's 512 KiB or more
+  const int64_t row_bytes = a.in * static_cast<int64_t>(sizeof(float));
+  const int64_t block_rows = kBlockBytes / row_bytes / R * R > R ? kBlockBytes / row_bytes / R * R : R;
+  const int64_t panel_tiles = kPanelBytes / (C * row_bytes) > 1 ? kPanelBytes / (C * row_bytes) : 1;
+  for (int64_t panel = first; panel < last; panel += panel_tiles) {
+    const int64_t panel_end = panel + panel_tiles < last ? panel + panel_tiles : last;
+    for (int64_t block = 0; block < a.rows; block += block_rows) {
+      const int64_t end = block + block_rows < a.rows ? block + block_rows : a.rows;
+      for (int64_t t = panel; t < panel_end; ++t) {
+        // The first row tile fetches the next column tile's weights while it computes: from
+        // memory in the first block (a decode step's head reads each weight once, and a miss
+        // costs more than the tile's arithmetic), from L2 after; the other row tiles find this
+        // tile's in L1.
+        linear_tile<R, C, true>(a, w, block, t * C);
+        for (int64_t r = block + R; r < end; r += R) linear_tile<R, C, false>(a, w, r, t * C);
+      }
     }
   }
 }
@@ -614,7 +668,8 @@ class InvariantLinearFunction : public torch::autograd::Function<InvariantLinear
 };
 
 torch::Tensor attention_values(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, const torch::Tensor& start, double scale) {
+                               const torch::Tensor& v, const torch::Tensor& start, double scale,
+                               int64_t window) {
   const int64_t batch = q.size(0), heads = q.size(1), queries = q.size(2), dim = q.size(3);
   const int64_t kv_heads = k.size(1), keys = k.size(2), value_dim = v.size(3);
   const auto fp32 = q.options().dtype(torch::kFloat32);
@@ -639,6 +694,7 @@ torch::Tensor attention_values(const torch::Tensor& q, const torch::Tensor& k,
                                      padded_keys,
                                      dim,
                                      value_dim,
+                                     window,
                                      static_cast<float>(scale)};
     const int64_t grain = std::max<int64_t>(1, kWorkPerTask / std::max<int64_t>(1, keys * (dim + value_dim)));
     at::parallel_for(0, items, grain, [&](int64_t begin, int64_t end) {
@@ -652,13 +708,15 @@ torch::Tensor attention_values(const torch::Tensor& q, const torch::Tensor& k,
 // The same attention from ATen's operations, which autograd differentiates: a padding query
 // attends everywhere, so that its softmax stays finite, and its output is then zeroed.
 torch::Tensor math_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                             const torch::Tensor& start, double scale) {
+                             const torch::Tensor& start, double scale, int64_t window) {
   const int64_t queries = q.size(2), keys = k.size(2), group = q.size(1) / k.size(1);
   const auto key = torch::arange(keys, start.options()).view({1, 1, 1, keys});
   const auto position = torch::arange(keys - queries, keys, start.options()).view({1, 1, queries, 1});
   const auto first = start.view({-1, 1, 1, 1});
   const auto valid = position.ge(first);
-  const auto allowed = key.le(position).logical_and(key.ge(first)).logical_or(valid.logical_not());
+  auto seen = key.le(position).logical_and(key.ge(first));
+  if (window > 0) seen = seen.logical_and(key.gt(position - window));
+  const auto allowed = seen.logical_or(valid.logical_not());
   const auto scores = q.matmul(k.repeat_interleave(group, 1).transpose(2, 3)).mul(scale);
   const auto weights =
       scores.masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity()).softmax(-1);
@@ -668,10 +726,12 @@ torch::Tensor math_attention(const torch::Tensor& q, const torch::Tensor& k, con
 class InvariantAttentionFunction : public torch::autograd::Function<InvariantAttentionFunction> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, const torch::Tensor& start, double scale) {
+                               const torch::Tensor& v, const torch::Tensor& start, double scale,
+                               int64_t window) {
     ctx->save_for_backward({q, k, v, start});
     ctx->saved_data["scale"] = scale;
-    return attention_values(q, k, v, start, scale);
+    ctx->saved_data["window"] = window;
+    return attention_values(q, k, v, start, scale, window);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -685,10 +745,11 @@ class InvariantAttentionFunction : public torch::autograd::Function<InvariantAtt
       inputs.push_back(saved[i].detach().to(torch::kFloat32).requires_grad_(true));
     }
     const auto y = math_attention(inputs[0], inputs[1], inputs[2], start,
-                                  ctx->saved_data["scale"].toDouble());
+                                  ctx->saved_data["scale"].toDouble(),
+                                  ctx->saved_data["window"].toInt());
     const auto g = torch::autograd::grad({y}, inputs, {grads[0].to(torch::kFloat32)});
     return {g[0].to(saved[0].scalar_type()), g[1].to(saved[1].scalar_type()),
-            g[2].to(saved[2].scalar_type()), torch::Tensor(), torch::Tensor()};
+            g[2].to(saved[2].scalar_type()), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -762,7 +823,7 @@ torch::Tensor invariant_linear(const torch::Tensor& x, const torch::Tensor& weig
 
 torch::Tensor invariant_causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                          const torch::Tensor& v, const torch::Tensor& key_start,
-                                         std::optional<double> scale) {
+                                         std::optional<double> scale, int64_t window) {
   require_cpu("attention", "q", q);
   require_cpu("attention", "k", k);
   require_cpu("attention", "v", v);
@@ -792,8 +853,10 @@ torch::Tensor invariant_causal_attention(const torch::Tensor& q, const torch::Te
     TORCH_CHECK(first[b] >= 0 && first[b] <= keys, "batch-invariant attention: key_start[", b,
                 "] is ", first[b], "; 0 to the ", keys, " keys are allowed");
   }
+  TORCH_CHECK(window >= 0, "batch-invariant attention: window ", window,
+              "; 0 (every key) or a positive number of positions is allowed");
   const double s = scale.value_or(1.0 / std::sqrt(static_cast<double>(cq.size(3))));
-  return InvariantAttentionFunction::apply(cq, ck, cv, start, s);
+  return InvariantAttentionFunction::apply(cq, ck, cv, start, s, window);
 }
 
 }  // namespace ampt::kernels

@@ -63,11 +63,13 @@ torch::Tensor invariant_linear(const torch::Tensor& x, const torch::Tensor& weig
 // ascending, times scale; their max; the exponentials (a fixed polynomial of multiplications
 // and additions, the same on every device, not the C library's expf) summed with keys
 // ascending; Σ_j e_j·v[j] with keys ascending, divided by that sum, rounded once to the dtype.
-// Gradients to q, k and v from ATen's math attention under the same mask, in float32.
+// window > 0 (sliding-window attention) keeps a query's keys to its own and the window - 1
+// before it. Gradients to q, k and v from ATen's math attention under the same mask, in float32.
 torch::Tensor invariant_causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                          const torch::Tensor& v,
                                          const torch::Tensor& key_start = {},
-                                         std::optional<double> scale = std::nullopt);
+                                         std::optional<double> scale = std::nullopt,
+                                         int64_t window = 0);
 
 // The activations elementwise from the same fixed exponential (float32 in, rounded once to x's
 // dtype): SiLU x·σ(x), and GELU with approximate "tanh" (GPT-2's) or "none" (erf by Abramowitz

@@ -24,7 +24,7 @@ int64_t gpt_training_flops_per_token(int64_t parameters, const GptDims& dims, in
 
 // The same convention for a Llama: 6 FLOPs per matmul weight (the head included, the input
 // embedding, a lookup, not; its norms left out; of experts, the top_k a token goes through and
-// the routers) plus attention's 6·L·C·T.
+// the routers) plus attention's 6·L·C·T, T a sliding layer's window where that is shorter.
 int64_t llama_training_flops_per_token(const LlamaDims& dims, int64_t seq_len);
 
 }  // namespace ampt::models

@@ -95,6 +95,11 @@ int64_t gpt_window(const config::Config& config, const GptDims& dims) {
 
 GptDims resolve_gpt_dims(const config::Config& config) {
   if (!is_gpt(config.model)) throw std::invalid_argument("not a GPT model: " + config.model);
+  if (config.sliding_window != 0) {
+    throw UsageError(fmt::format("sliding_window {} with model {}: GPT-2's attention has no window; "
+                                 "the Llama family's mistral, qwen2 and qwen3 presets have one",
+                                 config.sliding_window, config.model));
+  }
   if (!config.init_from.empty()) return gpt_pretrained_dims(config);
   const std::string preset_name = config.model == "gpt" ? "gpt-tiny" : config.model;
   GptDims dims = std::ranges::find(gpt_presets(), preset_name, &GptPreset::name)->dims;

@@ -4,6 +4,8 @@
 // an uncached forward, so that exact mode's two share one kernel.
 #pragma once
 
+#include "ampt/models/attention_spec.h"
+
 #include <torch/types.h>
 
 #include <cstdint>
@@ -42,18 +44,20 @@ struct CacheStep {
 // heads, T_new, head_dim] (heads a multiple of kv heads: grouped-query attention) over every
 // position held, as step.mask allows → [B, heads, T_new, head_dim]; in exact mode
 // (kernels/batch_invariant.h) by invariant_causal_attention from each row's step.first, the
-// arithmetic of the training forward's attention. Throws RuntimeError past the buffers' capacity.
+// arithmetic of the training forward's attention. A query sees only the keys within spec's
+// window of it. Throws RuntimeError past the buffers' capacity.
 torch::Tensor cached_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v,
                                std::pair<torch::Tensor, torch::Tensor>& layer,
-                               const CacheStep& step);
+                               const CacheStep& step, const AttentionSpec& spec = {});
 
 // The causal attention of a forward without a cache (training, evaluation): q [B, heads, T, D]
-// over k and v [B, kv heads, T, D], each position attending to itself and those before it, with
-// attention `dropout`: SDPA's (is_causal, which lets it pick flash attention on a GPU), or in
-// exact mode invariant_causal_attention, as cached_attention computes the same positions. Exact
-// mode has no attention dropout: throws UsageError for dropout > 0 there.
+// over k and v [B, kv heads, T, D], each position attending to itself and those before it
+// (within spec's window of it), with attention `dropout`: SDPA's (is_causal, which lets it pick
+// flash attention on a GPU; a window FlashAttention's own on a GPU in half precision, else SDPA
+// with a banded mask), or in exact mode invariant_causal_attention, as cached_attention computes
+// the same positions. Exact mode has no attention dropout: throws UsageError for dropout > 0 there.
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, double dropout);
+                               const torch::Tensor& v, double dropout, const AttentionSpec& spec = {});
 
 }  // namespace ampt::models

@@ -28,9 +28,10 @@ torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
   return weight * normed.to(x.scalar_type());
 }
 
-LlamaAttentionImpl::LlamaAttentionImpl(const LlamaDims& dims, const std::vector<LinearLayer>& block)
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaDims& dims, const std::vector<LinearLayer>& block,
+                                       AttentionSpec spec)
     : n_head_(dims.n_head), n_kv_head_(dims.n_kv_head), head_dim_(dims.head_dim()),
-      dropout_(dims.dropout) {
+      dropout_(dims.dropout), spec_(spec) {
   q_proj = register_declared(*this, block, LinearRole::q);
   k_proj = register_declared(*this, block, LinearRole::k);
   v_proj = register_declared(*this, block, LinearRole::v);
@@ -57,8 +58,8 @@ torch::Tensor LlamaAttentionImpl::attend(const torch::Tensor& q, const torch::Te
   const double dropout = is_training() ? dropout_ : 0.0;
   // causal_attention's enable_gqa shares each key/value head among its group of query heads
   // without copying it n_head / n_kv_head times.
-  return project_out(packed.packed() ? packed_attention(q, k, v, packed, dropout)
-                                     : causal_attention(q, k, v, dropout));
+  return project_out(packed.packed() ? packed_attention(q, k, v, packed, dropout, spec_)
+                                     : causal_attention(q, k, v, dropout, spec_));
 }
 
 torch::Tensor LlamaAttentionImpl::project_out(const torch::Tensor& y) {
@@ -82,7 +83,7 @@ torch::Tensor LlamaAttentionImpl::forward_cached(const torch::Tensor& x, const R
                                                  const CacheStep& step,
                                                  std::pair<torch::Tensor, torch::Tensor>& cache) {
   const auto [q, k, v] = qkv(x, angles);
-  return project_out(cached_attention(q, k, v, cache, step));
+  return project_out(cached_attention(q, k, v, cache, step, spec_));
 }
 
 LlamaMlpImpl::LlamaMlpImpl(const std::vector<LinearLayer>& block) {
@@ -97,12 +98,12 @@ torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x) {
   return down_proj->forward(activated * up_proj->forward(x));
 }
 
-LlamaBlockImpl::LlamaBlockImpl(const LlamaDims& dims, const std::vector<LinearLayer>& block,
-                               const SparseLayers& sparse) {
+LlamaBlockImpl::LlamaBlockImpl(const LlamaDims& dims, int64_t layer,
+                               const std::vector<LinearLayer>& block, const SparseLayers& sparse) {
   // The attention and the MLP are registered as the inventory's layer names say.
   const auto parent = [&](LinearRole role) { return module_path(layer_of(block, role)).front(); };
   input_layernorm = register_module("input_layernorm", RmsNorm(dims.n_embd, dims.rms_norm_eps));
-  self_attn = register_module(parent(LinearRole::q), LlamaAttention(dims, block));
+  self_attn = register_module(parent(LinearRole::q), LlamaAttention(dims, block, dims.attention(layer)));
   post_attention_layernorm =
       register_module("post_attention_layernorm", RmsNorm(dims.n_embd, dims.rms_norm_eps));
   if (sparse.sparse()) {
@@ -148,7 +149,8 @@ LlamaImpl::LlamaImpl(const LlamaDims& dims)
   const auto inventory = layer_inventory(dims);
   for (int64_t i = 0; i < dims.n_layer; ++i) {
     const auto& block = inventory.blocks[i];
-    blocks_->push_back(LlamaBlock(dims, linears_of(inventory, block), sparse_layers_of(inventory, block)));
+    blocks_->push_back(
+        LlamaBlock(dims, i, linears_of(inventory, block), sparse_layers_of(inventory, block)));
   }
   register_module("layers", blocks_);
   norm_ = register_module("norm", RmsNorm(dims.n_embd, dims.rms_norm_eps));

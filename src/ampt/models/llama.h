@@ -38,12 +38,13 @@ class RmsNormImpl : public torch::nn::Module, public precision::NormRole {
 TORCH_MODULE(RmsNorm);
 
 // Causal self-attention with n_head query heads sharing n_kv_head key/value heads (SDPA's
-// enable_gqa), rotary positions on queries and keys; Qwen3's normalise each query and key head
-// (q_norm, k_norm over head_dim) before the rotation.
+// enable_gqa), rotary positions on queries and keys, within a sliding window where `spec` has
+// one; Qwen3's normalise each query and key head (q_norm, k_norm over head_dim) before the
+// rotation.
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
   // `block`: its block's inventory entries (its Linears' names and shapes).
-  LlamaAttentionImpl(const LlamaDims& dims, const std::vector<LinearLayer>& block);
+  LlamaAttentionImpl(const LlamaDims& dims, const std::vector<LinearLayer>& block, AttentionSpec spec);
   // x [B, T, C] at the positions `angles` holds → [B, T, C], each token attending within its
   // own example where `packed` cuts the rows into examples.
   torch::Tensor forward(const torch::Tensor& x, const RotaryAngles& angles,
@@ -73,6 +74,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
 
   int64_t n_head_, n_kv_head_, head_dim_;
   double dropout_;
+  AttentionSpec spec_;
 };
 TORCH_MODULE(LlamaAttention);
 
@@ -91,8 +93,8 @@ TORCH_MODULE(LlamaMlp);
 // reports their router logits.
 class LlamaBlockImpl : public DecoderBlockImpl {
  public:
-  // `block`: its Linears; `sparse`: its router and expert groups where it is sparse.
-  LlamaBlockImpl(const LlamaDims& dims, const std::vector<LinearLayer>& block,
+  // `block`: block `layer`'s Linears; `sparse`: its router and expert groups where it is sparse.
+  LlamaBlockImpl(const LlamaDims& dims, int64_t layer, const std::vector<LinearLayer>& block,
                  const SparseLayers& sparse);
   BlockOutputs forward(const torch::Tensor& x, const BlockContext& context) override;
   torch::Tensor forward_cached(const torch::Tensor& x, const BlockContext& context,

@@ -55,10 +55,18 @@ std::string architecture(const LlamaDims& d, bool grad_ckpt, bool router_losses)
   const auto heads = own_heads ? fmt::format(", head_dim {}", d.head_dim()) : "";
   const auto mlp = d.moe.active() ? experts(d, router_losses)
                                   : fmt::format("intermediate {}", d.intermediate);
+  std::string window;
+  if (d.sliding_window > 0) {
+    int64_t sliding = 0;
+    for (int64_t layer = 0; layer < d.n_layer; ++layer) sliding += d.window(layer) > 0 ? 1 : 0;
+    window = sliding == d.n_layer
+                 ? fmt::format(", sliding window {}", d.sliding_window)
+                 : fmt::format(", sliding window {} in {} of {} layers", d.sliding_window, sliding, d.n_layer);
+  }
   return fmt::format("{}: n_layer {}, n_embd {}, n_head {}, n_kv_head {}{}, {}, "
-                     "block_size {}, vocab_size {}, {}{}{}{}{}",
+                     "block_size {}{}, vocab_size {}, {}{}{}{}{}",
                      d.flavour, d.n_layer, d.n_embd, d.n_head, d.n_kv_head, heads, mlp,
-                     d.block_size, d.vocab_size, rope, d.qkv_bias ? ", q/k/v biases" : "",
+                     d.block_size, window, d.vocab_size, rope, d.qkv_bias ? ", q/k/v biases" : "",
                      d.qk_norm ? ", q/k norms" : "", d.tied_head ? ", tied head" : "",
                      grad_ckpt ? ", blocks recomputed in backward" : "");
 }

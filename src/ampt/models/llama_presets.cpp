@@ -83,6 +83,12 @@ LlamaDims llama_pretrained_dims(const config::Config& config) {
     throw UsageError(fmt::format("block_size {} exceeds {}'s max_position_embeddings {}",
                                  config.block_size, files.config_json, dims.block_size));
   }
+  if (config.sliding_window != 0 && config.sliding_window != dims.sliding_window) {
+    throw UsageError(fmt::format("sliding_window {} contradicts {}, whose window is {}: leave "
+                                 "sliding_window out with init_from",
+                                 config.sliding_window, files.config_json,
+                                 dims.sliding_window > 0 ? std::to_string(dims.sliding_window) : "none"));
+  }
   const auto preset = std::ranges::find(llama_presets(), config.model, &LlamaPreset::name);
   // A tiny preset's name stands for its family: it takes any architecture of it.
   const bool base = preset->published == 0;
@@ -241,6 +247,22 @@ LlamaDims option_dims(const config::Config& config) {
   if (config.vocab_size != 0) dims.vocab_size = config.vocab_size;
   if (config.n_head != 0) dims.n_head = config.n_head;
   dims.dropout = config.dropout;
+  if (config.sliding_window != 0) {
+    if (dims.flavour == "llama") {
+      throw UsageError(fmt::format("sliding_window {} with model {}: a llama model has no sliding "
+                                   "window (transformers' LlamaForCausalLM); mistral, mixtral, "
+                                   "qwen2, qwen3 and qwen3-moe have one",
+                                   config.sliding_window, config.model));
+    }
+    if (config.sliding_window > dims.block_size) {
+      throw UsageError(fmt::format("sliding_window {} exceeds model {}'s context of {} positions "
+                                   "(block_size): a window that long is full attention; give 0 or "
+                                   "a window of at most {}",
+                                   config.sliding_window, config.model, dims.block_size, dims.block_size));
+    }
+    dims.sliding_window = config.sliding_window;
+    dims.sliding_layers.clear();
+  }
   if ((dims.head_size == 0 && dims.n_embd % dims.n_head != 0) || dims.head_dim() % 2 != 0) {
     throw UsageError(fmt::format(
         "n_embd {} is not divisible by n_head {} into an even head size (model {}): rotary "

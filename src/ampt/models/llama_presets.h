@@ -4,6 +4,7 @@
 
 #include "ampt/config/config.h"
 #include "ampt/hf/llama_config.h"
+#include "ampt/models/attention_spec.h"
 #include "ampt/models/layer_inventory.h"
 
 #include <cstdint>
@@ -30,6 +31,9 @@ struct LlamaDims : hf::LlamaArchitecture {
   // The router z-loss's weight in the training loss (--router_z_loss_coef; 0: off).
   double router_z_loss_coef = 0.0;
   ExpertShard expert_shard;
+
+  // How block `layer` attends: within its sliding window, if it has one.
+  AttentionSpec attention(int64_t layer) const { return {window(layer)}; }
 
   // Parameters of a model of these dimensions, and of those one token computes with (the same
   // without experts; with them, only top_k of each sparse block's experts): what FLOPs and MFU

@@ -4,7 +4,6 @@
 #include "ampt/core/errors.h"
 #include "ampt/kernels/batch_invariant.h"
 
-#include <ATen/ops/_flash_attention_forward.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
 
 namespace ampt::models {
@@ -43,29 +42,23 @@ PackedLayout packed_layout(const torch::Tensor& positions, const torch::Tensor& 
 }
 
 torch::Tensor packed_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, const PackedLayout& layout, double dropout) {
-  const int64_t batch = q.size(0), heads = q.size(1), time = q.size(2), width = q.size(3);
+                               const torch::Tensor& v, const PackedLayout& layout, double dropout,
+                               const AttentionSpec& spec) {
   if (kernels::batch_invariant()) {
     throw UsageError("exact mode's attention takes one sequence a row, and this forward packs examples "
                      "into rows: turn packing off for it");
   }
-  if (layout.cumulative_lengths.defined() && varlen_runs(q.device(), q.scalar_type()) &&
-      k.scalar_type() == q.scalar_type()) {
-    // [B, heads, T, d] → [B·T, heads, d]: the examples end to end, as the kernel reads them.
-    const auto tokens = [&](const torch::Tensor& t) {
-      return t.transpose(1, 2).reshape({batch * time, t.size(1), width});
-    };
-    const auto& lengths = layout.cumulative_lengths;
-    const auto out = std::get<0>(at::_flash_attention_forward(
-        tokens(q), tokens(k), tokens(v), lengths, lengths, time, time, dropout,
-        /*is_causal=*/true, /*return_debug_mask=*/false));
-    return out.view({batch, time, heads, width}).transpose(1, 2);
+  if (layout.cumulative_lengths.defined() && flash_attention_runs(q, k)) {
+    return flash_causal_attention(q, k, v, layout.cumulative_lengths, dropout, spec);
   }
   // An fp32 island inside a half run: the mask the layout did not need until now.
-  const auto mask = layout.mask.defined() ? layout.mask : example_mask(layout.positions);
+  auto mask = layout.mask.defined() ? layout.mask : example_mask(layout.positions);
+  const int64_t time = q.size(2);
+  // Positions within an example are consecutive, so the window is one over the row's.
+  if (spec.limits(time)) mask = mask.logical_and(causal_band(0, time, 0, time, spec, q.device()));
   return at::scaled_dot_product_attention(q, k, v, mask, dropout, /*is_causal=*/false,
                                           /*scale=*/std::nullopt,
-                                          /*enable_gqa=*/k.size(1) != heads);
+                                          /*enable_gqa=*/k.size(1) != q.size(1));
 }
 
 }  // namespace ampt::models

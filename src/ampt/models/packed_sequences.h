@@ -5,6 +5,8 @@
 // SDPA with a block-diagonal causal mask.
 #pragma once
 
+#include "ampt/models/attention_spec.h"
+
 #include <torch/types.h>
 
 #include <cstdint>
@@ -33,8 +35,9 @@ PackedLayout packed_layout(const torch::Tensor& positions, const torch::Tensor& 
 
 // Causal self-attention within each example of `layout`: q [B, heads, T, head_dim], k and v
 // [B, kv_heads, T, head_dim] (kv_heads dividing heads: grouped-query attention) → [B, heads, T,
-// head_dim], with attention dropout `dropout`.
+// head_dim], with attention dropout `dropout`, within spec's window.
 torch::Tensor packed_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, const PackedLayout& layout, double dropout);
+                               const torch::Tensor& v, const PackedLayout& layout, double dropout,
+                               const AttentionSpec& spec = {});
 
 }  // namespace ampt::models
