@@ -16,9 +16,12 @@ torch::Tensor causal_band(int64_t queries_begin, int64_t queries_end, int64_t ke
   return band;
 }
 
+bool flash_attention_runs(const c10::Device& device, c10::ScalarType dtype) {
+  return device.is_cuda() && (dtype == torch::kBFloat16 || dtype == torch::kHalf);
+}
+
 bool flash_attention_runs(const torch::Tensor& q, const torch::Tensor& k) {
-  const auto dtype = q.scalar_type();
-  return q.is_cuda() && (dtype == torch::kBFloat16 || dtype == torch::kHalf) && k.scalar_type() == dtype;
+  return flash_attention_runs(q.device(), q.scalar_type()) && k.scalar_type() == q.scalar_type();
 }
 
 torch::Tensor flash_causal_attention(const torch::Tensor& q, const torch::Tensor& k,

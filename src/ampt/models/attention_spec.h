@@ -26,8 +26,9 @@ struct AttentionSpec {
 torch::Tensor causal_band(int64_t queries_begin, int64_t queries_end, int64_t key_offset,
                           int64_t keys, const AttentionSpec& spec, const torch::Device& device);
 
-// Whether FlashAttention's own kernels (with their windows and variable lengths) take q and k:
-// on a GPU, in bfloat16 or float16, both of one dtype.
+// Whether FlashAttention's own kernels (with their windows and variable lengths) run on `device`
+// in `dtype`: on a GPU, in bfloat16 or float16; for q and k, both of that one dtype.
+bool flash_attention_runs(const c10::Device& device, c10::ScalarType dtype);
 bool flash_attention_runs(const torch::Tensor& q, const torch::Tensor& k);
 
 // Causal FlashAttention of q [B, heads, T, D] over k and v [B, kv heads, T, D] within spec's

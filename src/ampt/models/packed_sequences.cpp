@@ -9,10 +9,6 @@
 namespace ampt::models {
 namespace {
 
-bool varlen_runs(const c10::Device& device, c10::ScalarType dtype) {
-  return device.is_cuda() && (dtype == torch::kBFloat16 || dtype == torch::kHalf);
-}
-
 // Example ids [B, T]: a row's examples numbered from 0, a new one wherever the position is 0.
 torch::Tensor example_ids(const torch::Tensor& positions) {
   return positions.eq(0).cumsum(1);
@@ -21,8 +17,8 @@ torch::Tensor example_ids(const torch::Tensor& positions) {
 torch::Tensor example_mask(const torch::Tensor& positions) {
   const auto ids = example_ids(positions);
   const int64_t time = positions.size(1);
-  const auto causal = torch::ones({time, time}, positions.options().dtype(torch::kBool)).tril();
-  return ids.unsqueeze(2).eq(ids.unsqueeze(1)).logical_and_(causal).unsqueeze(1);
+  return ids.unsqueeze(2).eq(ids.unsqueeze(1)).unsqueeze(1).logical_and_(
+      causal_band(0, time, 0, time, {}, positions.device()));
 }
 
 }  // namespace
@@ -33,7 +29,7 @@ PackedLayout packed_layout(const torch::Tensor& positions, const torch::Tensor& 
   if (!positions.defined()) return layout;
   layout.positions = positions;
   const auto dtype = autocast_dtype(positions.device().type()).value_or(model_dtype);
-  if (varlen_runs(positions.device(), dtype) && starts.defined()) {
+  if (flash_attention_runs(positions.device(), dtype) && starts.defined()) {
     layout.cumulative_lengths = starts.to(positions.device(), torch::kInt32);
   } else {
     layout.mask = example_mask(positions);
