@@ -91,6 +91,17 @@ if ! "$venv/bin/python" -c "import trl" >/dev/null 2>&1; then
     || fail "installed trl into $venv, but it does not import (see $venv/pip-install.log)"
 fi
 
+# Arrow and Parquet C++ come from the pyarrow wheel (CMakeLists.txt links its libarrow and
+# libparquet; a new pyarrow is a new soname, so the version is pinned). datasets is the tests'
+# reference for what Parquet and Arrow datasets hold (tests/data/datasets_reference.py).
+pyarrow_version="26.0.1"
+if ! "$venv/bin/python" -c "import pyarrow, datasets, sys; sys.exit(pyarrow.__version__ != '$pyarrow_version')" >/dev/null 2>&1; then
+  note "installing pyarrow $pyarrow_version (Arrow and Parquet C++) and datasets 5.2.0 into $venv"
+  pip_install "pyarrow and datasets" "pyarrow==$pyarrow_version" "datasets==5.2.0"
+  "$venv/bin/python" -c "import pyarrow, datasets" >/dev/null 2>&1 \
+    || fail "installed pyarrow and datasets into $venv, but one of them does not import (see $venv/pip-install.log)"
+fi
+
 # The math reward is checked against math-verify's verdicts (tests/reward/math_verify_reference.py).
 if ! "$venv/bin/python" -c "import math_verify" >/dev/null 2>&1; then
   note "installing math-verify 0.9.0 (the math reward's reference) into $venv"

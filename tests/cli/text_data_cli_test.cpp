@@ -133,7 +133,8 @@ TEST_CASE("cli: the text data options reject bad values with one line", "[cli][t
   error({"--tokenizer", dir + "/absent"}, 1, dir + "/absent: tokenizer not found");
   error({"--dataset", "jsonl:"}, 2,
         "invalid value 'jsonl:' for dataset (flag --dataset): expected one of synthetic, "
-        "text:PATH, jsonl:PATH, tokens:PATH_OR_GLOB, mnist:DIR, fashion-mnist:DIR or cifar10:DIR");
+        "text:PATH, jsonl:PATH, parquet:PATH, arrow:PATH, tokens:PATH_OR_GLOB, mnist:DIR, fashion-mnist:DIR or "
+        "cifar10:DIR");
   error({"--dataset", "jsonl:" + dir + "/a.txt"}, 1, dir + "/a.txt: line 1: invalid JSON: ");
 }
 

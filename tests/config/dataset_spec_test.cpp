@@ -16,6 +16,12 @@ TEST_CASE("dataset specs: synthetic or KIND:PATH", "[config][dataset]") {
   REQUIRE(jsonl);
   CHECK(jsonl->kind == DatasetKind::jsonl);
   CHECK(jsonl->path == "data/*.jsonl");
+  CHECK(parse_dataset_spec("parquet:hub/gsm8k")->kind == DatasetKind::parquet);
+  CHECK(parse_dataset_spec("arrow:saved/")->kind == DatasetKind::arrow);
+  CHECK(is_record_data(DatasetKind::parquet));
+  CHECK(is_record_data(DatasetKind::arrow));
+  CHECK(is_record_data(DatasetKind::jsonl));
+  CHECK_FALSE(is_record_data(DatasetKind::text));
   CHECK(parse_dataset_spec("text:a:b")->path == "a:b");  // only the first colon separates
   for (const char* bad : {"", "mnist", "mnist:", "jsonl:", "json:x", "synthetic:x", "imagenet:/d",
                           ":x", "Text:x"}) {
@@ -31,8 +37,8 @@ TEST_CASE("the dataset option rejects malformed specs with the valid forms", "[c
   CHECK(config.dataset == "cifar10:/data/cifar");
   CHECK_THROWS_WITH(option.set(config, "cifar", Source{Source::Kind::flag, "--dataset"}),
                     "invalid value 'cifar' for dataset (flag --dataset): expected one of "
-                    "synthetic, text:PATH, jsonl:PATH, tokens:PATH_OR_GLOB, mnist:DIR, "
-                    "fashion-mnist:DIR or cifar10:DIR");
+                    "synthetic, text:PATH, jsonl:PATH, parquet:PATH, arrow:PATH, tokens:PATH_OR_GLOB, "
+                    "mnist:DIR, fashion-mnist:DIR or cifar10:DIR");
 }
 
 TEST_CASE("text, JSON Lines and token files are language-model data", "[config][dataset]") {

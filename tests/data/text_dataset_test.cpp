@@ -373,6 +373,6 @@ TEST_CASE("text: --document_mask gives each window's documents positions of thei
                         "drop --document_mask");
   config.dataset = "synthetic";
   CHECK_THROWS_WITH(open_dataset(config, {SampleRequest::Form::tokens, 8, 300}),
-                    "--document_mask keeps the documents of text:, jsonl: or tokens: data apart; "
-                    "dataset 'synthetic' has no documents: drop --document_mask");
+                    "--document_mask keeps the documents of text:, record (jsonl:, parquet:, arrow:) or "
+                    "tokens: data apart; dataset 'synthetic' has no documents: drop --document_mask");
 }

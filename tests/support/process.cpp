@@ -87,6 +87,15 @@ void drain(int out_fd, int err_fd, std::string& out, std::string& err) {
 pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
             posix_spawn_file_actions_t* actions) {
   std::vector<std::string> args = argv;
+#ifdef AMPT_PYTHON_CLIENT
+  // A reference script runs in the Python that has imported torch and transformers already
+  // (support/python_server.py); AMPT_PYTHON_SERVER=0 runs each in a python of its own.
+  const char* server = std::getenv("AMPT_PYTHON_SERVER");
+  if (args.size() >= 2 && args[0] == AMPT_PYTHON && args[1].ends_with(".py") &&
+      (server == nullptr || std::string(server) != "0")) {
+    args[0] = AMPT_PYTHON_CLIENT;
+  }
+#endif
   std::vector<std::string> envs = child_environment(env);
   auto c_args = c_strings(args);
   auto c_envs = c_strings(envs);

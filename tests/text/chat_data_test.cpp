@@ -176,8 +176,8 @@ TEST_CASE("chat data: a bad record is one line naming its file, line and field",
 
   write_file(dir + "/a.txt", "text");
   CHECK_THROWS_WITH(tokenize_chats(tokenizer, chat, {dir + "/a.txt"}, {}, [](auto, auto) {}),
-                    dir + "/a.txt: not a .jsonl file: instruction records (prompt/completion or "
-                          "messages) are read from JSON Lines only");
+                    dir + "/a.txt: not a record file: instruction records (prompt/completion or "
+                          "messages) are read from JSON Lines (.jsonl), Parquet and Arrow files");
 }
 
 TEST_CASE("chat data: tokenize_chats gives encode_chat's ids, in batches across threads", "[text][chat]") {

@@ -145,7 +145,7 @@ TEST_CASE("chat templates: bad records, templates and kwargs are one-line errors
                     dir + "/bad.jinja: line 2: {% include %} is not supported in a chat template");
   CHECK_THROWS_WITH(read_jinja_chat(kTemplates + "qwen3.jinja", tokenizer, "[1]"),
                     "--chat_template_kwargs '[1]' is an array: expected a JSON object such as '{\"enable_thinking\": false}'");
-  CHECK_THROWS_WITH(records_template({dir + "/none.jsonl"}, InputFormat::json_lines, tokenizer, "", "jsonl:none",
+  CHECK_THROWS_WITH(records_template({dir + "/none.jsonl"}, InputFormat::records, tokenizer, "", "jsonl:none",
                                      R"({"enable_thinking": false})"),
                     Catch::Contains("--chat_template_kwargs '{\"enable_thinking\": false}' are passed to a Jinja chat "
                                     "template"));

@@ -103,7 +103,7 @@ TEST_CASE("chat templates: a tokenizer's own Jinja template gives apply_chat_tem
       INFO("chat " << r << ": " << k.chats[r]);
       const std::string file = fmt::format("{}/{}-{}.jsonl", dir, k.name, r);
       ampt::test::write_file(file, k.chats[r] + "\n");
-      const ChatTemplate chat = records_template({file}, InputFormat::json_lines, tokenizer, "", file, k.kwargs);
+      const ChatTemplate chat = records_template({file}, InputFormat::records, tokenizer, "", file, k.kwargs);
       REQUIRE(chat.jinja != nullptr);
       CHECK(chat.name == dir + "/" + k.name + "/tokenizer_config.json chat_template");
       std::vector<int32_t> ids;

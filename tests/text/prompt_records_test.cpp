@@ -135,5 +135,5 @@ TEST_CASE("prompt records: a bad record is one line naming its file, line and fi
   write_file(broken, "{\"prompt\": \"a\"\n");
   CHECK_THROWS_WITH(read_prompt_records(tokenizer, chat, {broken}),
                     Catch::Matchers::StartsWith(broken + ": line 1: invalid JSON: "));
-  fails("\n\n", ": no prompt records (JSON Lines, each an object with a \"prompt\")");
+  fails("\n\n", ": no prompt records (JSON Lines or a table, each record with a \"prompt\")");
 }

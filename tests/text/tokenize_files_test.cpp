@@ -90,7 +90,7 @@ TEST_CASE("text: tokenize_files reads the format and field it is told, reporting
   write_file(dir + "/plain.jsonl", "not JSON at all");
   ampt::text::TokenizeFilesOptions options;
   options.threads = 2;
-  options.format = ampt::text::InputFormat::json_lines;
+  options.format = ampt::text::InputFormat::records;
   options.text_field = "body";
   std::vector<std::pair<int64_t, int64_t>> reports;
   options.progress = [&](int64_t done, int64_t total) { reports.emplace_back(done, total); };

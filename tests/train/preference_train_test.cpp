@@ -219,7 +219,7 @@ TEST_CASE("preference: conversational records through the tokenizer's own Llama-
   }
   write_file(records, text);
   // The tokenizer carries Llama-3's Jinja template, which renders the records, as in TRL.
-  CHECK(ampt::text::records_template({records}, ampt::text::InputFormat::json_lines,
+  CHECK(ampt::text::records_template({records}, ampt::text::InputFormat::records,
                                      ampt::text::load_tokenizer(model), "", records)
             .jinja != nullptr);
   const auto ours = ampt_steps(model, records, dir + "/run", {"--objective", "dpo"});
@@ -516,8 +516,8 @@ TEST_CASE("preference: bad records, objectives and options are one line each",
                            "--output_dir", dir + "/synthetic"});
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.err, Catch::Contains("--objective orpo learns from preference records (\"prompt\", "
-                                    "\"chosen\", \"rejected\") in jsonl: data or its tokens: "
-                                    "shards, and dataset 'synthetic' is neither"));
+                                    "\"chosen\", \"rejected\") in jsonl:, parquet: or arrow: data or "
+                                    "its tokens: shards, and dataset 'synthetic' is neither"));
   refused(records, {"--objective", "dpo", "--simpo_gamma", "1"},
           "simpo_gamma (flag --simpo_gamma) is an option of the simpo objective, and this run's "
           "objective is dpo: drop it or set --objective");

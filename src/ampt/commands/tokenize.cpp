@@ -89,7 +89,7 @@ int run_tokenize(const std::vector<std::string>& args, const Environment&) {
   options.threads = static_cast<int>(flags.threads);
   std::vector<std::string> inputs;
   for (const auto& input : flags.inputs) {
-    const auto files = data::document_files(input, {".txt", ".jsonl"});
+    const auto files = data::document_files(input, {".txt", ".jsonl", ".parquet", ".arrow"});
     inputs.insert(inputs.end(), files.begin(), files.end());
   }
 

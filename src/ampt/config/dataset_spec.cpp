@@ -7,9 +7,11 @@ namespace ampt::config {
 
 std::optional<DatasetSpec> parse_dataset_spec(std::string_view text) {
   if (text == "synthetic") return DatasetSpec{};
-  static constexpr std::array<std::pair<std::string_view, DatasetKind>, 6> kWithPath{{
+  static constexpr std::array<std::pair<std::string_view, DatasetKind>, 8> kWithPath{{
       {"text", DatasetKind::text},
       {"jsonl", DatasetKind::jsonl},
+      {"parquet", DatasetKind::parquet},
+      {"arrow", DatasetKind::arrow},
       {"tokens", DatasetKind::tokens},
       {"mnist", DatasetKind::mnist},
       {"fashion-mnist", DatasetKind::fashion_mnist},
@@ -24,7 +26,11 @@ std::optional<DatasetSpec> parse_dataset_spec(std::string_view text) {
 }
 
 bool is_language_model_data(DatasetKind kind) {
-  return kind == DatasetKind::text || kind == DatasetKind::jsonl || kind == DatasetKind::tokens;
+  return kind == DatasetKind::text || is_record_data(kind) || kind == DatasetKind::tokens;
+}
+
+bool is_record_data(DatasetKind kind) {
+  return kind == DatasetKind::jsonl || kind == DatasetKind::parquet || kind == DatasetKind::arrow;
 }
 
 }  // namespace ampt::config

@@ -299,30 +299,31 @@ DataSplits open_dataset(const Config& config, const SampleRequest& request,
         "dataset '{}' is language-model data but the model does not take token windows",
         config.dataset));
   }
-  if (config.document_mask && spec->kind != config::DatasetKind::text &&
-      spec->kind != config::DatasetKind::jsonl && spec->kind != config::DatasetKind::tokens) {
+  if (config.document_mask && !config::is_language_model_data(spec->kind)) {
     throw UsageError(fmt::format(
-        "--document_mask keeps the documents of text:, jsonl: or tokens: data apart; dataset "
+        "--document_mask keeps the documents of text:, record (jsonl:, parquet:, arrow:) or tokens: data apart; dataset "
         "'{}' has no documents: drop --document_mask",
         config.dataset));
   }
-  // jsonl: data and tokens: shards say for themselves whether they hold preference records.
-  if (config::samples_completions(config.objective) && spec->kind != config::DatasetKind::jsonl) {
-    throw UsageError(fmt::format("--objective {} samples completions of prompt records in jsonl: "
-                                 "data, and dataset '{}' is not jsonl:",
+  // Record data and tokens: shards say for themselves whether they hold preference records.
+  if (config::samples_completions(config.objective) && !config::is_record_data(spec->kind)) {
+    throw UsageError(fmt::format("--objective {} samples completions of prompt records in jsonl:, "
+                                 "parquet: or arrow: data, and dataset '{}' is none of them",
                                  config::to_string(config.objective), config.dataset));
   }
-  if (config.objective != config::Objective::lm && spec->kind != config::DatasetKind::jsonl &&
+  if (config.objective != config::Objective::lm && !config::is_record_data(spec->kind) &&
       spec->kind != config::DatasetKind::tokens) {
     throw UsageError(fmt::format(
         "--objective {} learns from preference records (\"prompt\", \"chosen\", \"rejected\") "
-        "in jsonl: data or its tokens: shards, and dataset '{}' is neither",
+        "in jsonl:, parquet: or arrow: data or its tokens: shards, and dataset '{}' is neither",
         config::to_string(config.objective), config.dataset));
   }
   switch (spec->kind) {
     case config::DatasetKind::synthetic: return open_synthetic(config, request);
     case config::DatasetKind::text:
-    case config::DatasetKind::jsonl: return open_text_dataset(*spec, config, request, progress);
+    case config::DatasetKind::jsonl:
+    case config::DatasetKind::parquet:
+    case config::DatasetKind::arrow: return open_text_dataset(*spec, config, request, progress);
     case config::DatasetKind::tokens: return open_tokens(spec->path, config, request);
     case config::DatasetKind::mnist: return open_mnist("mnist", spec->path);
     case config::DatasetKind::fashion_mnist: return open_mnist("fashion-mnist", spec->path);

@@ -2,6 +2,7 @@
 
 #include "ampt/config/enum_names.h"
 #include "ampt/core/errors.h"
+#include "ampt/data/dataset_files.h"
 #include "ampt/data/document_examples.h"
 #include "ampt/data/input_files.h"
 #include "ampt/data/loss_mask.h"
@@ -18,6 +19,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <numeric>
 #include <optional>
 
 namespace ampt::data {
@@ -40,6 +42,16 @@ struct Corpus {
   int64_t pad = 0;                   // the input id of padding (never scored)
   std::string summary;               // "3 documents, 1.2K tokens (...)"
 };
+
+// The spec's prefix ("jsonl", "parquet"), which names its shards in the token cache.
+std::string_view kind_name(config::DatasetKind kind) {
+  switch (kind) {
+    case config::DatasetKind::jsonl: return "jsonl";
+    case config::DatasetKind::parquet: return "parquet";
+    case config::DatasetKind::arrow: return "arrow";
+    default: return "text";
+  }
+}
 
 std::string plural(int64_t n, std::string_view what) {
   return fmt::format("{} {}{}", human_count(n), what, n == 1 ? "" : "s");
@@ -65,7 +77,7 @@ Corpus jsonl_bytes(const std::vector<std::string>& files, const std::string& tex
                    const std::string& name) {
   auto bytes = std::make_shared<std::string>();
   Corpus corpus;
-  text::read_documents(files, text::InputFormat::json_lines, text_field,
+  text::read_documents(files, text::InputFormat::records, text_field,
                        [&](std::string document, int64_t) {
                          if (!corpus.documents.empty()) bytes->push_back('\n');
                          corpus.documents.push_back({0, static_cast<int64_t>(bytes->size()),
@@ -85,8 +97,8 @@ Corpus jsonl_bytes(const std::vector<std::string>& files, const std::string& tex
 // The documents tokenized into a shard of the token cache, made now or by an earlier run;
 // instruction records rendered by `chat` into examples with their loss mask.
 Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string>& files,
-                 const config::DatasetSpec& spec, const Config& config, int64_t vocab_size,
-                 const text::InputProgress& progress, const text::ChatTemplate* chat) {
+                 const config::DatasetSpec& spec, const std::string& split, const Config& config,
+                 int64_t vocab_size, const text::InputProgress& progress, const text::ChatTemplate* chat) {
   if (tokenizer.vocab_size() > vocab_size) {
     throw UsageError(fmt::format(
         "the tokenizer {} has {} tokens but the model's vocab_size is {}: set --vocab_size to at "
@@ -94,15 +106,14 @@ Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string
         tokenizer.source(), tokenizer.vocab_size(), vocab_size, tokenizer.vocab_size()));
   }
   text::TokenizeFilesOptions options;
-  options.format = spec.kind == config::DatasetKind::jsonl ? text::InputFormat::json_lines
-                                                           : text::InputFormat::text;
+  options.format = config::is_record_data(spec.kind) ? text::InputFormat::records : text::InputFormat::text;
   options.text_field = config.text_field;
   options.progress = progress;
   const auto cache_dir = token_cache_dir(config);
   auto named = fs::path(spec.path).lexically_normal();
   if (named.filename().empty()) named = named.parent_path();  // "data/stories/"
-  const auto name = fmt::format("{}-{}", spec.kind == config::DatasetKind::jsonl ? "jsonl" : "text",
-                                named.filename().string());
+  const auto name = fmt::format("{}-{}{}", kind_name(spec.kind),
+                                named.filename().string(), split.empty() ? "" : "-" + split);
   const auto start = std::chrono::steady_clock::now();
   const auto shard = cached_text_shard(tokenizer, files, options, cache_dir, name, chat);
   const double seconds =
@@ -145,6 +156,10 @@ Corpus tokenized(const text::Tokenizer& tokenizer, const std::vector<std::string
   return corpus;
 }
 
+std::string_view kind_of(const Corpus& corpus) {
+  return corpus.preference_mask ? "preference records" : corpus.instruction ? "instruction records" : "documents";
+}
+
 int64_t sample_length(const Config& config, const SampleRequest& request) {
   if (config.max_length > request.block_size) {
     throw UsageError(fmt::format(
@@ -158,10 +173,10 @@ int64_t sample_length(const Config& config, const SampleRequest& request) {
 // The template of instruction records (--chat_template, else the tokenizer's own); nullopt for
 // documents. Throws UsageError for instruction records without a tokenizer, or a template asked
 // for documents.
-std::optional<text::ChatTemplate> chat_template(const std::vector<std::string>& files, bool jsonl,
+std::optional<text::ChatTemplate> chat_template(const std::vector<std::string>& files, bool records,
                                                 const Config& config,
                                                 const std::optional<text::Tokenizer>& tokenizer) {
-  if (!jsonl || !text::holds_chat_records(files, text::InputFormat::json_lines, config.text_field)) {
+  if (!records || !text::holds_chat_records(files, text::InputFormat::records, config.text_field)) {
     if (!config.chat_template.empty()) {
       throw UsageError(fmt::format(
           "--chat_template renders instruction records (\"prompt\"/\"completion\" or "
@@ -176,7 +191,7 @@ std::optional<text::ChatTemplate> chat_template(const std::vector<std::string>& 
         "with --tokenizer, or fine-tune with --init_from",
         config.dataset));
   }
-  return text::records_template(files, text::InputFormat::json_lines, *tokenizer,
+  return text::records_template(files, text::InputFormat::records, *tokenizer,
                                 config.chat_template, config.dataset, config.chat_template_kwargs);
 }
 
@@ -184,17 +199,19 @@ std::optional<text::ChatTemplate> chat_template(const std::vector<std::string>& 
 
 DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& config,
                              const SampleRequest& request, const text::InputProgress& progress) {
-  const bool jsonl = spec.kind == config::DatasetKind::jsonl;
-  const auto files = document_files(spec.path, {jsonl ? ".jsonl" : ".txt"});
+  const bool records = config::is_record_data(spec.kind);
+  const DatasetFiles found = records ? dataset_files(spec.path, spec.kind)
+                                     : DatasetFiles{.train = document_files(spec.path, {".txt"})};
+  const auto& files = found.train;
   const int64_t length = sample_length(config, request);
   const auto tokenizer = run_tokenizer(config);
-  const auto chat = chat_template(files, jsonl, config, tokenizer);
+  const auto chat = chat_template(files, records, config, tokenizer);
   if (config::samples_completions(config.objective)) {
-    if (!jsonl || !tokenizer) {
+    if (!records || !tokenizer) {
       throw UsageError(fmt::format("--objective {} samples completions of prompt records (JSON Lines "
                                    "objects with a \"prompt\"){}",
                                    config::to_string(config.objective),
-                                   jsonl ? ", which need a tokenizer: name one with --tokenizer, or fine-tune "
+                                   records ? ", which need a tokenizer: name one with --tokenizer, or fine-tune "
                                            "with --init_from"
                                          : fmt::format(", and {} holds plain text", config.dataset)));
     }
@@ -203,19 +220,37 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
     return open_prompt_dataset(files, config, request, *tokenizer,
                                chat ? *chat : text::builtin_chat_template(*tokenizer));
   }
-  Corpus corpus = tokenizer ? tokenized(*tokenizer, files, spec, config, request.vocab_size, progress,
-                                        chat ? &*chat : nullptr)
-                  : jsonl   ? jsonl_bytes(files, config.text_field, config.dataset)
-                            : text_bytes(files);
+  const auto corpus_of = [&](const std::vector<std::string>& split_files, const std::string& split) {
+    return tokenizer ? tokenized(*tokenizer, split_files, spec, split, config, request.vocab_size, progress,
+                                 chat ? &*chat : nullptr)
+           : records ? jsonl_bytes(split_files, config.text_field, config.dataset)
+                     : text_bytes(split_files);
+  };
+  Corpus corpus = corpus_of(files, "");
+  // The data's own validation split, in place of a held-out val_fraction.
+  std::optional<Corpus> val;
+  if (!found.validation.empty()) val = corpus_of(found.validation, found.validation_split);
   require_objective_for(config, corpus.preference_mask.has_value(),
                         corpus.instruction ? "instruction records" : "documents");
+  if (val && (val->preference_mask.has_value() != corpus.preference_mask.has_value() ||
+              val->instruction != corpus.instruction)) {
+    throw RuntimeError(fmt::format("{}: the {} split holds {} and the train split {}: a dataset's splits hold "
+                                   "one kind of record",
+                                   spec.path, found.validation_split, kind_of(*val), kind_of(corpus)));
+  }
+  // "; validation: the data's test split (1 file)"
+  const std::string own_split =
+      val ? fmt::format("; validation: the data's {} split ({}, {})", found.validation_split,
+                        plural(static_cast<int64_t>(found.validation.size()), "file"), val->summary)
+          : "";
   if (corpus.preference_mask) {
-    auto splits = pair_splits(std::make_shared<PreferencePairs>(
-                                  std::move(corpus.spans),
-                                  std::vector<TokenSpan>{*corpus.preference_mask}, length,
-                                  corpus.pad, request.vocab_size, config.packing),
-                              nullptr, length, request.vocab_size, config);
-    splits.description = fmt::format("{}: {}; {}", config.dataset, corpus.summary, splits.description);
+    const auto pairs_of = [&](Corpus& c) {
+      return std::make_shared<PreferencePairs>(std::move(c.spans), std::vector<TokenSpan>{*c.preference_mask},
+                                               length, c.pad, request.vocab_size, config.packing);
+    };
+    auto splits = pair_splits(pairs_of(corpus), val ? pairs_of(*val) : nullptr, length, request.vocab_size, config);
+    splits.description =
+        fmt::format("{}: {}{}; {}", config.dataset, corpus.summary, own_split, splits.description);
     return splits;
   }
   const DataSpec data_spec{Task::language_model, {length}, request.vocab_size};
@@ -228,24 +263,37 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
           "a tokenizer: name one with --tokenizer, or drop --document_mask",
           config.dataset));
     }
-    splits = held_out(std::make_shared<TokenWindows>(
-                          std::move(corpus.spans), length, request.vocab_size,
-                          config.document_mask ? corpus.separator : std::nullopt),
-                      data_spec, config);
+    const auto windows_of = [&](Corpus& c) {
+      return std::make_shared<TokenWindows>(std::move(c.spans), length, request.vocab_size,
+                                            config.document_mask ? c.separator : std::nullopt);
+    };
+    splits = val ? DataSplits{data_spec, windows_of(corpus), windows_of(*val), ""}
+                 : held_out(windows_of(corpus), data_spec, config);
     samples = split_counts(splits, fmt::format("windows of {}{}", length,
                                                config.document_mask
                                                    ? ", documents masked from each other"
                                                    : ""));
   } else {
     const bool packed = config.packing && corpus.instruction;
-    const auto examples = std::make_shared<DocumentExamples>(
-        std::move(corpus.spans), corpus.documents, length,
-        corpus.instruction ? std::nullopt : corpus.separator, corpus.pad, request.vocab_size,
-        std::move(corpus.masks), packed);
+    const auto examples_of = [&](Corpus& c) {
+      return std::make_shared<DocumentExamples>(std::move(c.spans), c.documents, length,
+                                                c.instruction ? std::nullopt : c.separator, c.pad,
+                                                request.vocab_size, std::move(c.masks), packed);
+    };
+    const auto examples = examples_of(corpus);
     const ExampleCounts counts = examples->counts();
     auto padded_spec = data_spec;
     padded_spec.every_target_scored = false;
-    splits = held_out_examples(*examples, padded_spec, config);
+    if (val) {
+      const auto every = [](const DocumentExamples& e) {
+        std::vector<int64_t> all(static_cast<std::size_t>(e.counts().examples));
+        std::iota(all.begin(), all.end(), int64_t{0});
+        return e.select(all);
+      };
+      splits = {padded_spec, every(*examples), every(*examples_of(*val)), ""};
+    } else {
+      splits = held_out_examples(*examples, padded_spec, config);
+    }
     std::string cut;
     if (counts.dropped > 0) {
       cut += fmt::format(", {} dropped (nothing to predict{})", counts.dropped,
@@ -264,7 +312,7 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
         split_counts(splits, packed ? fmt::format("windows of {}", length)
                                     : fmt::format("examples of up to {} tokens, padded", length)));
   }
-  splits.description = fmt::format("{}: {}; {}", config.dataset, corpus.summary, samples);
+  splits.description = fmt::format("{}: {}{}; {}", config.dataset, corpus.summary, own_split, samples);
   return splits;
 }
 

@@ -14,7 +14,10 @@ bool blank(std::string_view line) { return line.find_first_not_of(" \t") == std:
 
 }  // namespace
 
-std::string RecordPlace::prefix() const { return fmt::format("{}: line {}", path, line); }
+std::string RecordPlace::prefix() const {
+  if (group < 0) return fmt::format("{}: line {}", path, line);
+  return fmt::format("{}: {} {}, row {}", path, parquet ? "row group" : "record batch", group, line);
+}
 
 void for_each_record(const std::string& path, std::string_view text, int64_t before,
                      const std::function<void(const JsonValue&, const RecordPlace&, int64_t)>& fn) {

@@ -13,10 +13,13 @@
 
 namespace ampt::text {
 
-// Where a record was read: what every error about it starts with ("data/a.jsonl: line 7").
+// Where a record was read: what every error about it starts with ("data/a.jsonl: line 7", or a
+// table's "data/a.parquet: row group 2, row 7" and "data/a.arrow: record batch 0, row 7").
 struct RecordPlace {
   const std::string& path;
-  std::size_t line = 0;
+  std::size_t line = 0;  // a table's row, from 1
+  int64_t group = -1;    // a table's row group (Parquet) or record batch (Arrow), from 0
+  bool parquet = false;
   std::string prefix() const;
 };
 

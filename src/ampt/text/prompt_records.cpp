@@ -3,7 +3,7 @@
 #include "ampt/core/errors.h"
 #include "ampt/text/chat_jinja.h"
 #include "ampt/text/json_lines.h"
-#include "ampt/text/read_file.h"
+#include "ampt/text/record_files.h"
 
 #include <fmt/format.h>
 
@@ -56,9 +56,8 @@ PromptRecords read_prompt_records(const Tokenizer& tokenizer, const ChatTemplate
   std::optional<PromptForm> first;
   const ChatTemplate plain = plain_chat_template(tokenizer);
   for (const std::string& path : paths) {
-    const std::string text = read_text_file(path);
     const std::size_t before = prompts.records.size();
-    for_each_record(path, text, 0, [&](const JsonValue& record, const RecordPlace& place, int64_t) {
+    for_each_file_record(path, 0, [&](const JsonValue& record, const RecordPlace& place, int64_t) {
       const PromptForm form = prompt_form(record, place);
       if (!first) first = form;
       if (form != *first) {
@@ -89,7 +88,7 @@ PromptRecords read_prompt_records(const Tokenizer& tokenizer, const ChatTemplate
       prompts.records.push_back(std::move(prompt));
     });
     if (prompts.records.size() == before) {
-      throw RuntimeError(fmt::format("{}: no prompt records (JSON Lines, each an object with a \"prompt\")", path));
+      throw RuntimeError(fmt::format("{}: no prompt records (JSON Lines or a table, each record with a \"prompt\")", path));
     }
   }
   if (first) prompts.form = *first;

@@ -2,7 +2,7 @@
 
 #include "ampt/core/errors.h"
 #include "ampt/text/json_lines.h"
-#include "ampt/text/read_file.h"
+#include "ampt/text/record_files.h"
 
 #include <fmt/format.h>
 
@@ -140,6 +140,8 @@ struct PendingRecord {
   JsonValue record;
   const std::string* path;
   std::size_t line;
+  int64_t group;  // RecordPlace's
+  bool parquet;
   PreferenceForm form;
 };
 
@@ -154,7 +156,7 @@ void render_pending(const Tokenizer& tokenizer, const JinjaChat& chat, std::span
   const auto work = [&] {
     for (std::size_t i = next++; i < pending.size(); i = next++) {
       try {
-        const RecordPlace place{*pending[i].path, pending[i].line};
+        const RecordPlace place{*pending[i].path, pending[i].line, pending[i].group, pending[i].parquet};
         render_record(tokenizer, chat, pending[i].record, pending[i].form, shape, place, rendered[i]);
       } catch (...) {
         errors[i] = std::current_exception();
@@ -193,8 +195,8 @@ std::string_view form_name(PreferenceForm form) {
 bool holds_chat_records(const std::vector<std::string>& paths, InputFormat format,
                         const std::string& text_field) {
   for (const std::string& path : paths) {
-    if (!is_json_lines(path, format)) continue;
-    const auto record = first_record(path);
+    if (!is_record_file(path, format)) continue;
+    const auto record = first_file_record(path);
     return record && (is_chat_record(*record, text_field) || is_preference_record(*record));
   }
   return false;
@@ -202,8 +204,8 @@ bool holds_chat_records(const std::vector<std::string>& paths, InputFormat forma
 
 PreferenceForm preference_form(const std::vector<std::string>& paths, InputFormat format) {
   for (const std::string& path : paths) {
-    if (!is_json_lines(path, format)) continue;
-    const auto record = first_record(path);
+    if (!is_record_file(path, format)) continue;
+    const auto record = first_file_record(path);
     return record ? form_of(*record) : PreferenceForm::none;
   }
   return PreferenceForm::none;
@@ -286,14 +288,13 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
   };
   int64_t before = 0;
   for (const std::string& path : paths) {
-    if (!is_json_lines(path, options.format)) {
+    if (!is_record_file(path, options.format)) {
       throw RuntimeError(fmt::format(
-          "{}: not a .jsonl file: instruction records (prompt/completion or messages) are read "
-          "from JSON Lines only",
+          "{}: not a record file: instruction records (prompt/completion or messages) are read "
+          "from JSON Lines (.jsonl), Parquet and Arrow files",
           path));
     }
-    const std::string text = read_text_file(path);
-    for_each_record(path, text, before, [&](const JsonValue& record, const RecordPlace& place, int64_t end) {
+    before += for_each_file_record(path, before, [&](const JsonValue& record, const RecordPlace& place, int64_t end) {
       const PreferenceForm this_form = form_of(record);
       if (!form) form = this_form;
       if (this_form != *form) {
@@ -303,7 +304,7 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
       }
       if (!shape) shape = record_shape(record);
       if (chat.jinja) {
-        pending.push_back({record, &path, place.line, this_form});
+        pending.push_back({record, &path, place.line, place.group, place.parquet, this_form});
         bytes += static_cast<std::size_t>(end - done);  // the record's line: its rendering is about as long
       } else if (this_form == PreferenceForm::none) {
         records.push_back({chat_turns(record, place), {}, {}});
@@ -318,7 +319,6 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
       done = end;
       if (bytes >= kChatBatchBytes) flush();
     });
-    before += static_cast<int64_t>(text.size());
   }
   flush();
   if (options.progress) options.progress(total, total);

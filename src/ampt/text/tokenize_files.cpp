@@ -2,6 +2,7 @@
 
 #include "ampt/core/errors.h"
 #include "ampt/text/json_lines.h"
+#include "ampt/text/record_files.h"
 #include "ampt/text/read_file.h"
 
 #include <fmt/format.h>
@@ -90,9 +91,9 @@ class Batcher {
 
 }  // namespace
 
-bool is_json_lines(const std::string& path, InputFormat format) {
-  return format == InputFormat::json_lines ||
-         (format == InputFormat::by_extension && path.ends_with(".jsonl"));
+bool is_record_file(const std::string& path, InputFormat format) {
+  return format == InputFormat::records ||
+         (format == InputFormat::by_extension && (path.ends_with(".jsonl") || is_table_file(path)));
 }
 
 int64_t input_bytes(const std::vector<std::string>& paths) {
@@ -110,17 +111,16 @@ void read_documents(const std::vector<std::string>& paths, InputFormat format,
                     const std::function<void(std::string text, int64_t done)>& document) {
   int64_t before = 0;  // input bytes of the files already read
   for (const std::string& path : paths) {
-    std::string text = read_text_file(path);
-    const auto size = static_cast<int64_t>(text.size());
-    if (!is_json_lines(path, format)) {
-      document(std::move(text), before + size);
+    if (!is_record_file(path, format)) {
+      std::string text = read_text_file(path);
+      before += static_cast<int64_t>(text.size());
+      document(std::move(text), before);
     } else {
-      for_each_record(path, text, before,
-                      [&](const JsonValue& record, const RecordPlace& place, int64_t done) {
-                        document(document_text(record, place, text_field), done);
-                      });
+      before += for_each_file_record(path, before,
+                                     [&](const JsonValue& record, const RecordPlace& place, int64_t done) {
+                                       document(document_text(record, place, text_field), done);
+                                     });
     }
-    before += size;
   }
 }
 

@@ -17,16 +17,17 @@
 
 namespace ampt::text {
 
-// How a file holds documents: a text file is one document; a JSON Lines file one per non-empty
-// line, the string field `text_field` of a JSON object.
+// How a file holds documents: a text file is one document; a record file one per record, the
+// string field `text_field` of each: JSON Lines (a JSON object a non-empty line), or a Parquet or
+// Arrow table (a row: text/record_files.h).
 enum class InputFormat {
-  by_extension,  // files ending in .jsonl are JSON Lines, the others text
+  by_extension,  // .jsonl files and tables (by their first bytes) are record files, the others text
   text,
-  json_lines,
+  records,
 };
 
-// Whether `path` is read as JSON Lines.
-bool is_json_lines(const std::string& path, InputFormat format);
+// Whether `path` is read as a record file.
+bool is_record_file(const std::string& path, InputFormat format);
 
 // Input bytes read so far and in all (the files' sizes), reported as documents are done.
 using InputProgress = std::function<void(int64_t done, int64_t total)>;
