@@ -6,7 +6,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 torch_version="2.11.0"
 # slurmctld, slurmd, slurm-client and munge: the tests start a one-node Slurm cluster of their own.
-debian_packages=(cmake g++ ninja-build ccache git libyaml-cpp-dev libcxxopts-dev libfmt-dev catch2 libgloo-dev
+debian_packages=(cmake g++ ninja-build ccache git libyaml-cpp-dev libcxxopts-dev libfmt-dev catch2 zlib1g-dev libgloo-dev
                  libgoogle-perftools-dev slurmctld slurmd slurm-client munge)
 
 fail() { echo "bootstrap: error: $*" >&2; exit 1; }

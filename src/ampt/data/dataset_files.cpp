@@ -57,7 +57,7 @@ std::vector<std::string> extensions_of(config::DatasetKind kind) {
   switch (kind) {
     case config::DatasetKind::parquet: return {".parquet"};
     case config::DatasetKind::arrow: return {".arrow"};
-    default: return {".jsonl"};
+    default: return {".jsonl", ".jsonl.gz"};
   }
 }
 
@@ -106,7 +106,7 @@ std::vector<std::string> files_under(const fs::path& dir, const std::vector<std:
       continue;
     }
     std::error_code not_regular;  // a dangling link is skipped, not an error
-    if (std::ranges::find(extensions, it->path().extension().string()) != extensions.end() &&
+    if (std::ranges::any_of(extensions, [&](const std::string& e) { return name.ends_with(e); }) &&
         it->is_regular_file(not_regular)) {
       files.push_back(fs::relative(it->path(), dir).generic_string());
     }

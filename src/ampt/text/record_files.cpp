@@ -1,9 +1,17 @@
 #include "ampt/text/record_files.h"
 
+#include "ampt/core/errors.h"
 #include "ampt/tables/table_file.h"
 #include "ampt/text/read_file.h"
 
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <array>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <filesystem>
 
 namespace ampt::text {
@@ -25,14 +33,69 @@ int64_t for_each_file_record(const std::string& path, int64_t before,
     });
     return size;
   }
-  const std::string text = read_text_file(path);
-  for_each_record(path, text, before, fn);
-  return static_cast<int64_t>(text.size());
+  if (!is_gzip_file(path)) {
+    const std::string text = read_text_file(path);
+    for_each_record(path, text, before, fn);
+    return static_cast<int64_t>(text.size());
+  }
+  // Progress counts the file's own (compressed) bytes, as input_bytes does.
+  const std::string text = read_gzip_file(path);
+  std::error_code error;
+  const auto bytes = std::filesystem::file_size(path, error);
+  const double ratio = error ? 0.0 : static_cast<double>(bytes) / static_cast<double>(text.size());
+  for_each_record(path, text, 0, [&](const JsonValue& record, const RecordPlace& place, int64_t done) {
+    fn(record, place, before + std::llround(static_cast<double>(done) * ratio));
+  });
+  return error ? 0 : static_cast<int64_t>(bytes);
 }
 
 std::optional<JsonValue> first_file_record(const std::string& path) {
   if (is_table_file(path)) return tables::first_row(path);
+  if (is_gzip_file(path)) {
+    const std::string text = read_gzip_file(path);
+    std::optional<JsonValue> first;
+    try {
+      for_each_line(text, [&](std::string_view line, std::size_t) {
+        if (!first && line.find_first_not_of(" \t") != std::string_view::npos) first = parse_json(line);
+      });
+    } catch (const JsonError&) {
+      return std::nullopt;  // reading it whole says why
+    }
+    return first;
+  }
   return first_record(path);
+}
+
+bool is_gzip_file(const std::string& path) { return path.ends_with(".gz"); }
+
+std::string read_gzip_file(const std::string& path) {
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw RuntimeError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+    std::array<unsigned char, 2> magic{};
+    in.read(reinterpret_cast<char*>(magic.data()), 2);
+    if (in.gcount() < 2 || magic[0] != 0x1f || magic[1] != 0x8b) {
+      throw RuntimeError(fmt::format("{}: not a gzip file (one starts with the bytes 1f 8b)", path));
+    }
+  }
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) throw RuntimeError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  gzbuffer(file, 1 << 17);
+  std::string text;
+  std::array<char, 1 << 16> buffer{};
+  int n = 0;
+  while ((n = gzread(file, buffer.data(), static_cast<unsigned>(buffer.size()))) > 0) {
+    text.append(buffer.data(), static_cast<std::size_t>(n));
+  }
+  int code = Z_OK;
+  const std::string said = gzerror(file, &code);
+  gzclose(file);
+  if (n < 0 || (code != Z_OK && code != Z_STREAM_END)) {
+    throw RuntimeError(fmt::format("{}: a damaged gzip file: {} (after {} bytes of its contents)", path, said,
+                                   text.size()));
+  }
+  if (text.empty()) throw RuntimeError(fmt::format("{}: file is empty (once decompressed)", path));
+  return text;
 }
 
 }  // namespace ampt::text

@@ -1,4 +1,5 @@
-// The records of a file, whichever form it holds them in: JSON Lines (one JSON value a line), or
+// The records of a file, whichever form it holds them in: JSON Lines (one JSON value a line, plain
+// or gzip-compressed), or
 // a Parquet or Arrow table (one object of its columns a row: tables/table_file.h), told apart by
 // the file's first bytes (or name), so that a .parquet file named as jsonl: data reads as the
 // table it is.
@@ -24,6 +25,15 @@ bool is_table_file(const std::string& path);
 // be read.
 int64_t for_each_file_record(const std::string& path, int64_t before,
                              const std::function<void(const JsonValue&, const RecordPlace&, int64_t)>& fn);
+
+// Whether `path` is gzip-compressed JSON Lines, by its name (data.jsonl.gz): read whole, through
+// zlib, as the plain file is.
+bool is_gzip_file(const std::string& path);
+
+// A .gz file's contents. Throws RuntimeError "PATH: not a gzip file (...)" for one whose first bytes
+// are not gzip's, "PATH: a damaged gzip file: ..." for a truncated or corrupt one, and "PATH: file
+// is empty (once decompressed)".
+std::string read_gzip_file(const std::string& path);
 
 // The first record of `path` (first_record's, or a table's first row); nullopt when it has none
 // or is not JSON (reading it whole says why). Throws RuntimeError for a table that cannot be read.

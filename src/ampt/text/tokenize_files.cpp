@@ -93,7 +93,8 @@ class Batcher {
 
 bool is_record_file(const std::string& path, InputFormat format) {
   return format == InputFormat::records ||
-         (format == InputFormat::by_extension && (path.ends_with(".jsonl") || is_table_file(path)));
+         (format == InputFormat::by_extension &&
+          (path.ends_with(".jsonl") || path.ends_with(".jsonl.gz") || is_table_file(path)));
 }
 
 int64_t input_bytes(const std::vector<std::string>& paths) {
