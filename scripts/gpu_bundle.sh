@@ -26,5 +26,9 @@ tar -C "$stage" -czf "$out/build.tar.gz" .
 for lib in $(ldd "$build/ampt" | awk '/=> \// {print $3}' | grep -E 'libfmt|libyaml-cpp|libcudart|libtcmalloc'); do
   cp -L "$lib" "$out/lib/"
 done
+# Arrow and Parquet (the pyarrow wheel's, which the GPU image need not have): 62 MB as they are,
+# so compressed, and unpacked into .gpu/lib by gpu_session.sh.
+arrow_libs=$(ldd "$build/ampt" | awk '/=> \// {print $3}' | grep -E 'libarrow|libparquet')
+tar -czhf "$out/arrow-libs.tar.gz" -C / $(printf '%s\n' $arrow_libs | sed 's|^/||')
 printf '%s\n%s\n' "$root" "$rel" > "$out/origin"
 du -sh "$out"

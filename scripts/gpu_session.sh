@@ -29,6 +29,7 @@ if [[ $origin != "$here" ]]; then
 fi
 mkdir -p "$here/$rel"
 tar -C "$here/$rel" -xzf .gpu/build.tar.gz
+[[ -f .gpu/arrow-libs.tar.gz ]] && tar -C .gpu/lib -xzf .gpu/arrow-libs.tar.gz --transform 's|.*/||'
 [[ -e .venv ]] || ln -s /opt/torch/.venv .venv
 torch_lib=$(/opt/torch/.venv/bin/python -c 'import torch, os; print(os.path.dirname(torch.__file__) + "/lib")')
 # ampt links the wheel's libcublasLt (kernels/gemm_epilogues): the image's copy, beside torch.
