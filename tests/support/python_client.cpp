@@ -6,6 +6,7 @@
 // before taking the request) it runs the real python itself: the result is the same, only slower.
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -43,7 +44,11 @@ bool read_at_import(const std::string& name) {
 }
 
 std::string server_address() {
-  std::string key = AMPT_BUILD_DIR;
+  // The server script's modification time too: an edited server is a new one, not the one still
+  // idling from an earlier run.
+  struct stat script{};
+  std::string key = std::string(AMPT_BUILD_DIR) + '\n' +
+                    (stat(AMPT_PYTHON_SERVER, &script) == 0 ? std::to_string(script.st_mtim.tv_sec) : "");
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry(*e);
     if (read_at_import(entry.substr(0, entry.find('=')))) key += '\n' + entry;
