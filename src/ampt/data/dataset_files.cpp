@@ -61,18 +61,10 @@ std::vector<std::string> extensions_of(config::DatasetKind kind) {
   }
 }
 
-JsonValue read_json(const fs::path& file) {
-  try {
-    return parse_json(text::read_text_file(file.string()));
-  } catch (const JsonError& e) {
-    throw RuntimeError(fmt::format("{}: invalid JSON: {}", file.string(), e.what()));
-  }
-}
-
 // A save_to_disk Dataset's Arrow files, in the order its state.json lists them.
 std::vector<std::string> saved_files(const fs::path& dir) {
   const fs::path state = dir / "state.json";
-  const JsonValue json = read_json(state);
+  const JsonValue json = text::read_json_file(state.string(), "datasets' state.json");
   const JsonValue* files = json.find("_data_files");
   std::vector<std::string> paths;
   if (files != nullptr && files->kind == JsonValue::Kind::array) {
@@ -124,7 +116,7 @@ DatasetFiles directory_files(const fs::path& dir, config::DatasetKind kind) {
     return out;
   }
   if (fs::exists(dir / "dataset_dict.json", error)) {
-    const JsonValue dict = read_json(dir / "dataset_dict.json");
+    const JsonValue dict = text::read_json_file((dir / "dataset_dict.json").string(), "datasets' dataset_dict.json");
     const JsonValue* splits = dict.find("splits");
     std::map<Split, std::string> named;
     if (splits != nullptr && splits->kind == JsonValue::Kind::array) {

@@ -29,11 +29,7 @@ std::optional<JsonValue> tokenizer_config(const fs::path& dir) {
   const fs::path path = dir / "tokenizer_config.json";
   std::error_code error;
   if (dir.empty() || !fs::is_regular_file(path, error)) return std::nullopt;
-  try {
-    return parse_json(read_text_file(path.string()));
-  } catch (const JsonError& e) {
-    throw RuntimeError(fmt::format("{}: invalid JSON (a Hugging Face tokenizer_config.json): {}", path.string(), e.what()));
-  }
+  return read_json_file(path.string(), "a Hugging Face tokenizer_config.json");
 }
 
 // transformers' special_tokens_map, which apply_chat_template passes to the template.

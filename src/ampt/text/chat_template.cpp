@@ -126,12 +126,7 @@ ChatTemplate plain_chat_template(const Tokenizer& tokenizer) {
 }
 
 ChatTemplate read_chat_template(const std::string& path) {
-  JsonValue file;
-  try {
-    file = parse_json(read_text_file(path));
-  } catch (const JsonError& e) {
-    throw RuntimeError(fmt::format("{}: invalid JSON (a chat template): {}", path, e.what()));
-  }
+  const JsonValue file = read_json_file(path, "a chat template");
   if (file.kind != Kind::object) {
     throw RuntimeError(fmt::format("{}: a chat template is a JSON object with the keys {}", path, kKeys));
   }

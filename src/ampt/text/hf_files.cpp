@@ -142,15 +142,6 @@ class Reader {
   std::unordered_map<std::string, int32_t> id_of_written_;
 };
 
-JsonValue parse_file(const std::string& path, std::string_view what) {
-  const std::string text = read_text_file(path);
-  try {
-    return parse_json(text);
-  } catch (const JsonError& e) {
-    throw RuntimeError(fmt::format("{}: invalid JSON ({}): {}", path, what, e.what()));
-  }
-}
-
 std::string string_field(const JsonValue& object, std::string_view key) {
   const JsonValue* value = object.find(key);
   return value != nullptr && value->kind == JsonValue::Kind::string ? value->string : "";
@@ -326,7 +317,7 @@ void check_words(Reader& reader) {
 }  // namespace
 
 Vocabulary read_tokenizer_json(const std::string& path) {
-  const JsonValue root = parse_file(path, "a Hugging Face tokenizer.json");
+  const JsonValue root = read_json_file(path, "a Hugging Face tokenizer.json");
   Reader reader(path);
   const JsonValue* model = root.find("model");
   if (model == nullptr || model->kind != JsonValue::Kind::object) {
@@ -387,7 +378,7 @@ Vocabulary read_tokenizer_json(const std::string& path) {
 }
 
 Vocabulary read_vocab_and_merges(const std::string& vocab_path, const std::string& merges_path) {
-  const JsonValue vocab = parse_file(vocab_path, "GPT-2's vocab.json");
+  const JsonValue vocab = read_json_file(vocab_path, "GPT-2's vocab.json");
   Reader reader(vocab_path);
   reader.read_vocab(vocab);
   reader.add_end_of_text_from_vocab();

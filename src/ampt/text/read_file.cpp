@@ -19,4 +19,13 @@ std::string read_text_file(const std::string& path) {
   return text;
 }
 
+JsonValue read_json_file(const std::string& path, std::string_view what) {
+  const std::string text = read_text_file(path);
+  try {
+    return parse_json(text);
+  } catch (const JsonError& e) {
+    throw RuntimeError(fmt::format("{}: invalid JSON ({}): {}", path, what, e.what()));
+  }
+}
+
 }  // namespace ampt::text

@@ -38,12 +38,7 @@ int32_t token_id(const std::string& path, const Vocabulary& vocabulary, std::str
 }  // namespace
 
 void read_tokenizer_config(const std::string& path, Vocabulary& vocabulary) {
-  JsonValue config;
-  try {
-    config = parse_json(read_text_file(path));
-  } catch (const JsonError& e) {
-    throw RuntimeError(fmt::format("{}: invalid JSON (a Hugging Face tokenizer_config.json): {}", path, e.what()));
-  }
+  const JsonValue config = read_json_file(path, "a Hugging Face tokenizer_config.json");
   if (const auto eos = token_text(path, config, "eos_token")) {
     vocabulary.eos = token_id(path, vocabulary, "eos_token", *eos);
   }
