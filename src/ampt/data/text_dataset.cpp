@@ -19,7 +19,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <numeric>
 #include <optional>
 
 namespace ampt::data {
@@ -238,7 +237,7 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
                                    "one kind of record",
                                    spec.path, found.validation_split, kind_of(*val), kind_of(corpus)));
   }
-  // "; validation: the data's test split (1 file)"
+  // "; validation: the data's test split (1 file, 1319 plain examples, ...)"
   const std::string own_split =
       val ? fmt::format("; validation: the data's {} split ({}, {})", found.validation_split,
                         plural(static_cast<int64_t>(found.validation.size()), "file"), val->summary)
@@ -284,16 +283,8 @@ DataSplits open_text_dataset(const config::DatasetSpec& spec, const Config& conf
     const ExampleCounts counts = examples->counts();
     auto padded_spec = data_spec;
     padded_spec.every_target_scored = false;
-    if (val) {
-      const auto every = [](const DocumentExamples& e) {
-        std::vector<int64_t> all(static_cast<std::size_t>(e.counts().examples));
-        std::iota(all.begin(), all.end(), int64_t{0});
-        return e.select(all);
-      };
-      splits = {padded_spec, every(*examples), every(*examples_of(*val)), ""};
-    } else {
-      splits = held_out_examples(*examples, padded_spec, config);
-    }
+    splits = val ? DataSplits{padded_spec, examples, examples_of(*val), ""}
+                 : held_out_examples(*examples, padded_spec, config);
     std::string cut;
     if (counts.dropped > 0) {
       cut += fmt::format(", {} dropped (nothing to predict{})", counts.dropped,

@@ -295,8 +295,9 @@ std::string table_schema(const std::string& path) {
 
 void for_each_row(const std::string& path,
                   const std::function<void(const JsonValue& row, const RowPlace& place)>& fn) {
-  GroupReader reader(path, required_format(path));
   RowPlace place;
+  place.format = required_format(path);
+  GroupReader reader(path, place.format);
   const double rows = static_cast<double>(reader.rows());
   for (; const auto batch = reader.next(); ++place.group) {
     for (int64_t i = 0; i < batch->num_rows(); ++i) {

@@ -22,6 +22,7 @@ std::optional<TableFormat> table_format(const std::string& path);
 // Where a row is: its number in the file from 1, and its row group (Parquet) or record batch
 // (Arrow) from 0.
 struct RowPlace {
+  TableFormat format = TableFormat::parquet;  // which names its groups: row groups or record batches
   int64_t row = 0;
   int64_t group = 0;
   double read = 0;  // the share of the file's rows read through this one; 0 where a stream's count is unknown

@@ -34,6 +34,20 @@ void for_each_record(const std::string& path, std::string_view text, int64_t bef
   });
 }
 
+std::optional<JsonValue> first_record_in(std::string_view text, bool whole_file) {
+  if (!whole_file) text = text.substr(0, text.rfind('\n') + 1);  // npos + 1: nothing
+  std::optional<std::string_view> first;
+  for_each_line(text, [&](std::string_view line, std::size_t) {
+    if (!first && !blank(line)) first = line;
+  });
+  if (!first) return std::nullopt;
+  try {
+    return parse_json(*first);
+  } catch (const JsonError&) {
+    return std::nullopt;
+  }
+}
+
 std::optional<JsonValue> first_record(const std::string& path) {
   // One line, not the file: deciding how to read a corpus must not read it twice.
   std::ifstream in(path, std::ios::binary);

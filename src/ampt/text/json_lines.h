@@ -31,5 +31,9 @@ void for_each_record(const std::string& path, std::string_view text, int64_t bef
 
 // The first record of `path`; nullopt when it is empty or not JSON (reading it whole says why).
 std::optional<JsonValue> first_record(const std::string& path);
+// The same of `text`, the first bytes of a file (all of it where `whole_file`): its first
+// non-blank line that is complete (ended by a newline, or by the end of a whole file); nullopt for
+// none, or one that is not JSON.
+std::optional<JsonValue> first_record_in(std::string_view text, bool whole_file);
 
 }  // namespace ampt::text

@@ -138,10 +138,7 @@ void encode_examples(const Tokenizer& tokenizer, const ChatTemplate& chat,
 // A record read, waiting to be rendered with the others of its batch.
 struct PendingRecord {
   JsonValue record;
-  const std::string* path;
-  std::size_t line;
-  int64_t group;  // RecordPlace's
-  bool parquet;
+  RecordPlace place;  // its path is one of tokenize_chats' paths, which outlive the batch
   PreferenceForm form;
 };
 
@@ -156,8 +153,7 @@ void render_pending(const Tokenizer& tokenizer, const JinjaChat& chat, std::span
   const auto work = [&] {
     for (std::size_t i = next++; i < pending.size(); i = next++) {
       try {
-        const RecordPlace place{*pending[i].path, pending[i].line, pending[i].group, pending[i].parquet};
-        render_record(tokenizer, chat, pending[i].record, pending[i].form, shape, place, rendered[i]);
+        render_record(tokenizer, chat, pending[i].record, pending[i].form, shape, pending[i].place, rendered[i]);
       } catch (...) {
         errors[i] = std::current_exception();
       }
@@ -304,7 +300,7 @@ TokenizeFilesStats tokenize_chats(const Tokenizer& tokenizer, const ChatTemplate
       }
       if (!shape) shape = record_shape(record);
       if (chat.jinja) {
-        pending.push_back({record, &path, place.line, place.group, place.parquet, this_form});
+        pending.push_back({record, place, this_form});
         bytes += static_cast<std::size_t>(end - done);  // the record's line: its rendering is about as long
       } else if (this_form == PreferenceForm::none) {
         records.push_back({chat_turns(record, place), {}, {}});
